@@ -1,0 +1,67 @@
+#include "config/log.h"
+
+#include <mutex>
+#include <spdlog/pattern_formatter.h>
+#include <spdlog/sinks/stdout_sinks.h>
+
+#include "config/settings.h"
+
+namespace crawler {
+namespace {
+
+std::mutex registry_mutex;
+spdlog::level::level_enum current_level = spdlog::level::debug;
+
+// Scrapy prints upper-case level names ("WARNING"); spdlog's own flag prints "warning".
+class scrapy_level_flag : public spdlog::custom_flag_formatter {
+ public:
+  void format(const spdlog::details::log_msg& msg, const std::tm&,
+              spdlog::memory_buf_t& dest) override {
+    static constexpr std::string_view names[] = {"TRACE", "DEBUG",    "INFO", "WARNING",
+                                                 "ERROR", "CRITICAL", "OFF"};
+    std::string_view name = names[msg.level];
+    dest.append(name.data(), name.data() + name.size());
+  }
+  std::unique_ptr<custom_flag_formatter> clone() const override {
+    return std::make_unique<scrapy_level_flag>();
+  }
+};
+
+spdlog::sink_ptr shared_sink() {
+  static spdlog::sink_ptr sink = [] {
+    auto s = std::make_shared<spdlog::sinks::stderr_sink_mt>();
+    auto formatter = std::make_unique<spdlog::pattern_formatter>();
+    formatter->add_flag<scrapy_level_flag>('*').set_pattern("%Y-%m-%d %H:%M:%S [%n] %*: %v");
+    s->set_formatter(std::move(formatter));
+    return s;
+  }();
+  return sink;
+}
+
+}  // namespace
+
+void configure_logging(const settings& settings) {
+  std::string name = settings.get_string("LOG_LEVEL");
+  spdlog::level::level_enum level;
+  if (name == "DEBUG") level = spdlog::level::debug;
+  else if (name == "INFO") level = spdlog::level::info;
+  else if (name == "WARNING" || name == "WARN") level = spdlog::level::warn;
+  else if (name == "ERROR") level = spdlog::level::err;
+  else if (name == "CRITICAL") level = spdlog::level::critical;
+  else throw settings_error("LOG_LEVEL: unknown level '" + name + "' (DEBUG, INFO, WARNING, ERROR, CRITICAL)");
+  std::lock_guard lock(registry_mutex);
+  current_level = level;
+  spdlog::apply_all([level](const std::shared_ptr<spdlog::logger>& l) { l->set_level(level); });
+}
+
+std::shared_ptr<spdlog::logger> get_logger(std::string_view component) {
+  std::lock_guard lock(registry_mutex);
+  std::string name(component);
+  if (auto existing = spdlog::get(name)) return existing;
+  auto logger = std::make_shared<spdlog::logger>(name, shared_sink());
+  logger->set_level(current_level);
+  spdlog::register_logger(logger);
+  return logger;
+}
+
+}  // namespace crawler

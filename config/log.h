@@ -1,0 +1,24 @@
+// Logging in Scrapy's shape: "2026-11-22 16:52:31 [dupefilter] INFO: message", to standard error.
+//
+//   auto log = crawler::get_logger("dupefilter");
+//   log->debug("Filtered duplicate request: <GET {}>", url);
+//
+// Every logger shares one sink and the level set by configure_logging() from LOG_LEVEL
+// (DEBUG, INFO, WARNING, ERROR, CRITICAL; Scrapy's default DEBUG).
+#pragma once
+
+#include <memory>
+#include <spdlog/spdlog.h>
+#include <string_view>
+
+namespace crawler {
+
+class settings;
+
+/// Applies LOG_LEVEL to every logger, present and future. Throws settings_error on an unknown level.
+void configure_logging(const settings& settings);
+
+/// The logger named `component`, created on first use.
+std::shared_ptr<spdlog::logger> get_logger(std::string_view component);
+
+}  // namespace crawler

@@ -1,0 +1,286 @@
+#include "config/settings.h"
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+
+namespace crawler {
+namespace {
+
+using json = nlohmann::json;
+using enum setting_type;
+
+// One flat table of documented defaults, as Scrapy's default_settings.py.
+const std::vector<setting_spec>& table() {
+  static const std::vector<setting_spec> specs = {
+      {"BOT_NAME", string, "scrapybot", "The bot's name, used in the default User-Agent."},
+      {"USER_AGENT", string, "crawler/0.1 (+https://github.com/crawler-cpp)", "User-Agent header."},
+      {"CONCURRENT_REQUESTS", integer, 16, "Requests in flight at once, in all."},
+      {"CONCURRENT_REQUESTS_PER_DOMAIN", integer, 8, "Requests in flight at once per domain."},
+      {"DOWNLOAD_DELAY", number, 0, "Seconds between requests to one slot."},
+      {"RANDOMIZE_DOWNLOAD_DELAY", boolean, true, "Wait 0.5x to 1.5x DOWNLOAD_DELAY."},
+      {"DOWNLOAD_TIMEOUT", number, 180, "Seconds before a download is abandoned."},
+      {"DOWNLOAD_MAXSIZE", integer, 1073741824, "Largest body in bytes, after decompression."},
+      {"RETRY_ENABLED", boolean, true, "Retry failed downloads."},
+      {"RETRY_TIMES", integer, 2, "Retries after the first attempt."},
+      {"RETRY_HTTP_CODES", list, json::array({500, 502, 503, 504, 522, 524, 408, 429}),
+       "Statuses that are retried."},
+      {"REDIRECT_ENABLED", boolean, true, "Follow redirects through the scheduler."},
+      {"REDIRECT_MAX_TIMES", integer, 20, "Redirects followed per request."},
+      {"ROBOTSTXT_OBEY", boolean, false, "Honour robots.txt."},
+      {"DEPTH_LIMIT", integer, 0, "Deepest request allowed; 0 means no limit."},
+      {"DEPTH_PRIORITY", integer, 0, "Priority adjustment per depth level."},
+      {"CLOSESPIDER_TIMEOUT", number, 0, "Close the spider after this many seconds."},
+      {"CLOSESPIDER_ITEMCOUNT", integer, 0, "Close the spider after this many items."},
+      {"CLOSESPIDER_PAGECOUNT", integer, 0, "Close the spider after this many responses."},
+      {"CLOSESPIDER_ERRORCOUNT", integer, 0, "Close the spider after this many errors."},
+      {"AUTOTHROTTLE_ENABLED", boolean, false, "Adapt delays to the server's latency."},
+      {"AUTOTHROTTLE_START_DELAY", number, 5.0, "Initial download delay."},
+      {"AUTOTHROTTLE_MAX_DELAY", number, 60.0, "Largest download delay."},
+      {"AUTOTHROTTLE_TARGET_CONCURRENCY", number, 1.0, "Requests in parallel per server."},
+      {"AUTOTHROTTLE_DEBUG", boolean, false, "Log every throttling decision."},
+      {"DEFAULT_REQUEST_HEADERS", dict,
+       json{{"Accept", "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"},
+            {"Accept-Language", "en"}},
+       "Headers sent with every request."},
+      {"HTTPERROR_ALLOWED_CODES", list, json::array(), "Non-2xx statuses passed to callbacks."},
+      {"URLLENGTH_LIMIT", integer, 2083, "Longest URL allowed."},
+      {"LOG_LEVEL", string, "DEBUG", "DEBUG, INFO, WARNING, ERROR or CRITICAL."},
+      {"LOGSTATS_INTERVAL", number, 60.0, "Seconds between progress lines."},
+      {"FEEDS", dict, json::object(), "Item feeds: URI -> options."},
+      {"STATS_FILE", optional_string, nullptr, "Write the final stats here as JSON."},
+      {"JOBDIR", optional_string, nullptr, "Folder that keeps a crawl's state between runs."},
+      {"REQUEST_FINGERPRINTER_IMPLEMENTATION", string, "2.7", "Fingerprint scheme: 2.6 or 2.7."},
+      {"DUPEFILTER_CLASS", string, "set",
+       "set, bloom, redis_set, redis_bitmap or redisbloom (or the Python class path)."},
+      {"DUPEFILTER_DEBUG", boolean, false, "Log every filtered duplicate, not only the first."},
+      {"DUPEFILTER_KEY", string, "%(spider)s:dupefilter", "Redis key of the redis_set backend."},
+      {"BLOOMFILTER_KEY", string, "%(spider)s:bloomfilter", "Redis key of the Bloom backends."},
+      {"BLOOMFILTER_CAPACITY", integer, 100000000, "Expected distinct requests (bloom, redisbloom)."},
+      {"BLOOMFILTER_ERRORRATE", number, 0.001, "False-positive rate at capacity (bloom, redisbloom)."},
+      {"BLOOMFILTER_BIT", integer, 30, "redis_bitmap: m = 2^BLOOMFILTER_BIT bits."},
+      {"BLOOMFILTER_HASH_NUMBER", integer, 6, "redis_bitmap: number of hash functions k."},
+      {"BLOOMFILTER_HASH", string, "sha1_double",
+       "redis_bitmap bit positions: sha1_double, or scrapy_redis_bloomfilter for Python fleets."},
+      {"REDIS_URL", optional_string, nullptr, "redis://[:password@]host[:port][/db]; wins over host/port."},
+      {"REDIS_HOST", string, "localhost", "Redis host when REDIS_URL is unset."},
+      {"REDIS_PORT", integer, 6379, "Redis port when REDIS_URL is unset."},
+      {"REDIS_PARAMS", dict, json::object(),
+       "Client options: socket_timeout, socket_connect_timeout (seconds), password, db."},
+      {"SCHEDULER", string, "memory", "memory or redis."},
+      {"SCHEDULER_QUEUE_CLASS", string, "priority", "priority, fifo or lifo."},
+      {"SCHEDULER_PERSIST", boolean, false, "Keep the Redis queue and dupefilter at close."},
+      {"SCHEDULER_FLUSH_ON_START", boolean, false, "Delete the Redis queue and dupefilter at open."},
+      {"MAX_IDLE_TIME_BEFORE_CLOSE", integer, 0, "Seconds idle before a Redis spider closes."},
+      {"REDIS_START_URLS_KEY", string, "%(name)s:start_urls", "Redis key of start URLs."},
+      {"REDIS_START_URLS_AS_SET", boolean, false, "Start URLs are a set, not a list."},
+  };
+  return specs;
+}
+
+const setting_spec* find_spec(std::string_view key) {
+  for (const auto& spec : table()) {
+    if (spec.name == key) return &spec;
+  }
+  return nullptr;
+}
+
+std::size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<std::size_t> row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diagonal = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      std::size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] != b[j - 1] ? 1u : 0u)});
+      diagonal = up;
+    }
+  }
+  return row[b.size()];
+}
+
+std::string unknown_key_message(std::string_view where, std::string_view key) {
+  std::string upper(key);
+  std::transform(upper.begin(), upper.end(), upper.begin(),
+                 [](unsigned char c) { return std::toupper(c); });
+  const setting_spec* best = nullptr;
+  std::size_t best_distance = 0;
+  for (const auto& spec : table()) {
+    std::size_t d = edit_distance(upper, spec.name);
+    if (!best || d < best_distance) best = &spec, best_distance = d;
+  }
+  std::string message = std::string(where) + ": unknown setting '" + std::string(key) + "'";
+  if (best && best_distance <= std::max<std::size_t>(2, key.size() / 3)) {
+    message += " (did you mean '" + std::string(best->name) + "'?)";
+  }
+  return message;
+}
+
+bool has_type(const json& value, setting_type type) {
+  switch (type) {
+    case boolean: return value.is_boolean();
+    case integer: return value.is_number_integer();
+    case number: return value.is_number();
+    case string: return value.is_string();
+    case optional_string: return value.is_string() || value.is_null();
+    case list: return value.is_array();
+    case dict: return value.is_object();
+  }
+  return false;
+}
+
+std::string origin(std::string_view where, std::string_view key) {
+  if (where.empty()) return std::string(key);
+  if (where.starts_with("-s")) return std::string(where) + " " + std::string(key);
+  return std::string(where) + "." + std::string(key);
+}
+
+std::string lower(std::string_view text) {
+  std::string out(text);
+  std::transform(out.begin(), out.end(), out.begin(),
+                 [](unsigned char c) { return std::tolower(c); });
+  return out;
+}
+
+// Reads a command-line word as the declared type wants it.
+json parse_word(std::string_view text, setting_type type, const std::string& where) {
+  auto fail = [&] {
+    return settings_error(where + ": expected " + std::string(describe(type)) + ", got '" +
+                          std::string(text) + "'");
+  };
+  switch (type) {
+    case boolean: {
+      std::string word = lower(text);
+      if (word == "true" || word == "1") return true;
+      if (word == "false" || word == "0") return false;
+      throw fail();
+    }
+    case integer: {
+      std::int64_t value = 0;
+      auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+      if (ec != std::errc() || end != text.data() + text.size()) throw fail();
+      return value;
+    }
+    case number: {
+      double value = 0;
+      auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+      if (ec != std::errc() || end != text.data() + text.size()) throw fail();
+      return value;
+    }
+    case string: return std::string(text);
+    case optional_string: return text.empty() ? json(nullptr) : json(std::string(text));
+    case list: {
+      if (text.starts_with("[")) {
+        json parsed = json::parse(text, nullptr, false);
+        if (parsed.is_discarded() || !parsed.is_array()) throw fail();
+        return parsed;
+      }
+      json items = json::array();
+      std::size_t start = 0;
+      while (start <= text.size() && !text.empty()) {
+        std::size_t comma = text.find(',', start);
+        std::string_view word = text.substr(start, comma - start);
+        std::int64_t number = 0;
+        auto [end, ec] = std::from_chars(word.data(), word.data() + word.size(), number);
+        if (ec == std::errc() && end == word.data() + word.size()) {
+          items.push_back(number);
+        } else {
+          items.push_back(std::string(word));
+        }
+        if (comma == std::string_view::npos) break;
+        start = comma + 1;
+      }
+      return items;
+    }
+    case dict: {
+      json parsed = json::parse(text, nullptr, false);
+      if (parsed.is_discarded() || !parsed.is_object()) throw fail();
+      return parsed;
+    }
+  }
+  throw fail();
+}
+
+}  // namespace
+
+std::span<const setting_spec> known_settings() { return table(); }
+
+std::string_view describe(setting_type type) {
+  switch (type) {
+    case boolean: return "a boolean";
+    case integer: return "an integer";
+    case number: return "a number";
+    case string: return "a string";
+    case optional_string: return "a string or null";
+    case list: return "a list";
+    case dict: return "an object";
+  }
+  return "a value";
+}
+
+settings::settings() {
+  for (const auto& spec : table()) values_.emplace(spec.name, spec.default_value);
+}
+
+void settings::merge_json(const json& object, std::string_view path) {
+  if (!object.is_object()) {
+    throw settings_error(std::string(path) + ": expected an object of settings, got " +
+                         object.type_name());
+  }
+  for (const auto& [key, value] : object.items()) set(key, value, path);
+}
+
+void settings::set_from_string(std::string_view key_equals_value) {
+  std::size_t equals = key_equals_value.find('=');
+  if (equals == std::string_view::npos || equals == 0) {
+    throw settings_error("-s " + std::string(key_equals_value) +
+                         ": expected KEY=VALUE, e.g. -s DUPEFILTER_CLASS=bloom");
+  }
+  std::string_view key = key_equals_value.substr(0, equals);
+  const setting_spec* spec = find_spec(key);
+  if (!spec) throw settings_error(unknown_key_message("-s", key));
+  std::string where = origin("-s", key);
+  set(key, parse_word(key_equals_value.substr(equals + 1), spec->type, where), "-s");
+}
+
+void settings::set(std::string_view key, json value, std::string_view where) {
+  const setting_spec* spec = find_spec(key);
+  if (!spec) throw settings_error(unknown_key_message(where.empty() ? "settings" : where, key));
+  if (!has_type(value, spec->type)) {
+    throw settings_error(origin(where, key) + ": expected " + std::string(describe(spec->type)) +
+                         ", got " + value.type_name() + " " + value.dump());
+  }
+  values_.insert_or_assign(std::string(key), std::move(value));
+}
+
+const json& settings::get(std::string_view key) const {
+  auto it = values_.find(key);
+  if (it == values_.end()) throw settings_error(unknown_key_message("settings", key));
+  return it->second;
+}
+
+bool settings::get_bool(std::string_view key) const { return get(key).get<bool>(); }
+std::int64_t settings::get_int(std::string_view key) const { return get(key).get<std::int64_t>(); }
+double settings::get_double(std::string_view key) const { return get(key).get<double>(); }
+
+std::string settings::get_string(std::string_view key) const {
+  const json& value = get(key);
+  return value.is_null() ? std::string() : value.get<std::string>();
+}
+
+std::vector<std::string> settings::get_list(std::string_view key) const {
+  std::vector<std::string> out;
+  for (const auto& item : get(key)) out.push_back(item.is_string() ? item.get<std::string>() : item.dump());
+  return out;
+}
+
+bool settings::has(std::string_view key) const { return !get(key).is_null(); }
+
+json settings::to_json() const {
+  json out = json::object();
+  for (const auto& [key, value] : values_) out[key] = value;
+  return out;
+}
+
+}  // namespace crawler

@@ -1,0 +1,84 @@
+// The settings model: Scrapy's names and defaults, loaded in three layers.
+//
+//   crawler::settings s;                       // built-in defaults (known_settings())
+//   s.merge_json(file["settings"], "settings"); // the config file's "settings" object
+//   s.set_from_string("DUPEFILTER_CLASS=bloom"); // each -s KEY=VALUE, last wins
+//   auto capacity = s.get_int("BLOOMFILTER_CAPACITY");
+//
+// Every key must be declared (known_settings()); an unknown key is an error that suggests the
+// nearest known name, and a value of the wrong type names the key path and the expected type.
+// Values are checked when they are set, so a crawl never starts on a setting it cannot read.
+// A settings object is a value: copy it freely; it is not synchronised for concurrent writers.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace crawler {
+
+/// A setting that cannot be accepted. what() names where it came from (a JSON path such as
+/// `settings.BLOOMFILTER_BIT`, or `-s BLOOMFILTER_BIT`), the key and what is wrong with it.
+class settings_error : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/// The types a setting can hold. `optional_string` also accepts null (e.g. JOBDIR, REDIS_URL).
+enum class setting_type { boolean, integer, number, string, optional_string, list, dict };
+
+/// One declared setting: its name, type, built-in default and a one-line description.
+struct setting_spec {
+  std::string_view name;
+  setting_type type;
+  nlohmann::json default_value;
+  std::string_view doc;
+};
+
+/// Every setting the framework knows, with Scrapy's defaults unless DESIGN.md says otherwise.
+std::span<const setting_spec> known_settings();
+
+/// The name of `type` as error messages spell it ("an integer", "a list", ...).
+std::string_view describe(setting_type type);
+
+class settings {
+ public:
+  /// Built-in defaults for every known setting.
+  settings();
+
+  /// Sets every member of the JSON object `object`; `path` (e.g. "settings") prefixes the key in
+  /// errors. Throws settings_error on an unknown key or a value of the wrong type.
+  void merge_json(const nlohmann::json& object, std::string_view path = "settings");
+
+  /// Parses one command-line override `KEY=VALUE`. VALUE is read according to KEY's type: booleans
+  /// accept true/false/1/0 (any case), lists a JSON array or comma-separated words, dicts a JSON
+  /// object. Throws settings_error naming `-s KEY`.
+  void set_from_string(std::string_view key_equals_value);
+
+  /// Sets one value; `where` names its origin for error messages.
+  void set(std::string_view key, nlohmann::json value, std::string_view where = "");
+
+  bool get_bool(std::string_view key) const;
+  std::int64_t get_int(std::string_view key) const;
+  double get_double(std::string_view key) const;
+  /// The string value; an unset optional string reads as "".
+  std::string get_string(std::string_view key) const;
+  std::vector<std::string> get_list(std::string_view key) const;
+  const nlohmann::json& get(std::string_view key) const;
+
+  /// True when the value differs from its built-in default's absence, i.e. is not null.
+  bool has(std::string_view key) const;
+
+  /// All values as one JSON object (sorted keys), e.g. for logging "Overridden settings".
+  nlohmann::json to_json() const;
+
+ private:
+  std::map<std::string, nlohmann::json, std::less<>> values_;
+};
+
+}  // namespace crawler

@@ -1,0 +1,56 @@
+#include "config/stats.h"
+
+namespace crawler {
+
+void stats::inc_value(std::string_view key, std::int64_t count) {
+  std::lock_guard lock(mutex_);
+  auto it = values_.find(key);
+  if (it == values_.end()) {
+    values_.emplace(std::string(key), count);
+  } else {
+    it->second = it->second.get<std::int64_t>() + count;
+  }
+}
+
+void stats::set_value(std::string_view key, nlohmann::json value) {
+  std::lock_guard lock(mutex_);
+  values_.insert_or_assign(std::string(key), std::move(value));
+}
+
+void stats::max_value(std::string_view key, std::int64_t value) {
+  std::lock_guard lock(mutex_);
+  auto [it, inserted] = values_.try_emplace(std::string(key), value);
+  if (!inserted && it->second.get<std::int64_t>() < value) it->second = value;
+}
+
+void stats::min_value(std::string_view key, std::int64_t value) {
+  std::lock_guard lock(mutex_);
+  auto [it, inserted] = values_.try_emplace(std::string(key), value);
+  if (!inserted && it->second.get<std::int64_t>() > value) it->second = value;
+}
+
+std::optional<nlohmann::json> stats::get_value(std::string_view key) const {
+  std::lock_guard lock(mutex_);
+  auto it = values_.find(key);
+  if (it == values_.end()) return std::nullopt;
+  return it->second;
+}
+
+std::int64_t stats::get_int(std::string_view key, std::int64_t fallback) const {
+  auto value = get_value(key);
+  return value && value->is_number_integer() ? value->get<std::int64_t>() : fallback;
+}
+
+nlohmann::json stats::to_json() const {
+  std::lock_guard lock(mutex_);
+  nlohmann::json out = nlohmann::json::object();
+  for (const auto& [key, value] : values_) out[key] = value;
+  return out;
+}
+
+void stats::clear() {
+  std::lock_guard lock(mutex_);
+  values_.clear();
+}
+
+}  // namespace crawler

@@ -1,0 +1,69 @@
+#include <gtest/gtest.h>
+
+#include "config/settings.h"
+
+using crawler::settings;
+using crawler::settings_error;
+
+namespace {
+
+std::string error_of(auto&& action) {
+  try {
+    action();
+  } catch (const settings_error& error) {
+    return error.what();
+  }
+  return "(no error)";
+}
+
+}  // namespace
+
+TEST(settings, starts_with_scrapy_defaults) {
+  settings s;
+  EXPECT_EQ(s.get_int("CONCURRENT_REQUESTS"), 16);
+  EXPECT_EQ(s.get_int("CONCURRENT_REQUESTS_PER_DOMAIN"), 8);
+  EXPECT_EQ(s.get_string("DUPEFILTER_CLASS"), "set");
+  EXPECT_EQ(s.get_int("BLOOMFILTER_BIT"), 30);
+  EXPECT_EQ(s.get_int("BLOOMFILTER_HASH_NUMBER"), 6);
+  EXPECT_FALSE(s.has("JOBDIR"));
+}
+
+TEST(settings, command_line_overrides_win_over_the_file) {
+  settings s;
+  s.merge_json({{"DUPEFILTER_CLASS", "bloom"}, {"BLOOMFILTER_ERRORRATE", 0.01}});
+  s.set_from_string("DUPEFILTER_CLASS=redis_set");
+  EXPECT_EQ(s.get_string("DUPEFILTER_CLASS"), "redis_set");
+  EXPECT_DOUBLE_EQ(s.get_double("BLOOMFILTER_ERRORRATE"), 0.01);
+}
+
+TEST(settings, command_line_values_are_read_by_the_declared_type) {
+  settings s;
+  s.set_from_string("DUPEFILTER_DEBUG=True");
+  s.set_from_string("BLOOMFILTER_BIT=20");
+  s.set_from_string("RETRY_HTTP_CODES=500,503");
+  s.set_from_string("JOBDIR=/tmp/job");
+  EXPECT_TRUE(s.get_bool("DUPEFILTER_DEBUG"));
+  EXPECT_EQ(s.get_int("BLOOMFILTER_BIT"), 20);
+  EXPECT_EQ(s.get("RETRY_HTTP_CODES"), nlohmann::json::array({500, 503}));
+  EXPECT_EQ(s.get_string("JOBDIR"), "/tmp/job");
+}
+
+TEST(settings, unknown_key_is_refused_with_a_suggestion_and_its_path) {
+  settings s;
+  EXPECT_EQ(error_of([&] { s.merge_json({{"DUPEFILTER_CLAS", "bloom"}}, "settings"); }),
+            "settings: unknown setting 'DUPEFILTER_CLAS' (did you mean 'DUPEFILTER_CLASS'?)");
+  EXPECT_EQ(error_of([&] { s.set_from_string("bloomfilter_bit=3"); }),
+            "-s: unknown setting 'bloomfilter_bit' (did you mean 'BLOOMFILTER_BIT'?)");
+}
+
+TEST(settings, wrong_type_names_the_key_path_and_expected_type) {
+  settings s;
+  EXPECT_EQ(error_of([&] { s.merge_json({{"BLOOMFILTER_BIT", "thirty"}}, "settings"); }),
+            "settings.BLOOMFILTER_BIT: expected an integer, got string \"thirty\"");
+  EXPECT_EQ(error_of([&] { s.set_from_string("BLOOMFILTER_BIT=3x"); }),
+            "-s BLOOMFILTER_BIT: expected an integer, got '3x'");
+  EXPECT_EQ(error_of([&] { s.set_from_string("DUPEFILTER_DEBUG=maybe"); }),
+            "-s DUPEFILTER_DEBUG: expected a boolean, got 'maybe'");
+  EXPECT_EQ(error_of([&] { s.set_from_string("NOEQUALS"); }),
+            "-s NOEQUALS: expected KEY=VALUE, e.g. -s DUPEFILTER_CLASS=bloom");
+}
