@@ -1,0 +1,160 @@
+// The in-process backends: `set` (exact) and `bloom` (scalable Bloom filter), each persisted under
+// JOBDIR so a stopped crawl resumes with what it had seen.
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include "dedup/bloom_filter.h"
+#include "dedup/detail/backends.h"
+#include "dedup/detail/fingerprint_set.h"
+
+namespace crawler::dedup::detail {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string describe_errno(const fs::path& path, std::string_view action) {
+  return "cannot " + std::string(action) + " " + path.string() + ": " + std::strerror(errno);
+}
+
+// Checks with the exception kept for the completion, so a bad JOBDIR reaches the caller as an error.
+template <typename Handler, typename Action>
+void complete_with(Handler handler, Action action) {
+  std::exception_ptr error;
+  try {
+    action();
+  } catch (...) {
+    error = std::current_exception();
+  }
+  std::move(handler)(error);
+}
+
+// Scrapy's RFPDupeFilter: a set of fingerprints, and with JOBDIR a requests.seen file holding one
+// 40-hex fingerprint a line, appended as requests are seen, read back at open.
+class set_dupefilter final : public rfp_dupefilter {
+ public:
+  explicit set_dupefilter(const dupefilter_context& context) : rfp_dupefilter(context, "set", "dupefilter") {
+    if (settings_.has("JOBDIR")) file_path_ = fs::path(settings_.get_string("JOBDIR")) / "requests.seen";
+  }
+  ~set_dupefilter() override {
+    if (file_) std::fclose(file_);
+  }
+
+ private:
+  void do_open(asio::any_completion_handler<done_signature> handler) override {
+    complete_with(std::move(handler), [this] {
+      if (file_path_.empty() || file_) return;
+      fs::create_directories(file_path_.parent_path());
+      if (std::ifstream in(file_path_); in) {
+        std::string line;
+        for (std::size_t number = 1; std::getline(in, line); ++number) {
+          while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.pop_back();
+          if (line.empty()) continue;
+          auto fp = fingerprint::from_hex(line);
+          if (!fp) {
+            throw dupefilter_error(file_path_.string() + ":" + std::to_string(number) +
+                                   ": expected a 40-hex fingerprint, got '" + line.substr(0, 80) + "'");
+          }
+          seen_.insert(*fp);
+        }
+      }
+      file_ = std::fopen(file_path_.c_str(), "a");
+      if (!file_) throw dupefilter_error(describe_errno(file_path_, "open"));
+    });
+  }
+
+  void do_seen(std::span<const fingerprint> batch, asio::any_completion_handler<seen_signature> handler) override {
+    seen_flags flags(batch.size());
+    for (std::size_t i = 0; i < batch.size(); ++i) {
+      bool inserted = seen_.insert(batch[i]);
+      flags[i] = !inserted;
+      if (inserted && file_) {
+        std::string line = batch[i].hex();
+        line += '\n';
+        std::fwrite(line.data(), 1, line.size(), file_);
+      }
+    }
+    if (file_ && std::ferror(file_)) {
+      return std::move(handler)(std::make_exception_ptr(dupefilter_error(describe_errno(file_path_, "write"))),
+                                seen_flags{});
+    }
+    std::move(handler)(nullptr, std::move(flags));
+  }
+
+  void do_close(asio::any_completion_handler<done_signature> handler) override {
+    complete_with(std::move(handler), [this] {
+      if (!file_) return;
+      bool failed = std::fclose(file_) != 0;
+      file_ = nullptr;
+      if (failed) throw dupefilter_error(describe_errno(file_path_, "write"));
+    });
+  }
+
+  fingerprint_set seen_;
+  fs::path file_path_;
+  std::FILE* file_ = nullptr;
+};
+
+// A scalable Bloom filter in memory; with JOBDIR saved to requests.bloom at close and loaded at open.
+class bloom_dupefilter final : public rfp_dupefilter {
+ public:
+  explicit bloom_dupefilter(const dupefilter_context& context)
+      : rfp_dupefilter(context, "bloom", "bloomfilter"), params_(read_params(context.settings)) {
+    if (settings_.has("JOBDIR")) file_path_ = fs::path(settings_.get_string("JOBDIR")) / "requests.bloom";
+  }
+
+ private:
+  static scalable_bloom_filter::params read_params(const crawler::settings& settings) {
+    std::int64_t capacity = settings.get_int("BLOOMFILTER_CAPACITY");
+    double rate = settings.get_double("BLOOMFILTER_ERRORRATE");
+    if (capacity <= 0) throw crawler::settings_error("BLOOMFILTER_CAPACITY: must be larger than 0, got " + std::to_string(capacity));
+    if (!(rate > 0 && rate < 1)) throw crawler::settings_error("BLOOMFILTER_ERRORRATE: must be between 0 and 1, got " + std::to_string(rate));
+    return {static_cast<std::uint64_t>(capacity), rate};
+  }
+
+  void do_open(asio::any_completion_handler<done_signature> handler) override {
+    complete_with(std::move(handler), [this] {
+      if (!file_path_.empty()) {
+        fs::create_directories(file_path_.parent_path());
+        if (fs::exists(file_path_)) filter_ = scalable_bloom_filter::load(file_path_, params_);
+      }
+      if (!filter_) filter_.emplace(params_);
+      report();
+    });
+  }
+
+  void do_seen(std::span<const fingerprint> batch, asio::any_completion_handler<seen_signature> handler) override {
+    seen_flags flags(batch.size());
+    for (std::size_t i = 0; i < batch.size(); ++i) flags[i] = filter_->test_and_insert(batch[i]);
+    report();
+    std::move(handler)(nullptr, std::move(flags));
+  }
+
+  void do_close(asio::any_completion_handler<done_signature> handler) override {
+    complete_with(std::move(handler), [this] {
+      if (filter_ && !file_path_.empty()) filter_->save(file_path_);
+    });
+  }
+
+  void report() {
+    report_bloom(params_.capacity, filter_->bits(), filter_->hashes(), filter_->estimated_fpr(), params_.error_rate);
+  }
+
+  scalable_bloom_filter::params params_;
+  std::optional<scalable_bloom_filter> filter_;
+  fs::path file_path_;
+};
+
+}  // namespace
+
+std::unique_ptr<rfp_dupefilter> make_set_dupefilter(const dupefilter_context& context) {
+  return std::make_unique<set_dupefilter>(context);
+}
+
+std::unique_ptr<rfp_dupefilter> make_bloom_dupefilter(const dupefilter_context& context) {
+  return std::make_unique<bloom_dupefilter>(context);
+}
+
+}  // namespace crawler::dedup::detail

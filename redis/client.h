@@ -1,0 +1,94 @@
+// An asynchronous Redis client on a Boost.Asio executor: hiredis's async API, driven by the same event
+// loop as the crawl, with pipelining, timeouts, AUTH/SELECT and reconnects with backoff.
+//
+//   auto redis = crawler::redis::client::create(io.get_executor(), endpoint_from(settings));
+//   redis->async_command({"SADD", "books:dupefilter", fp.hex()},
+//       [](std::exception_ptr error, crawler::redis::reply reply) { ... });
+//   auto replies = redis->async_pipeline(commands, boost::asio::use_future).get();
+//
+// Completions take `(std::exception_ptr, result)`, so the same call works with callbacks,
+// use_future and use_awaitable. A Redis error reply (`-ERR ...`) is a reply, not an exception;
+// the exception is for the failures around it: no server, connection lost, timeout. Its message is
+// a redis_error naming the address. Commands never block the calling thread; commands of one
+// pipeline go out in one write and the pipeline completes when every reply is in.
+//
+// Connection: opened on the first command (DNS through Asio's resolver, so no blocking lookup on
+// the loop). After a failed attempt the next waits 100 ms, doubling to 5 s; commands issued in the
+// meantime wait for that attempt and fail if it fails, so nothing waits forever.
+// Thread-safety: any thread may issue commands; the client serialises them on its own strand.
+#pragma once
+
+#include <boost/asio/any_completion_handler.hpp>
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/async_result.hpp>
+#include <exception>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "redis/endpoint.h"
+
+namespace crawler::redis {
+
+namespace asio = boost::asio;
+
+/// One reply, owned (a copy of hiredis's reply tree).
+struct reply {
+  enum class kind { string, status, integer, nil, array, error };
+  kind type = kind::nil;
+  std::string str;  // string, status and error replies
+  long long integer = 0;
+  std::vector<reply> elements;
+
+  bool is_error() const { return type == kind::error; }
+  /// A readable form for error messages: `"OK"`, `(integer) 3`, `(error) ERR ...`, `[...]`.
+  std::string describe() const;
+};
+
+using command = std::vector<std::string>;
+using pipeline_signature = void(std::exception_ptr, std::vector<reply>);
+using command_signature = void(std::exception_ptr, reply);
+
+class client : public std::enable_shared_from_this<client> {
+ public:
+  static std::shared_ptr<client> create(asio::any_io_executor executor, endpoint where);
+  ~client();
+  client(const client&) = delete;
+  client& operator=(const client&) = delete;
+
+  const endpoint& where() const;
+
+  /// Sends `commands` in one write; completes with their replies in order.
+  template <asio::completion_token_for<pipeline_signature> Token>
+  auto async_pipeline(std::vector<command> commands, Token&& token) {
+    return asio::async_initiate<Token, pipeline_signature>(
+        [self = shared_from_this()](auto handler, std::vector<command> commands) {
+          self->start(std::move(commands), std::move(handler));
+        },
+        token, std::move(commands));
+  }
+
+  /// One command; completes with its reply.
+  template <asio::completion_token_for<command_signature> Token>
+  auto async_command(command args, Token&& token) {
+    return asio::async_initiate<Token, command_signature>(
+        [self = shared_from_this()](auto handler, command args) {
+          self->start_one(std::move(args), std::move(handler));
+        },
+        token, std::move(args));
+  }
+
+  /// Fails every pending command with redis_error("... closed") and disconnects. Idempotent.
+  void close();
+
+  struct state;  // the connection state machine, private to client.cpp
+
+ private:
+  explicit client(std::shared_ptr<state> state);
+  void start(std::vector<command> commands, asio::any_completion_handler<pipeline_signature> handler);
+  void start_one(command args, asio::any_completion_handler<command_signature> handler);
+
+  std::shared_ptr<state> state_;
+};
+
+}  // namespace crawler::redis
