@@ -41,6 +41,12 @@ reply convert(const redisReply* raw) {
 
 // One pipeline in flight: its replies fill in as they arrive, and it completes once.
 struct batch {
+  // Built in one step: Boost 1.81's any_completion_handler move-assignment recurses forever (it
+  // copies from an lvalue through its converting constructor), so handlers are only ever
+  // move-constructed.
+  batch(std::vector<command> commands, asio::any_completion_handler<pipeline_signature> handler)
+      : commands(std::move(commands)), handler(std::move(handler)) {}
+
   std::vector<command> commands;
   asio::any_completion_handler<pipeline_signature> handler;
   std::vector<reply> replies;
@@ -145,6 +151,7 @@ struct client::state : std::enable_shared_from_this<client::state> {
   std::chrono::milliseconds backoff{0};
   std::string last_error;
   bool command_timer_armed = false;
+  int setup_pending = 0;  // AUTH / SELECT replies still to come before commands may go out
 
   state(asio::any_io_executor executor, endpoint where)
       : strand(asio::make_strand(executor)), where(std::move(where)), resolver(strand),
@@ -229,29 +236,45 @@ struct client::state : std::enable_shared_from_this<client::state> {
       static_cast<connection*>(ac->data)->context = nullptr;
       return self->connect_failed("cannot connect to Redis at " + self->where.address() + ": " + ac->errstr);
     }
-    self->connect_timer.cancel();
-    self->current = phase::connected;
-    self->backoff = std::chrono::milliseconds(0);
+    // AUTH and SELECT go first; commands wait for their answers, so that a refused password fails
+    // them with that reason instead of letting each one answer NOAUTH.
     auto context = const_cast<redisAsyncContext*>(ac);
     if (!self->where.password.empty()) {
+      ++self->setup_pending;
       redisAsyncCommand(context, &state::on_setup_reply, const_cast<char*>("AUTH"), "AUTH %s", self->where.password.c_str());
     }
     if (self->where.db != 0) {
+      ++self->setup_pending;
       redisAsyncCommand(context, &state::on_setup_reply, const_cast<char*>("SELECT"), "SELECT %d", self->where.db);
     }
-    auto batches = std::move(self->waiting);
-    self->waiting.clear();
-    for (auto& b : batches) self->send(b);
+    if (self->setup_pending == 0) self->connected();
+  }
+
+  void connected() {
+    connect_timer.cancel();
+    current = phase::connected;
+    backoff = std::chrono::milliseconds(0);
+    auto batches = std::move(waiting);
+    waiting.clear();
+    for (auto& b : batches) send(b);
   }
 
   static void on_setup_reply(redisAsyncContext* ac, void* raw, void* privdata) {
-    auto* r = static_cast<redisReply*>(raw);
-    if (!r || r->type != REDIS_REPLY_ERROR) return;
     auto self = owner_of(ac);
-    if (!self) return;
-    self->last_error = "Redis at " + self->where.address() + " refused " + static_cast<const char*>(privdata) + ": " +
-                       std::string(r->str, r->len);
-    asio::post(self->strand, [self] { self->abort_connection(); });
+    if (!self || self->current != phase::connecting) return;
+    auto* r = static_cast<redisReply*>(raw);
+    if (!r || r->type == REDIS_REPLY_ERROR) {
+      std::string reason = r ? std::string(r->str, r->len) : std::string(ac->errstr);
+      std::string message = "Redis at " + self->where.address() + " refused " +
+                            static_cast<const char*>(privdata) + ": " + reason;
+      // Not from inside hiredis's callback: connect_failed frees the context.
+      asio::post(self->strand, [self, message] {
+        if (self->current == phase::connecting) self->connect_failed(message);
+      });
+      self->setup_pending = 0;
+      return;
+    }
+    if (--self->setup_pending == 0) self->connected();
   }
 
   static void on_disconnect(const redisAsyncContext* ac, int status) {
@@ -402,9 +425,7 @@ client::~client() {
 const endpoint& client::where() const { return state_->where; }
 
 void client::start(std::vector<command> commands, asio::any_completion_handler<pipeline_signature> handler) {
-  auto b = std::make_shared<batch>();
-  b->commands = std::move(commands);
-  b->handler = std::move(handler);
+  auto b = std::make_shared<batch>(std::move(commands), std::move(handler));
   asio::dispatch(state_->strand, [state = state_, b] { state->submit(b); });
 }
 

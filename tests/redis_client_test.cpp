@@ -1,0 +1,146 @@
+#include <gtest/gtest.h>
+
+#include <boost/asio/use_future.hpp>
+
+#include "event_loop.h"
+#include "redis/client.h"
+#include "redis_server.h"
+
+using namespace crawler;
+using boost::asio::use_future;
+using redis::reply;
+
+namespace {
+
+std::string message_of(std::future<reply>& future) {
+  try {
+    future.get();
+  } catch (const redis::redis_error& error) {
+    return error.what();
+  }
+  return "(no error)";
+}
+
+}  // namespace
+
+TEST(redis_url, parses_password_host_port_and_db) {
+  auto where = redis::parse_redis_url("redis://:s3cret@cache.internal:6380/4");
+  EXPECT_EQ(where.host, "cache.internal");
+  EXPECT_EQ(where.port, 6380);
+  EXPECT_EQ(where.password, "s3cret");
+  EXPECT_EQ(where.db, 4);
+  EXPECT_EQ(where.address(), "redis://cache.internal:6380/4");  // never the password
+  auto v6 = redis::parse_redis_url("redis://[::1]:7000");
+  EXPECT_EQ(v6.host, "::1");
+  EXPECT_EQ(v6.port, 7000);
+}
+
+TEST(redis_url, rejects_malformed_urls_naming_the_url_and_the_part) {
+  EXPECT_THROW(redis::parse_redis_url("http://localhost"), redis::redis_error);
+  try {
+    redis::parse_redis_url("redis://localhost:99999/0");
+    FAIL();
+  } catch (const redis::redis_error& error) {
+    EXPECT_NE(std::string(error.what()).find("redis://localhost:99999/0"), std::string::npos);
+    EXPECT_NE(std::string(error.what()).find("bad port '99999'"), std::string::npos);
+  }
+  EXPECT_THROW(redis::parse_redis_url("redis://localhost/x"), redis::redis_error);
+}
+
+TEST(redis_client, pipelines_commands_and_returns_replies_in_order) {
+  fixtures::redis_server server;
+  fixtures::event_loop loop;
+  auto client = redis::client::create(loop.executor(), redis::parse_redis_url(server.url()));
+  std::vector<redis::command> commands;
+  for (int i = 0; i < 100; ++i) commands.push_back({"RPUSH", "list", std::to_string(i)});
+  commands.push_back({"LRANGE", "list", "98", "-1"});
+  commands.push_back({"NOSUCHCOMMAND"});
+  auto replies = client->async_pipeline(commands, use_future).get();
+  ASSERT_EQ(replies.size(), 102u);
+  EXPECT_EQ(replies[0].integer, 1);
+  EXPECT_EQ(replies[99].integer, 100);
+  ASSERT_EQ(replies[100].elements.size(), 2u);
+  EXPECT_EQ(replies[100].elements[1].str, "99");
+  EXPECT_TRUE(replies[101].is_error());  // an error reply is a reply, not an exception
+}
+
+TEST(redis_client, unreachable_server_fails_with_an_error_naming_the_address) {
+  fixtures::event_loop loop;
+  redis::endpoint nowhere;
+  {
+    fixtures::redis_server server;
+    nowhere = redis::parse_redis_url(server.url());
+  }  // stopped: the port now refuses connections
+  auto client = redis::client::create(loop.executor(), nowhere);
+  auto future = client->async_command({"PING"}, use_future);
+  std::string message = message_of(future);
+  EXPECT_NE(message.find("cannot connect to Redis at redis://127.0.0.1:" + std::to_string(nowhere.port)),
+            std::string::npos) << message;
+}
+
+TEST(redis_client, authenticates_and_selects_the_database_from_the_url) {
+  fixtures::redis_server server({.password = "hunter2"});
+  fixtures::event_loop loop;
+  auto client = redis::client::create(loop.executor(), redis::parse_redis_url(server.url() + "/3"));
+  EXPECT_EQ(client->async_command({"SET", "k", "v"}, use_future).get().str, "OK");
+  auto other = redis::client::create(loop.executor(), redis::parse_redis_url(server.url() + "/0"));
+  EXPECT_EQ(other->async_command({"EXISTS", "k"}, use_future).get().integer, 0);
+  EXPECT_EQ(other->async_command({"SELECT", "3"}, use_future).get().str, "OK");
+  EXPECT_EQ(other->async_command({"GET", "k"}, use_future).get().str, "v");
+}
+
+TEST(redis_client, wrong_password_is_an_error_naming_the_address) {
+  fixtures::redis_server server({.password = "right"});
+  fixtures::event_loop loop;
+  auto where = redis::parse_redis_url(server.url());
+  where.password = "wrong";
+  auto client = redis::client::create(loop.executor(), where);
+  auto future = client->async_command({"PING"}, use_future);
+  std::string message = message_of(future);
+  EXPECT_NE(message.find("refused AUTH"), std::string::npos) << message;
+  EXPECT_NE(message.find(where.address()), std::string::npos) << message;
+}
+
+TEST(redis_client, a_server_that_does_not_answer_times_out) {
+  fixtures::redis_server server;
+  fixtures::event_loop loop;
+  auto where = redis::parse_redis_url(server.url());
+  where.command_timeout = std::chrono::milliseconds(200);
+  auto client = redis::client::create(loop.executor(), where);
+  auto future = client->async_command({"DEBUG", "SLEEP", "1"}, use_future);
+  std::string message = message_of(future);
+  EXPECT_NE(message.find("did not answer within 200 ms"), std::string::npos) << message;
+}
+
+TEST(redis_client, reconnects_after_the_server_restarts) {
+  fixtures::redis_server server;
+  fixtures::event_loop loop;
+  auto client = redis::client::create(loop.executor(), redis::parse_redis_url(server.url()));
+  EXPECT_EQ(client->async_command({"PING"}, use_future).get().str, "PONG");
+  server.stop();
+  auto lost = client->async_command({"PING"}, use_future);
+  EXPECT_NE(message_of(lost), "(no error)");
+  server.start();
+  // The first attempt after a failure waits out the backoff; within a few seconds it connects.
+  std::string answer;
+  for (int attempt = 0; attempt < 50 && answer != "PONG"; ++attempt) {
+    try {
+      answer = client->async_command({"PING"}, use_future).get().str;
+    } catch (const redis::redis_error&) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+  }
+  EXPECT_EQ(answer, "PONG");
+}
+
+TEST(redis_client, closing_fails_pending_commands_instead_of_dropping_them) {
+  fixtures::redis_server server;
+  fixtures::event_loop loop;
+  auto client = redis::client::create(loop.executor(), redis::parse_redis_url(server.url()));
+  auto slow = client->async_command({"DEBUG", "SLEEP", "0.5"}, use_future);
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  client->close();
+  EXPECT_NE(message_of(slow).find("closed"), std::string::npos);
+  auto after = client->async_command({"PING"}, use_future);
+  EXPECT_NE(message_of(after).find("closed"), std::string::npos);
+}
