@@ -197,9 +197,10 @@ int scalable_bloom_filter::hashes() const { return filters_.back()->hashes_; }
 std::size_t scalable_bloom_filter::sub_filters() const { return filters_.size(); }
 
 double scalable_bloom_filter::estimated_fpr() const {
-  double pass = 1.0;
-  for (const auto& filter : filters_) pass *= 1.0 - bloom_math::fpr_from_fill(filter->fill(), filter->hashes_);
-  return 1.0 - pass;
+  // Summed as logarithms: 1 - prod(1 - tiny) would round to exactly 0.
+  double log_pass = 0;
+  for (const auto& filter : filters_) log_pass += std::log1p(-bloom_math::fpr_from_fill(filter->fill(), filter->hashes_));
+  return -std::expm1(log_pass);
 }
 
 namespace {

@@ -92,7 +92,11 @@ class rfp_dupefilter {
   template <asio::completion_token_for<seen_signature> Token>
   auto async_seen(std::span<const fingerprint> batch, Token&& token) {
     return asio::async_initiate<Token, seen_signature>(
-        [this, batch](auto handler) { do_seen(batch, std::move(handler)); }, token);
+        [this, batch](auto handler) {
+          if (batch.empty()) return std::move(handler)(nullptr, seen_flags{});  // no round trip
+          do_seen(batch, std::move(handler));
+        },
+        token);
   }
 
   /// Saves state (JOBDIR), or deletes the Redis keys unless SCHEDULER_PERSIST, as scrapy-redis does.

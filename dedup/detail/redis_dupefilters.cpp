@@ -345,7 +345,7 @@ class redisbloom_dupefilter final : public redis_dupefilter {
   void report(std::uint64_t added) {
     inserted_ += added;
     std::uint64_t remaining = items_at_open_ + inserted_, bits = 0;
-    double pass = 1.0, rate = rate_ / 2;
+    double log_pass = 0, rate = rate_ / 2;  // logarithms: 1 - prod(1 - tiny) rounds to 0
     int first_hashes = 0;
     for (std::uint64_t level = static_cast<std::uint64_t>(capacity_);; level *= 2, rate /= 2) {
       double per_item = bloom_math::bits_per_item(rate);
@@ -354,11 +354,11 @@ class redisbloom_dupefilter final : public redis_dupefilter {
       if (!first_hashes) first_hashes = hashes;
       std::uint64_t items = std::min(remaining, level);
       bits += sub_bits;
-      pass *= 1.0 - bloom_math::expected_fpr(sub_bits, hashes, items);
+      log_pass += std::log1p(-bloom_math::expected_fpr(sub_bits, hashes, items));
       remaining -= items;
       if (remaining == 0) break;
     }
-    report_bloom(static_cast<std::uint64_t>(capacity_), bits, first_hashes, 1.0 - pass, rate_);
+    report_bloom(static_cast<std::uint64_t>(capacity_), bits, first_hashes, -std::expm1(log_pass), rate_);
   }
 
   std::string key_;

@@ -1,0 +1,293 @@
+// One contract, every backend: the suite builds each dupefilter through make_dupefilter, the same
+// factory a crawl uses, and pins what a user relies on.
+#include <gtest/gtest.h>
+
+#include <boost/asio/use_future.hpp>
+#include <optional>
+
+#include "dedup/dupefilter.h"
+#include "event_loop.h"
+#include "redis/client.h"
+#include "redis_server.h"
+
+using namespace crawler;
+using namespace crawler::dedup;
+using boost::asio::use_future;
+
+namespace {
+
+bool uses_redis(std::string_view backend) { return backend.starts_with("redis"); }
+bool is_bloom(std::string_view backend) { return backend != "set" && backend != "redis_set"; }
+
+fingerprint fp_of(const std::string& url) { return request_fingerprint("GET", url); }
+
+class dupefilter_contract : public ::testing::TestWithParam<std::string> {
+ protected:
+  static void SetUpTestSuite() { server_ = new fixtures::redis_server({.load_redisbloom = true}); }
+  static void TearDownTestSuite() {
+    delete server_;
+    server_ = nullptr;
+  }
+
+  void SetUp() override {
+    settings_.set("DUPEFILTER_CLASS", GetParam());
+    settings_.set("LOG_LEVEL", "INFO");
+    settings_.set("BLOOMFILTER_CAPACITY", 100000);
+    settings_.set("BLOOMFILTER_ERRORRATE", 0.001);
+    settings_.set("BLOOMFILTER_BIT", 22);
+    if (uses_redis(GetParam())) settings_.set("REDIS_URL", server_->url());
+    // Each test gets its own keys on the shared server.
+    spider_ = std::string(::testing::UnitTest::GetInstance()->current_test_info()->name());
+    for (char& c : spider_) c = c == '/' ? '_' : c;
+  }
+
+  std::unique_ptr<rfp_dupefilter> open(crawler::stats& stats) {
+    dupefilter_context context{settings_, stats, spider_, loop_.executor()};
+    auto filter = make_dupefilter(context);
+    filter->async_open(use_future).get();
+    return filter;
+  }
+  std::unique_ptr<rfp_dupefilter> open() { return open(stats_); }
+
+  static seen_flags seen(rfp_dupefilter& filter, const std::vector<std::string>& urls) {
+    std::vector<fingerprint> batch;
+    for (const auto& url : urls) batch.push_back(fp_of(url));
+    return filter.async_seen(batch, use_future).get();
+  }
+
+  void use_persistence() {
+    if (uses_redis(GetParam())) {
+      settings_.set("SCHEDULER_PERSIST", true);
+    } else {
+      settings_.set("JOBDIR", jobdir_.path().string());
+    }
+  }
+
+  static fixtures::redis_server* server_;
+  fixtures::event_loop loop_;
+  fixtures::temp_dir jobdir_;
+  crawler::settings settings_;
+  crawler::stats stats_;
+  std::string spider_;
+};
+
+fixtures::redis_server* dupefilter_contract::server_ = nullptr;
+
+using flags = seen_flags;
+
+}  // namespace
+
+TEST_P(dupefilter_contract, a_new_request_is_new_and_then_seen) {
+  auto filter = open();
+  EXPECT_EQ(seen(*filter, {"http://example.com/a", "http://example.com/b"}), (flags{0, 0}));
+  EXPECT_EQ(seen(*filter, {"http://example.com/a", "http://example.com/c"}), (flags{1, 0}));
+  EXPECT_EQ(seen(*filter, {"http://example.com/?y=2&x=1#f"}), (flags{0}));
+  EXPECT_EQ(seen(*filter, {"http://example.com/?x=1&y=2"}), (flags{1}));  // same canonical URL
+  filter->async_close(use_future).get();
+}
+
+TEST_P(dupefilter_contract, a_duplicate_inside_one_batch_is_new_once_then_seen) {
+  auto filter = open();
+  EXPECT_EQ(seen(*filter, {"http://example.com/a", "http://example.com/b", "http://example.com/a",
+                           "http://example.com/a"}),
+            (flags{0, 0, 1, 1}));
+  EXPECT_EQ(seen(*filter, {}), flags{});
+  filter->async_close(use_future).get();
+}
+
+TEST_P(dupefilter_contract, the_seed_scenario_filters_ten_of_a_hundred_and_ten) {
+  // 001_40562daa3d1c459d.txt section 6: ?wd=0..9, then ?wd=0..99.
+  auto filter = open();
+  int duplicates = 0;
+  for (int round : {10, 100}) {
+    std::vector<std::string> urls;
+    for (int i = 0; i < round; ++i) urls.push_back("http://127.0.0.1:8080/s?wd=" + std::to_string(i));
+    auto answer = seen(*filter, urls);
+    for (std::size_t i = 0; i < answer.size(); ++i) {
+      if (answer[i]) {
+        filter->log("<GET " + urls[i] + ">");
+        ++duplicates;
+      }
+    }
+  }
+  EXPECT_EQ(duplicates, 10);
+  std::string key = std::string(filter->stats_prefix()) + "/filtered";
+  EXPECT_EQ(key, is_bloom(GetParam()) ? "bloomfilter/filtered" : "dupefilter/filtered");
+  EXPECT_EQ(stats_.get_int(key), 10);
+  filter->async_close(use_future).get();
+}
+
+TEST_P(dupefilter_contract, persisted_state_survives_close_and_open) {
+  use_persistence();
+  {
+    auto filter = open();
+    EXPECT_EQ(seen(*filter, {"http://example.com/a", "http://example.com/b"}), (flags{0, 0}));
+    filter->async_close(use_future).get();
+  }
+  auto reopened = open();
+  EXPECT_EQ(seen(*reopened, {"http://example.com/a", "http://example.com/c", "http://example.com/b"}),
+            (flags{1, 0, 1}));
+  reopened->async_close(use_future).get();
+}
+
+TEST_P(dupefilter_contract, without_persistence_a_new_crawl_starts_empty) {
+  {
+    auto filter = open();
+    EXPECT_EQ(seen(*filter, {"http://example.com/a"}), (flags{0}));
+    filter->async_close(use_future).get();
+  }
+  auto reopened = open();
+  EXPECT_EQ(seen(*reopened, {"http://example.com/a"}), (flags{0}));
+  reopened->async_close(use_future).get();
+}
+
+TEST_P(dupefilter_contract, a_filter_built_with_other_parameters_is_refused) {
+  if (!is_bloom(GetParam())) GTEST_SKIP() << "set backends have no parameters";
+  use_persistence();
+  {
+    auto filter = open();
+    seen(*filter, {"http://example.com/a"});
+    filter->async_close(use_future).get();
+  }
+  if (GetParam() == "redis_bitmap") {
+    settings_.set("BLOOMFILTER_BIT", 23);
+  } else {
+    settings_.set("BLOOMFILTER_CAPACITY", 200000);
+  }
+  dupefilter_context context{settings_, stats_, spider_, loop_.executor()};
+  auto filter = make_dupefilter(context);
+  try {
+    filter->async_open(use_future).get();
+    FAIL() << "opened a filter built with other parameters";
+  } catch (const dupefilter_error& error) {
+    std::string message = error.what();
+    EXPECT_NE(message.find(GetParam() == "redis_bitmap" ? "BLOOMFILTER_BIT" : "BLOOMFILTER_CAPACITY"),
+              std::string::npos) << message;
+  }
+}
+
+TEST_P(dupefilter_contract, bloom_backends_report_their_shape_and_estimated_rate) {
+  if (!is_bloom(GetParam())) GTEST_SKIP() << "set backends are exact";
+  auto filter = open();
+  std::vector<std::string> urls;
+  for (int i = 0; i < 1000; ++i) urls.push_back("http://example.com/" + std::to_string(i));
+  seen(*filter, urls);
+  EXPECT_GT(stats_.get_int("bloomfilter/capacity"), 0);
+  EXPECT_GT(stats_.get_int("bloomfilter/bits"), 0);
+  EXPECT_GT(stats_.get_int("bloomfilter/hash_number"), 0);
+  auto rate = stats_.get_value("bloomfilter/estimated_fpr");
+  ASSERT_TRUE(rate.has_value());
+  EXPECT_GT(rate->get<double>(), 0.0);
+  EXPECT_LT(rate->get<double>(), 0.001);
+  filter->async_close(use_future).get();
+}
+
+TEST_P(dupefilter_contract, redis_stopped_mid_run_is_an_error_never_a_false_seen) {
+  if (!uses_redis(GetParam())) GTEST_SKIP() << "local backends need no server";
+  fixtures::redis_server own({.load_redisbloom = true});
+  settings_.set("REDIS_URL", own.url());
+  settings_.set("REDIS_PARAMS", nlohmann::json{{"socket_timeout", 2}, {"socket_connect_timeout", 2}});
+  auto filter = open();
+  EXPECT_EQ(seen(*filter, {"http://example.com/a"}), (flags{0}));
+  own.stop();
+  try {
+    auto answer = seen(*filter, {"http://example.com/a", "http://example.com/new"});
+    FAIL() << "answered " << answer.size() << " flags with Redis stopped";
+  } catch (const redis::redis_error& error) {
+    EXPECT_NE(std::string(error.what()).find(own.url()), std::string::npos) << error.what();
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(every_backend, dupefilter_contract,
+                         ::testing::Values("set", "bloom", "redis_set", "redis_bitmap", "redisbloom"),
+                         [](const auto& info) { return info.param; });
+
+TEST(make_dupefilter, an_unknown_backend_names_the_setting_and_the_choices) {
+  crawler::settings settings;
+  crawler::stats stats;
+  fixtures::event_loop loop;
+  settings.set("DUPEFILTER_CLASS", "blom");
+  try {
+    make_dupefilter({settings, stats, "spider", loop.executor()});
+    FAIL();
+  } catch (const crawler::settings_error& error) {
+    EXPECT_STREQ(error.what(),
+                 "DUPEFILTER_CLASS: unknown dupefilter 'blom' (choose one of: set, bloom, redis_set, redis_bitmap, redisbloom)");
+  }
+}
+
+TEST(make_dupefilter, accepts_the_python_class_paths) {
+  crawler::settings settings;
+  crawler::stats stats;
+  fixtures::event_loop loop;
+  const std::pair<const char*, const char*> paths[] = {
+      {"scrapy.dupefilters.RFPDupeFilter", "set"},
+      {"scrapy_redis.dupefilter.RFPDupeFilter", "redis_set"},
+      {"scrapy_redis_bloomfilter.dupefilter.RFPDupeFilter", "redis_bitmap"},
+      {"scrapy_redis_bf.dupefilter.RFPDupeFilter", "redisbloom"},
+  };
+  for (auto [path, backend] : paths) {
+    settings.set("DUPEFILTER_CLASS", path);
+    EXPECT_EQ(make_dupefilter({settings, stats, "spider", loop.executor()})->backend(), backend);
+  }
+}
+
+TEST(redisbloom_backend, a_server_without_the_module_is_refused_at_open_with_a_clear_error) {
+  fixtures::redis_server plain;
+  fixtures::event_loop loop;
+  crawler::settings settings;
+  crawler::stats stats;
+  settings.set("DUPEFILTER_CLASS", "redisbloom");
+  settings.set("REDIS_URL", plain.url());
+  auto filter = make_dupefilter({settings, stats, "spider", loop.executor()});
+  try {
+    filter->async_open(use_future).get();
+    FAIL();
+  } catch (const dupefilter_error& error) {
+    EXPECT_NE(std::string(error.what()).find("RedisBloom module is not loaded"), std::string::npos) << error.what();
+  }
+}
+
+TEST(redis_backends, a_key_of_another_type_is_refused_at_open) {
+  fixtures::redis_server server({.load_redisbloom = true});
+  fixtures::event_loop loop;
+  auto where = redis::parse_redis_url(server.url());
+  auto client = redis::client::create(loop.executor(), where);
+  client->async_command({"LPUSH", "spider:dupefilter", "x"}, use_future).get();
+  client->async_command({"LPUSH", "spider:bloomfilter", "x"}, use_future).get();
+  for (const char* backend : {"redis_set", "redis_bitmap", "redisbloom"}) {
+    crawler::settings settings;
+    crawler::stats stats;
+    settings.set("DUPEFILTER_CLASS", backend);
+    settings.set("REDIS_URL", server.url());
+    auto filter = make_dupefilter({settings, stats, "spider", loop.executor()});
+    try {
+      filter->async_open(use_future).get();
+      ADD_FAILURE() << backend << " opened a list";
+    } catch (const dupefilter_error& error) {
+      EXPECT_NE(std::string(error.what()).find("holds a list"), std::string::npos) << error.what();
+    }
+  }
+}
+
+TEST(redis_bitmap_backend, shares_a_key_with_scrapy_redis_bloomfilter_bit_for_bit) {
+  // ScrapyRedisBloomFilter's insert() is k SETBITs at its HashMap offsets; after them, our filter
+  // with BLOOMFILTER_HASH=scrapy_redis_bloomfilter must answer "seen".
+  fixtures::redis_server server;
+  fixtures::event_loop loop;
+  auto client = redis::client::create(loop.executor(), redis::parse_redis_url(server.url()));
+  auto fp = request_fingerprint("GET", "http://example.com/", "", fingerprint_scheme::scrapy_2_6);
+  const std::uint64_t offsets[] = {2881, 1057483776, 320676015, 165418636, 812451557, 897431848};
+  for (auto offset : offsets) {
+    client->async_command({"SETBIT", "spider:bloomfilter", std::to_string(offset), "1"}, use_future).get();
+  }
+  crawler::settings settings;
+  crawler::stats stats;
+  settings.set("DUPEFILTER_CLASS", "redis_bitmap");
+  settings.set("BLOOMFILTER_HASH", "scrapy_redis_bloomfilter");
+  settings.set("REDIS_URL", server.url());
+  auto filter = make_dupefilter({settings, stats, "spider", loop.executor()});
+  filter->async_open(use_future).get();
+  std::vector<fingerprint> batch = {fp, request_fingerprint("GET", "http://example.com/other")};
+  EXPECT_EQ(filter->async_seen(batch, use_future).get(), (seen_flags{1, 0}));
+}
