@@ -82,11 +82,10 @@ class scalable_bloom_filter::sub_filter {
   // Returns true when every bit was already set: the item was (probably) present.
   bool test_and_set(const fingerprint& fp) {
     std::uint64_t* block = block_of(fp);
-    std::uint64_t a, b;
-    probe(fp, a, b);
+    std::uint64_t state = probe_seed(fp);
     bool present = true;
     for (int i = 0; i < hashes_; ++i) {
-      unsigned position = static_cast<unsigned>(a + i * b) & (block_bits - 1);
+      unsigned position = next_position(state);
       std::uint64_t mask = std::uint64_t{1} << (position & 63);
       std::uint64_t& word = block[position >> 6];
       if (!(word & mask)) {
@@ -101,10 +100,9 @@ class scalable_bloom_filter::sub_filter {
 
   bool contains(const fingerprint& fp) const {
     const std::uint64_t* block = const_cast<sub_filter*>(this)->block_of(fp);
-    std::uint64_t a, b;
-    probe(fp, a, b);
+    std::uint64_t state = probe_seed(fp);
     for (int i = 0; i < hashes_; ++i) {
-      unsigned position = static_cast<unsigned>(a + i * b) & (block_bits - 1);
+      unsigned position = next_position(state);
       if (!(block[position >> 6] & (std::uint64_t{1} << (position & 63)))) return false;
     }
     return true;
@@ -132,12 +130,18 @@ class scalable_bloom_filter::sub_filter {
     auto index = static_cast<std::uint64_t>((static_cast<unsigned __int128>(h) * blocks_) >> 64);
     return words_.data + index * words_per_block;
   }
-  void probe(const fingerprint& fp, std::uint64_t& a, std::uint64_t& b) const {
+  // The k positions come from 64 fingerprint bits stepped by a multiplicative (Weyl) sequence and
+  // read from the top 9 bits. Plain double hashing inside a 512-bit block has only 2^17 distinct
+  // (start, step) patterns, and items sharing a block and a pattern collide on every bit: measured,
+  // that pushed a scaled filter to 1.4% at a configured 1%.
+  std::uint64_t probe_seed(const fingerprint& fp) const {
     std::uint32_t tail;
     std::memcpy(&tail, fp.bytes.data() + 16, sizeof tail);
-    std::uint64_t h = std::rotl(load64(fp.bytes.data() + 8), static_cast<int>(salt_ * 13)) ^ tail;
-    a = h & (block_bits - 1);
-    b = ((h >> 9) & (block_bits - 1)) | 1;  // odd, so the k positions are distinct
+    return std::rotl(load64(fp.bytes.data() + 8), static_cast<int>(salt_ * 13)) ^ (std::uint64_t{tail} << 32 | tail);
+  }
+  static unsigned next_position(std::uint64_t& state) {
+    state = state * 0xD6E8FEB86659FD93ULL + 0x9E3779B97F4A7C15ULL;
+    return static_cast<unsigned>((state ^ (state >> 32)) >> 55);
   }
 };
 
