@@ -56,7 +56,7 @@ const std::vector<setting_spec>& table() {
       {"DUPEFILTER_DEBUG", boolean, false, "Log every filtered duplicate, not only the first."},
       {"DUPEFILTER_KEY", string, "%(spider)s:dupefilter", "Redis key of the redis_set backend."},
       {"BLOOMFILTER_KEY", string, "%(spider)s:bloomfilter", "Redis key of the Bloom backends."},
-      {"BLOOMFILTER_CAPACITY", integer, 100000000, "Expected distinct requests (bloom, redisbloom)."},
+      {"BLOOMFILTER_CAPACITY", integer, 10000000, "Expected distinct requests (bloom, redisbloom)."},
       {"BLOOMFILTER_ERRORRATE", number, 0.001, "False-positive rate at capacity (bloom, redisbloom)."},
       {"BLOOMFILTER_BIT", integer, 30, "redis_bitmap: m = 2^BLOOMFILTER_BIT bits."},
       {"BLOOMFILTER_HASH_NUMBER", integer, 6, "redis_bitmap: number of hash functions k."},

@@ -9,4 +9,9 @@ namespace crawler::cli {
 /// standard input, one per line): prints "<40-hex fingerprint>\t<canonical URL>" per URL.
 void add_fingerprint_command(CLI::App& app, int& exit_status);
 
+/// `crawler dedup [-s KEY=VALUE]... [--spider NAME] [--seed-scenario] [FILE|-]...`: feeds URLs
+/// through the dupefilter DUPEFILTER_CLASS selects, prints the new ones, logs the stats at the end.
+/// Exit status 2 when the dupefilter cannot start (bad setting, Redis unreachable).
+void add_dedup_command(CLI::App& app, int& exit_status);
+
 }  // namespace crawler::cli
