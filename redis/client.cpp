@@ -157,6 +157,16 @@ struct client::state : std::enable_shared_from_this<client::state> {
       : strand(asio::make_strand(executor)), where(std::move(where)), resolver(strand),
         connect_timer(strand), backoff_timer(strand), command_timer(strand) {}
 
+  // Reached when the event loop is torn down with the connection still open (the client's own
+  // close never ran): hiredis's context would otherwise leak. Callbacks find no owner and return.
+  ~state() {
+    if (conn && conn->context) {
+      redisAsyncContext* ac = conn->context;
+      conn->context = nullptr;
+      redisAsyncFree(ac);
+    }
+  }
+
   std::exception_ptr error(const std::string& message) const {
     return std::make_exception_ptr(redis_error(message));
   }
