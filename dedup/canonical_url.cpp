@@ -7,6 +7,7 @@
 #include <array>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <utility>
 #include <vector>
@@ -42,50 +43,73 @@ int hex_value(char c) {
   return -1;
 }
 
-void append_escaped(std::string& out, unsigned char c) {
-  out += '%';
-  out += hex_upper[c >> 4];
-  out += hex_upper[c & 15];
-}
+// Writes through a raw pointer into space reserved up front (at most 3 bytes out per byte in):
+// std::string::push_back per character measured as a fifth of canonicalize_url's time.
+class appender {
+ public:
+  appender(std::string& out, std::size_t max_extra) : out_(out), start_(out.size()) {
+    out_.resize(start_ + max_extra);
+    next_ = out_.data() + start_;
+  }
+  ~appender() { out_.resize(static_cast<std::size_t>(next_ - out_.data())); }
+  appender(const appender&) = delete;
+  appender& operator=(const appender&) = delete;
+
+  void put(char c) { *next_++ = c; }
+  void put_escaped(unsigned char c) {
+    next_[0] = '%';
+    next_[1] = hex_upper[c >> 4];
+    next_[2] = hex_upper[c & 15];
+    next_ += 3;
+  }
+
+ private:
+  std::string& out_;
+  std::size_t start_;
+  char* next_;
+};
 
 // Python's unquote_to_bytes: valid %XX escapes decoded, everything else kept as it is.
 void unquote_into(std::string& out, std::string_view text, bool plus_is_space) {
+  appender to(out, text.size());
   for (std::size_t i = 0; i < text.size(); ++i) {
     char c = text[i];
     if (c == '%' && i + 2 < text.size()) {
       int hi = hex_value(text[i + 1]), lo = hex_value(text[i + 2]);
       if (hi >= 0 && lo >= 0) {
-        out += static_cast<char>(hi * 16 + lo);
+        to.put(static_cast<char>(hi * 16 + lo));
         i += 2;
         continue;
       }
     }
-    out += (plus_is_space && c == '+') ? ' ' : c;
+    to.put((plus_is_space && c == '+') ? ' ' : c);
   }
 }
 
 // quote_plus(value, safe=''), as urlencode() applies it to each key and value.
 void quote_plus_into(std::string& out, std::string_view bytes) {
+  appender to(out, 3 * bytes.size());
   for (char ch : bytes) {
     auto c = static_cast<unsigned char>(ch);
     if (always_safe(c)) {
-      out += ch;
+      to.put(ch);
     } else if (c == ' ') {
-      out += '+';
+      to.put('+');
     } else {
-      append_escaped(out, c);
+      to.put_escaped(c);
     }
   }
 }
 
 // quote(bytes, safe): bytes outside `safe` become upper-case %XX.
 void quote_into(std::string& out, std::string_view bytes, const byte_set& safe) {
+  appender to(out, 3 * bytes.size());
   for (char ch : bytes) {
     auto c = static_cast<unsigned char>(ch);
     if (safe(c)) {
-      out += ch;
+      to.put(ch);
     } else {
-      append_escaped(out, c);
+      to.put_escaped(c);
     }
   }
 }
@@ -94,29 +118,40 @@ void quote_into(std::string& out, std::string_view bytes, const byte_set& safe) 
 // bytes that the unquote step decodes again, so each byte or valid escape maps on its own: an
 // escape of '/' or '?' stays escaped (upper-cased), any other escape is decoded and re-quoted.
 void normalise_path_into(std::string& out, std::string_view path) {
+  appender to(out, 3 * path.size());
   for (std::size_t i = 0; i < path.size(); ++i) {
     auto c = static_cast<unsigned char>(path[i]);
     if (c == '%' && i + 2 < path.size()) {
       int hi = hex_value(path[i + 1]), lo = hex_value(path[i + 2]);
       if (hi >= 0 && lo >= 0) {
         auto decoded = static_cast<unsigned char>(hi * 16 + lo);
-        if (decoded == '/' || decoded == '?') {
-          append_escaped(out, decoded);
-        } else if (path_safe_chars(decoded)) {
-          out += static_cast<char>(decoded);
+        if (decoded == '/' || decoded == '?' || !path_safe_chars(decoded)) {
+          to.put_escaped(decoded);
         } else {
-          append_escaped(out, decoded);
+          to.put(static_cast<char>(decoded));
         }
         i += 2;
         continue;
       }
     }
     if (path_safe_chars(c)) {
-      out += static_cast<char>(c);
+      to.put(static_cast<char>(c));
     } else {
-      append_escaped(out, c);
+      to.put_escaped(c);
     }
   }
+}
+
+// find_first_of over a literal set, inlined: the library version calls memchr once per character
+// scanned, which measured as a third of canonicalize_url's time.
+template <std::size_t N>
+std::size_t find_any(std::string_view text, const char (&set)[N], std::size_t from = 0) {
+  for (std::size_t i = from; i < text.size(); ++i) {
+    for (std::size_t k = 0; k + 1 < N; ++k) {
+      if (text[i] == set[k]) return i;
+    }
+  }
+  return std::string_view::npos;
 }
 
 bool is_ascii(std::string_view text) {
@@ -124,7 +159,8 @@ bool is_ascii(std::string_view text) {
 }
 
 void lower_ascii_into(std::string& out, std::string_view text) {
-  for (char c : text) out += (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
+  appender to(out, text.size());
+  for (char c : text) to.put((c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c);
 }
 
 // Python's "idna" codec over the whole netloc (userinfo and port included, as w3lib calls it):
@@ -193,7 +229,9 @@ std::string canonicalize_url(std::string_view input) {
   while (!input.empty() && is_c0_or_space(input.back())) input.remove_suffix(1);
   std::string stripped;
   std::string_view url = input;
-  if (input.find_first_of("\t\r\n") != std::string_view::npos) {
+  // Three vectorised memchr scans beat one loop testing three characters.
+  if (std::memchr(input.data(), '\t', input.size()) || std::memchr(input.data(), '\n', input.size()) ||
+      std::memchr(input.data(), '\r', input.size())) {
     stripped.reserve(input.size());
     for (char c : input) {
       if (c != '\t' && c != '\r' && c != '\n') stripped += c;
@@ -212,7 +250,7 @@ std::string canonicalize_url(std::string_view input) {
   }
   std::string_view netloc;
   if (url.starts_with("//")) {
-    std::size_t end = url.find_first_of("/?#", 2);
+    std::size_t end = find_any(url, "/?#", 2);
     netloc = url.substr(2, end == std::string_view::npos ? std::string_view::npos : end - 2);
     url.remove_prefix(std::min(url.size(), end));
     bool open = netloc.find('[') != std::string_view::npos;
@@ -269,9 +307,10 @@ std::string canonicalize_url(std::string_view input) {
 
   // parse_qsl_to_bytes(keep_blank_values=True), sort, urlencode.
   std::vector<std::pair<std::string, std::string>> pairs;
+  if (!query.empty()) pairs.reserve(8);
   std::size_t start = 0;
   while (start <= query.size() && !query.empty()) {
-    std::size_t end = query.find_first_of("&;", start);
+    std::size_t end = find_any(query, "&;", start);
     std::string_view piece = query.substr(start, end == std::string_view::npos ? std::string_view::npos : end - start);
     if (!piece.empty()) {
       std::size_t equals = piece.find('=');

@@ -1,5 +1,7 @@
 #include "dedup/fingerprint.h"
 
+#include <algorithm>
+
 // SHA1_Init/Update/Final are deprecated in OpenSSL 3 but are the cheapest way to hash ~100 bytes:
 // the EVP path fetches an algorithm object per call, which costs more than the hash itself.
 #define OPENSSL_SUPPRESS_DEPRECATED
@@ -21,6 +23,15 @@ void append_json_string(std::string& out, std::string_view text) {
     for (int shift = 12; shift >= 0; shift -= 4) out += hex_digits[(code >> shift) & 15];
   };
   out += '"';
+  // Canonical URLs are percent-encoded ASCII: nearly always nothing to escape, so copy in one go.
+  if (std::all_of(text.begin(), text.end(), [](char c) {
+        auto b = static_cast<unsigned char>(c);
+        return b >= 0x20 && b < 0x80 && c != '"' && c != '\\';
+      })) {
+    out += text;
+    out += '"';
+    return;
+  }
   for (std::size_t i = 0; i < text.size();) {
     auto c = static_cast<unsigned char>(text[i]);
     if (c < 0x80) {
@@ -33,10 +44,10 @@ void append_json_string(std::string& out, std::string_view text) {
         case '\b': out += "\\b"; break;
         case '\f': out += "\\f"; break;
         default:
-          if (c < 0x20 || c == 0x7f) {
-            if (c < 0x20) append_u(c); else out += static_cast<char>(c);
+          if (c < 0x20) {
+            append_u(c);
           } else {
-            out += static_cast<char>(c);
+            out += static_cast<char>(c);  // DEL included: json.dumps leaves it as it is
           }
       }
       ++i;
@@ -130,12 +141,14 @@ fingerprint fingerprint_of_canonical(std::string_view method, std::string_view c
   } else {
     // json.dumps(..., sort_keys=True) with the default ", " and ": " separators.
     std::string document;
-    document.reserve(64 + 2 * body.size() + canonical_url.size());
+    document.reserve(64 + 2 * body.size() + canonical_url.size() + upper.size());
     document += "{\"body\": \"";
-    for (char c : body) {
-      auto b = static_cast<unsigned char>(c);
-      document += hex_digits[b >> 4];
-      document += hex_digits[b & 15];
+    std::size_t hex_at = document.size();
+    document.resize(hex_at + 2 * body.size());
+    for (std::size_t i = 0; i < body.size(); ++i) {
+      auto b = static_cast<unsigned char>(body[i]);
+      document[hex_at + 2 * i] = hex_digits[b >> 4];
+      document[hex_at + 2 * i + 1] = hex_digits[b & 15];
     }
     document += "\", \"headers\": {}, \"method\": ";
     append_json_string(document, upper);
