@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "dedup/fingerprint.h"
@@ -43,6 +44,9 @@ class scalable_bloom_filter {
   /// True when `fp` was (probably) inserted before; otherwise records it and returns false.
   /// Never returns false for a fingerprint that was inserted (no false negatives).
   bool test_and_insert(const fingerprint& fp);
+  /// The same for a batch, in order (`seen[i]` for `batch[i]`); overlaps the memory accesses of
+  /// neighbouring items, which makes a page's worth of checks several times faster.
+  void test_and_insert(std::span<const fingerprint> batch, std::uint8_t* seen);
   /// True when `fp` is (probably) present. Does not insert.
   bool contains(const fingerprint& fp) const;
 

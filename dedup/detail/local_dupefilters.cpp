@@ -127,14 +127,17 @@ class bloom_dupefilter final : public rfp_dupefilter {
 
   void do_seen(std::span<const fingerprint> batch, asio::any_completion_handler<seen_signature> handler) override {
     seen_flags flags(batch.size());
-    for (std::size_t i = 0; i < batch.size(); ++i) flags[i] = filter_->test_and_insert(batch[i]);
-    report();
+    filter_->test_and_insert(batch, flags.data());
+    // The estimate moves slowly; refreshing it every 16 pages keeps the stats lock off the hot path.
+    if (++batches_ % 16 == 0) report();
     std::move(handler)(nullptr, std::move(flags));
   }
 
   void do_close(asio::any_completion_handler<done_signature> handler) override {
     complete_with(std::move(handler), [this] {
-      if (filter_ && !file_path_.empty()) filter_->save(file_path_);
+      if (!filter_) return;
+      report();
+      if (!file_path_.empty()) filter_->save(file_path_);
     });
   }
 
@@ -144,6 +147,7 @@ class bloom_dupefilter final : public rfp_dupefilter {
 
   scalable_bloom_filter::params params_;
   std::optional<scalable_bloom_filter> filter_;
+  std::uint64_t batches_ = 0;
   fs::path file_path_;
 };
 
