@@ -6,10 +6,9 @@
 // Why this shape:
 // - Blocked: an item's k bits all live in one 512-bit block (one cache line), so a check costs one
 //   cache miss instead of k. The block and the k positions come from the fingerprint's own bits (it
-//   is already a SHA-1; hashing it again buys nothing): the block from bytes 0-7, the positions from
-//   bytes 8-19 stepped through a multiplicative sequence (see probe_seed for why not plain double
-//   hashing). Sizing accounts for the few percent of extra bits blocking costs
-//   (bloom_math::blocked_fpr).
+//   is already a SHA-1; hashing it again buys nothing): the block from bytes 0-7, the positions as
+//   9-bit slices of bytes 8-19 (see probe_bits in bloom_filter.cpp for why not double hashing).
+//   Sizing accounts for the few percent of extra bits blocking costs (bloom_math::blocked_fpr).
 // - Scalable (Almeida et al.; RedisBloom does the same): when the newest sub-filter has taken its
 //   capacity, a new one twice as large with a tenth of the rate is added, so an underestimated
 //   capacity does not silently raise the rate. The first sub-filter gets 0.9 p and the series

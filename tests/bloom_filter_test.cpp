@@ -117,7 +117,9 @@ TEST(fingerprint_set, is_exact_and_stays_under_forty_bytes_a_key_as_it_grows) {
   for (int i = 0; i < 300'000; ++i) {
     inserted.push_back(source.next());
     ASSERT_TRUE(set.insert(inserted.back()));
-    if (i > 1000 && i % 9973 == 0) ASSERT_LE(set.memory_bytes() / set.size(), 40u) << "at " << i;
+    if (i > 1000 && i % 9973 == 0) {
+      ASSERT_LE(set.memory_bytes() / set.size(), 40u) << "at " << i;
+    }
   }
   EXPECT_TRUE(set.insert(fingerprint{}));  // the all-zero fingerprint is a key like any other
   EXPECT_FALSE(set.insert(fingerprint{}));

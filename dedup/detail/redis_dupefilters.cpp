@@ -300,10 +300,10 @@ class redisbloom_dupefilter final : public redis_dupefilter {
       long long expected = 0;
       for (long long f = 0, level = capacity_; f < filters; ++f, level *= std::max(1LL, expansion)) expected += level;
       if (total != expected) {
-        throw dupefilter_error(describe("'" + key_ + "' was reserved with capacity " +
-                                        std::to_string(filters == 1 ? total : total) + " (" + std::to_string(filters) +
-                                        " sub-filters) but BLOOMFILTER_CAPACITY is " + std::to_string(capacity_) +
-                                        "; keep the capacity it was built with, or use another key"));
+        throw dupefilter_error(describe("'" + key_ + "' holds capacity " + std::to_string(total) + " in " +
+                                        std::to_string(filters) + " sub-filter(s), which BLOOMFILTER_CAPACITY=" +
+                                        std::to_string(capacity_) + " does not give; keep the capacity it was "
+                                        "built with, or use another key"));
       }
       items_at_open_ = static_cast<std::uint64_t>(items);
       report(0);
