@@ -6,13 +6,14 @@
 // bytes per key and the measured false-positive rate.
 //
 //   ./build/bench/dupefilter_bench [local_keys=10000000] [redis_keys=1000000]
+#include <malloc.h>
+
 #include <boost/asio/use_future.hpp>
 #include <chrono>
 #include <cmath>
-#include <functional>
 #include <cstdio>
 #include <cstring>
-#include <malloc.h>
+#include <functional>
 #include <random>
 #include <string>
 #include <unordered_set>
@@ -56,7 +57,8 @@ double seconds_since(clock_type::time_point start) {
   return std::chrono::duration<double>(clock_type::now() - start).count();
 }
 
-void row(const char* name, const char* speed, double bytes_per_key, double fpr, const char* note = "") {
+void row(const char* name, const char* speed, double bytes_per_key, double fpr,
+         const char* note = "") {
   std::printf("%-34s %22s %14.1f %12.5f%%  %s\n", name, speed, bytes_per_key, fpr * 100, note);
 }
 
@@ -67,9 +69,10 @@ struct measured {
 };
 
 // Inserts `keys` in page-sized batches, then checks `probes` absent fingerprints.
-measured run_dupefilter(rfp_dupefilter& filter, const std::vector<fingerprint>& keys,
-                        const std::vector<fingerprint>& probes, const std::function<long()>& memory,
-                        const std::function<void()>& after_inserts = [] {}) {
+measured run_dupefilter(
+    rfp_dupefilter& filter, const std::vector<fingerprint>& keys,
+    const std::vector<fingerprint>& probes, const std::function<long()>& memory,
+    const std::function<void()>& after_inserts = [] {}) {
   long before = memory();
   auto start = clock_type::now();
   std::size_t duplicates = 0;
@@ -96,7 +99,8 @@ measured run_dupefilter(rfp_dupefilter& filter, const std::vector<fingerprint>& 
 // Redis backends complete on the loop thread: run the batches one after another, as a crawl's
 // scheduler does for the pages it parses, each waiting for its answer.
 measured run_redis_dupefilter(rfp_dupefilter& filter, const std::vector<fingerprint>& keys,
-                              const std::vector<fingerprint>& probes, const std::function<long()>& memory) {
+                              const std::vector<fingerprint>& probes,
+                              const std::function<long()>& memory) {
   long before = memory();
   auto start = clock_type::now();
   for (std::size_t i = 0; i < keys.size(); i += page) {
@@ -132,8 +136,9 @@ int main(int argc, char** argv) {
   std::size_t local_keys = argc > 1 ? std::stoull(argv[1]) : 10'000'000;
   std::size_t redis_keys = argc > 2 ? std::stoull(argv[2]) : 1'000'000;
   const double rate = 0.01;
-  std::printf("dupefilter benchmark: %zu local keys, %zu Redis keys, error rate %.2f%%, batches of %zu\n\n",
-              local_keys, redis_keys, rate * 100, page);
+  std::printf(
+      "dupefilter benchmark: %zu local keys, %zu Redis keys, error rate %.2f%%, batches of %zu\n\n",
+      local_keys, redis_keys, rate * 100, page);
   std::printf("%-34s %22s %14s %13s\n", "backend", "speed", "bytes/key", "measured FPR");
 
   auto keys = random_fingerprints(local_keys, 1);
@@ -180,7 +185,8 @@ int main(int argc, char** argv) {
       std::snprintf(text, sizeof text, "%.2f bits/key", bits_per_key);
       note = text;
     }
-    row(backend, per_check(result.seconds, keys.size()).c_str(), result.bytes_per_key, result.fpr, note.c_str());
+    row(backend, per_check(result.seconds, keys.size()).c_str(), result.bytes_per_key, result.fpr,
+        note.c_str());
   }
 
   std::printf("\n");
@@ -191,8 +197,10 @@ int main(int argc, char** argv) {
     auto at = info.find("used_memory:");
     return std::stol(info.substr(at + 12));
   };
-  std::vector<fingerprint> redis_set_keys(keys.begin(), keys.begin() + std::min(redis_keys, keys.size()));
-  const int bit = static_cast<int>(std::ceil(std::log2(static_cast<double>(redis_set_keys.size()) * 16)));
+  std::vector<fingerprint> redis_set_keys(keys.begin(),
+                                          keys.begin() + std::min(redis_keys, keys.size()));
+  const int bit =
+      static_cast<int>(std::ceil(std::log2(static_cast<double>(redis_set_keys.size()) * 16)));
 
   {  // baseline: ScrapyRedisBloomFilter as seed 001 writes it, k GETBITs then k SETBITs per request
     const int hashes = 6;
@@ -200,13 +208,18 @@ int main(int argc, char** argv) {
     auto start = clock_type::now();
     for (std::size_t n = 0; n < requests; ++n) {
       std::vector<std::uint64_t> offsets;
-      bitmap_offsets(redis_set_keys[n], bit, hashes, bitmap_hash::scrapy_redis_bloomfilter, offsets);
+      bitmap_offsets(redis_set_keys[n], bit, hashes, bitmap_hash::scrapy_redis_bloomfilter,
+                     offsets);
       bool exists = true;
       for (auto offset : offsets) {
-        exists &= client->async_command({"GETBIT", "baseline", std::to_string(offset)}, use_future).get().integer == 1;
+        exists &= client->async_command({"GETBIT", "baseline", std::to_string(offset)}, use_future)
+                      .get()
+                      .integer == 1;
       }
       if (!exists) {
-        for (auto offset : offsets) client->async_command({"SETBIT", "baseline", std::to_string(offset), "1"}, use_future).get();
+        for (auto offset : offsets)
+          client->async_command({"SETBIT", "baseline", std::to_string(offset), "1"}, use_future)
+              .get();
       }
     }
     row("baseline seed-001 GETBIT/SETBIT", per_second(requests, seconds_since(start)).c_str(), 0, 0,
@@ -227,11 +240,12 @@ int main(int argc, char** argv) {
     filter->async_open(use_future).get();
     std::vector<fingerprint> redis_probes(probes.begin(), probes.begin() + 20'000);
     auto result = run_redis_dupefilter(*filter, redis_set_keys, redis_probes, used_memory);
-    std::string note = std::string_view(backend) == "redis_bitmap" ? "m = 2^" + std::to_string(bit) + ", k = 6"
-                       : std::string_view(backend) == "redisbloom" ? "against the test stand-in module"
-                                                                   : "";
-    row(backend, per_second(redis_set_keys.size(), result.seconds).c_str(), result.bytes_per_key, result.fpr,
-        note.c_str());
+    std::string note =
+        std::string_view(backend) == "redis_bitmap" ? "m = 2^" + std::to_string(bit) + ", k = 6"
+        : std::string_view(backend) == "redisbloom" ? "against the test stand-in module"
+                                                    : "";
+    row(backend, per_second(redis_set_keys.size(), result.seconds).c_str(), result.bytes_per_key,
+        result.fpr, note.c_str());
     filter->async_close(use_future).get();
   }
   return 0;

@@ -11,7 +11,8 @@
 namespace {
 
 // 80 bytes: a product page with a few query parameters, the common case in a crawl's frontier.
-const std::string typical_url = "https://shop.example.com/catalogue/books/page-12.html?sort=price&ref=nav&lang=en";
+const std::string typical_url =
+    "https://shop.example.com/catalogue/books/page-12.html?sort=price&ref=nav&lang=en";
 
 void baseline_sha1_only(benchmark::State& state) {
   // The low-level calls, as fingerprint.cpp makes them: OpenSSL 3's one-shot SHA1() fetches an
@@ -33,14 +34,15 @@ void canonicalize_url(benchmark::State& state) {
 BENCHMARK(canonicalize_url);
 
 void request_fingerprint_2_7(benchmark::State& state) {
-  for (auto _ : state) benchmark::DoNotOptimize(crawler::dedup::request_fingerprint("GET", typical_url));
+  for (auto _ : state)
+    benchmark::DoNotOptimize(crawler::dedup::request_fingerprint("GET", typical_url));
 }
 BENCHMARK(request_fingerprint_2_7);
 
 void request_fingerprint_2_6(benchmark::State& state) {
   for (auto _ : state) {
-    benchmark::DoNotOptimize(
-        crawler::dedup::request_fingerprint("GET", typical_url, "", crawler::dedup::fingerprint_scheme::scrapy_2_6));
+    benchmark::DoNotOptimize(crawler::dedup::request_fingerprint(
+        "GET", typical_url, "", crawler::dedup::fingerprint_scheme::scrapy_2_6));
   }
 }
 BENCHMARK(request_fingerprint_2_6);

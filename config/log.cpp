@@ -1,8 +1,9 @@
 #include "config/log.h"
 
-#include <mutex>
 #include <spdlog/pattern_formatter.h>
 #include <spdlog/sinks/stdout_sinks.h>
+
+#include <mutex>
 
 #include "config/settings.h"
 
@@ -43,12 +44,19 @@ spdlog::sink_ptr shared_sink() {
 void configure_logging(const settings& settings) {
   std::string name = settings.get_string("LOG_LEVEL");
   spdlog::level::level_enum level;
-  if (name == "DEBUG") level = spdlog::level::debug;
-  else if (name == "INFO") level = spdlog::level::info;
-  else if (name == "WARNING" || name == "WARN") level = spdlog::level::warn;
-  else if (name == "ERROR") level = spdlog::level::err;
-  else if (name == "CRITICAL") level = spdlog::level::critical;
-  else throw settings_error("LOG_LEVEL: unknown level '" + name + "' (DEBUG, INFO, WARNING, ERROR, CRITICAL)");
+  if (name == "DEBUG")
+    level = spdlog::level::debug;
+  else if (name == "INFO")
+    level = spdlog::level::info;
+  else if (name == "WARNING" || name == "WARN")
+    level = spdlog::level::warn;
+  else if (name == "ERROR")
+    level = spdlog::level::err;
+  else if (name == "CRITICAL")
+    level = spdlog::level::critical;
+  else
+    throw settings_error("LOG_LEVEL: unknown level '" + name +
+                         "' (DEBUG, INFO, WARNING, ERROR, CRITICAL)");
   std::lock_guard lock(registry_mutex);
   current_level = level;
   spdlog::apply_all([level](const std::shared_ptr<spdlog::logger>& l) { l->set_level(level); });

@@ -7,15 +7,17 @@
 // (DEBUG, INFO, WARNING, ERROR, CRITICAL; Scrapy's default DEBUG).
 #pragma once
 
-#include <memory>
 #include <spdlog/spdlog.h>
+
+#include <memory>
 #include <string_view>
 
 namespace crawler {
 
 class settings;
 
-/// Applies LOG_LEVEL to every logger, present and future. Throws settings_error on an unknown level.
+/// Applies LOG_LEVEL to every logger, present and future. Throws settings_error on an unknown
+/// level.
 void configure_logging(const settings& settings);
 
 /// The logger named `component`, created on first use.

@@ -56,13 +56,16 @@ const std::vector<setting_spec>& table() {
       {"DUPEFILTER_DEBUG", boolean, false, "Log every filtered duplicate, not only the first."},
       {"DUPEFILTER_KEY", string, "%(spider)s:dupefilter", "Redis key of the redis_set backend."},
       {"BLOOMFILTER_KEY", string, "%(spider)s:bloomfilter", "Redis key of the Bloom backends."},
-      {"BLOOMFILTER_CAPACITY", integer, 10000000, "Expected distinct requests (bloom, redisbloom)."},
-      {"BLOOMFILTER_ERRORRATE", number, 0.001, "False-positive rate at capacity (bloom, redisbloom)."},
+      {"BLOOMFILTER_CAPACITY", integer, 10000000,
+       "Expected distinct requests (bloom, redisbloom)."},
+      {"BLOOMFILTER_ERRORRATE", number, 0.001,
+       "False-positive rate at capacity (bloom, redisbloom)."},
       {"BLOOMFILTER_BIT", integer, 30, "redis_bitmap: m = 2^BLOOMFILTER_BIT bits."},
       {"BLOOMFILTER_HASH_NUMBER", integer, 6, "redis_bitmap: number of hash functions k."},
       {"BLOOMFILTER_HASH", string, "sha1_double",
        "redis_bitmap bit positions: sha1_double, or scrapy_redis_bloomfilter for Python fleets."},
-      {"REDIS_URL", optional_string, nullptr, "redis://[:password@]host[:port][/db]; wins over host/port."},
+      {"REDIS_URL", optional_string, nullptr,
+       "redis://[:password@]host[:port][/db]; wins over host/port."},
       {"REDIS_HOST", string, "localhost", "Redis host when REDIS_URL is unset."},
       {"REDIS_PORT", integer, 6379, "Redis port when REDIS_URL is unset."},
       {"REDIS_PARAMS", dict, json::object(),
@@ -70,7 +73,8 @@ const std::vector<setting_spec>& table() {
       {"SCHEDULER", string, "memory", "memory or redis."},
       {"SCHEDULER_QUEUE_CLASS", string, "priority", "priority, fifo or lifo."},
       {"SCHEDULER_PERSIST", boolean, false, "Keep the Redis queue and dupefilter at close."},
-      {"SCHEDULER_FLUSH_ON_START", boolean, false, "Delete the Redis queue and dupefilter at open."},
+      {"SCHEDULER_FLUSH_ON_START", boolean, false,
+       "Delete the Redis queue and dupefilter at open."},
       {"MAX_IDLE_TIME_BEFORE_CLOSE", integer, 0, "Seconds idle before a Redis spider closes."},
       {"REDIS_START_URLS_KEY", string, "%(name)s:start_urls", "Redis key of start URLs."},
       {"REDIS_START_URLS_AS_SET", boolean, false, "Start URLs are a set, not a list."},
@@ -119,13 +123,20 @@ std::string unknown_key_message(std::string_view where, std::string_view key) {
 
 bool has_type(const json& value, setting_type type) {
   switch (type) {
-    case boolean: return value.is_boolean();
-    case integer: return value.is_number_integer();
-    case number: return value.is_number();
-    case string: return value.is_string();
-    case optional_string: return value.is_string() || value.is_null();
-    case list: return value.is_array();
-    case dict: return value.is_object();
+    case boolean:
+      return value.is_boolean();
+    case integer:
+      return value.is_number_integer();
+    case number:
+      return value.is_number();
+    case string:
+      return value.is_string();
+    case optional_string:
+      return value.is_string() || value.is_null();
+    case list:
+      return value.is_array();
+    case dict:
+      return value.is_object();
   }
   return false;
 }
@@ -168,8 +179,10 @@ json parse_word(std::string_view text, setting_type type, const std::string& whe
       if (ec != std::errc() || end != text.data() + text.size()) throw fail();
       return value;
     }
-    case string: return std::string(text);
-    case optional_string: return text.empty() ? json(nullptr) : json(std::string(text));
+    case string:
+      return std::string(text);
+    case optional_string:
+      return text.empty() ? json(nullptr) : json(std::string(text));
     case list: {
       if (text.starts_with("[")) {
         json parsed = json::parse(text, nullptr, false);
@@ -204,17 +217,26 @@ json parse_word(std::string_view text, setting_type type, const std::string& whe
 
 }  // namespace
 
-std::span<const setting_spec> known_settings() { return table(); }
+std::span<const setting_spec> known_settings() {
+  return table();
+}
 
 std::string_view describe(setting_type type) {
   switch (type) {
-    case boolean: return "a boolean";
-    case integer: return "an integer";
-    case number: return "a number";
-    case string: return "a string";
-    case optional_string: return "a string or null";
-    case list: return "a list";
-    case dict: return "an object";
+    case boolean:
+      return "a boolean";
+    case integer:
+      return "an integer";
+    case number:
+      return "a number";
+    case string:
+      return "a string";
+    case optional_string:
+      return "a string or null";
+    case list:
+      return "a list";
+    case dict:
+      return "an object";
   }
   return "a value";
 }
@@ -260,9 +282,15 @@ const json& settings::get(std::string_view key) const {
   return it->second;
 }
 
-bool settings::get_bool(std::string_view key) const { return get(key).get<bool>(); }
-std::int64_t settings::get_int(std::string_view key) const { return get(key).get<std::int64_t>(); }
-double settings::get_double(std::string_view key) const { return get(key).get<double>(); }
+bool settings::get_bool(std::string_view key) const {
+  return get(key).get<bool>();
+}
+std::int64_t settings::get_int(std::string_view key) const {
+  return get(key).get<std::int64_t>();
+}
+double settings::get_double(std::string_view key) const {
+  return get(key).get<double>();
+}
 
 std::string settings::get_string(std::string_view key) const {
   const json& value = get(key);
@@ -271,11 +299,14 @@ std::string settings::get_string(std::string_view key) const {
 
 std::vector<std::string> settings::get_list(std::string_view key) const {
   std::vector<std::string> out;
-  for (const auto& item : get(key)) out.push_back(item.is_string() ? item.get<std::string>() : item.dump());
+  for (const auto& item : get(key))
+    out.push_back(item.is_string() ? item.get<std::string>() : item.dump());
   return out;
 }
 
-bool settings::has(std::string_view key) const { return !get(key).is_null(); }
+bool settings::has(std::string_view key) const {
+  return !get(key).is_null();
+}
 
 json settings::to_json() const {
   json out = json::object();

@@ -98,7 +98,8 @@ int run(const dedup_options& options) {
   if (options.seed_scenario) {
     // 001_40562daa3d1c459d.txt section 6: ?wd=0..9, then ?wd=0..99: 110 requests, 10 duplicates.
     for (int round : {10, 100}) {
-      for (int i = 0; i < round; ++i) deduplicator.add("http://127.0.0.1:8080/s?wd=" + std::to_string(i), "seed");
+      for (int i = 0; i < round; ++i)
+        deduplicator.add("http://127.0.0.1:8080/s?wd=" + std::to_string(i), "seed");
     }
   }
   for (const auto& source : options.urls) {
@@ -115,14 +116,16 @@ int run(const dedup_options& options) {
     std::string line;
     for (std::size_t number = 1; std::getline(in, line); ++number) {
       if (line.empty()) continue;
-      all_ok &= deduplicator.add(line, (source == "-" ? "stdin" : source) + ":" + std::to_string(number));
+      all_ok &=
+          deduplicator.add(line, (source == "-" ? "stdin" : source) + ":" + std::to_string(number));
     }
   }
   deduplicator.flush();
   std::cout.flush();
   filter->async_close(asio::use_future).get();
   log->info("Dumping crawler stats:\n{}", stats.to_json().dump(1));
-  if (settings.has("STATS_FILE")) std::ofstream(settings.get_string("STATS_FILE")) << stats.to_json().dump(1) << '\n';
+  if (settings.has("STATS_FILE"))
+    std::ofstream(settings.get_string("STATS_FILE")) << stats.to_json().dump(1) << '\n';
   return all_ok ? 0 : 1;
 }
 
@@ -131,12 +134,15 @@ int run(const dedup_options& options) {
 void add_dedup_command(CLI::App& app, int& exit_status) {
   auto options = std::make_shared<dedup_options>();
   CLI::App* command = app.add_subcommand(
-      "dedup", "Print the URLs of FILEs (or - for stdin) that the configured dupefilter has not seen");
+      "dedup",
+      "Print the URLs of FILEs (or - for stdin) that the configured dupefilter has not seen");
   command->add_option("-s,--set", options->overrides, "setting override KEY=VALUE (repeatable)");
-  command->add_option("--spider", options->spider, "spider name used in Redis keys")->capture_default_str();
+  command->add_option("--spider", options->spider, "spider name used in Redis keys")
+      ->capture_default_str();
   command->add_flag("--seed-scenario", options->seed_scenario,
                     "feed the seed article's 10 + 100 test URLs (10 duplicates) first");
-  command->add_option("files", options->urls, "files of URLs, one per line; - reads standard input");
+  command->add_option("files", options->urls,
+                      "files of URLs, one per line; - reads standard input");
   command->callback([options, &exit_status] {
     try {
       exit_status = run(*options);

@@ -14,7 +14,8 @@ std::string_view name_of(bitmap_hash hash) {
   return hash == bitmap_hash::sha1_double ? "sha1_double" : "scrapy_redis_bloomfilter";
 }
 
-void bitmap_offsets(const fingerprint& fp, int bit, int hashes, bitmap_hash hash, std::vector<std::uint64_t>& out) {
+void bitmap_offsets(const fingerprint& fp, int bit, int hashes, bitmap_hash hash,
+                    std::vector<std::uint64_t>& out) {
   const std::uint64_t mask = bit >= 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << bit) - 1;
   if (hash == bitmap_hash::scrapy_redis_bloomfilter) {
     const std::string hex = fp.hex();

@@ -24,6 +24,7 @@ std::optional<bitmap_hash> parse_bitmap_hash(std::string_view name);
 std::string_view name_of(bitmap_hash hash);
 
 /// Appends the `hashes` bit offsets of `fp` in a 2^`bit`-bit array to `out`.
-void bitmap_offsets(const fingerprint& fp, int bit, int hashes, bitmap_hash hash, std::vector<std::uint64_t>& out);
+void bitmap_offsets(const fingerprint& fp, int bit, int hashes, bitmap_hash hash,
+                    std::vector<std::uint64_t>& out);
 
 }  // namespace crawler::dedup

@@ -35,7 +35,8 @@ struct zeroed_words {
   std::size_t count = 0;
 
   explicit zeroed_words(std::size_t words) : count(words) {
-    void* memory = mmap(nullptr, bytes(), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    void* memory =
+        mmap(nullptr, bytes(), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (memory == MAP_FAILED) throw std::bad_alloc();
     // Every check lands on a random block: with 4 KiB pages nearly each one also misses the TLB.
     // Transparent huge pages (where the kernel allows them) remove most of those page walks.
@@ -79,7 +80,11 @@ class scalable_bloom_filter::sub_filter {
   sub_filter(std::uint64_t capacity, double rate, unsigned salt)
       : sub_filter(capacity, rate, salt, size_for(capacity, rate)) {}
   sub_filter(std::uint64_t capacity, double rate, unsigned salt, sizing size)
-      : capacity_(capacity), rate_(rate), salt_(salt), blocks_(size.blocks), hashes_(size.hashes),
+      : capacity_(capacity),
+        rate_(rate),
+        salt_(salt),
+        blocks_(size.blocks),
+        hashes_(size.hashes),
         words_(size.blocks * words_per_block) {}
 
   // Returns true when every bit was already set: the item was (probably) present. Counters stay in
@@ -149,7 +154,8 @@ class scalable_bloom_filter::sub_filter {
     unsigned position(int i) const {
       if (i < 7) return static_cast<unsigned>(low >> (9 * i)) & (block_bits - 1);
       if (i < 10) return (tail >> (9 * (i - 7))) & (block_bits - 1);
-      std::uint64_t x = (low ^ (static_cast<std::uint64_t>(i) * 0x9E3779B97F4A7C15ULL) ^ tail) * 0xD6E8FEB86659FD93ULL;
+      std::uint64_t x = (low ^ (static_cast<std::uint64_t>(i) * 0x9E3779B97F4A7C15ULL) ^ tail) *
+                        0xD6E8FEB86659FD93ULL;
       return static_cast<unsigned>(x >> 55);
     }
   };
@@ -176,13 +182,13 @@ scalable_bloom_filter::~scalable_bloom_filter() = default;
 
 void scalable_bloom_filter::add_sub_filter() {
   if (filters_.empty()) {
-    filters_.push_back(std::make_unique<sub_filter>(params_.capacity,
-                                                    params_.error_rate * (1 - tightening), 0));
+    filters_.push_back(
+        std::make_unique<sub_filter>(params_.capacity, params_.error_rate * (1 - tightening), 0));
     return;
   }
   const sub_filter& last = *filters_.back();
-  filters_.push_back(std::make_unique<sub_filter>(last.capacity_ * expansion, last.rate_ * tightening,
-                                                  static_cast<unsigned>(filters_.size())));
+  filters_.push_back(std::make_unique<sub_filter>(
+      last.capacity_ * expansion, last.rate_ * tightening, static_cast<unsigned>(filters_.size())));
 }
 
 bool scalable_bloom_filter::test_and_insert(const fingerprint& fp) {
@@ -197,7 +203,8 @@ bool scalable_bloom_filter::test_and_insert(const fingerprint& fp) {
   return filters_.back()->test_and_set(fp);
 }
 
-void scalable_bloom_filter::test_and_insert(std::span<const fingerprint> batch, std::uint8_t* seen) {
+void scalable_bloom_filter::test_and_insert(std::span<const fingerprint> batch,
+                                            std::uint8_t* seen) {
   // Each check is one cache miss at a random block; touching the blocks a few items ahead lets the
   // misses overlap instead of queueing one after another.
   constexpr std::size_t ahead = 16;
@@ -228,13 +235,18 @@ std::uint64_t scalable_bloom_filter::bits() const {
   return total;
 }
 
-int scalable_bloom_filter::hashes() const { return filters_.back()->hashes_; }
-std::size_t scalable_bloom_filter::sub_filters() const { return filters_.size(); }
+int scalable_bloom_filter::hashes() const {
+  return filters_.back()->hashes_;
+}
+std::size_t scalable_bloom_filter::sub_filters() const {
+  return filters_.size();
+}
 
 double scalable_bloom_filter::estimated_fpr() const {
   // Summed as logarithms: 1 - prod(1 - tiny) would round to exactly 0.
   double log_pass = 0;
-  for (const auto& filter : filters_) log_pass += std::log1p(-bloom_math::fpr_from_fill(filter->fill(), filter->hashes_));
+  for (const auto& filter : filters_)
+    log_pass += std::log1p(-bloom_math::fpr_from_fill(filter->fill(), filter->hashes_));
   return -std::expm1(log_pass);
 }
 
@@ -266,7 +278,9 @@ void scalable_bloom_filter::save(const std::filesystem::path& file) const {
   temporary += ".tmp";
   {
     std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
-    if (!out) throw dupefilter_error("cannot write Bloom filter to " + temporary.string() + ": " + std::strerror(errno));
+    if (!out)
+      throw dupefilter_error("cannot write Bloom filter to " + temporary.string() + ": " +
+                             std::strerror(errno));
     file_header header{};
     std::memcpy(header.magic, magic, sizeof magic);
     header.version = format_version;
@@ -276,22 +290,28 @@ void scalable_bloom_filter::save(const std::filesystem::path& file) const {
     header.sub_filters = filters_.size();
     out.write(reinterpret_cast<const char*>(&header), sizeof header);
     for (const auto& filter : filters_) {
-      sub_filter_header sub{filter->capacity_, filter->rate_,   filter->items_,
-                            filter->set_bits_, filter->blocks_, static_cast<std::uint32_t>(filter->hashes_),
+      sub_filter_header sub{filter->capacity_, filter->rate_,
+                            filter->items_,    filter->set_bits_,
+                            filter->blocks_,   static_cast<std::uint32_t>(filter->hashes_),
                             filter->salt_};
       out.write(reinterpret_cast<const char*>(&sub), sizeof sub);
       out.write(reinterpret_cast<const char*>(filter->words_.data),
                 static_cast<std::streamsize>(filter->words_.count * sizeof(std::uint64_t)));
     }
     out.flush();
-    if (!out) throw dupefilter_error("cannot write Bloom filter to " + temporary.string() + ": " + std::strerror(errno));
+    if (!out)
+      throw dupefilter_error("cannot write Bloom filter to " + temporary.string() + ": " +
+                             std::strerror(errno));
   }
   std::filesystem::rename(temporary, file);
 }
 
-scalable_bloom_filter scalable_bloom_filter::load(const std::filesystem::path& file, params expected) {
+scalable_bloom_filter scalable_bloom_filter::load(const std::filesystem::path& file,
+                                                  params expected) {
   std::ifstream in(file, std::ios::binary);
-  if (!in) throw dupefilter_error("cannot read Bloom filter " + file.string() + ": " + std::strerror(errno));
+  if (!in)
+    throw dupefilter_error("cannot read Bloom filter " + file.string() + ": " +
+                           std::strerror(errno));
   file_header header{};
   in.read(reinterpret_cast<char*>(&header), sizeof header);
   if (!in || std::memcmp(header.magic, magic, sizeof magic) != 0) {
@@ -299,31 +319,37 @@ scalable_bloom_filter scalable_bloom_filter::load(const std::filesystem::path& f
   }
   if (header.version != format_version || header.scheme != scheme_blocked512_sha1) {
     throw dupefilter_error(file.string() + " has format version " + std::to_string(header.version) +
-                           " and hash scheme " + std::to_string(header.scheme) + "; this build reads version " +
-                           std::to_string(format_version) + " scheme " + std::to_string(scheme_blocked512_sha1));
+                           " and hash scheme " + std::to_string(header.scheme) +
+                           "; this build reads version " + std::to_string(format_version) +
+                           " scheme " + std::to_string(scheme_blocked512_sha1));
   }
   if (header.capacity != expected.capacity || header.error_rate != expected.error_rate) {
-    throw dupefilter_error(file.string() + " was built with BLOOMFILTER_CAPACITY=" + std::to_string(header.capacity) +
-                           " BLOOMFILTER_ERRORRATE=" + std::to_string(header.error_rate) +
-                           " but the settings ask for BLOOMFILTER_CAPACITY=" + std::to_string(expected.capacity) +
-                           " BLOOMFILTER_ERRORRATE=" + std::to_string(expected.error_rate) +
-                           "; keep the settings the filter was built with, or start a new JOBDIR");
+    throw dupefilter_error(
+        file.string() + " was built with BLOOMFILTER_CAPACITY=" + std::to_string(header.capacity) +
+        " BLOOMFILTER_ERRORRATE=" + std::to_string(header.error_rate) +
+        " but the settings ask for BLOOMFILTER_CAPACITY=" + std::to_string(expected.capacity) +
+        " BLOOMFILTER_ERRORRATE=" + std::to_string(expected.error_rate) +
+        "; keep the settings the filter was built with, or start a new JOBDIR");
   }
   scalable_bloom_filter filter(expected);
   filter.filters_.clear();
   for (std::uint64_t i = 0; i < header.sub_filters; ++i) {
     sub_filter_header sub{};
     in.read(reinterpret_cast<char*>(&sub), sizeof sub);
-    if (!in || sub.blocks == 0 || sub.blocks > (std::uint64_t{1} << 40) || sub.hashes == 0 || sub.hashes > 64) {
-      throw dupefilter_error(file.string() + " is truncated or corrupt (sub-filter " + std::to_string(i) + ")");
+    if (!in || sub.blocks == 0 || sub.blocks > (std::uint64_t{1} << 40) || sub.hashes == 0 ||
+        sub.hashes > 64) {
+      throw dupefilter_error(file.string() + " is truncated or corrupt (sub-filter " +
+                             std::to_string(i) + ")");
     }
-    auto filter_ptr = std::make_unique<sub_filter>(sub.capacity, sub.rate, sub.salt,
-                                                   sizing{sub.blocks, static_cast<int>(sub.hashes)});
+    auto filter_ptr = std::make_unique<sub_filter>(
+        sub.capacity, sub.rate, sub.salt, sizing{sub.blocks, static_cast<int>(sub.hashes)});
     filter_ptr->items_ = sub.items;
     filter_ptr->set_bits_ = sub.set_bits;
     in.read(reinterpret_cast<char*>(filter_ptr->words_.data),
             static_cast<std::streamsize>(filter_ptr->words_.count * sizeof(std::uint64_t)));
-    if (!in) throw dupefilter_error(file.string() + " is truncated (sub-filter " + std::to_string(i) + ")");
+    if (!in)
+      throw dupefilter_error(file.string() + " is truncated (sub-filter " + std::to_string(i) +
+                             ")");
     filter.filters_.push_back(std::move(filter_ptr));
   }
   if (filter.filters_.empty()) throw dupefilter_error(file.string() + " holds no sub-filter");

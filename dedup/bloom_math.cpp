@@ -11,7 +11,8 @@ double bits_per_item(double error_rate) {
 }
 
 std::uint64_t optimal_bits(std::uint64_t capacity, double error_rate) {
-  return static_cast<std::uint64_t>(std::ceil(static_cast<double>(capacity) * bits_per_item(error_rate)));
+  return static_cast<std::uint64_t>(
+      std::ceil(static_cast<double>(capacity) * bits_per_item(error_rate)));
 }
 
 int optimal_hashes(std::uint64_t bits, std::uint64_t capacity) {
@@ -27,7 +28,9 @@ double expected_fpr(std::uint64_t bits, int hashes, std::uint64_t items) {
   return std::pow(fill, hashes);
 }
 
-double fpr_from_fill(double fill, int hashes) { return std::pow(fill, hashes); }
+double fpr_from_fill(double fill, int hashes) {
+  return std::pow(fill, hashes);
+}
 
 double blocked_fpr(double bits_per_item, int hashes, int block_bits) {
   const double mean = block_bits / bits_per_item;  // items per block, Poisson-distributed

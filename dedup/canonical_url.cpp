@@ -1,7 +1,7 @@
 #include "dedup/canonical_url.h"
 
-#include <stringprep.h>
 #include <idna.h>
+#include <stringprep.h>
 
 #include <algorithm>
 #include <array>
@@ -155,7 +155,8 @@ std::size_t find_any(std::string_view text, const char (&set)[N], std::size_t fr
 }
 
 bool is_ascii(std::string_view text) {
-  return std::all_of(text.begin(), text.end(), [](char c) { return static_cast<unsigned char>(c) < 0x80; });
+  return std::all_of(text.begin(), text.end(),
+                     [](char c) { return static_cast<unsigned char>(c) < 0x80; });
 }
 
 void lower_ascii_into(std::string& out, std::string_view text) {
@@ -169,7 +170,8 @@ void lower_ascii_into(std::string& out, std::string_view text) {
 bool idna_encode(std::string_view netloc, std::string& out) {
   std::size_t length = 0;
   std::unique_ptr<std::uint32_t, decltype(&std::free)> ucs4(
-      stringprep_utf8_to_ucs4(netloc.data(), static_cast<ssize_t>(netloc.size()), &length), &std::free);
+      stringprep_utf8_to_ucs4(netloc.data(), static_cast<ssize_t>(netloc.size()), &length),
+      &std::free);
   if (!ucs4) return false;
   std::vector<std::vector<std::uint32_t>> labels(1);
   for (std::size_t i = 0; i < length; ++i) {
@@ -215,9 +217,10 @@ bool uses_params(std::string_view scheme) {
                           "rtspu", "sip", "sips", "mms", "sftp", "tel"});
 }
 bool uses_netloc(std::string_view scheme) {
-  return in_list(scheme, {"", "ftp", "http", "gopher", "nntp", "telnet", "imap", "wais", "file",
-                          "mms", "https", "shttp", "snews", "prospero", "rtsp", "rtspu", "rsync",
-                          "svn", "svn+ssh", "sftp", "nfs", "git", "git+ssh", "ws", "wss"});
+  return in_list(scheme, {"",     "ftp",     "http",  "gopher", "nntp",    "telnet", "imap",
+                          "wais", "file",    "mms",   "https",  "shttp",   "snews",  "prospero",
+                          "rtsp", "rtspu",   "rsync", "svn",    "svn+ssh", "sftp",   "nfs",
+                          "git",  "git+ssh", "ws",    "wss"});
 }
 
 }  // namespace
@@ -230,7 +233,8 @@ std::string canonicalize_url(std::string_view input) {
   std::string stripped;
   std::string_view url = input;
   // Three vectorised memchr scans beat one loop testing three characters.
-  if (std::memchr(input.data(), '\t', input.size()) || std::memchr(input.data(), '\n', input.size()) ||
+  if (std::memchr(input.data(), '\t', input.size()) ||
+      std::memchr(input.data(), '\n', input.size()) ||
       std::memchr(input.data(), '\r', input.size())) {
     stripped.reserve(input.size());
     for (char c : input) {
@@ -256,7 +260,8 @@ std::string canonicalize_url(std::string_view input) {
     bool open = netloc.find('[') != std::string_view::npos;
     bool close = netloc.find(']') != std::string_view::npos;
     if (open != close) {
-      throw url_error("invalid URL '" + std::string(input) + "': unbalanced '[' or ']' in the host (Invalid IPv6 URL)");
+      throw url_error("invalid URL '" + std::string(input) +
+                      "': unbalanced '[' or ']' in the host (Invalid IPv6 URL)");
     }
   }
   if (std::size_t hash = url.find('#'); hash != std::string_view::npos) url = url.substr(0, hash);
@@ -268,7 +273,8 @@ std::string canonicalize_url(std::string_view input) {
   std::string_view path = url, params;
   if (uses_params(scheme) && path.find(';') != std::string_view::npos) {
     std::size_t slash = path.rfind('/');
-    std::size_t semicolon = slash == std::string_view::npos ? path.find(';') : path.find(';', slash);
+    std::size_t semicolon =
+        slash == std::string_view::npos ? path.find(';') : path.find(';', slash);
     if (semicolon != std::string_view::npos) {
       params = path.substr(semicolon + 1);
       path = path.substr(0, semicolon);
@@ -278,7 +284,8 @@ std::string canonicalize_url(std::string_view input) {
   std::string host;
   if (!netloc.empty()) {
     std::string idna;
-    lower_ascii_into(host, !is_ascii(netloc) && idna_encode(netloc, idna) ? std::string_view(idna) : netloc);
+    lower_ascii_into(
+        host, !is_ascii(netloc) && idna_encode(netloc, idna) ? std::string_view(idna) : netloc);
     while (!host.empty() && host.back() == ':') host.pop_back();
   }
   std::string path_and_params;
@@ -311,7 +318,8 @@ std::string canonicalize_url(std::string_view input) {
   std::size_t start = 0;
   while (start <= query.size() && !query.empty()) {
     std::size_t end = find_any(query, "&;", start);
-    std::string_view piece = query.substr(start, end == std::string_view::npos ? std::string_view::npos : end - start);
+    std::string_view piece =
+        query.substr(start, end == std::string_view::npos ? std::string_view::npos : end - start);
     if (!piece.empty()) {
       std::size_t equals = piece.find('=');
       auto& [key, value] = pairs.emplace_back();
@@ -325,7 +333,8 @@ std::string canonicalize_url(std::string_view input) {
     std::sort(pairs.begin(), pairs.end(), [](const auto& a, const auto& b) {
       // Python compares bytes as unsigned; std::string compares char, which may be signed.
       auto as_bytes = [](const std::string& s) {
-        return std::basic_string_view<unsigned char>(reinterpret_cast<const unsigned char*>(s.data()), s.size());
+        return std::basic_string_view<unsigned char>(
+            reinterpret_cast<const unsigned char*>(s.data()), s.size());
       };
       if (int c = as_bytes(a.first).compare(as_bytes(b.first)); c != 0) return c < 0;
       return as_bytes(a.second) < as_bytes(b.second);

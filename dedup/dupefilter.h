@@ -1,29 +1,30 @@
 // RFPDupeFilter: answers "has this request been seen?" for batches of fingerprints.
 //
 //   crawler::dedup::dupefilter_context context{settings, stats, "books", io.get_executor()};
-//   auto filter = crawler::dedup::make_dupefilter(context);      // DUPEFILTER_CLASS picks the backend
-//   filter->async_open(boost::asio::use_future).get();
-//   auto flags = filter->async_seen(page_fingerprints, boost::asio::use_future).get();
+//   auto filter = crawler::dedup::make_dupefilter(context);      // DUPEFILTER_CLASS picks the
+//   backend filter->async_open(boost::asio::use_future).get(); auto flags =
+//   filter->async_seen(page_fingerprints, boost::asio::use_future).get();
 //   // flags[i] == 1: a duplicate, drop it (and call filter->log(...)); 0: new, now recorded.
 //   filter->async_close(boost::asio::use_future).get();
 //
-// Scrapy's seams: a fingerprinter (fingerprint.h) turns requests into SHA-1s, this interface answers
-// membership only, and the scheduler calls it. A page's links are checked as one batch, one Redis
-// round trip per page for the Redis backends; a fingerprint that appears twice in one batch is new
-// the first time and a duplicate the second.
+// Scrapy's seams: a fingerprinter (fingerprint.h) turns requests into SHA-1s, this interface
+// answers membership only, and the scheduler calls it. A page's links are checked as one batch, one
+// Redis round trip per page for the Redis backends; a fingerprint that appears twice in one batch
+// is new the first time and a duplicate the second.
 //
 // Backends (DUPEFILTER_CLASS; the Python class paths are accepted too):
-//   set           in-memory set; JOBDIR/requests.seen as Scrapy writes it     counts dupefilter/filtered
-//   bloom         scalable blocked Bloom filter; JOBDIR/requests.bloom        counts bloomfilter/filtered
-//   redis_set     SADD <spider>:dupefilter <40-hex> (scrapy-redis)            counts dupefilter/filtered
-//   redis_bitmap  BITFIELD on <spider>:bloomfilter (ScrapyRedisBloomFilter)   counts bloomfilter/filtered
-//   redisbloom    BF.MADD on <spider>:bloomfilter (scrapy-redis-bf)           counts bloomfilter/filtered
+//   set           in-memory set; JOBDIR/requests.seen as Scrapy writes it     counts
+//   dupefilter/filtered bloom         scalable blocked Bloom filter; JOBDIR/requests.bloom counts
+//   bloomfilter/filtered redis_set     SADD <spider>:dupefilter <40-hex> (scrapy-redis) counts
+//   dupefilter/filtered redis_bitmap  BITFIELD on <spider>:bloomfilter (ScrapyRedisBloomFilter)
+//   counts bloomfilter/filtered redisbloom    BF.MADD on <spider>:bloomfilter (scrapy-redis-bf)
+//   counts bloomfilter/filtered
 //
 // Errors are errors: when Redis cannot answer, the completion carries an exception (a redis_error
 // naming the address), never a batch of "seen" flags that would silently drop requests.
 // Completions take `(std::exception_ptr, ...)`: callbacks, use_future and use_awaitable all work.
-// Local backends complete before async_* returns; Redis backends complete on the handler's executor.
-// A dupefilter is used from one thread at a time (the engine's loop).
+// Local backends complete before async_* returns; Redis backends complete on the handler's
+// executor. A dupefilter is used from one thread at a time (the engine's loop).
 #pragma once
 
 #include <boost/asio/any_completion_handler.hpp>
@@ -99,7 +100,8 @@ class rfp_dupefilter {
         token);
   }
 
-  /// Saves state (JOBDIR), or deletes the Redis keys unless SCHEDULER_PERSIST, as scrapy-redis does.
+  /// Saves state (JOBDIR), or deletes the Redis keys unless SCHEDULER_PERSIST, as scrapy-redis
+  /// does.
   template <asio::completion_token_for<done_signature> Token>
   auto async_close(Token&& token) {
     return asio::async_initiate<Token, done_signature>(
@@ -117,13 +119,16 @@ class rfp_dupefilter {
   std::string_view stats_prefix() const { return stats_prefix_; }
 
  protected:
-  rfp_dupefilter(const dupefilter_context& context, std::string_view backend, std::string_view stats_prefix);
+  rfp_dupefilter(const dupefilter_context& context, std::string_view backend,
+                 std::string_view stats_prefix);
 
   virtual void do_open(asio::any_completion_handler<done_signature> handler) = 0;
-  virtual void do_seen(std::span<const fingerprint> batch, asio::any_completion_handler<seen_signature> handler) = 0;
+  virtual void do_seen(std::span<const fingerprint> batch,
+                       asio::any_completion_handler<seen_signature> handler) = 0;
   virtual void do_close(asio::any_completion_handler<done_signature> handler) = 0;
 
-  /// Bloom backends report their shape and estimated rate; warns once past twice the configured rate.
+  /// Bloom backends report their shape and estimated rate; warns once past twice the configured
+  /// rate.
   void report_bloom(std::uint64_t capacity, std::uint64_t bits, int hashes, double estimated_fpr,
                     double configured_rate);
   /// The spider's key for a template such as "%(spider)s:dupefilter".

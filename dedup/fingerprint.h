@@ -3,8 +3,8 @@
 //   auto fp = crawler::dedup::request_fingerprint("GET", "http://example.com/");
 //   fp.hex() == "cebe46deeab7ee5915824a38cf73ee6f7eb0aba5"   // Scrapy 2.7's scheme, the default
 //
-// Both of Scrapy's schemes are reproduced byte for byte, so JOBDIRs, Redis dupefilter keys and mixed
-// Python/C++ fleets agree on what has been seen:
+// Both of Scrapy's schemes are reproduced byte for byte, so JOBDIRs, Redis dupefilter keys and
+// mixed Python/C++ fleets agree on what has been seen:
 // - "2.7" (REQUEST_FINGERPRINTER_IMPLEMENTATION's default): SHA-1 of
 //   json.dumps({"body": body.hex(), "headers": {}, "method": M, "url": canonical}, sort_keys=True);
 // - "2.6": SHA-1 of method + canonical URL + body.

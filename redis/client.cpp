@@ -25,12 +25,24 @@ constexpr std::chrono::milliseconds max_backoff = 5000ms;
 reply convert(const redisReply* raw) {
   reply out;
   switch (raw->type) {
-    case REDIS_REPLY_STRING: out.type = reply::kind::string; break;
-    case REDIS_REPLY_STATUS: out.type = reply::kind::status; break;
-    case REDIS_REPLY_ERROR: out.type = reply::kind::error; break;
-    case REDIS_REPLY_INTEGER: out.type = reply::kind::integer; break;
-    case REDIS_REPLY_ARRAY: out.type = reply::kind::array; break;
-    default: out.type = reply::kind::nil; break;
+    case REDIS_REPLY_STRING:
+      out.type = reply::kind::string;
+      break;
+    case REDIS_REPLY_STATUS:
+      out.type = reply::kind::status;
+      break;
+    case REDIS_REPLY_ERROR:
+      out.type = reply::kind::error;
+      break;
+    case REDIS_REPLY_INTEGER:
+      out.type = reply::kind::integer;
+      break;
+    case REDIS_REPLY_ARRAY:
+      out.type = reply::kind::array;
+      break;
+    default:
+      out.type = reply::kind::nil;
+      break;
   }
   if (raw->str) out.str.assign(raw->str, raw->len);
   out.integer = raw->integer;
@@ -55,9 +67,10 @@ struct batch {
   clock::time_point deadline;
 };
 
-// Completions always go through the handler's executor (the caller's, or the client's strand), never
-// inline from a hiredis callback, so a handler may freely issue commands or close the client.
-void complete(const std::shared_ptr<batch>& b, std::exception_ptr error, asio::any_io_executor fallback) {
+// Completions always go through the handler's executor (the caller's, or the client's strand),
+// never inline from a hiredis callback, so a handler may freely issue commands or close the client.
+void complete(const std::shared_ptr<batch>& b, std::exception_ptr error,
+              asio::any_io_executor fallback) {
   if (b->done) return;
   b->done = true;
   auto executor = asio::get_associated_executor(b->handler, fallback);
@@ -71,14 +84,20 @@ void complete(const std::shared_ptr<batch>& b, std::exception_ptr error, asio::a
 
 std::string reply::describe() const {
   switch (type) {
-    case kind::string: return "\"" + str + "\"";
-    case kind::status: return str;
-    case kind::error: return "(error) " + str;
-    case kind::integer: return "(integer) " + std::to_string(integer);
-    case kind::nil: return "(nil)";
+    case kind::string:
+      return "\"" + str + "\"";
+    case kind::status:
+      return str;
+    case kind::error:
+      return "(error) " + str;
+    case kind::integer:
+      return "(integer) " + std::to_string(integer);
+    case kind::nil:
+      return "(nil)";
     case kind::array: {
       std::string out = "[";
-      for (std::size_t i = 0; i < elements.size(); ++i) out += (i ? ", " : "") + elements[i].describe();
+      for (std::size_t i = 0; i < elements.size(); ++i)
+        out += (i ? ", " : "") + elements[i].describe();
       return out + "]";
     }
   }
@@ -100,7 +119,8 @@ struct connection : std::enable_shared_from_this<connection> {
     bool& waiting = read ? reading : writing;
     if (waiting || !socket.is_open()) return;
     waiting = true;
-    socket.async_wait(read ? asio::posix::stream_descriptor::wait_read : asio::posix::stream_descriptor::wait_write,
+    socket.async_wait(read ? asio::posix::stream_descriptor::wait_read
+                           : asio::posix::stream_descriptor::wait_write,
                       [self = shared_from_this(), read](boost::system::error_code ec) {
                         (read ? self->reading : self->writing) = false;
                         if (ec || !self->context) return;
@@ -154,8 +174,12 @@ struct client::state : std::enable_shared_from_this<client::state> {
   int setup_pending = 0;  // AUTH / SELECT replies still to come before commands may go out
 
   state(asio::any_io_executor executor, endpoint where)
-      : strand(asio::make_strand(executor)), where(std::move(where)), resolver(strand),
-        connect_timer(strand), backoff_timer(strand), command_timer(strand) {}
+      : strand(asio::make_strand(executor)),
+        where(std::move(where)),
+        resolver(strand),
+        connect_timer(strand),
+        backoff_timer(strand),
+        command_timer(strand) {}
 
   // Reached when the event loop is torn down with the connection still open (the client's own
   // close never ran): hiredis's context would otherwise leak. Callbacks find no owner and return.
@@ -180,13 +204,17 @@ struct client::state : std::enable_shared_from_this<client::state> {
   void submit(std::shared_ptr<batch> b) {
     if (b->commands.empty()) return complete(b, nullptr, strand);
     switch (current) {
-      case phase::closed: return complete(b, error("Redis client for " + where.address() + " is closed"), strand);
-      case phase::connected: return send(b);
+      case phase::closed:
+        return complete(b, error("Redis client for " + where.address() + " is closed"), strand);
+      case phase::connected:
+        return send(b);
       case phase::idle:
         waiting.push_back(std::move(b));
         return connect();
       case phase::connecting:
-      case phase::backing_off: waiting.push_back(std::move(b)); return;
+      case phase::backing_off:
+        waiting.push_back(std::move(b));
+        return;
     }
   }
 
@@ -196,19 +224,21 @@ struct client::state : std::enable_shared_from_this<client::state> {
     connect_timer.expires_after(where.connect_timeout);
     connect_timer.async_wait([self = shared_from_this()](boost::system::error_code ec) {
       if (ec || self->current != phase::connecting) return;
-      self->connect_failed("cannot connect to Redis at " + self->where.address() + ": timed out after " +
+      self->connect_failed("cannot connect to Redis at " + self->where.address() +
+                           ": timed out after " +
                            std::to_string(self->where.connect_timeout.count()) + " ms");
     });
-    resolver.async_resolve(where.host, std::to_string(where.port),
-                           [self = shared_from_this()](boost::system::error_code ec,
-                                                       asio::ip::tcp::resolver::results_type results) {
-                             if (self->current != phase::connecting) return;
-                             if (ec || results.empty()) {
-                               return self->connect_failed("cannot connect to Redis at " + self->where.address() +
-                                                           ": cannot resolve host: " + ec.message());
-                             }
-                             self->open_socket(results.begin()->endpoint().address().to_string());
-                           });
+    resolver.async_resolve(
+        where.host, std::to_string(where.port),
+        [self = shared_from_this()](boost::system::error_code ec,
+                                    asio::ip::tcp::resolver::results_type results) {
+          if (self->current != phase::connecting) return;
+          if (ec || results.empty()) {
+            return self->connect_failed("cannot connect to Redis at " + self->where.address() +
+                                        ": cannot resolve host: " + ec.message());
+          }
+          self->open_socket(results.begin()->endpoint().address().to_string());
+        });
   }
 
   void open_socket(const std::string& ip) {
@@ -244,18 +274,21 @@ struct client::state : std::enable_shared_from_this<client::state> {
     if (status != REDIS_OK) {
       // hiredis frees the context itself after this callback returns.
       static_cast<connection*>(ac->data)->context = nullptr;
-      return self->connect_failed("cannot connect to Redis at " + self->where.address() + ": " + ac->errstr);
+      return self->connect_failed("cannot connect to Redis at " + self->where.address() + ": " +
+                                  ac->errstr);
     }
     // AUTH and SELECT go first; commands wait for their answers, so that a refused password fails
     // them with that reason instead of letting each one answer NOAUTH.
     auto context = const_cast<redisAsyncContext*>(ac);
     if (!self->where.password.empty()) {
       ++self->setup_pending;
-      redisAsyncCommand(context, &state::on_setup_reply, const_cast<char*>("AUTH"), "AUTH %s", self->where.password.c_str());
+      redisAsyncCommand(context, &state::on_setup_reply, const_cast<char*>("AUTH"), "AUTH %s",
+                        self->where.password.c_str());
     }
     if (self->where.db != 0) {
       ++self->setup_pending;
-      redisAsyncCommand(context, &state::on_setup_reply, const_cast<char*>("SELECT"), "SELECT %d", self->where.db);
+      redisAsyncCommand(context, &state::on_setup_reply, const_cast<char*>("SELECT"), "SELECT %d",
+                        self->where.db);
     }
     if (self->setup_pending == 0) self->connected();
   }
@@ -307,7 +340,8 @@ struct client::state : std::enable_shared_from_this<client::state> {
     last_error = message;
     connect_timer.cancel();
     resolver.cancel();
-    if (conn && conn->context) redisAsyncFree(conn->context);  // nothing was sent: no callbacks pending
+    if (conn && conn->context)
+      redisAsyncFree(conn->context);  // nothing was sent: no callbacks pending
     current = phase::backing_off;
     backoff = backoff.count() == 0 ? first_backoff : std::min(backoff * 2, max_backoff);
     fail_waiting(message);
@@ -343,9 +377,10 @@ struct client::state : std::enable_shared_from_this<client::state> {
     auto self = owner_of(ac);
     if (b->done || !self) return;
     if (!raw) {
-      std::string message = !self->last_error.empty() ? self->last_error
-                            : ac->err ? "connection to Redis at " + self->where.address() + " lost: " + ac->errstr
-                                      : "connection to Redis at " + self->where.address() + " closed";
+      std::string message =
+          !self->last_error.empty() ? self->last_error
+          : ac->err ? "connection to Redis at " + self->where.address() + " lost: " + ac->errstr
+                    : "connection to Redis at " + self->where.address() + " closed";
       return complete(b, self->error(message), self->strand);
     }
     b->replies[slot->index] = convert(static_cast<redisReply*>(raw));
@@ -371,10 +406,13 @@ struct client::state : std::enable_shared_from_this<client::state> {
         lengths.push_back(arg.size());
       }
       auto slot = std::make_unique<reply_slot>(reply_slot{b, i});
-      if (!ac || redisAsyncCommandArgv(ac, &state::on_reply, slot.get(), static_cast<int>(argv.size()), argv.data(),
-                                       lengths.data()) != REDIS_OK) {
-        return complete(b, error("cannot send a command to Redis at " + where.address() +
-                                 (ac && ac->err ? std::string(": ") + ac->errstr : std::string(": not connected"))),
+      if (!ac ||
+          redisAsyncCommandArgv(ac, &state::on_reply, slot.get(), static_cast<int>(argv.size()),
+                                argv.data(), lengths.data()) != REDIS_OK) {
+        return complete(b,
+                        error("cannot send a command to Redis at " + where.address() +
+                              (ac && ac->err ? std::string(": ") + ac->errstr
+                                             : std::string(": not connected"))),
                         strand);
       }
       slot.release();  // on_reply owns it now; hiredis calls it exactly once
@@ -423,7 +461,8 @@ std::shared_ptr<client> client::create(asio::any_io_executor executor, endpoint 
   // hiredis writes with write(2): a peer that went away would raise SIGPIPE and kill the crawl.
   static std::once_flag ignore_sigpipe;
   std::call_once(ignore_sigpipe, [] { std::signal(SIGPIPE, SIG_IGN); });
-  return std::shared_ptr<client>(new client(std::make_shared<state>(std::move(executor), std::move(where))));
+  return std::shared_ptr<client>(
+      new client(std::make_shared<state>(std::move(executor), std::move(where))));
 }
 
 client::client(std::shared_ptr<state> state) : state_(std::move(state)) {}
@@ -432,9 +471,12 @@ client::~client() {
   asio::dispatch(state_->strand, [state = state_] { state->close(); });
 }
 
-const endpoint& client::where() const { return state_->where; }
+const endpoint& client::where() const {
+  return state_->where;
+}
 
-void client::start(std::vector<command> commands, asio::any_completion_handler<pipeline_signature> handler) {
+void client::start(std::vector<command> commands,
+                   asio::any_completion_handler<pipeline_signature> handler) {
   auto b = std::make_shared<batch>(std::move(commands), std::move(handler));
   asio::dispatch(state_->strand, [state = state_, b] { state->submit(b); });
 }
@@ -443,9 +485,9 @@ void client::start_one(command args, asio::any_completion_handler<command_signat
   auto executor = asio::get_associated_executor(handler, state_->strand);
   std::vector<command> commands;
   commands.push_back(std::move(args));
-  start(std::move(commands),
-        asio::bind_executor(executor, [handler = std::move(handler)](std::exception_ptr error,
-                                                                     std::vector<reply> replies) mutable {
+  start(std::move(commands), asio::bind_executor(executor, [handler = std::move(handler)](
+                                                               std::exception_ptr error,
+                                                               std::vector<reply> replies) mutable {
           std::move(handler)(error, replies.empty() ? reply{} : std::move(replies.front()));
         }));
 }

@@ -1,5 +1,5 @@
-// An asynchronous Redis client on a Boost.Asio executor: hiredis's async API, driven by the same event
-// loop as the crawl, with pipelining, timeouts, AUTH/SELECT and reconnects with backoff.
+// An asynchronous Redis client on a Boost.Asio executor: hiredis's async API, driven by the same
+// event loop as the crawl, with pipelining, timeouts, AUTH/SELECT and reconnects with backoff.
 //
 //   auto redis = crawler::redis::client::create(io.get_executor(), endpoint_from(settings));
 //   redis->async_command({"SADD", "books:dupefilter", fp.hex()},
@@ -85,7 +85,8 @@ class client : public std::enable_shared_from_this<client> {
 
  private:
   explicit client(std::shared_ptr<state> state);
-  void start(std::vector<command> commands, asio::any_completion_handler<pipeline_signature> handler);
+  void start(std::vector<command> commands,
+             asio::any_completion_handler<pipeline_signature> handler);
   void start_one(command args, asio::any_completion_handler<command_signature> handler);
 
   std::shared_ptr<state> state_;

@@ -15,7 +15,8 @@ bool parse_number(std::string_view text, Number& value) {
 
 std::chrono::milliseconds seconds_setting(const nlohmann::json& value, const std::string& key) {
   if (!value.is_number() || value.get<double>() <= 0) {
-    throw crawler::settings_error("settings.REDIS_PARAMS." + key + ": expected a positive number of seconds, got " + value.dump());
+    throw crawler::settings_error("settings.REDIS_PARAMS." + key +
+                                  ": expected a positive number of seconds, got " + value.dump());
   }
   return std::chrono::milliseconds(static_cast<long long>(value.get<double>() * 1000));
 }
@@ -24,7 +25,8 @@ std::chrono::milliseconds seconds_setting(const nlohmann::json& value, const std
 
 std::string endpoint::address() const {
   bool ipv6 = host.find(':') != std::string::npos;
-  return "redis://" + (ipv6 ? "[" + host + "]" : host) + ":" + std::to_string(port) + "/" + std::to_string(db);
+  return "redis://" + (ipv6 ? "[" + host + "]" : host) + ":" + std::to_string(port) + "/" +
+         std::to_string(db);
 }
 
 endpoint parse_redis_url(std::string_view url) {
@@ -38,12 +40,15 @@ endpoint parse_redis_url(std::string_view url) {
   endpoint result;
   std::size_t slash = rest.find('/');
   std::string_view authority = rest.substr(0, slash);
-  std::string_view path = slash == std::string_view::npos ? std::string_view() : rest.substr(slash + 1);
-  if (std::size_t query = path.find('?'); query != std::string_view::npos) path = path.substr(0, query);
+  std::string_view path =
+      slash == std::string_view::npos ? std::string_view() : rest.substr(slash + 1);
+  if (std::size_t query = path.find('?'); query != std::string_view::npos)
+    path = path.substr(0, query);
   if (std::size_t at = authority.rfind('@'); at != std::string_view::npos) {
     std::string_view userinfo = authority.substr(0, at);
     std::size_t colon = userinfo.find(':');
-    result.password = std::string(colon == std::string_view::npos ? userinfo : userinfo.substr(colon + 1));
+    result.password =
+        std::string(colon == std::string_view::npos ? userinfo : userinfo.substr(colon + 1));
     authority = authority.substr(at + 1);
   }
   std::string_view port_text;
@@ -52,8 +57,10 @@ endpoint parse_redis_url(std::string_view url) {
     if (close == std::string_view::npos) throw fail("unbalanced '[' in the host");
     result.host = std::string(authority.substr(1, close - 1));
     std::string_view after = authority.substr(close + 1);
-    if (after.starts_with(":")) port_text = after.substr(1);
-    else if (!after.empty()) throw fail("unexpected text after the host");
+    if (after.starts_with(":"))
+      port_text = after.substr(1);
+    else if (!after.empty())
+      throw fail("unexpected text after the host");
   } else {
     std::size_t colon = authority.rfind(':');
     result.host = std::string(authority.substr(0, colon));
@@ -62,10 +69,12 @@ endpoint parse_redis_url(std::string_view url) {
   if (result.host.empty()) throw fail("missing host");
   if (!port_text.empty()) {
     unsigned port = 0;
-    if (!parse_number(port_text, port) || port == 0 || port > 65535) throw fail("bad port '" + std::string(port_text) + "'");
+    if (!parse_number(port_text, port) || port == 0 || port > 65535)
+      throw fail("bad port '" + std::string(port_text) + "'");
     result.port = static_cast<std::uint16_t>(port);
   }
-  if (!path.empty() && !parse_number(path, result.db)) throw fail("bad database number '" + std::string(path) + "'");
+  if (!path.empty() && !parse_number(path, result.db))
+    throw fail("bad database number '" + std::string(path) + "'");
   return result;
 }
 
@@ -81,7 +90,8 @@ endpoint endpoint_from(const crawler::settings& settings) {
     result.host = settings.get_string("REDIS_HOST");
     std::int64_t port = settings.get_int("REDIS_PORT");
     if (port <= 0 || port > 65535) {
-      throw crawler::settings_error("settings.REDIS_PORT: expected a port between 1 and 65535, got " + std::to_string(port));
+      throw crawler::settings_error(
+          "settings.REDIS_PORT: expected a port between 1 and 65535, got " + std::to_string(port));
     }
     result.port = static_cast<std::uint16_t>(port);
   }
@@ -95,8 +105,9 @@ endpoint endpoint_from(const crawler::settings& settings) {
     } else if (key == "db" && value.is_number_integer()) {
       result.db = value.get<int>();
     } else {
-      throw crawler::settings_error("settings.REDIS_PARAMS." + key +
-                                    ": unknown or mistyped option (socket_timeout, socket_connect_timeout, password, db)");
+      throw crawler::settings_error(
+          "settings.REDIS_PARAMS." + key +
+          ": unknown or mistyped option (socket_timeout, socket_connect_timeout, password, db)");
     }
   }
   return result;

@@ -1,4 +1,5 @@
-// Where a Redis server is and how to talk to it, from REDIS_URL or REDIS_HOST/REDIS_PORT/REDIS_PARAMS.
+// Where a Redis server is and how to talk to it, from REDIS_URL or
+// REDIS_HOST/REDIS_PORT/REDIS_PARAMS.
 //
 //   auto where = crawler::redis::endpoint_from(settings);   // REDIS_URL wins, as in scrapy-redis
 //   auto where = crawler::redis::parse_redis_url("redis://:secret@10.0.0.5:6380/2");
@@ -35,8 +36,8 @@ struct endpoint {
   std::string address() const;
 };
 
-/// Parses redis://[[user]:password@]host[:port][/db]. Throws redis_error naming the URL and the part
-/// that is wrong.
+/// Parses redis://[[user]:password@]host[:port][/db]. Throws redis_error naming the URL and the
+/// part that is wrong.
 endpoint parse_redis_url(std::string_view url);
 
 /// REDIS_URL when set, else REDIS_HOST and REDIS_PORT; REDIS_PARAMS adds socket_timeout and

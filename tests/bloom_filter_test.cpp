@@ -1,9 +1,10 @@
+#include "dedup/bloom_filter.h"
+
 #include <gtest/gtest.h>
 
 #include <random>
 
 #include "dedup/bitmap_hash.h"
-#include "dedup/bloom_filter.h"
 #include "dedup/detail/fingerprint_set.h"
 #include "dedup/dupefilter.h"
 #include "redis_server.h"
@@ -31,7 +32,8 @@ class fingerprint_source {
 
 // Inserts `count` fingerprints, checking none was reported present by mistake too often, and
 // returns the measured false-positive rate over `probes` fingerprints never inserted.
-double measured_fpr(scalable_bloom_filter& filter, std::uint64_t count, std::uint64_t probes, std::uint64_t seed) {
+double measured_fpr(scalable_bloom_filter& filter, std::uint64_t count, std::uint64_t probes,
+                    std::uint64_t seed) {
   fingerprint_source inserted(seed), absent(seed + 1000);
   for (std::uint64_t i = 0; i < count; ++i) filter.test_and_insert(inserted.next());
   std::uint64_t false_positives = 0;
@@ -88,7 +90,8 @@ TEST(scalable_bloom_filter, saves_and_loads_with_its_parameters) {
     scalable_bloom_filter::load(file, {.capacity = 2000, .error_rate = 0.01});
     FAIL() << "loaded with another capacity";
   } catch (const dupefilter_error& error) {
-    EXPECT_NE(std::string(error.what()).find("BLOOMFILTER_CAPACITY=1000"), std::string::npos) << error.what();
+    EXPECT_NE(std::string(error.what()).find("BLOOMFILTER_CAPACITY=1000"), std::string::npos)
+        << error.what();
   }
 }
 
@@ -96,7 +99,8 @@ TEST(bitmap_offsets, match_scrapy_redis_bloomfilter_for_the_issue_vector) {
   auto fp = request_fingerprint("GET", "http://example.com/", "", fingerprint_scheme::scrapy_2_6);
   std::vector<std::uint64_t> offsets;
   bitmap_offsets(fp, 30, 6, bitmap_hash::scrapy_redis_bloomfilter, offsets);
-  EXPECT_EQ(offsets, (std::vector<std::uint64_t>{2881, 1057483776, 320676015, 165418636, 812451557, 897431848}));
+  EXPECT_EQ(offsets, (std::vector<std::uint64_t>{2881, 1057483776, 320676015, 165418636, 812451557,
+                                                 897431848}));
 }
 
 TEST(bitmap_offsets, sha1_double_gives_distinct_offsets_within_the_bitmap) {

@@ -16,10 +16,16 @@ using boost::asio::use_future;
 
 namespace {
 
-bool uses_redis(std::string_view backend) { return backend.starts_with("redis"); }
-bool is_bloom(std::string_view backend) { return backend != "set" && backend != "redis_set"; }
+bool uses_redis(std::string_view backend) {
+  return backend.starts_with("redis");
+}
+bool is_bloom(std::string_view backend) {
+  return backend != "set" && backend != "redis_set";
+}
 
-fingerprint fp_of(const std::string& url) { return request_fingerprint("GET", url); }
+fingerprint fp_of(const std::string& url) {
+  return request_fingerprint("GET", url);
+}
 
 class dupefilter_contract : public ::testing::TestWithParam<std::string> {
  protected:
@@ -101,7 +107,8 @@ TEST_P(dupefilter_contract, the_seed_scenario_filters_ten_of_a_hundred_and_ten) 
   int duplicates = 0;
   for (int round : {10, 100}) {
     std::vector<std::string> urls;
-    for (int i = 0; i < round; ++i) urls.push_back("http://127.0.0.1:8080/s?wd=" + std::to_string(i));
+    for (int i = 0; i < round; ++i)
+      urls.push_back("http://127.0.0.1:8080/s?wd=" + std::to_string(i));
     auto answer = seen(*filter, urls);
     for (std::size_t i = 0; i < answer.size(); ++i) {
       if (answer[i]) {
@@ -125,8 +132,9 @@ TEST_P(dupefilter_contract, persisted_state_survives_close_and_open) {
     filter->async_close(use_future).get();
   }
   auto reopened = open();
-  EXPECT_EQ(seen(*reopened, {"http://example.com/a", "http://example.com/c", "http://example.com/b"}),
-            (flags{1, 0, 1}));
+  EXPECT_EQ(
+      seen(*reopened, {"http://example.com/a", "http://example.com/c", "http://example.com/b"}),
+      (flags{1, 0, 1}));
   reopened->async_close(use_future).get();
 }
 
@@ -161,8 +169,10 @@ TEST_P(dupefilter_contract, a_filter_built_with_other_parameters_is_refused) {
     FAIL() << "opened a filter built with other parameters";
   } catch (const dupefilter_error& error) {
     std::string message = error.what();
-    EXPECT_NE(message.find(GetParam() == "redis_bitmap" ? "BLOOMFILTER_BIT" : "BLOOMFILTER_CAPACITY"),
-              std::string::npos) << message;
+    EXPECT_NE(
+        message.find(GetParam() == "redis_bitmap" ? "BLOOMFILTER_BIT" : "BLOOMFILTER_CAPACITY"),
+        std::string::npos)
+        << message;
   }
 }
 
@@ -186,7 +196,8 @@ TEST_P(dupefilter_contract, redis_stopped_mid_run_is_an_error_never_a_false_seen
   if (!uses_redis(GetParam())) GTEST_SKIP() << "local backends need no server";
   fixtures::redis_server own({.load_redisbloom = true});
   settings_.set("REDIS_URL", own.url());
-  settings_.set("REDIS_PARAMS", nlohmann::json{{"socket_timeout", 2}, {"socket_connect_timeout", 2}});
+  settings_.set("REDIS_PARAMS",
+                nlohmann::json{{"socket_timeout", 2}, {"socket_connect_timeout", 2}});
   auto filter = open();
   EXPECT_EQ(seen(*filter, {"http://example.com/a"}), (flags{0}));
   own.stop();
@@ -199,7 +210,8 @@ TEST_P(dupefilter_contract, redis_stopped_mid_run_is_an_error_never_a_false_seen
 }
 
 INSTANTIATE_TEST_SUITE_P(every_backend, dupefilter_contract,
-                         ::testing::Values("set", "bloom", "redis_set", "redis_bitmap", "redisbloom"),
+                         ::testing::Values("set", "bloom", "redis_set", "redis_bitmap",
+                                           "redisbloom"),
                          [](const auto& info) { return info.param; });
 
 TEST(make_dupefilter, an_unknown_backend_names_the_setting_and_the_choices) {
@@ -212,7 +224,8 @@ TEST(make_dupefilter, an_unknown_backend_names_the_setting_and_the_choices) {
     FAIL();
   } catch (const crawler::settings_error& error) {
     EXPECT_STREQ(error.what(),
-                 "DUPEFILTER_CLASS: unknown dupefilter 'blom' (choose one of: set, bloom, redis_set, redis_bitmap, redisbloom)");
+                 "DUPEFILTER_CLASS: unknown dupefilter 'blom' (choose one of: set, bloom, "
+                 "redis_set, redis_bitmap, redisbloom)");
   }
 }
 
@@ -244,7 +257,8 @@ TEST(redisbloom_backend, a_server_without_the_module_is_refused_at_open_with_a_c
     filter->async_open(use_future).get();
     FAIL();
   } catch (const dupefilter_error& error) {
-    EXPECT_NE(std::string(error.what()).find("RedisBloom module is not loaded"), std::string::npos) << error.what();
+    EXPECT_NE(std::string(error.what()).find("RedisBloom module is not loaded"), std::string::npos)
+        << error.what();
   }
 }
 
@@ -279,7 +293,8 @@ TEST(redis_bitmap_backend, shares_a_key_with_scrapy_redis_bloomfilter_bit_for_bi
   auto fp = request_fingerprint("GET", "http://example.com/", "", fingerprint_scheme::scrapy_2_6);
   const std::uint64_t offsets[] = {2881, 1057483776, 320676015, 165418636, 812451557, 897431848};
   for (auto offset : offsets) {
-    client->async_command({"SETBIT", "spider:bloomfilter", std::to_string(offset), "1"}, use_future).get();
+    client->async_command({"SETBIT", "spider:bloomfilter", std::to_string(offset), "1"}, use_future)
+        .get();
   }
   crawler::settings settings;
   crawler::stats stats;

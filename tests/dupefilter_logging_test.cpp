@@ -1,8 +1,8 @@
 // What a user reads in the log about duplicates, as Scrapy's RFPDupeFilter.log writes it.
 #include <gtest/gtest.h>
+#include <spdlog/sinks/ringbuffer_sink.h>
 
 #include <boost/asio/use_future.hpp>
-#include <spdlog/sinks/ringbuffer_sink.h>
 
 #include "config/log.h"
 #include "dedup/dupefilter.h"
@@ -40,7 +40,8 @@ void log_three_duplicates(crawler::settings& settings, crawler::stats& stats) {
   fixtures::event_loop loop;
   auto filter = make_dupefilter({settings, stats, "spider", loop.executor()});
   filter->async_open(use_future).get();
-  for (const char* url : {"http://a.example/", "http://b.example/", "http://c.example/"}) filter->log(std::string("<GET ") + url + ">");
+  for (const char* url : {"http://a.example/", "http://b.example/", "http://c.example/"})
+    filter->log(std::string("<GET ") + url + ">");
 }
 
 }  // namespace
@@ -51,9 +52,11 @@ TEST(dupefilter_log, shows_the_first_duplicate_only_but_counts_all) {
   crawler::stats stats;
   log_three_duplicates(settings, stats);
   EXPECT_EQ(log.count("Filtered duplicate request"), 1u);
-  EXPECT_EQ(log.count("Filtered duplicate request: <GET http://a.example/> - no more duplicates will be shown "
-                      "(see DUPEFILTER_DEBUG to show all duplicates)"),
-            1u);
+  EXPECT_EQ(
+      log.count(
+          "Filtered duplicate request: <GET http://a.example/> - no more duplicates will be shown "
+          "(see DUPEFILTER_DEBUG to show all duplicates)"),
+      1u);
   EXPECT_EQ(stats.get_int("dupefilter/filtered"), 3);
 }
 
@@ -84,7 +87,9 @@ TEST(dupefilter_log, an_overfull_bloom_filter_warns_once) {
   filter->async_open(use_future).get();
   for (int page = 0; page < 30; ++page) {
     std::vector<fingerprint> batch;
-    for (int i = 0; i < 100; ++i) batch.push_back(request_fingerprint("GET", "http://x.example/" + std::to_string(page * 100 + i)));
+    for (int i = 0; i < 100; ++i)
+      batch.push_back(
+          request_fingerprint("GET", "http://x.example/" + std::to_string(page * 100 + i)));
     filter->async_seen(batch, use_future).get();
   }
   EXPECT_EQ(log.count("is more than twice the configured"), 1u);

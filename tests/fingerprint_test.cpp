@@ -1,3 +1,5 @@
+#include "dedup/fingerprint.h"
+
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -5,7 +7,6 @@
 
 #include "config/settings.h"
 #include "dedup/canonical_url.h"
-#include "dedup/fingerprint.h"
 
 using namespace crawler::dedup;
 using nlohmann::json;
@@ -19,7 +20,8 @@ json load_table() {
 
 std::string unhex(const std::string& hex) {
   std::string out;
-  for (std::size_t i = 0; i < hex.size(); i += 2) out += static_cast<char>(std::stoi(hex.substr(i, 2), nullptr, 16));
+  for (std::size_t i = 0; i < hex.size(); i += 2)
+    out += static_cast<char>(std::stoi(hex.substr(i, 2), nullptr, 16));
   return out;
 }
 
@@ -28,8 +30,9 @@ std::string unhex(const std::string& hex) {
 TEST(request_fingerprint, matches_scrapy_test_vectors_for_both_schemes) {
   EXPECT_EQ(request_fingerprint("GET", "http://example.com/").hex(),
             "cebe46deeab7ee5915824a38cf73ee6f7eb0aba5");
-  EXPECT_EQ(request_fingerprint("GET", "http://example.com/", "", fingerprint_scheme::scrapy_2_6).hex(),
-            "628735d3a16b67b1dd5fbfbd10a15f2c28362bbd");
+  EXPECT_EQ(
+      request_fingerprint("GET", "http://example.com/", "", fingerprint_scheme::scrapy_2_6).hex(),
+      "628735d3a16b67b1dd5fbfbd10a15f2c28362bbd");
 }
 
 TEST(request_fingerprint, upper_cases_the_method_as_scrapy_request_does) {
@@ -62,7 +65,8 @@ TEST(request_fingerprint, matches_scrapy_on_every_url_of_the_table) {
     std::string method = row.value("method", "GET");
     std::string body = unhex(row.value("body_hex", ""));
     if (row.contains("fingerprint_2_7")) {
-      EXPECT_EQ(request_fingerprint(method, url, body).hex(), row["fingerprint_2_7"].get<std::string>());
+      EXPECT_EQ(request_fingerprint(method, url, body).hex(),
+                row["fingerprint_2_7"].get<std::string>());
     }
     if (row.contains("fingerprint_2_7_direct")) {
       EXPECT_EQ(request_fingerprint(method, url, body).hex(),
@@ -80,7 +84,8 @@ TEST(canonicalize_url, rejects_an_unbalanced_ipv6_bracket_naming_the_url) {
     canonicalize_url("http://[::1/path");
     FAIL() << "expected url_error";
   } catch (const url_error& error) {
-    EXPECT_NE(std::string(error.what()).find("http://[::1/path"), std::string::npos) << error.what();
+    EXPECT_NE(std::string(error.what()).find("http://[::1/path"), std::string::npos)
+        << error.what();
   }
 }
 

@@ -74,8 +74,10 @@ TEST(redis_client, unreachable_server_fails_with_an_error_naming_the_address) {
   auto client = redis::client::create(loop.executor(), nowhere);
   auto future = client->async_command({"PING"}, use_future);
   std::string message = message_of(future);
-  EXPECT_NE(message.find("cannot connect to Redis at redis://127.0.0.1:" + std::to_string(nowhere.port)),
-            std::string::npos) << message;
+  EXPECT_NE(
+      message.find("cannot connect to Redis at redis://127.0.0.1:" + std::to_string(nowhere.port)),
+      std::string::npos)
+      << message;
 }
 
 TEST(redis_client, authenticates_and_selects_the_database_from_the_url) {

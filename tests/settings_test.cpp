@@ -1,6 +1,6 @@
-#include <gtest/gtest.h>
-
 #include "config/settings.h"
+
+#include <gtest/gtest.h>
 
 using crawler::settings;
 using crawler::settings_error;
@@ -50,7 +50,9 @@ TEST(settings, command_line_values_are_read_by_the_declared_type) {
 
 TEST(settings, unknown_key_is_refused_with_a_suggestion_and_its_path) {
   settings s;
-  EXPECT_EQ(error_of([&] { s.merge_json({{"DUPEFILTER_CLAS", "bloom"}}, "settings"); }),
+  EXPECT_EQ(error_of([&] {
+              s.merge_json({{"DUPEFILTER_CLAS", "bloom"}}, "settings");
+            }),
             "settings: unknown setting 'DUPEFILTER_CLAS' (did you mean 'DUPEFILTER_CLASS'?)");
   EXPECT_EQ(error_of([&] { s.set_from_string("bloomfilter_bit=3"); }),
             "-s: unknown setting 'bloomfilter_bit' (did you mean 'BLOOMFILTER_BIT'?)");
@@ -58,7 +60,9 @@ TEST(settings, unknown_key_is_refused_with_a_suggestion_and_its_path) {
 
 TEST(settings, wrong_type_names_the_key_path_and_expected_type) {
   settings s;
-  EXPECT_EQ(error_of([&] { s.merge_json({{"BLOOMFILTER_BIT", "thirty"}}, "settings"); }),
+  EXPECT_EQ(error_of([&] {
+              s.merge_json({{"BLOOMFILTER_BIT", "thirty"}}, "settings");
+            }),
             "settings.BLOOMFILTER_BIT: expected an integer, got string \"thirty\"");
   EXPECT_EQ(error_of([&] { s.set_from_string("BLOOMFILTER_BIT=3x"); }),
             "-s BLOOMFILTER_BIT: expected an integer, got '3x'");

@@ -36,7 +36,8 @@ class fingerprint_set {
  private:
   static bool is_empty(const fingerprint& fp) { return fp == fingerprint{}; }
   std::size_t home(const fingerprint& fp) const {
-    return static_cast<std::size_t>((static_cast<unsigned __int128>(fp.prefix64()) * slots_.size()) >> 64);
+    return static_cast<std::size_t>(
+        (static_cast<unsigned __int128>(fp.prefix64()) * slots_.size()) >> 64);
   }
   void grow();
 

@@ -19,7 +19,8 @@ std::string describe_errno(const fs::path& path, std::string_view action) {
   return "cannot " + std::string(action) + " " + path.string() + ": " + std::strerror(errno);
 }
 
-// Checks with the exception kept for the completion, so a bad JOBDIR reaches the caller as an error.
+// Checks with the exception kept for the completion, so a bad JOBDIR reaches the caller as an
+// error.
 template <typename Handler, typename Action>
 void complete_with(Handler handler, Action action) {
   std::exception_ptr error;
@@ -35,8 +36,10 @@ void complete_with(Handler handler, Action action) {
 // 40-hex fingerprint a line, appended as requests are seen, read back at open.
 class set_dupefilter final : public rfp_dupefilter {
  public:
-  explicit set_dupefilter(const dupefilter_context& context) : rfp_dupefilter(context, "set", "dupefilter") {
-    if (settings_.has("JOBDIR")) file_path_ = fs::path(settings_.get_string("JOBDIR")) / "requests.seen";
+  explicit set_dupefilter(const dupefilter_context& context)
+      : rfp_dupefilter(context, "set", "dupefilter") {
+    if (settings_.has("JOBDIR"))
+      file_path_ = fs::path(settings_.get_string("JOBDIR")) / "requests.seen";
   }
   ~set_dupefilter() override {
     if (file_) std::fclose(file_);
@@ -55,7 +58,8 @@ class set_dupefilter final : public rfp_dupefilter {
           auto fp = fingerprint::from_hex(line);
           if (!fp) {
             throw dupefilter_error(file_path_.string() + ":" + std::to_string(number) +
-                                   ": expected a 40-hex fingerprint, got '" + line.substr(0, 80) + "'");
+                                   ": expected a 40-hex fingerprint, got '" + line.substr(0, 80) +
+                                   "'");
           }
           seen_.insert(*fp);
         }
@@ -65,7 +69,8 @@ class set_dupefilter final : public rfp_dupefilter {
     });
   }
 
-  void do_seen(std::span<const fingerprint> batch, asio::any_completion_handler<seen_signature> handler) override {
+  void do_seen(std::span<const fingerprint> batch,
+               asio::any_completion_handler<seen_signature> handler) override {
     seen_flags flags(batch.size());
     for (std::size_t i = 0; i < batch.size(); ++i) {
       bool inserted = seen_.insert(batch[i]);
@@ -77,8 +82,9 @@ class set_dupefilter final : public rfp_dupefilter {
       }
     }
     if (file_ && std::ferror(file_)) {
-      return std::move(handler)(std::make_exception_ptr(dupefilter_error(describe_errno(file_path_, "write"))),
-                                seen_flags{});
+      return std::move(handler)(
+          std::make_exception_ptr(dupefilter_error(describe_errno(file_path_, "write"))),
+          seen_flags{});
     }
     std::move(handler)(nullptr, std::move(flags));
   }
@@ -97,20 +103,26 @@ class set_dupefilter final : public rfp_dupefilter {
   std::FILE* file_ = nullptr;
 };
 
-// A scalable Bloom filter in memory; with JOBDIR saved to requests.bloom at close and loaded at open.
+// A scalable Bloom filter in memory; with JOBDIR saved to requests.bloom at close and loaded at
+// open.
 class bloom_dupefilter final : public rfp_dupefilter {
  public:
   explicit bloom_dupefilter(const dupefilter_context& context)
       : rfp_dupefilter(context, "bloom", "bloomfilter"), params_(read_params(context.settings)) {
-    if (settings_.has("JOBDIR")) file_path_ = fs::path(settings_.get_string("JOBDIR")) / "requests.bloom";
+    if (settings_.has("JOBDIR"))
+      file_path_ = fs::path(settings_.get_string("JOBDIR")) / "requests.bloom";
   }
 
  private:
   static scalable_bloom_filter::params read_params(const crawler::settings& settings) {
     std::int64_t capacity = settings.get_int("BLOOMFILTER_CAPACITY");
     double rate = settings.get_double("BLOOMFILTER_ERRORRATE");
-    if (capacity <= 0) throw crawler::settings_error("BLOOMFILTER_CAPACITY: must be larger than 0, got " + std::to_string(capacity));
-    if (!(rate > 0 && rate < 1)) throw crawler::settings_error("BLOOMFILTER_ERRORRATE: must be between 0 and 1, got " + std::to_string(rate));
+    if (capacity <= 0)
+      throw crawler::settings_error("BLOOMFILTER_CAPACITY: must be larger than 0, got " +
+                                    std::to_string(capacity));
+    if (!(rate > 0 && rate < 1))
+      throw crawler::settings_error("BLOOMFILTER_ERRORRATE: must be between 0 and 1, got " +
+                                    std::to_string(rate));
     return {static_cast<std::uint64_t>(capacity), rate};
   }
 
@@ -125,10 +137,12 @@ class bloom_dupefilter final : public rfp_dupefilter {
     });
   }
 
-  void do_seen(std::span<const fingerprint> batch, asio::any_completion_handler<seen_signature> handler) override {
+  void do_seen(std::span<const fingerprint> batch,
+               asio::any_completion_handler<seen_signature> handler) override {
     seen_flags flags(batch.size());
     filter_->test_and_insert(batch, flags.data());
-    // The estimate moves slowly; refreshing it every 16 pages keeps the stats lock off the hot path.
+    // The estimate moves slowly; refreshing it every 16 pages keeps the stats lock off the hot
+    // path.
     if (++batches_ % 16 == 0) report();
     std::move(handler)(nullptr, std::move(flags));
   }
@@ -142,7 +156,8 @@ class bloom_dupefilter final : public rfp_dupefilter {
   }
 
   void report() {
-    report_bloom(params_.capacity, filter_->bits(), filter_->hashes(), filter_->estimated_fpr(), params_.error_rate);
+    report_bloom(params_.capacity, filter_->bits(), filter_->hashes(), filter_->estimated_fpr(),
+                 params_.error_rate);
   }
 
   scalable_bloom_filter::params params_;

@@ -19,13 +19,16 @@ using replies = std::vector<reply>;
 // a pipeline and continue on the caller's executor with replies, or fail the caller's handler.
 class redis_dupefilter : public rfp_dupefilter {
  protected:
-  redis_dupefilter(const dupefilter_context& context, std::shared_ptr<redis::client> client, std::string_view backend,
-                   std::string_view stats_prefix)
-      : rfp_dupefilter(context, backend, stats_prefix), client_(std::move(client)), executor_(context.executor) {}
+  redis_dupefilter(const dupefilter_context& context, std::shared_ptr<redis::client> client,
+                   std::string_view backend, std::string_view stats_prefix)
+      : rfp_dupefilter(context, backend, stats_prefix),
+        client_(std::move(client)),
+        executor_(context.executor) {}
 
   // Runs `commands`; `then(replies)` runs on the handler's executor and may throw to fail it.
   template <typename Signature, typename Then>
-  void run(std::vector<command> commands, asio::any_completion_handler<Signature> handler, Then then) {
+  void run(std::vector<command> commands, asio::any_completion_handler<Signature> handler,
+           Then then) {
     auto executor = asio::get_associated_executor(handler, executor_);
     client_->async_pipeline(
         std::move(commands),
@@ -55,17 +58,20 @@ class redis_dupefilter : public rfp_dupefilter {
     return answer;
   }
   std::string describe(std::string_view what) const {
-    return std::string(backend()) + " dupefilter at " + client_->where().address() + ": " + std::string(what);
+    return std::string(backend()) + " dupefilter at " + client_->where().address() + ": " +
+           std::string(what);
   }
 
-  void check_type(const reply& type, std::string_view key, std::initializer_list<std::string_view> allowed) const {
+  void check_type(const reply& type, std::string_view key,
+                  std::initializer_list<std::string_view> allowed) const {
     expect(type, "TYPE " + std::string(key));
     if (type.str == "none") return;
     for (auto name : allowed) {
       if (type.str == name) return;
     }
-    throw dupefilter_error(describe("key '" + std::string(key) + "' holds a " + type.str + ", not what the " +
-                                    std::string(backend()) + " backend stores; set DUPEFILTER_KEY/BLOOMFILTER_KEY "
+    throw dupefilter_error(describe("key '" + std::string(key) + "' holds a " + type.str +
+                                    ", not what the " + std::string(backend()) +
+                                    " backend stores; set DUPEFILTER_KEY/BLOOMFILTER_KEY "
                                     "to another key or delete it"));
   }
 
@@ -81,7 +87,8 @@ class redis_dupefilter : public rfp_dupefilter {
     if (settings_.get_bool("SCHEDULER_PERSIST")) return std::move(handler)(nullptr);
     std::vector<command> commands;
     for (const auto& key : keys_) commands.push_back({"DEL", key});
-    run(std::move(commands), std::move(handler), [](replies, auto& handler) { std::move(handler)(nullptr); });
+    run(std::move(commands), std::move(handler),
+        [](replies, auto& handler) { std::move(handler)(nullptr); });
   }
 
   std::shared_ptr<redis::client> client_;
@@ -93,7 +100,8 @@ class redis_dupefilter : public rfp_dupefilter {
 class redis_set_dupefilter final : public redis_dupefilter {
  public:
   redis_set_dupefilter(const dupefilter_context& context, std::shared_ptr<redis::client> client)
-      : redis_dupefilter(context, std::move(client), "redis_set", "dupefilter"), key_(redis_key("DUPEFILTER_KEY")) {
+      : redis_dupefilter(context, std::move(client), "redis_set", "dupefilter"),
+        key_(redis_key("DUPEFILTER_KEY")) {
     keys_ = {key_};
   }
 
@@ -107,13 +115,15 @@ class redis_set_dupefilter final : public redis_dupefilter {
     });
   }
 
-  void do_seen(std::span<const fingerprint> batch, asio::any_completion_handler<seen_signature> handler) override {
+  void do_seen(std::span<const fingerprint> batch,
+               asio::any_completion_handler<seen_signature> handler) override {
     std::vector<command> commands;
     commands.reserve(batch.size());
     for (const auto& fp : batch) commands.push_back({"SADD", key_, fp.hex()});
     run(std::move(commands), std::move(handler), [this](replies answers, auto& handler) {
       seen_flags flags(answers.size());
-      for (std::size_t i = 0; i < answers.size(); ++i) flags[i] = expect(answers[i], "SADD " + key_).integer == 0;
+      for (std::size_t i = 0; i < answers.size(); ++i)
+        flags[i] = expect(answers[i], "SADD " + key_).integer == 0;
       std::move(handler)(nullptr, std::move(flags));
     });
   }
@@ -129,19 +139,25 @@ class redis_bitmap_dupefilter final : public redis_dupefilter {
  public:
   redis_bitmap_dupefilter(const dupefilter_context& context, std::shared_ptr<redis::client> client)
       : redis_dupefilter(context, std::move(client), "redis_bitmap", "bloomfilter"),
-        key_(redis_key("BLOOMFILTER_KEY")), params_key_(key_ + ":params") {
+        key_(redis_key("BLOOMFILTER_KEY")),
+        params_key_(key_ + ":params") {
     keys_ = {key_, params_key_};
     std::int64_t bit = settings_.get_int("BLOOMFILTER_BIT");
     std::int64_t hashes = settings_.get_int("BLOOMFILTER_HASH_NUMBER");
     if (bit < 3 || bit > 32) {
-      throw crawler::settings_error("BLOOMFILTER_BIT: must be between 3 and 32 (a Redis string holds at most 2^32 bits), got " + std::to_string(bit));
+      throw crawler::settings_error(
+          "BLOOMFILTER_BIT: must be between 3 and 32 (a Redis string holds at most 2^32 bits), "
+          "got " +
+          std::to_string(bit));
     }
     if (hashes < 1 || hashes > 64) {
-      throw crawler::settings_error("BLOOMFILTER_HASH_NUMBER: must be between 1 and 64, got " + std::to_string(hashes));
+      throw crawler::settings_error("BLOOMFILTER_HASH_NUMBER: must be between 1 and 64, got " +
+                                    std::to_string(hashes));
     }
     auto hash = parse_bitmap_hash(settings_.get_string("BLOOMFILTER_HASH"));
     if (!hash) {
-      throw crawler::settings_error("BLOOMFILTER_HASH: unknown scheme '" + settings_.get_string("BLOOMFILTER_HASH") +
+      throw crawler::settings_error("BLOOMFILTER_HASH: unknown scheme '" +
+                                    settings_.get_string("BLOOMFILTER_HASH") +
                                     "' (choose sha1_double or scrapy_redis_bloomfilter)");
     }
     bit_ = static_cast<int>(bit);
@@ -154,14 +170,18 @@ class redis_bitmap_dupefilter final : public redis_dupefilter {
   std::uint64_t bits() const { return std::uint64_t{1} << bit_; }
 
   std::string params_text() const {
-    return nlohmann::json{{"format", 1}, {"bits", bits()}, {"hash_number", hashes_}, {"hash", name_of(hash_)}}.dump();
+    return nlohmann::json{
+        {"format", 1}, {"bits", bits()}, {"hash_number", hashes_}, {"hash", name_of(hash_)}}
+        .dump();
   }
 
   void check_params(const reply& stored) const {
     if (stored.str == params_text()) return;
-    throw dupefilter_error(describe("'" + key_ + "' was built with " + stored.str + " but the settings ask for " +
-                                    params_text() + " (BLOOMFILTER_BIT, BLOOMFILTER_HASH_NUMBER, BLOOMFILTER_HASH); "
-                                    "keep the settings it was built with, or use another key"));
+    throw dupefilter_error(
+        describe("'" + key_ + "' was built with " + stored.str + " but the settings ask for " +
+                 params_text() +
+                 " (BLOOMFILTER_BIT, BLOOMFILTER_HASH_NUMBER, BLOOMFILTER_HASH); "
+                 "keep the settings it was built with, or use another key"));
   }
 
   void do_open(asio::any_completion_handler<done_signature> handler) override {
@@ -180,13 +200,14 @@ class redis_bitmap_dupefilter final : public redis_dupefilter {
         return std::move(handler)(nullptr);
       }
       if (type.str == "string" && hash_ != bitmap_hash::scrapy_redis_bloomfilter) {
-        throw dupefilter_error(describe("'" + key_ + "' exists but has no parameters in '" + params_key_ +
+        throw dupefilter_error(describe("'" + key_ + "' exists but has no parameters in '" +
+                                        params_key_ +
                                         "'; if ScrapyRedisBloomFilter wrote it, set "
                                         "BLOOMFILTER_HASH=scrapy_redis_bloomfilter to share it"));
       }
       // First opener records the parameters; NX keeps a racing worker's, which GET then checks.
-      run(std::vector<command>{{"SET", params_key_, params_text(), "NX"}, {"GET", params_key_}}, std::move(handler),
-          [this](replies answers, auto& handler) {
+      run(std::vector<command>{{"SET", params_key_, params_text(), "NX"}, {"GET", params_key_}},
+          std::move(handler), [this](replies answers, auto& handler) {
             check_params(expect(answers[1], "GET " + params_key_));
             report(0);
             std::move(handler)(nullptr);
@@ -194,7 +215,8 @@ class redis_bitmap_dupefilter final : public redis_dupefilter {
     });
   }
 
-  void do_seen(std::span<const fingerprint> batch, asio::any_completion_handler<seen_signature> handler) override {
+  void do_seen(std::span<const fingerprint> batch,
+               asio::any_completion_handler<seen_signature> handler) override {
     std::vector<command> commands;
     commands.reserve(batch.size());
     std::vector<std::uint64_t> offsets;
@@ -227,7 +249,8 @@ class redis_bitmap_dupefilter final : public redis_dupefilter {
     });
   }
 
-  // Items are estimated from the bits set at open (n = -(m/k) ln(1 - fill)) plus this worker's adds.
+  // Items are estimated from the bits set at open (n = -(m/k) ln(1 - fill)) plus this worker's
+  // adds.
   void report(std::uint64_t added) {
     inserted_ += added;
     double m = static_cast<double>(bits());
@@ -235,7 +258,8 @@ class redis_bitmap_dupefilter final : public redis_dupefilter {
     double items = -(m / hashes_) * std::log1p(-fill) + static_cast<double>(inserted_);
     double capacity = -(m / hashes_) * std::log1p(-std::pow(rate_, 1.0 / hashes_));
     report_bloom(static_cast<std::uint64_t>(capacity), bits(), hashes_,
-                 bloom_math::expected_fpr(bits(), hashes_, static_cast<std::uint64_t>(items)), rate_);
+                 bloom_math::expected_fpr(bits(), hashes_, static_cast<std::uint64_t>(items)),
+                 rate_);
   }
 
   std::string key_, params_key_;
@@ -250,12 +274,17 @@ class redis_bitmap_dupefilter final : public redis_dupefilter {
 class redisbloom_dupefilter final : public redis_dupefilter {
  public:
   redisbloom_dupefilter(const dupefilter_context& context, std::shared_ptr<redis::client> client)
-      : redis_dupefilter(context, std::move(client), "redisbloom", "bloomfilter"), key_(redis_key("BLOOMFILTER_KEY")) {
+      : redis_dupefilter(context, std::move(client), "redisbloom", "bloomfilter"),
+        key_(redis_key("BLOOMFILTER_KEY")) {
     keys_ = {key_};
     capacity_ = settings_.get_int("BLOOMFILTER_CAPACITY");
     rate_ = settings_.get_double("BLOOMFILTER_ERRORRATE");
-    if (capacity_ <= 0) throw crawler::settings_error("BLOOMFILTER_CAPACITY: must be larger than 0, got " + std::to_string(capacity_));
-    if (!(rate_ > 0 && rate_ < 1)) throw crawler::settings_error("BLOOMFILTER_ERRORRATE: must be between 0 and 1, got " + std::to_string(rate_));
+    if (capacity_ <= 0)
+      throw crawler::settings_error("BLOOMFILTER_CAPACITY: must be larger than 0, got " +
+                                    std::to_string(capacity_));
+    if (!(rate_ > 0 && rate_ < 1))
+      throw crawler::settings_error("BLOOMFILTER_ERRORRATE: must be between 0 and 1, got " +
+                                    std::to_string(rate_));
   }
 
  private:
@@ -271,14 +300,15 @@ class redisbloom_dupefilter final : public redis_dupefilter {
   }
 
   void reserve(asio::any_completion_handler<done_signature> handler) {
-    run(std::vector<command>{{"BF.RESERVE", key_, format_rate(), std::to_string(capacity_)}}, std::move(handler),
-        [this](replies answers, auto& handler) {
+    run(std::vector<command>{{"BF.RESERVE", key_, format_rate(), std::to_string(capacity_)}},
+        std::move(handler), [this](replies answers, auto& handler) {
           const reply& answer = answers[0];
           if (answer.is_error() && answer.str.find("item exists") == std::string::npos) {
-            throw dupefilter_error(describe("BF.RESERVE " + key_ + " failed: " + answer.str +
-                                            (answer.str.find("unknown command") != std::string::npos
-                                                 ? " (the RedisBloom module is not loaded on this server)"
-                                                 : "")));
+            throw dupefilter_error(
+                describe("BF.RESERVE " + key_ + " failed: " + answer.str +
+                         (answer.str.find("unknown command") != std::string::npos
+                              ? " (the RedisBloom module is not loaded on this server)"
+                              : "")));
           }
           verify(std::move(handler));  // also when another worker reserved it first
         });
@@ -286,53 +316,65 @@ class redisbloom_dupefilter final : public redis_dupefilter {
 
   // BF.INFO's capacity is the sum over sub-filters: C (1 + e + e^2 ...) for f filters.
   void verify(asio::any_completion_handler<done_signature> handler) {
-    run(std::vector<command>{{"BF.INFO", key_}}, std::move(handler), [this](replies answers, auto& handler) {
-      const reply& info = expect(answers[0], "BF.INFO " + key_);
-      long long total = 0, filters = 1, items = 0, expansion = 2;
-      for (std::size_t i = 0; i + 1 < info.elements.size(); i += 2) {
-        const std::string& label = info.elements[i].str;
-        long long value = info.elements[i + 1].integer;
-        if (label == "Capacity") total = value;
-        else if (label == "Number of filters") filters = value;
-        else if (label == "Number of items inserted") items = value;
-        else if (label == "Expansion rate" && info.elements[i + 1].type == reply::kind::integer) expansion = value;
-      }
-      long long expected = 0;
-      for (long long f = 0, level = capacity_; f < filters; ++f, level *= std::max(1LL, expansion)) expected += level;
-      if (total != expected) {
-        throw dupefilter_error(describe("'" + key_ + "' holds capacity " + std::to_string(total) + " in " +
-                                        std::to_string(filters) + " sub-filter(s), which BLOOMFILTER_CAPACITY=" +
-                                        std::to_string(capacity_) + " does not give; keep the capacity it was "
-                                        "built with, or use another key"));
-      }
-      items_at_open_ = static_cast<std::uint64_t>(items);
-      report(0);
-      std::move(handler)(nullptr);
-    });
+    run(std::vector<command>{{"BF.INFO", key_}}, std::move(handler),
+        [this](replies answers, auto& handler) {
+          const reply& info = expect(answers[0], "BF.INFO " + key_);
+          long long total = 0, filters = 1, items = 0, expansion = 2;
+          for (std::size_t i = 0; i + 1 < info.elements.size(); i += 2) {
+            const std::string& label = info.elements[i].str;
+            long long value = info.elements[i + 1].integer;
+            if (label == "Capacity")
+              total = value;
+            else if (label == "Number of filters")
+              filters = value;
+            else if (label == "Number of items inserted")
+              items = value;
+            else if (label == "Expansion rate" && info.elements[i + 1].type == reply::kind::integer)
+              expansion = value;
+          }
+          long long expected = 0;
+          for (long long f = 0, level = capacity_; f < filters;
+               ++f, level *= std::max(1LL, expansion))
+            expected += level;
+          if (total != expected) {
+            throw dupefilter_error(
+                describe("'" + key_ + "' holds capacity " + std::to_string(total) + " in " +
+                         std::to_string(filters) +
+                         " sub-filter(s), which BLOOMFILTER_CAPACITY=" + std::to_string(capacity_) +
+                         " does not give; keep the capacity it was "
+                         "built with, or use another key"));
+          }
+          items_at_open_ = static_cast<std::uint64_t>(items);
+          report(0);
+          std::move(handler)(nullptr);
+        });
   }
 
-  void do_seen(std::span<const fingerprint> batch, asio::any_completion_handler<seen_signature> handler) override {
+  void do_seen(std::span<const fingerprint> batch,
+               asio::any_completion_handler<seen_signature> handler) override {
     command args;
     args.reserve(2 + batch.size());
     args.push_back("BF.MADD");
     args.push_back(key_);
     for (const auto& fp : batch) args.push_back(fp.hex());
-    run(std::vector<command>{std::move(args)}, std::move(handler), [this, size = batch.size()](replies answers, auto& handler) {
-      const reply& answer = expect(answers[0], "BF.MADD " + key_);
-      for (const auto& element : answer.elements) expect(element, "BF.MADD " + key_);
-      if (answer.elements.size() != size) {
-        throw dupefilter_error(describe("BF.MADD " + key_ + " answered " + std::to_string(answer.elements.size()) +
-                                        " results for " + std::to_string(size) + " items"));
-      }
-      seen_flags flags(size);
-      std::uint64_t added = 0;
-      for (std::size_t i = 0; i < size; ++i) {
-        flags[i] = answer.elements[i].integer == 0;
-        added += !flags[i];
-      }
-      report(added);
-      std::move(handler)(nullptr, std::move(flags));
-    });
+    run(std::vector<command>{std::move(args)}, std::move(handler),
+        [this, size = batch.size()](replies answers, auto& handler) {
+          const reply& answer = expect(answers[0], "BF.MADD " + key_);
+          for (const auto& element : answer.elements) expect(element, "BF.MADD " + key_);
+          if (answer.elements.size() != size) {
+            throw dupefilter_error(describe("BF.MADD " + key_ + " answered " +
+                                            std::to_string(answer.elements.size()) +
+                                            " results for " + std::to_string(size) + " items"));
+          }
+          seen_flags flags(size);
+          std::uint64_t added = 0;
+          for (std::size_t i = 0; i < size; ++i) {
+            flags[i] = answer.elements[i].integer == 0;
+            added += !flags[i];
+          }
+          report(added);
+          std::move(handler)(nullptr, std::move(flags));
+        });
   }
 
   std::string format_rate() const {
@@ -349,7 +391,8 @@ class redisbloom_dupefilter final : public redis_dupefilter {
     int first_hashes = 0;
     for (std::uint64_t level = static_cast<std::uint64_t>(capacity_);; level *= 2, rate /= 2) {
       double per_item = bloom_math::bits_per_item(rate);
-      auto sub_bits = static_cast<std::uint64_t>(std::ceil(static_cast<double>(level) * per_item / 64) * 64);
+      auto sub_bits =
+          static_cast<std::uint64_t>(std::ceil(static_cast<double>(level) * per_item / 64) * 64);
       int hashes = static_cast<int>(std::ceil(std::log(2.0) * per_item));
       if (!first_hashes) first_hashes = hashes;
       std::uint64_t items = std::min(remaining, level);
@@ -358,7 +401,8 @@ class redisbloom_dupefilter final : public redis_dupefilter {
       remaining -= items;
       if (remaining == 0) break;
     }
-    report_bloom(static_cast<std::uint64_t>(capacity_), bits, first_hashes, -std::expm1(log_pass), rate_);
+    report_bloom(static_cast<std::uint64_t>(capacity_), bits, first_hashes, -std::expm1(log_pass),
+                 rate_);
   }
 
   std::string key_;
