@@ -89,18 +89,23 @@ class scalable_bloom_filter::sub_filter {
 
   // Returns true when every bit was already set: the item was (probably) present. Counters stay in
   // locals: a per-word mask array measured slower (its vector reloads defeat store forwarding).
-  bool test_and_set(const fingerprint& fp) {
-    std::uint64_t* block = block_of(fp);
+  bool test_and_set(const fingerprint& fp) { return test_and_set(fp, block_of(fp)); }
+
+  // The same with the block already located (the batch path computes it once, to prefetch it).
+  bool test_and_set(const fingerprint& fp, std::uint64_t* block) {
     const probe_bits bits = probe_bits_of(fp);
-    const int hashes = hashes_;
     int newly_set = 0;
-    for (int i = 0; i < hashes; ++i) {
-      unsigned position = bits.position(i);
+    auto set = [&](unsigned position) {
       std::uint64_t mask = std::uint64_t{1} << (position & 63);
       std::uint64_t word = block[position >> 6];
       newly_set += (word & mask) == 0;
       block[position >> 6] = word | mask;
-    }
+    };
+    // The common k <= 7 walks one register 9 bits at a time, with no per-position branch.
+    std::uint64_t low = bits.low;
+    const int direct = std::min(hashes_, 7);
+    for (int i = 0; i < direct; ++i, low >>= 9) set(static_cast<unsigned>(low) & (block_bits - 1));
+    for (int i = direct; i < hashes_; ++i) set(bits.position(i));
     set_bits_ += static_cast<std::uint64_t>(newly_set);
     if (newly_set) ++items_;
     return newly_set == 0;
@@ -118,8 +123,10 @@ class scalable_bloom_filter::sub_filter {
   }
 
   bool full() const { return items_ >= capacity_; }
-  void prefetch(const fingerprint& fp) const {
-    __builtin_prefetch(const_cast<sub_filter*>(this)->block_of(fp), 1, 3);
+  std::uint64_t* prefetch(const fingerprint& fp) {
+    std::uint64_t* block = block_of(fp);
+    __builtin_prefetch(block, 1, 3);
+    return block;
   }
   double fill() const { return static_cast<double>(set_bits_) / static_cast<double>(bits()); }
   std::uint64_t bits() const { return blocks_ * block_bits; }
@@ -207,9 +214,20 @@ void scalable_bloom_filter::test_and_insert(std::span<const fingerprint> batch,
                                             std::uint8_t* seen) {
   // Each check is one cache miss at a random block; touching the blocks a few items ahead lets the
   // misses overlap instead of queueing one after another.
+  // The common case, one sub-filter with room for the whole batch, locates every block first.
+  sub_filter& newest = *filters_.back();
+  if (filters_.size() == 1 && newest.items_ + batch.size() <= newest.capacity_) {
+    constexpr std::size_t chunk = 32;
+    std::uint64_t* blocks[chunk];
+    for (std::size_t start = 0; start < batch.size(); start += chunk) {
+      std::size_t count = std::min(chunk, batch.size() - start);
+      for (std::size_t i = 0; i < count; ++i) blocks[i] = newest.prefetch(batch[start + i]);
+      for (std::size_t i = 0; i < count; ++i)
+        seen[start + i] = newest.test_and_set(batch[start + i], blocks[i]);
+    }
+    return;
+  }
   constexpr std::size_t ahead = 16;
-  const sub_filter& newest = *filters_.back();
-  for (std::size_t i = 0; i < std::min(ahead, batch.size()); ++i) newest.prefetch(batch[i]);
   for (std::size_t i = 0; i < batch.size(); ++i) {
     if (i + ahead < batch.size()) filters_.back()->prefetch(batch[i + ahead]);
     seen[i] = test_and_insert(batch[i]);
