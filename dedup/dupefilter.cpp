@@ -82,6 +82,20 @@ std::string rfp_dupefilter::redis_key(std::string_view setting) const {
   return key;
 }
 
+scalable_bloom_filter::params detail::bloom_capacity_from(const crawler::settings& settings) {
+  std::int64_t capacity = settings.get_int("BLOOMFILTER_CAPACITY");
+  double rate = settings.get_double("BLOOMFILTER_ERRORRATE");
+  if (capacity <= 0) {
+    throw crawler::settings_error("BLOOMFILTER_CAPACITY: must be larger than 0, got " +
+                                  std::to_string(capacity));
+  }
+  if (!(rate > 0 && rate < 1)) {
+    throw crawler::settings_error("BLOOMFILTER_ERRORRATE: must be between 0 and 1, got " +
+                                  std::to_string(rate));
+  }
+  return {static_cast<std::uint64_t>(capacity), rate};
+}
+
 std::unique_ptr<rfp_dupefilter> make_dupefilter(const dupefilter_context& context) {
   std::string name = context.settings.get_string("DUPEFILTER_CLASS");
   for (const auto& entry : backends) {

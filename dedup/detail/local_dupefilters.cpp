@@ -108,24 +108,13 @@ class set_dupefilter final : public rfp_dupefilter {
 class bloom_dupefilter final : public rfp_dupefilter {
  public:
   explicit bloom_dupefilter(const dupefilter_context& context)
-      : rfp_dupefilter(context, "bloom", "bloomfilter"), params_(read_params(context.settings)) {
+      : rfp_dupefilter(context, "bloom", "bloomfilter"),
+        params_(bloom_capacity_from(context.settings)) {
     if (settings_.has("JOBDIR"))
       file_path_ = fs::path(settings_.get_string("JOBDIR")) / "requests.bloom";
   }
 
  private:
-  static scalable_bloom_filter::params read_params(const crawler::settings& settings) {
-    std::int64_t capacity = settings.get_int("BLOOMFILTER_CAPACITY");
-    double rate = settings.get_double("BLOOMFILTER_ERRORRATE");
-    if (capacity <= 0)
-      throw crawler::settings_error("BLOOMFILTER_CAPACITY: must be larger than 0, got " +
-                                    std::to_string(capacity));
-    if (!(rate > 0 && rate < 1))
-      throw crawler::settings_error("BLOOMFILTER_ERRORRATE: must be between 0 and 1, got " +
-                                    std::to_string(rate));
-    return {static_cast<std::uint64_t>(capacity), rate};
-  }
-
   void do_open(asio::any_completion_handler<done_signature> handler) override {
     complete_with(std::move(handler), [this] {
       if (!file_path_.empty()) {

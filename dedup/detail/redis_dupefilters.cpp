@@ -277,14 +277,9 @@ class redisbloom_dupefilter final : public redis_dupefilter {
       : redis_dupefilter(context, std::move(client), "redisbloom", "bloomfilter"),
         key_(redis_key("BLOOMFILTER_KEY")) {
     keys_ = {key_};
-    capacity_ = settings_.get_int("BLOOMFILTER_CAPACITY");
-    rate_ = settings_.get_double("BLOOMFILTER_ERRORRATE");
-    if (capacity_ <= 0)
-      throw crawler::settings_error("BLOOMFILTER_CAPACITY: must be larger than 0, got " +
-                                    std::to_string(capacity_));
-    if (!(rate_ > 0 && rate_ < 1))
-      throw crawler::settings_error("BLOOMFILTER_ERRORRATE: must be between 0 and 1, got " +
-                                    std::to_string(rate_));
+    auto capacity = bloom_capacity_from(settings_);
+    capacity_ = static_cast<long long>(capacity.capacity);
+    rate_ = capacity.error_rate;
   }
 
  private:
