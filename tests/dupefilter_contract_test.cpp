@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <boost/asio/use_future.hpp>
+#include <fstream>
 #include <optional>
 
 #include "dedup/dupefilter.h"
@@ -305,4 +306,46 @@ TEST(redis_bitmap_backend, shares_a_key_with_scrapy_redis_bloomfilter_bit_for_bi
   filter->async_open(use_future).get();
   std::vector<fingerprint> batch = {fp, request_fingerprint("GET", "http://example.com/other")};
   EXPECT_EQ(filter->async_seen(batch, use_future).get(), (seen_flags{1, 0}));
+}
+
+TEST(set_backend, a_corrupt_requests_seen_line_is_reported_with_its_file_and_line) {
+  fixtures::temp_dir jobdir;
+  std::ofstream(jobdir.path() / "requests.seen")
+      << request_fingerprint("GET", "http://a.example/").hex() << "\nnot-a-fingerprint\n";
+  fixtures::event_loop loop;
+  crawler::settings settings;
+  crawler::stats stats;
+  settings.set("JOBDIR", jobdir.path().string());
+  auto filter = make_dupefilter({settings, stats, "spider", loop.executor()});
+  try {
+    filter->async_open(use_future).get();
+    FAIL() << "opened a corrupt requests.seen";
+  } catch (const dupefilter_error& error) {
+    EXPECT_NE(std::string(error.what())
+                  .find("requests.seen:2: expected a 40-hex fingerprint, got 'not-a-fingerprint'"),
+              std::string::npos)
+        << error.what();
+  }
+}
+
+TEST(set_backend, resumes_from_a_requests_seen_file_written_by_scrapy) {
+  // Scrapy's RFPDupeFilter writes one 40-hex fingerprint a line; a C++ crawl resuming the JOBDIR
+  // must treat those requests as seen.
+  fixtures::temp_dir jobdir;
+  std::ofstream(jobdir.path() / "requests.seen") << "cebe46deeab7ee5915824a38cf73ee6f7eb0aba5\n";
+  fixtures::event_loop loop;
+  crawler::settings settings;
+  crawler::stats stats;
+  settings.set("JOBDIR", jobdir.path().string());
+  auto filter = make_dupefilter({settings, stats, "spider", loop.executor()});
+  filter->async_open(use_future).get();
+  std::vector<fingerprint> batch = {request_fingerprint("GET", "http://example.com/"),
+                                    request_fingerprint("GET", "http://example.com/new")};
+  EXPECT_EQ(filter->async_seen(batch, use_future).get(), (seen_flags{1, 0}));
+  filter->async_close(use_future).get();
+  std::ifstream file(jobdir.path() / "requests.seen");
+  std::string first, second;
+  std::getline(file, first);
+  std::getline(file, second);
+  EXPECT_EQ(second, batch[1].hex());  // appended in Scrapy's format
 }
