@@ -18,7 +18,8 @@ void bitmap_offsets(const fingerprint& fp, int bit, int hashes, bitmap_hash hash
                     std::vector<std::uint64_t>& out) {
   const std::uint64_t mask = bit >= 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << bit) - 1;
   if (hash == bitmap_hash::scrapy_redis_bloomfilter) {
-    const std::string hex = fp.hex();
+    char hex[40];
+    fp.write_hex(hex);
     for (int seed = 0; seed < hashes; ++seed) {
       std::uint64_t r = 0;
       for (unsigned char c : hex) r = r * static_cast<std::uint64_t>(seed + 1) + c;

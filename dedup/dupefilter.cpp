@@ -39,6 +39,7 @@ rfp_dupefilter::rfp_dupefilter(const dupefilter_context& context, std::string_vi
       logger_(crawler::get_logger("dupefilter")),
       backend_(backend),
       stats_prefix_(stats_prefix),
+      filtered_key_(std::string(stats_prefix) + "/filtered"),
       debug_(context.settings.get_bool("DUPEFILTER_DEBUG")) {}
 
 rfp_dupefilter::~rfp_dupefilter() = default;
@@ -53,7 +54,7 @@ void rfp_dupefilter::log(std::string_view request, std::string_view referer) {
         request);
     log_duplicates_ = false;
   }
-  stats_.inc_value(stats_prefix_ + "/filtered");
+  stats_.inc_value(filtered_key_);
 }
 
 void rfp_dupefilter::report_bloom(std::uint64_t capacity, std::uint64_t bits, int hashes,

@@ -142,6 +142,7 @@ class rfp_dupefilter {
  private:
   std::string backend_;
   std::string stats_prefix_;
+  std::string filtered_key_;  // "<prefix>/filtered", built once: log() runs per duplicate
   bool debug_;
   bool log_duplicates_ = true;
   bool warned_fpr_ = false;

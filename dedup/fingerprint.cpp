@@ -103,12 +103,16 @@ std::string upper_method(std::string_view method) {
 
 }  // namespace
 
-std::string fingerprint::hex() const {
-  std::string out(40, '0');
+void fingerprint::write_hex(char* out) const {
   for (std::size_t i = 0; i < bytes.size(); ++i) {
     out[2 * i] = hex_digits[bytes[i] >> 4];
     out[2 * i + 1] = hex_digits[bytes[i] & 15];
   }
+}
+
+std::string fingerprint::hex() const {
+  std::string out(40, '0');
+  write_hex(out.data());
   return out;
 }
 

@@ -33,6 +33,8 @@ struct fingerprint {
 
   /// The 40-hex form, as Scrapy's request_fingerprint(...).hex() and scrapy-redis store it.
   std::string hex() const;
+  /// The same 40 characters written into `out` (no allocation), for hot paths that append them.
+  void write_hex(char* out) const;
   /// Parses 40 hex digits (either case); nullopt for anything else.
   static std::optional<fingerprint> from_hex(std::string_view hex);
 

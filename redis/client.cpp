@@ -183,12 +183,15 @@ struct client::state : std::enable_shared_from_this<client::state> {
 
   // Reached when the event loop is torn down with the connection still open (the client's own
   // close never ran): hiredis's context would otherwise leak. Callbacks find no owner and return.
-  ~state() {
-    if (conn && conn->context) {
-      redisAsyncContext* ac = conn->context;
-      conn->context = nullptr;
-      redisAsyncFree(ac);
-    }
+  ~state() { free_context(); }
+
+  // Frees hiredis's context; hiredis calls every pending reply callback with no reply (failing
+  // its pipeline with last_error) and then the cleanup hook, which releases the descriptor.
+  void free_context() {
+    if (!conn || !conn->context) return;
+    redisAsyncContext* ac = conn->context;
+    conn->context = nullptr;
+    redisAsyncFree(ac);
   }
 
   std::exception_ptr error(const std::string& message) const {
@@ -340,8 +343,7 @@ struct client::state : std::enable_shared_from_this<client::state> {
     last_error = message;
     connect_timer.cancel();
     resolver.cancel();
-    if (conn && conn->context)
-      redisAsyncFree(conn->context);  // nothing was sent: no callbacks pending
+    free_context();  // nothing was sent yet: no reply callbacks are pending
     current = phase::backing_off;
     backoff = backoff.count() == 0 ? first_backoff : std::min(backoff * 2, max_backoff);
     fail_waiting(message);
@@ -356,11 +358,7 @@ struct client::state : std::enable_shared_from_this<client::state> {
   // Tears the connection down; hiredis calls every pending reply callback with no reply, which
   // fails their pipelines with last_error.
   void abort_connection() {
-    if (conn && conn->context) {
-      redisAsyncContext* ac = conn->context;
-      conn->context = nullptr;
-      redisAsyncFree(ac);
-    }
+    free_context();
     in_flight.clear();
     if (current == phase::connected) current = phase::idle;
     if (!waiting.empty() && current == phase::idle) connect();
@@ -448,11 +446,7 @@ struct client::state : std::enable_shared_from_this<client::state> {
     command_timer.cancel();
     resolver.cancel();
     fail_waiting(last_error);
-    if (conn && conn->context) {
-      redisAsyncContext* ac = conn->context;
-      conn->context = nullptr;
-      redisAsyncFree(ac);
-    }
+    free_context();
     in_flight.clear();
   }
 };

@@ -76,9 +76,10 @@ class set_dupefilter final : public rfp_dupefilter {
       bool inserted = seen_.insert(batch[i]);
       flags[i] = !inserted;
       if (inserted && file_) {
-        std::string line = batch[i].hex();
-        line += '\n';
-        std::fwrite(line.data(), 1, line.size(), file_);
+        char line[41];
+        batch[i].write_hex(line);
+        line[40] = '\n';
+        std::fwrite(line, 1, sizeof line, file_);
       }
     }
     if (file_ && std::ferror(file_)) {

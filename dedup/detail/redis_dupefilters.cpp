@@ -53,8 +53,12 @@ class redis_dupefilter : public rfp_dupefilter {
   }
 
   // A reply that must not be an error; the message names the backend, the server and the command.
-  const reply& expect(const reply& answer, std::string_view what) const {
-    if (answer.is_error()) throw dupefilter_error(describe(what) + " failed: " + answer.str);
+  // The message is built only on error: this runs once per fingerprint of every page.
+  const reply& expect(const reply& answer, std::string_view command, std::string_view key) const {
+    if (answer.is_error()) {
+      throw dupefilter_error(describe(std::string(command) + " " + std::string(key)) +
+                             " failed: " + answer.str);
+    }
     return answer;
   }
   std::string describe(std::string_view what) const {
@@ -64,7 +68,7 @@ class redis_dupefilter : public rfp_dupefilter {
 
   void check_type(const reply& type, std::string_view key,
                   std::initializer_list<std::string_view> allowed) const {
-    expect(type, "TYPE " + std::string(key));
+    expect(type, "TYPE", key);
     if (type.str == "none") return;
     for (auto name : allowed) {
       if (type.str == name) return;
@@ -123,7 +127,7 @@ class redis_set_dupefilter final : public redis_dupefilter {
     run(std::move(commands), std::move(handler), [this](replies answers, auto& handler) {
       seen_flags flags(answers.size());
       for (std::size_t i = 0; i < answers.size(); ++i)
-        flags[i] = expect(answers[i], "SADD " + key_).integer == 0;
+        flags[i] = expect(answers[i], "SADD", key_).integer == 0;
       std::move(handler)(nullptr, std::move(flags));
     });
   }
@@ -193,7 +197,7 @@ class redis_bitmap_dupefilter final : public redis_dupefilter {
       const reply& type = answers[answers.size() - 3];
       const reply& params = answers[answers.size() - 2];
       check_type(type, key_, {"string"});
-      set_bits_at_open_ = expect(answers.back(), "BITCOUNT " + key_).integer;
+      set_bits_at_open_ = expect(answers.back(), "BITCOUNT", key_).integer;
       if (params.type != reply::kind::nil) {
         check_params(params);
         report(0);
@@ -208,7 +212,7 @@ class redis_bitmap_dupefilter final : public redis_dupefilter {
       // First opener records the parameters; NX keeps a racing worker's, which GET then checks.
       run(std::vector<command>{{"SET", params_key_, params_text(), "NX"}, {"GET", params_key_}},
           std::move(handler), [this](replies answers, auto& handler) {
-            check_params(expect(answers[1], "GET " + params_key_));
+            check_params(expect(answers[1], "GET", params_key_));
             report(0);
             std::move(handler)(nullptr);
           });
@@ -238,7 +242,7 @@ class redis_bitmap_dupefilter final : public redis_dupefilter {
       seen_flags flags(answers.size());
       std::uint64_t added = 0;
       for (std::size_t i = 0; i < answers.size(); ++i) {
-        const reply& old_bits = expect(answers[i], "BITFIELD " + key_);
+        const reply& old_bits = expect(answers[i], "BITFIELD", key_);
         bool all_set = !old_bits.elements.empty();
         for (const auto& bit : old_bits.elements) all_set = all_set && bit.integer == 1;
         flags[i] = all_set;
@@ -313,7 +317,7 @@ class redisbloom_dupefilter final : public redis_dupefilter {
   void verify(asio::any_completion_handler<done_signature> handler) {
     run(std::vector<command>{{"BF.INFO", key_}}, std::move(handler),
         [this](replies answers, auto& handler) {
-          const reply& info = expect(answers[0], "BF.INFO " + key_);
+          const reply& info = expect(answers[0], "BF.INFO", key_);
           long long total = 0, filters = 1, items = 0, expansion = 2;
           for (std::size_t i = 0; i + 1 < info.elements.size(); i += 2) {
             const std::string& label = info.elements[i].str;
@@ -354,8 +358,8 @@ class redisbloom_dupefilter final : public redis_dupefilter {
     for (const auto& fp : batch) args.push_back(fp.hex());
     run(std::vector<command>{std::move(args)}, std::move(handler),
         [this, size = batch.size()](replies answers, auto& handler) {
-          const reply& answer = expect(answers[0], "BF.MADD " + key_);
-          for (const auto& element : answer.elements) expect(element, "BF.MADD " + key_);
+          const reply& answer = expect(answers[0], "BF.MADD", key_);
+          for (const auto& element : answer.elements) expect(element, "BF.MADD", key_);
           if (answer.elements.size() != size) {
             throw dupefilter_error(describe("BF.MADD " + key_ + " answered " +
                                             std::to_string(answer.elements.size()) +
