@@ -1,11 +1,13 @@
 #include "config/log.h"
 
 #include <spdlog/pattern_formatter.h>
+#include <spdlog/sinks/base_sink.h>
 #include <spdlog/sinks/stdout_sinks.h>
 
 #include <mutex>
 
 #include "config/settings.h"
+#include "config/stats.h"
 
 namespace crawler {
 namespace {
@@ -39,7 +41,35 @@ spdlog::sink_ptr shared_sink() {
   return sink;
 }
 
+// Scrapy's log_count/<LEVEL> stats: every message that passed the level, counted by level.
+class counting_sink : public spdlog::sinks::base_sink<std::mutex> {
+ public:
+  void set_stats(crawler::stats* stats) {
+    std::lock_guard lock(mutex_);
+    stats_ = stats;
+  }
+
+ protected:
+  void sink_it_(const spdlog::details::log_msg& msg) override {
+    static constexpr std::string_view keys[] = {
+        "log_count/TRACE", "log_count/DEBUG",    "log_count/INFO", "log_count/WARNING",
+        "log_count/ERROR", "log_count/CRITICAL", "log_count/OFF"};
+    if (stats_) stats_->inc_value(keys[msg.level]);
+  }
+  void flush_() override {}
+
+ private:
+  crawler::stats* stats_ = nullptr;
+};
+
+std::shared_ptr<counting_sink> counter() {
+  static auto sink = std::make_shared<counting_sink>();
+  return sink;
+}
+
 }  // namespace
+
+void count_log_messages(stats* stats) { counter()->set_stats(stats); }
 
 void configure_logging(const settings& settings) {
   std::string name = settings.get_string("LOG_LEVEL");
@@ -66,7 +96,8 @@ std::shared_ptr<spdlog::logger> get_logger(std::string_view component) {
   std::lock_guard lock(registry_mutex);
   std::string name(component);
   if (auto existing = spdlog::get(name)) return existing;
-  auto logger = std::make_shared<spdlog::logger>(name, shared_sink());
+  auto logger = std::make_shared<spdlog::logger>(
+      name, spdlog::sinks_init_list{shared_sink(), counter()});
   logger->set_level(current_level);
   spdlog::register_logger(logger);
   return logger;

@@ -15,10 +15,15 @@
 namespace crawler {
 
 class settings;
+class stats;
 
 /// Applies LOG_LEVEL to every logger, present and future. Throws settings_error on an unknown
 /// level.
 void configure_logging(const settings& settings);
+
+/// Counts every message logged from now on as `log_count/<LEVEL>` in `stats` (Scrapy's stats);
+/// null stops counting. `stats` must outlive the counting.
+void count_log_messages(stats* stats);
 
 /// The logger named `component`, created on first use.
 std::shared_ptr<spdlog::logger> get_logger(std::string_view component);

@@ -5,6 +5,17 @@
 
 namespace crawler::cli {
 
+/// The `crawler` program: every subcommand below, over the spiders registered in this program.
+/// A program of one's own that registers spiders can be its own `crawler`:
+///   int main(int argc, char** argv) { return crawler::cli::main(argc, argv); }
+int main(int argc, char** argv);
+
+/// `crawler crawl NAME [-a k=v]... [-s K=V]... [-o FILE] [-O FILE] [-L LEVEL]`, `crawler list`,
+/// `crawler fetch URL [--headers] [--no-redirect]`, `crawler version [-v]`. A crawl that cannot
+/// start (unknown spider, bad setting, Redis unreachable) prints one line naming the problem and
+/// sets exit status 2.
+void add_crawl_commands(CLI::App& app, int& exit_status);
+
 /// `crawler fingerprint [--impl 2.6|2.7] [--method M] [--body TEXT] URL...` (`-` reads URLs from
 /// standard input, one per line): prints "<40-hex fingerprint>\t<canonical URL>" per URL.
 void add_fingerprint_command(CLI::App& app, int& exit_status);

@@ -1,14 +1,4 @@
-// The `crawler` command-line program.
-#include <CLI/CLI.hpp>
-
+// The `crawler` program: the command-line interface over the spiders built in (spiders/).
 #include "crawler/commands.h"
 
-int main(int argc, char** argv) {
-  CLI::App app{"crawler: a Scrapy-style web crawler in C++"};
-  app.require_subcommand(1);
-  int exit_status = 0;
-  crawler::cli::add_fingerprint_command(app, exit_status);
-  crawler::cli::add_dedup_command(app, exit_status);
-  CLI11_PARSE(app, argc, argv);
-  return exit_status;
-}
+int main(int argc, char** argv) { return crawler::cli::main(argc, argv); }

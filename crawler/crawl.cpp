@@ -1,0 +1,149 @@
+#include "crawler/crawl.h"
+
+#include <sys/resource.h>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <fstream>
+#include <functional>
+
+#include "config/log.h"
+#include "config/stats.h"
+#include "crawler/engine.h"
+
+namespace crawler {
+namespace {
+
+namespace asio = boost::asio;
+
+// Scrapy's LogStats extension: one progress line per interval, rates per minute.
+class log_stats {
+ public:
+  log_stats(asio::io_context& io, stats& stats, double interval)
+      : timer_(io), stats_(stats), interval_(interval), logger_(get_logger("logstats")) {
+    if (interval_ <= 0) return;
+    log();
+  }
+
+ private:
+  void log() {
+    auto pages = stats_.get_int("response_received_count");
+    auto items = stats_.get_int("item_scraped_count");
+    double per_minute = 60.0 / interval_;
+    logger_->info("Crawled {} pages (at {} pages/min), scraped {} items (at {} items/min)", pages,
+                  std::int64_t((pages - last_pages_) * per_minute), items,
+                  std::int64_t((items - last_items_) * per_minute));
+    last_pages_ = pages;
+    last_items_ = items;
+    timer_.expires_after(std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+        std::chrono::duration<double>(interval_)));
+    timer_.async_wait([this](boost::system::error_code error) {
+      if (!error) log();
+    });
+  }
+
+  asio::steady_timer timer_;
+  stats& stats_;
+  double interval_;
+  std::int64_t last_pages_ = 0, last_items_ = 0;
+  std::shared_ptr<spdlog::logger> logger_;
+};
+
+// The stats as Scrapy's pprint shows them: one "'key': value" per line, sorted.
+std::string dump_stats(const nlohmann::json& stats) {
+  std::string text = "{";
+  bool first = true;
+  for (const auto& [key, value] : stats.items()) {
+    text += first ? "'" : ",\n '";
+    first = false;
+    text += key + "': ";
+    text += value.is_string() ? "'" + value.get<std::string>() + "'" : value.dump();
+  }
+  return text + "}";
+}
+
+nlohmann::json overridden(const settings& settings) {
+  auto defaults = crawler::settings{}.to_json();
+  auto current = settings.to_json();
+  nlohmann::json changed = nlohmann::json::object();
+  for (const auto& [key, value] : current.items()) {
+    if (defaults[key] != value) changed[key] = value;
+  }
+  return changed;
+}
+
+}  // namespace
+
+settings settings_for(const spider& spider, const std::vector<std::string>& overrides,
+                      const nlohmann::json& file_settings) {
+  crawler::settings settings;
+  settings.merge_json(file_settings, "settings");
+  settings.merge_json(spider.custom_settings, spider.name() + ".custom_settings");
+  for (const auto& override : overrides) settings.set_from_string(override);
+  return settings;
+}
+
+crawl_result run_crawl(spider& spider, const settings& settings, crawl_options options) {
+  configure_logging(settings);
+  stats stats;
+  count_log_messages(&stats);
+  struct stop_counting {
+    ~stop_counting() { count_log_messages(nullptr); }
+  } stop_counting;
+  auto logger = get_logger("crawler");
+  logger->info("crawler {} started (bot: {})", CRAWLER_VERSION, settings.get_string("BOT_NAME"));
+  logger->info("Overridden settings:\n{}", overridden(settings).dump(1));
+
+  asio::io_context io(1);
+  engine engine{io, settings, stats, spider};
+  for (auto& pipeline : options.pipelines) engine.add_pipeline(std::move(pipeline));
+  for (auto& middleware : options.downloader_middlewares) {
+    engine.add_downloader_middleware(std::move(middleware));
+  }
+  for (auto& middleware : options.spider_middlewares) {
+    engine.add_spider_middleware(std::move(middleware));
+  }
+
+  asio::signal_set signals(io);
+  int signals_seen = 0;
+  std::function<void()> wait_for_signal = [&] {
+    signals.async_wait([&](boost::system::error_code error, int number) {
+      if (error) return;
+      auto name = number == SIGINT ? "SIGINT" : "SIGTERM";
+      if (++signals_seen == 1) {
+        logger->info("Received {}, shutting down gracefully. Send again to force", name);
+        engine.close("shutdown");
+      } else {
+        logger->info("Received {} twice, forcing unclean shutdown", name);
+        engine.force_close("shutdown");
+      }
+      wait_for_signal();
+    });
+  };
+  if (options.handle_signals) {
+    signals.add(SIGINT);
+    signals.add(SIGTERM);
+    wait_for_signal();
+  }
+  log_stats progress{io, stats, settings.get_double("LOGSTATS_INTERVAL")};
+
+  crawl_result result;
+  result.finish_reason = engine.run();
+  signals.clear();
+
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  stats.max_value("memusage/max", std::int64_t(usage.ru_maxrss) * 1024);
+  result.stats = stats.to_json();
+  logger->info("Dumping crawler stats:\n{}", dump_stats(result.stats));
+  logger->info("Spider closed ({})", result.finish_reason);
+  if (auto path = settings.get_string("STATS_FILE"); !path.empty()) {
+    std::ofstream out(path, std::ios::trunc);
+    out << stats.to_json().dump(2) << '\n';
+    if (!out) logger->error("STATS_FILE: cannot write {}", path);
+  }
+  return result;
+}
+
+}  // namespace crawler

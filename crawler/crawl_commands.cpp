@@ -1,0 +1,193 @@
+// `crawler crawl`, `crawler list`, `crawler fetch` and `crawler version`.
+#include <curl/curl.h>
+#include <hiredis/hiredis.h>
+
+#include <boost/version.hpp>
+#include <iostream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "crawler/commands.h"
+#include "crawler/crawl.h"
+#include "crawler/feeds.h"
+
+namespace crawler::cli {
+namespace {
+
+struct crawl_options_cli {
+  std::string spider;
+  std::vector<std::string> arguments;
+  std::vector<std::string> overrides;
+  std::vector<std::string> append_feeds;
+  std::vector<std::string> overwrite_feeds;
+  std::string log_level;
+  bool nolog = false;
+};
+
+std::pair<std::string, std::string> split_argument(const std::string& text) {
+  auto equals = text.find('=');
+  if (equals == std::string::npos || equals == 0) {
+    throw settings_error("-a " + text + ": a spider argument must be NAME=VALUE");
+  }
+  return {text.substr(0, equals), text.substr(equals + 1)};
+}
+
+std::string known_spiders() {
+  std::string names;
+  for (const auto* entry : registered_spiders()) names += (names.empty() ? "" : ", ") + entry->name;
+  return names.empty() ? "none" : names;
+}
+
+void add_common_options(CLI::App* command, crawl_options_cli& options) {
+  command->add_option("-s,--set", options.overrides, "setting override KEY=VALUE (repeatable)");
+  command->add_option("-L,--loglevel", options.log_level,
+                      "log level: DEBUG, INFO, WARNING, ERROR or CRITICAL");
+  command->add_flag("--nolog", options.nolog, "log only critical messages");
+}
+
+settings crawl_settings(const spider& spider, const crawl_options_cli& options) {
+  auto settings = settings_for(spider, options.overrides);
+  if (!options.log_level.empty()) settings.set("LOG_LEVEL", options.log_level, "-L");
+  if (options.nolog) settings.set("LOG_LEVEL", "CRITICAL", "--nolog");
+  auto feeds = settings.get("FEEDS");
+  for (const auto& path : options.append_feeds) feeds[path] = feed_for_file(path, false);
+  for (const auto& path : options.overwrite_feeds) feeds[path] = feed_for_file(path, true);
+  settings.set("FEEDS", feeds, "-o");
+  return settings;
+}
+
+int run_crawl_command(const crawl_options_cli& options) {
+  const auto* entry = find_spider(options.spider);
+  if (!entry) {
+    std::cerr << "crawler crawl: unknown spider \"" << options.spider
+              << "\"; known spiders: " << known_spiders() << '\n';
+    return 2;
+  }
+  auto spider = entry->make();
+  for (const auto& argument : options.arguments) {
+    auto [key, value] = split_argument(argument);
+    spider->set_argument(key, value);
+  }
+  auto settings = crawl_settings(*spider, options);
+  run_crawl(*spider, settings);
+  return 0;
+}
+
+// `scrapy fetch`: one request, every status passed through, the body (or headers) on stdout.
+class fetch_spider : public spider {
+ public:
+  fetch_spider(std::string url, bool headers, bool redirect)
+      : spider("fetch"), url_(std::move(url)), headers_(headers), redirect_(redirect) {}
+
+  void start_requests(output& out) override {
+    crawler::request request{url_};
+    request.dont_filter = true;
+    request.meta["handle_httpstatus_all"] = true;
+    if (!redirect_) request.meta["dont_redirect"] = true;
+    out.request(std::move(request));
+  }
+
+  void parse(const response& response, output&) override {
+    fetched = true;
+    if (headers_) {
+      for (const auto& [name, value] : response.request.headers) {
+        std::cout << "> " << name << ": " << value << "\r\n";
+      }
+      std::cout << ">\r\n";
+      for (const auto& [name, value] : response.headers) {
+        std::cout << "< " << name << ": " << value << "\r\n";
+      }
+    } else {
+      std::cout << response.body;
+    }
+    std::cout.flush();
+  }
+
+  bool fetched = false;
+
+ private:
+  std::string url_;
+  bool headers_;
+  bool redirect_;
+};
+
+}  // namespace
+
+void add_crawl_commands(CLI::App& app, int& exit_status) {
+  auto crawl = std::make_shared<crawl_options_cli>();
+  CLI::App* command = app.add_subcommand("crawl", "Run the spider NAME");
+  command->add_option("spider", crawl->spider, "the spider's name (see `crawler list`)")
+      ->required();
+  command->add_option("-a", crawl->arguments, "spider argument NAME=VALUE (repeatable)");
+  command->add_option("-o,--output", crawl->append_feeds,
+                      "append scraped items to FILE (.jsonl, .jl, .json, .csv)");
+  command->add_option("-O,--overwrite-output", crawl->overwrite_feeds,
+                      "write scraped items to FILE, replacing it");
+  add_common_options(command, *crawl);
+  command->callback([crawl, &exit_status] {
+    try {
+      exit_status = run_crawl_command(*crawl);
+    } catch (const std::exception& error) {
+      std::cerr << "crawler crawl: " << error.what() << '\n';
+      exit_status = 2;
+    }
+  });
+
+  CLI::App* list = app.add_subcommand("list", "List the spiders compiled in");
+  list->callback([] {
+    for (const auto* entry : registered_spiders()) std::cout << entry->name << '\n';
+  });
+
+  struct fetch_options {
+    crawl_options_cli common;
+    std::string url;
+    bool headers = false;
+    bool no_redirect = false;
+  };
+  auto fetch = std::make_shared<fetch_options>();
+  CLI::App* fetch_command =
+      app.add_subcommand("fetch", "Download URL with the crawler's downloader and print the body");
+  fetch_command->add_option("url", fetch->url, "the URL to fetch")->required();
+  fetch_command->add_flag("--headers", fetch->headers,
+                          "print the request and response headers instead of the body");
+  fetch_command->add_flag("--no-redirect", fetch->no_redirect, "do not follow redirects");
+  add_common_options(fetch_command, fetch->common);
+  fetch_command->callback([fetch, &exit_status] {
+    try {
+      fetch_spider spider{fetch->url, fetch->headers, !fetch->no_redirect};
+      auto settings = crawl_settings(spider, fetch->common);
+      run_crawl(spider, settings);
+      exit_status = spider.fetched ? 0 : 1;
+    } catch (const std::exception& error) {
+      std::cerr << "crawler fetch: " << error.what() << '\n';
+      exit_status = 2;
+    }
+  });
+
+  auto verbose = std::make_shared<bool>(false);
+  CLI::App* version = app.add_subcommand("version", "Print the crawler's version");
+  version->add_flag("-v,--verbose", *verbose, "also print the versions of the libraries");
+  version->callback([verbose] {
+    std::cout << "crawler " << CRAWLER_VERSION << '\n';
+    if (!*verbose) return;
+    std::cout << "libcurl   : " << curl_version() << '\n'
+              << "Boost     : " << BOOST_VERSION / 100000 << '.' << BOOST_VERSION / 100 % 1000
+              << '.' << BOOST_VERSION % 100 << '\n'
+              << "hiredis   : " << HIREDIS_MAJOR << '.' << HIREDIS_MINOR << '.' << HIREDIS_PATCH
+              << '\n';
+  });
+}
+
+int main(int argc, char** argv) {
+  CLI::App app{"crawler: a Scrapy-style web crawler in C++"};
+  app.require_subcommand(1);
+  int exit_status = 0;
+  add_crawl_commands(app, exit_status);
+  add_fingerprint_command(app, exit_status);
+  add_dedup_command(app, exit_status);
+  CLI11_PARSE(app, argc, argv);
+  return exit_status;
+}
+
+}  // namespace crawler::cli

@@ -1,0 +1,415 @@
+#include "crawler/detail/curl_transfers.h"
+
+#include <curl/curl.h>
+#include <unistd.h>
+
+#include <boost/asio/post.hpp>
+#include <boost/asio/posix/stream_descriptor.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <chrono>
+#include <mutex>
+#include <unordered_map>
+
+#include "config/log.h"
+
+namespace crawler::detail {
+namespace {
+
+namespace asio = boost::asio;
+
+void global_init() {
+  static std::once_flag once;
+  std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
+}
+
+struct transfer {
+  CURL* easy = nullptr;
+  crawler::request request;
+  transfer_done done;
+  std::string body;
+  header_list headers;
+  std::string protocol;
+  int status = 0;
+  curl_slist* header_fields = nullptr;
+  char error[CURL_ERROR_SIZE] = {};
+  std::size_t maxsize = 0;
+  std::size_t warnsize = 0;
+  bool warned = false;
+  bool too_big = false;
+  std::shared_ptr<spdlog::logger> logger;
+
+  ~transfer() { curl_slist_free_all(header_fields); }
+};
+
+struct socket_watch {
+  explicit socket_watch(const asio::any_io_executor& executor) : descriptor(executor) {}
+  asio::posix::stream_descriptor descriptor;
+  int wanted = 0;
+  bool reading = false;
+  bool writing = false;
+  bool removed = false;
+};
+
+// Scrapy's names for download failures, so stats and retry reasons read as they do in Scrapy.
+const char* error_type(CURLcode code) {
+  switch (code) {
+    case CURLE_OPERATION_TIMEDOUT:
+      return "TimeoutError";
+    case CURLE_COULDNT_RESOLVE_HOST:
+    case CURLE_COULDNT_RESOLVE_PROXY:
+      return "DNSLookupError";
+    case CURLE_COULDNT_CONNECT:
+      return "ConnectionRefusedError";
+    case CURLE_GOT_NOTHING:
+      return "ResponseNeverReceived";
+    case CURLE_RECV_ERROR:
+    case CURLE_SEND_ERROR:
+    case CURLE_PARTIAL_FILE:
+    case CURLE_HTTP2:
+    case CURLE_HTTP2_STREAM:
+      return "ConnectionLost";
+    case CURLE_SSL_CONNECT_ERROR:
+    case CURLE_PEER_FAILED_VERIFICATION:
+    case CURLE_SSL_CERTPROBLEM:
+    case CURLE_SSL_CIPHER:
+    case CURLE_SSL_CACERT_BADFILE:
+      return "SSLError";
+    case CURLE_UNSUPPORTED_PROTOCOL:
+    case CURLE_URL_MALFORMAT:
+      return "NotSupported";
+    case CURLE_FILE_COULDNT_READ_FILE:
+      return "FileNotFoundError";
+    case CURLE_BAD_CONTENT_ENCODING:
+      return "DecodingError";
+    default:
+      return "DownloadError";
+  }
+}
+
+}  // namespace
+
+struct curl_transfers::state : std::enable_shared_from_this<state> {
+  state(asio::any_io_executor executor_, stats& stats_)
+      : executor(executor_), stats(stats_), timer(executor_), logger(get_logger("downloader")) {}
+
+  asio::any_io_executor executor;
+  crawler::stats& stats;
+  asio::steady_timer timer;
+  std::shared_ptr<spdlog::logger> logger;
+  CURLM* multi = nullptr;
+  CURLSH* share = nullptr;
+  bool closed = false;
+  std::unordered_map<curl_socket_t, std::shared_ptr<socket_watch>> watches;
+  std::unordered_map<CURL*, std::unique_ptr<transfer>> transfers;
+  std::vector<CURL*> idle_handles;
+
+  void open() {
+    global_init();
+    multi = curl_multi_init();
+    share = curl_share_init();
+    if (!multi || !share) throw std::runtime_error("libcurl: cannot create a multi handle");
+    curl_share_setopt(share, CURLSHOPT_SHARE, CURL_LOCK_DATA_COOKIE);
+    curl_share_setopt(share, CURLSHOPT_SHARE, CURL_LOCK_DATA_DNS);
+    curl_multi_setopt(multi, CURLMOPT_SOCKETFUNCTION, &state::on_socket);
+    curl_multi_setopt(multi, CURLMOPT_SOCKETDATA, this);
+    curl_multi_setopt(multi, CURLMOPT_TIMERFUNCTION, &state::on_timer);
+    curl_multi_setopt(multi, CURLMOPT_TIMERDATA, this);
+  }
+
+  void close() {
+    if (closed) return;
+    closed = true;
+    timer.cancel();
+    for (auto& [easy, t] : transfers) {
+      curl_multi_remove_handle(multi, easy);
+      curl_easy_cleanup(easy);
+    }
+    transfers.clear();
+    for (auto* easy : idle_handles) curl_easy_cleanup(easy);
+    idle_handles.clear();
+    curl_multi_cleanup(multi);  // closes cached connections through on_close_socket
+    for (auto& [fd, watch] : watches) drop(*watch);
+    watches.clear();
+    curl_share_cleanup(share);
+  }
+
+  static void drop(socket_watch& watch) {
+    watch.removed = true;
+    boost::system::error_code ignored;
+    watch.descriptor.cancel(ignored);
+    watch.descriptor.release();
+  }
+
+  void forget(curl_socket_t fd) {
+    auto found = watches.find(fd);
+    if (found == watches.end()) return;
+    drop(*found->second);
+    watches.erase(found);
+  }
+
+  static int on_socket(CURL*, curl_socket_t fd, int what, void* userp, void*) {
+    auto* self = static_cast<state*>(userp);
+    if (what == CURL_POLL_REMOVE) {
+      self->forget(fd);
+      return 0;
+    }
+    auto& watch = self->watches[fd];
+    if (!watch) {
+      watch = std::make_shared<socket_watch>(self->executor);
+      boost::system::error_code error;
+      watch->descriptor.assign(fd, error);
+      if (error) {
+        self->logger->error("cannot watch socket {}: {}", fd, error.message());
+        self->watches.erase(fd);
+        return -1;
+      }
+    }
+    watch->wanted = what;
+    self->arm(fd, watch);
+    return 0;
+  }
+
+  void arm(curl_socket_t fd, const std::shared_ptr<socket_watch>& watch) {
+    if (closed || watch->removed) return;
+    if ((watch->wanted & CURL_POLL_IN) && !watch->reading) {
+      watch->reading = true;
+      watch->descriptor.async_wait(
+          asio::posix::stream_descriptor::wait_read,
+          [self = shared_from_this(), watch, fd](boost::system::error_code error) {
+            watch->reading = false;
+            if (error || watch->removed || self->closed) return;
+            self->act(fd, CURL_CSELECT_IN);
+            self->arm(fd, watch);
+          });
+    }
+    if ((watch->wanted & CURL_POLL_OUT) && !watch->writing) {
+      watch->writing = true;
+      watch->descriptor.async_wait(
+          asio::posix::stream_descriptor::wait_write,
+          [self = shared_from_this(), watch, fd](boost::system::error_code error) {
+            watch->writing = false;
+            if (error || watch->removed || self->closed) return;
+            self->act(fd, CURL_CSELECT_OUT);
+            self->arm(fd, watch);
+          });
+    }
+  }
+
+  static int on_timer(CURLM*, long timeout_ms, void* userp) {
+    auto* self = static_cast<state*>(userp);
+    self->timer.cancel();
+    if (timeout_ms < 0 || self->closed) return 0;
+    // curl must not be re-entered from this callback; even a 0 ms timeout goes through the loop.
+    self->timer.expires_after(std::chrono::milliseconds(timeout_ms));
+    self->timer.async_wait([weak = self->weak_from_this()](boost::system::error_code error) {
+      auto self = weak.lock();
+      if (error || !self || self->closed) return;
+      self->act(CURL_SOCKET_TIMEOUT, 0);
+    });
+    return 0;
+  }
+
+  static int on_close_socket(void* clientp, curl_socket_t fd) {
+    static_cast<state*>(clientp)->forget(fd);
+    return ::close(fd);
+  }
+
+  static std::size_t on_body(char* data, std::size_t size, std::size_t count, void* userp) {
+    auto* t = static_cast<transfer*>(userp);
+    auto bytes = size * count;
+    if (t->maxsize && t->body.size() + bytes > t->maxsize) {
+      t->too_big = true;
+      return 0;  // aborts the transfer with CURLE_WRITE_ERROR
+    }
+    t->body.append(data, bytes);
+    if (t->warnsize && !t->warned && t->body.size() > t->warnsize) {
+      t->warned = true;
+      t->logger->warn("Received more bytes than download warn size ({}) in request {}.",
+                         t->warnsize, t->request.describe());
+    }
+    return bytes;
+  }
+
+  static std::size_t on_header(char* data, std::size_t size, std::size_t count, void* userp) {
+    auto* t = static_cast<transfer*>(userp);
+    std::string_view line(data, size * count);
+    while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.remove_suffix(1);
+    if (line.starts_with("HTTP/")) {
+      // A new status line: an earlier one was a 100 Continue or a proxy's CONNECT answer.
+      t->headers.clear();
+      t->protocol = std::string(line.substr(0, line.find(' ')));
+    } else if (auto colon = line.find(':'); colon != std::string_view::npos) {
+      auto value = line.substr(colon + 1);
+      while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) value.remove_prefix(1);
+      t->headers.emplace_back(line.substr(0, colon), value);
+    }
+    return size * count;
+  }
+
+  CURL* take_handle() {
+    if (idle_handles.empty()) return curl_easy_init();
+    auto* easy = idle_handles.back();
+    idle_handles.pop_back();
+    curl_easy_reset(easy);
+    return easy;
+  }
+
+  void start(crawler::request request, const transfer_options& options, transfer_done done) {
+    auto t = std::make_unique<transfer>();
+    t->request = std::move(request);
+    t->done = std::move(done);
+    t->maxsize = options.maxsize;
+    t->warnsize = options.warnsize;
+    t->logger = logger;
+    auto* easy = t->easy = take_handle();
+    if (!easy) {
+      return fail_now(std::move(t), "DownloadError", "libcurl: cannot create a handle");
+    }
+    const auto& r = t->request;
+    curl_easy_setopt(easy, CURLOPT_URL, r.url.c_str());
+    curl_easy_setopt(easy, CURLOPT_PRIVATE, t.get());
+    curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, &state::on_body);
+    curl_easy_setopt(easy, CURLOPT_WRITEDATA, t.get());
+    curl_easy_setopt(easy, CURLOPT_HEADERFUNCTION, &state::on_header);
+    curl_easy_setopt(easy, CURLOPT_HEADERDATA, t.get());
+    curl_easy_setopt(easy, CURLOPT_ERRORBUFFER, t->error);
+    curl_easy_setopt(easy, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(easy, CURLOPT_CLOSESOCKETFUNCTION, &state::on_close_socket);
+    curl_easy_setopt(easy, CURLOPT_CLOSESOCKETDATA, this);
+    curl_easy_setopt(easy, CURLOPT_SHARE, share);
+    auto timeout_ms = static_cast<long>(options.timeout_seconds * 1000);
+    curl_easy_setopt(easy, CURLOPT_TIMEOUT_MS, timeout_ms);
+    curl_easy_setopt(easy, CURLOPT_CONNECTTIMEOUT_MS, timeout_ms);
+    // Scrapy does not verify certificates: a crawler wants the page, whoever signed it.
+    curl_easy_setopt(easy, CURLOPT_SSL_VERIFYPEER, 0L);
+    curl_easy_setopt(easy, CURLOPT_SSL_VERIFYHOST, 0L);
+    if (options.compression) curl_easy_setopt(easy, CURLOPT_ACCEPT_ENCODING, "");
+    if (options.cookies) curl_easy_setopt(easy, CURLOPT_COOKIEFILE, "");
+    if (options.maxsize) {
+      curl_easy_setopt(easy, CURLOPT_MAXFILESIZE_LARGE, curl_off_t(options.maxsize));
+    }
+    if (!options.proxy_enabled) {
+      curl_easy_setopt(easy, CURLOPT_PROXY, "");
+    } else if (auto proxy = r.meta.find("proxy"); proxy != r.meta.end() && proxy->is_string()) {
+      curl_easy_setopt(easy, CURLOPT_PROXY, proxy->get_ref<const std::string&>().c_str());
+    }
+    if (r.method == "HEAD") {
+      curl_easy_setopt(easy, CURLOPT_NOBODY, 1L);
+    } else if (r.method != "GET" || !r.body.empty()) {
+      if (r.method != "POST") curl_easy_setopt(easy, CURLOPT_CUSTOMREQUEST, r.method.c_str());
+      curl_easy_setopt(easy, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(r.body.size()));
+      curl_easy_setopt(easy, CURLOPT_COPYPOSTFIELDS, r.body.c_str());
+    }
+    for (const auto& [name, value] : r.headers) {
+      // "Name;" is curl's spelling of a header sent with an empty value.
+      auto field = value.empty() ? name + ";" : name + ": " + value;
+      t->header_fields = curl_slist_append(t->header_fields, field.c_str());
+    }
+    t->header_fields = curl_slist_append(t->header_fields, "Expect:");
+    curl_easy_setopt(easy, CURLOPT_HTTPHEADER, t->header_fields);
+
+    auto* raw = t.get();
+    transfers.emplace(easy, std::move(t));
+    if (auto code = curl_multi_add_handle(multi, easy); code != CURLM_OK) {
+      auto owned = std::move(transfers[easy]);
+      transfers.erase(easy);
+      (void)raw;
+      fail_now(std::move(owned), "DownloadError", curl_multi_strerror(code));
+    }
+  }
+
+  // Completes a transfer that never reached curl, through the loop like every other completion.
+  void fail_now(std::unique_ptr<transfer> t, std::string type, std::string message) {
+    download_result result{std::move(t->request)};
+    result.error_type = std::move(type);
+    result.error_message = std::move(message);
+    if (t->easy) idle_handles.push_back(t->easy);
+    asio::post(executor, [done = std::move(t->done), result = std::move(result)]() mutable {
+      done(std::move(result), 0.0);
+    });
+  }
+
+  void act(curl_socket_t fd, int events) {
+    int running = 0;
+    curl_multi_socket_action(multi, fd, events, &running);
+    collect_finished();
+  }
+
+  void collect_finished() {
+    int pending = 0;
+    while (CURLMsg* message = curl_multi_info_read(multi, &pending)) {
+      if (message->msg != CURLMSG_DONE) continue;
+      finish(message->easy_handle, message->data.result);
+      if (closed) return;
+    }
+  }
+
+  void finish(CURL* easy, CURLcode code) {
+    auto found = transfers.find(easy);
+    if (found == transfers.end()) return;
+    auto t = std::move(found->second);
+    transfers.erase(found);
+    curl_multi_remove_handle(multi, easy);
+
+    download_result result{std::move(t->request)};
+    long request_size = 0, header_size = 0, status = 0;
+    curl_off_t first_byte_us = 0;
+    curl_easy_getinfo(easy, CURLINFO_REQUEST_SIZE, &request_size);
+    curl_easy_getinfo(easy, CURLINFO_HEADER_SIZE, &header_size);
+    curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &status);
+    curl_easy_getinfo(easy, CURLINFO_STARTTRANSFER_TIME_T, &first_byte_us);
+    result.request_bytes = std::size_t(request_size);
+    if (code == CURLE_OK) {
+      crawler::response response;
+      response.url = result.request.url;
+      response.status = status == 0 ? 200 : int(status);  // file:// has no status
+      response.headers = std::move(t->headers);
+      response.body = std::move(t->body);
+      response.protocol = std::move(t->protocol);
+      response.request = result.request;
+      result.response_bytes = std::size_t(header_size) + response.body.size();
+      result.response = std::move(response);
+    } else if (t->too_big || code == CURLE_FILESIZE_EXCEEDED) {
+      result.error_type = "CancelledError";
+      result.error_message = "Cancelling download of " + result.request.url +
+                             ": response size larger than download max size (" +
+                             std::to_string(t->maxsize) + ")";
+      logger->warn("{}.", result.error_message);
+    } else {
+      result.error_type = error_type(code);
+      result.error_message = t->error[0] ? t->error : curl_easy_strerror(code);
+      if (code == CURLE_OPERATION_TIMEDOUT) {
+        result.error_message = "Getting " + result.request.url + " took too long: " +
+                               result.error_message;
+      }
+    }
+    idle_handles.push_back(easy);
+    t->done(std::move(result), double(first_byte_us) / 1e6);
+  }
+
+  std::vector<crawler::request> abort_all() {
+    std::vector<crawler::request> requests;
+    for (auto& [easy, t] : transfers) {
+      curl_multi_remove_handle(multi, easy);
+      idle_handles.push_back(easy);
+      requests.push_back(std::move(t->request));
+    }
+    transfers.clear();
+    return requests;
+  }
+};
+
+curl_transfers::curl_transfers(asio::any_io_executor executor, stats& stats)
+    : state_(std::make_shared<state>(executor, stats)) {
+  state_->open();
+}
+
+curl_transfers::~curl_transfers() { state_->close(); }
+
+void curl_transfers::start(request request, const transfer_options& options, transfer_done done) {
+  state_->start(std::move(request), options, std::move(done));
+}
+
+std::vector<request> curl_transfers::abort_all() { return state_->abort_all(); }
+
+}  // namespace crawler::detail

@@ -1,0 +1,222 @@
+#include "crawler/downloader.h"
+
+#include <boost/url/parse.hpp>
+#include <algorithm>
+#include <chrono>
+#include <deque>
+#include <random>
+
+#include "config/log.h"
+#include "crawler/detail/curl_transfers.h"
+
+namespace crawler {
+namespace {
+
+namespace asio = boost::asio;
+using clock = std::chrono::steady_clock;
+
+constexpr auto idle_slot_lifetime = std::chrono::seconds(60);  // as Scrapy's slot GC
+
+double seconds_since(clock::time_point then) {
+  return std::chrono::duration<double>(clock::now() - then).count();
+}
+
+std::size_t positive(const settings& settings, std::string_view key) {
+  auto value = settings.get_int(key);
+  if (value < 1) {
+    throw settings_error(std::string(key) + ": must be at least 1, not " + std::to_string(value));
+  }
+  return std::size_t(value);
+}
+
+double non_negative(const settings& settings, std::string_view key) {
+  auto value = settings.get_double(key);
+  if (value < 0) throw settings_error(std::string(key) + ": must not be negative");
+  return value;
+}
+
+}  // namespace
+
+struct downloader::slot {
+  explicit slot(const asio::any_io_executor& executor) : timer(executor) {}
+
+  struct waiting {
+    crawler::request request;
+    completion done;
+  };
+  std::deque<waiting> queue;
+  std::size_t transferring = 0;
+  double delay = 0;
+  clock::time_point last_start{};
+  clock::time_point last_used = clock::now();
+  bool timer_armed = false;
+  asio::steady_timer timer;
+};
+
+downloader::downloader(asio::any_io_executor executor, const settings& settings, stats& stats)
+    : executor_(executor),
+      stats_(stats),
+      total_concurrency_(positive(settings, "CONCURRENT_REQUESTS")),
+      per_slot_concurrency_(positive(settings, "CONCURRENT_REQUESTS_PER_DOMAIN")),
+      delay_(non_negative(settings, "DOWNLOAD_DELAY")),
+      randomize_delay_(settings.get_bool("RANDOMIZE_DOWNLOAD_DELAY")),
+      autothrottle_(settings.get_bool("AUTOTHROTTLE_ENABLED")),
+      autothrottle_start_delay_(non_negative(settings, "AUTOTHROTTLE_START_DELAY")),
+      autothrottle_max_delay_(non_negative(settings, "AUTOTHROTTLE_MAX_DELAY")),
+      autothrottle_target_(settings.get_double("AUTOTHROTTLE_TARGET_CONCURRENCY")),
+      autothrottle_debug_(settings.get_bool("AUTOTHROTTLE_DEBUG")),
+      options_(std::make_unique<detail::transfer_options>()),
+      transfers_(std::make_unique<detail::curl_transfers>(executor, stats)),
+      logger_(get_logger("downloader")) {
+  if (autothrottle_ && autothrottle_target_ <= 0) {
+    throw settings_error("AUTOTHROTTLE_TARGET_CONCURRENCY: must be greater than 0");
+  }
+  options_->timeout_seconds = non_negative(settings, "DOWNLOAD_TIMEOUT");
+  options_->maxsize = std::size_t(std::max<std::int64_t>(0, settings.get_int("DOWNLOAD_MAXSIZE")));
+  options_->warnsize = std::size_t(std::max<std::int64_t>(0, settings.get_int("DOWNLOAD_WARNSIZE")));
+  options_->compression = settings.get_bool("COMPRESSION_ENABLED");
+  options_->cookies = settings.get_bool("COOKIES_ENABLED");
+  options_->proxy_enabled = settings.get_bool("HTTPPROXY_ENABLED");
+}
+
+downloader::~downloader() = default;
+
+std::string downloader::slot_key(const request& request) const {
+  if (auto slot = request.meta.find("download_slot"); slot != request.meta.end() &&
+                                                      slot->is_string()) {
+    return slot->get<std::string>();
+  }
+  auto url = boost::urls::parse_uri(request.url);
+  return url ? std::string(url->host()) : std::string();
+}
+
+void downloader::fetch(request request, completion done) {
+  auto key = slot_key(request);
+  auto& entry = slots_[key];
+  if (!entry) {
+    entry = std::make_unique<slot>(executor_);
+    entry->delay = autothrottle_ ? std::max(delay_, autothrottle_start_delay_) : delay_;
+  }
+  ++active_;
+  entry->queue.push_back({std::move(request), std::move(done)});
+  process_queue(key, *entry);
+  if (!sweep_timer_) {
+    sweep_timer_ = std::make_unique<asio::steady_timer>(executor_);
+    sweep_idle_slots();
+  }
+}
+
+// Scrapy's Downloader._process_queue: with a delay, one request per delay period per slot.
+void downloader::process_queue(const std::string& key, slot& slot) {
+  if (slot.timer_armed) return;
+  double delay = slot.delay;
+  if (delay > 0 && randomize_delay_) {
+    static thread_local std::mt19937_64 random{std::random_device{}()};
+    delay = std::uniform_real_distribution<double>(0.5 * delay, 1.5 * delay)(random);
+  }
+  if (delay > 0 && !slot.queue.empty()) {
+    double penalty = delay - seconds_since(slot.last_start);
+    if (penalty > 0) {
+      slot.timer_armed = true;
+      slot.timer.expires_after(std::chrono::duration_cast<clock::duration>(
+          std::chrono::duration<double>(penalty)));
+      slot.timer.async_wait([this, key](boost::system::error_code error) {
+        if (error) return;  // cancelled: the slot may be gone
+        auto& waiting = *slots_.at(key);
+        waiting.timer_armed = false;
+        process_queue(key, waiting);
+      });
+      return;
+    }
+  }
+  while (!slot.queue.empty() && slot.transferring < per_slot_concurrency_) {
+    start_transfer(key, slot);
+    if (delay > 0) {
+      process_queue(key, slot);  // arms the timer for the next one
+      break;
+    }
+  }
+}
+
+void downloader::start_transfer(const std::string& key, slot& slot) {
+  auto next = std::move(slot.queue.front());
+  slot.queue.pop_front();
+  ++slot.transferring;
+  slot.last_start = clock::now();
+  auto options = *options_;
+  if (auto timeout = next.request.meta.find("download_timeout");
+      timeout != next.request.meta.end() && timeout->is_number()) {
+    options.timeout_seconds = timeout->get<double>();
+  }
+  if (auto maxsize = next.request.meta.find("download_maxsize");
+      maxsize != next.request.meta.end() && maxsize->is_number_integer()) {
+    options.maxsize = std::size_t(std::max<std::int64_t>(0, maxsize->get<std::int64_t>()));
+  }
+  stats_.inc_value("downloader/request_count");
+  stats_.inc_value("downloader/request_method_count/" + next.request.method);
+  transfers_->start(
+      std::move(next.request), options,
+      [this, key, done = std::move(next.done)](download_result result, double latency) {
+        auto& slot = *slots_.at(key);
+        --slot.transferring;
+        slot.last_used = clock::now();
+        --active_;
+        stats_.inc_value("downloader/request_bytes", std::int64_t(result.request_bytes));
+        if (result.response) {
+          stats_.inc_value("downloader/response_count");
+          stats_.inc_value("downloader/response_status_count/" +
+                           std::to_string(result.response->status));
+          stats_.inc_value("downloader/response_bytes", std::int64_t(result.response_bytes));
+        } else {
+          stats_.inc_value("downloader/exception_count");
+          stats_.inc_value("downloader/exception_type_count/" + result.error_type);
+        }
+        if (autothrottle_) adjust_throttle(slot, result, latency);
+        process_queue(key, slot);
+        done(std::move(result));
+      });
+}
+
+// Scrapy's AutoThrottle._adjust_delay: move halfway toward latency / target concurrency, never
+// below that target nor below DOWNLOAD_DELAY; errors and non-200 answers never shorten the delay.
+void downloader::adjust_throttle(slot& slot, const download_result& result, double latency) {
+  if (!result.response) return;
+  double target = latency / autothrottle_target_;
+  double next = std::max(target, (slot.delay + target) / 2.0);
+  next = std::min(std::max(delay_, next), autothrottle_max_delay_);
+  if (result.response->status != 200 && next <= slot.delay) return;
+  if (autothrottle_debug_) {
+    logger_->info("slot: {} | conc:{:2d} | delay:{:5.0f} ms ({:+.0f}) | latency:{:5.0f} ms",
+                  slot_key(result.request), slot.transferring, next * 1000,
+                  (next - slot.delay) * 1000, latency * 1000);
+  }
+  slot.delay = next;
+}
+
+void downloader::sweep_idle_slots() {
+  std::erase_if(slots_, [](const auto& entry) {
+    const auto& slot = *entry.second;
+    return slot.queue.empty() && slot.transferring == 0 && !slot.timer_armed &&
+           clock::now() - slot.last_used > idle_slot_lifetime;
+  });
+  sweep_timer_->expires_after(idle_slot_lifetime);
+  sweep_timer_->async_wait([this](boost::system::error_code error) {
+    if (!error) sweep_idle_slots();
+  });
+}
+
+std::vector<request> downloader::abort_all() {
+  auto requests = transfers_->abort_all();
+  for (auto& [key, slot] : slots_) {
+    slot->timer.cancel();
+    slot->timer_armed = false;
+    for (auto& waiting : slot->queue) requests.push_back(std::move(waiting.request));
+    slot->queue.clear();
+    slot->transferring = 0;
+  }
+  if (sweep_timer_) sweep_timer_->cancel();
+  active_ = 0;
+  return requests;
+}
+
+}  // namespace crawler

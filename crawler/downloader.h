@@ -1,0 +1,109 @@
+// The downloader: per-host slots (politeness) in front of libcurl's multi interface on the
+// engine's Asio loop.
+//
+//   crawler::downloader downloader{io.get_executor(), settings, stats};
+//   downloader.fetch(std::move(request), [](crawler::download_result result) {
+//     if (result.response) ...; else log(result.error_type, result.error_message);
+//   });
+//
+// A request first waits in its slot (keyed by host name, or meta "download_slot"): at most
+// CONCURRENT_REQUESTS_PER_DOMAIN transfers per slot, DOWNLOAD_DELAY seconds between starts
+// (0.5x-1.5x with RANDOMIZE_DOWNLOAD_DELAY), adapted to the server's latency with
+// AUTOTHROTTLE_ENABLED (Scrapy's formula). Then libcurl fetches it: connections are reused,
+// HTTP/2 is negotiated over TLS, bodies are decoded (gzip, deflate, br) and cut off past
+// DOWNLOAD_MAXSIZE while they arrive, so a decompression bomb never fills memory. Redirects are
+// not followed here: the redirect middleware sends them back through the scheduler.
+//
+// The engine keeps at most CONCURRENT_REQUESTS requests in the downloader (needs_backout()).
+// Completions run on the loop. Not thread-safe: the engine's loop owns it.
+#pragma once
+
+#include <boost/asio/any_io_executor.hpp>
+#include <cstddef>
+#include <boost/asio/steady_timer.hpp>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "config/settings.h"
+#include "config/stats.h"
+#include "crawler/response.h"
+#include "scheduler/request.h"
+
+namespace spdlog {
+class logger;
+}
+
+namespace crawler {
+
+namespace detail {
+class curl_transfers;
+struct transfer_options;
+}
+
+/// What a fetch produced: a response, or an error named as the stats and the retry middleware
+/// name it ("TimeoutError", "ConnectionRefusedError", "DNSLookupError", "ConnectionLost",
+/// "ResponseNeverReceived", "SSLError", "CancelledError" for DOWNLOAD_MAXSIZE, "NotSupported", ...).
+struct download_result {
+  crawler::request request;
+  std::optional<crawler::response> response;
+  std::string error_type;
+  std::string error_message;
+  /// Bytes sent (request line, headers, body) and received (status line, headers, decoded body).
+  std::size_t request_bytes = 0;
+  std::size_t response_bytes = 0;
+};
+
+class downloader {
+ public:
+  using completion = std::function<void(download_result)>;
+
+  /// Reads the download settings once. Throws settings_error for a value it cannot use.
+  downloader(boost::asio::any_io_executor executor, const settings& settings, stats& stats);
+  ~downloader();
+  downloader(const downloader&) = delete;
+  downloader& operator=(const downloader&) = delete;
+
+  /// Queues `request` in its slot; `done` runs once, on the loop, when it has been fetched or
+  /// has failed.
+  void fetch(request request, completion done);
+
+  /// Requests accepted and not yet completed (waiting in slots or transferring).
+  std::size_t active() const { return active_; }
+  /// True when the engine should not hand over more requests (CONCURRENT_REQUESTS reached).
+  bool needs_backout() const { return active_ >= total_concurrency_; }
+
+  /// Stops every transfer and returns every accepted request whose completion has not run, so a
+  /// forced shutdown can put them back in the queue. Their completions never run.
+  std::vector<request> abort_all();
+
+ private:
+  struct slot;
+
+  std::string slot_key(const request& request) const;
+  void process_queue(const std::string& key, slot& slot);
+  void start_transfer(const std::string& key, slot& slot);
+  void adjust_throttle(slot& slot, const download_result& result, double latency);
+  void sweep_idle_slots();
+
+  boost::asio::any_io_executor executor_;
+  stats& stats_;
+  std::size_t total_concurrency_;
+  std::size_t per_slot_concurrency_;
+  double delay_;
+  bool randomize_delay_;
+  bool autothrottle_;
+  double autothrottle_start_delay_, autothrottle_max_delay_, autothrottle_target_;
+  bool autothrottle_debug_;
+  std::size_t active_ = 0;
+  std::unique_ptr<detail::transfer_options> options_;
+  std::unique_ptr<detail::curl_transfers> transfers_;
+  std::map<std::string, std::unique_ptr<slot>, std::less<>> slots_;
+  std::unique_ptr<boost::asio::steady_timer> sweep_timer_;
+  std::shared_ptr<spdlog::logger> logger_;
+};
+
+}  // namespace crawler

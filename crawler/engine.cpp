@@ -1,0 +1,377 @@
+#include "crawler/engine.h"
+
+#include <cxxabi.h>
+
+#include <boost/asio/post.hpp>
+#include <chrono>
+#include <typeinfo>
+
+#include "config/log.h"
+
+namespace crawler {
+namespace {
+
+namespace asio = boost::asio;
+
+std::string now_iso() {
+  auto now = std::chrono::system_clock::now();
+  auto seconds = std::chrono::system_clock::to_time_t(now);
+  auto micros = std::chrono::duration_cast<std::chrono::microseconds>(now.time_since_epoch()) %
+                1000000;
+  std::tm utc{};
+  gmtime_r(&seconds, &utc);
+  char text[40];
+  auto length = std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%S", &utc);
+  std::snprintf(text + length, sizeof text - length, ".%06lld", (long long)micros.count());
+  return text;
+}
+
+std::string type_name(const std::exception& error) {
+  int status = 0;
+  char* demangled = abi::__cxa_demangle(typeid(error).name(), nullptr, nullptr, &status);
+  std::string name = status == 0 && demangled ? demangled : typeid(error).name();
+  std::free(demangled);
+  return name;
+}
+
+std::string referer_of(const request& request) {
+  auto referer = find_header(request.headers, "Referer");
+  return referer.empty() ? "None" : std::string(referer);
+}
+
+constexpr auto max_enqueue_backoff = std::chrono::seconds(30);
+
+}  // namespace
+
+engine::engine(asio::io_context& io, const settings& settings, stats& stats, spider& spider)
+    : io_(io),
+      settings_(settings),
+      stats_(stats),
+      spider_(spider),
+      logger_(get_logger("engine")),
+      scheduler_(scheduler::create({settings, stats, spider.name(), io.get_executor()})),
+      downloader_(std::make_unique<downloader>(io.get_executor(), settings, stats)),
+      downloader_middlewares_(default_downloader_middlewares(settings, stats)),
+      spider_middlewares_(default_spider_middlewares(settings, stats)),
+      feeds_(std::make_unique<feed_exporter>(settings, stats)),
+      closespider_timer_(io),
+      item_limit_(settings.get_int("CLOSESPIDER_ITEMCOUNT")),
+      page_limit_(settings.get_int("CLOSESPIDER_PAGECOUNT")),
+      error_limit_(settings.get_int("CLOSESPIDER_ERRORCOUNT")) {}
+
+engine::~engine() = default;
+
+void engine::add_pipeline(std::unique_ptr<item_pipeline> pipeline) {
+  pipelines_.push_back(std::move(pipeline));
+}
+void engine::add_downloader_middleware(std::unique_ptr<downloader_middleware> middleware) {
+  downloader_middlewares_.push_back(std::move(middleware));
+}
+void engine::add_spider_middleware(std::unique_ptr<spider_middleware> middleware) {
+  spider_middlewares_.push_back(std::move(middleware));
+}
+
+std::string engine::run() {
+  asio::post(io_, [this] { open(); });
+  io_.restart();
+  io_.run();
+  if (startup_error_) std::rethrow_exception(startup_error_);
+  return close_reason_;
+}
+
+void engine::fail_startup(std::exception_ptr error) {
+  startup_error_ = error;
+  phase_ = phase::closed;
+  io_.stop();
+}
+
+void engine::open() {
+  stats_.set_value("start_time", now_iso());
+  started_ = std::chrono::steady_clock::now();
+  scheduler_->async_open([this](std::exception_ptr error) {
+    if (error) return fail_startup(error);
+    try {
+      spider_.opened(settings_);
+      for (auto& pipeline : pipelines_) pipeline->open(spider_);
+    } catch (...) {
+      return fail_startup(std::current_exception());
+    }
+    logger_->info("Spider opened");
+    if (phase_ == phase::opening) phase_ = phase::running;
+    if (auto timeout = settings_.get_double("CLOSESPIDER_TIMEOUT"); timeout > 0) {
+      closespider_timer_.expires_after(std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+          std::chrono::duration<double>(timeout)));
+      closespider_timer_.async_wait([this](boost::system::error_code error) {
+        if (!error) close("closespider_timeout");
+      });
+    }
+    output start;
+    try {
+      spider_.start_requests(start);
+    } catch (const std::exception& error) {
+      logger_->error("Error while obtaining start requests: {}", error.what());
+    }
+    for (auto& middleware : spider_middlewares_) middleware->process_start_requests(start);
+    for (auto& item : start.items) export_item(std::move(item), nullptr);
+    enqueue(std::move(start.requests));
+    pump();
+  });
+}
+
+void engine::enqueue(std::vector<request> requests) {
+  if (requests.empty()) return;
+  ++pending_enqueues_;
+  scheduler_->async_enqueue(
+      std::move(requests), [this](std::exception_ptr error, std::size_t, std::vector<request> batch) {
+        if (error) {
+          std::string what = "unknown error";
+          try {
+            std::rethrow_exception(error);
+          } catch (const std::exception& e) {
+            what = e.what();
+          }
+          if (phase_ == phase::running) {
+            // The dupefilter could not answer (Redis away): keep the batch and ask again; the
+            // spider stays open meanwhile, since pending_enqueues_ still counts this batch.
+            logger_->error("Could not check {} requests with the dupefilter, retrying: {}",
+                           batch.size(), what);
+            auto timer = std::make_shared<asio::steady_timer>(io_, std::chrono::seconds(1));
+            timer->async_wait([this, timer, batch = std::move(batch)](
+                                  boost::system::error_code cancelled) mutable {
+              --pending_enqueues_;
+              if (!cancelled) enqueue(std::move(batch));
+              check_idle();
+            });
+            return;
+          }
+          // Closing: queue them unchecked rather than lose them; the next run filters them.
+          logger_->error("Could not check {} requests with the dupefilter while closing; queued "
+                         "them unchecked: {}",
+                         batch.size(), what);
+          for (auto& request : batch) scheduler_->restore(std::move(request));
+        }
+        --pending_enqueues_;
+        pump();
+      });
+}
+
+void engine::pump() {
+  if (pumping_) {
+    pump_again_ = true;
+    return;
+  }
+  pumping_ = true;
+  do {
+    pump_again_ = false;
+    while (phase_ == phase::running && !downloader_->needs_backout()) {
+      auto next = scheduler_->next_request();
+      if (!next) break;
+      download(std::move(*next));
+    }
+  } while (pump_again_);
+  pumping_ = false;
+  check_idle();
+}
+
+void engine::download(request request) {
+  for (auto& middleware : downloader_middlewares_) middleware->process_request(request);
+  downloader_->fetch(std::move(request),
+                     [this](download_result result) { on_downloaded(std::move(result)); });
+}
+
+void engine::on_downloaded(download_result result) {
+  if (phase_ == phase::closed) return;
+  auto& request = result.request;
+  if (result.response) {
+    bool replaced = false;
+    for (auto it = downloader_middlewares_.rbegin(); it != downloader_middlewares_.rend(); ++it) {
+      try {
+        if (auto next = (*it)->process_response(request, *result.response)) {
+          enqueue({std::move(*next)});
+          replaced = true;
+          break;
+        }
+      } catch (const ignore_request& ignored) {
+        handle_failure({request, "IgnoreRequest", ignored.what(), result.response});
+        replaced = true;
+        break;
+      }
+    }
+    if (!replaced) handle_response(std::move(*result.response));
+  } else {
+    bool replaced = false;
+    for (auto it = downloader_middlewares_.rbegin(); it != downloader_middlewares_.rend(); ++it) {
+      if (auto next = (*it)->process_exception(request, result)) {
+        enqueue({std::move(*next)});
+        replaced = true;
+        break;
+      }
+    }
+    if (!replaced) {
+      logger_->error("Error downloading {}: {}", request.describe(), result.error_message);
+      handle_failure({std::move(request), result.error_type, result.error_message, std::nullopt});
+    }
+  }
+  pump();
+}
+
+void engine::handle_response(response response) {
+  stats_.inc_value("response_received_count");
+  logger_->debug("Crawled ({}) {} (referer: {})", response.status, response.request.describe(),
+                 referer_of(response.request));
+  for (auto& middleware : spider_middlewares_) {
+    if (auto rejected = middleware->process_spider_input(response)) {
+      handle_failure(std::move(*rejected));
+      ++pages_;
+      if (page_limit_ > 0 && pages_ == page_limit_) close("closespider_pagecount");
+      return;
+    }
+  }
+  run_callback(response);
+  ++pages_;
+  if (page_limit_ > 0 && pages_ == page_limit_) close("closespider_pagecount");
+}
+
+void engine::run_callback(const response& response) {
+  output out;
+  try {
+    spider_.call(response.request.callback, response, out);
+  } catch (const std::exception& error) {
+    logger_->error("Spider error processing {} (referer: {})\n{}: {}", response.request.describe(),
+                   referer_of(response.request), type_name(error), error.what());
+    stats_.inc_value("spider_exceptions/" + type_name(error));
+    count_error();
+  }
+  process_output(out, &response);
+}
+
+void engine::handle_failure(failure failure) {
+  if (failure.request.errback.empty()) return;
+  output out;
+  try {
+    if (!spider_.call_errback(failure.request.errback, failure, out)) {
+      logger_->error("Spider {} has no errback \"{}\" for {}", spider_.name(),
+                     failure.request.errback, failure.request.describe());
+      return;
+    }
+  } catch (const std::exception& error) {
+    logger_->error("Spider error processing the failure of {}\n{}: {}",
+                   failure.request.describe(), type_name(error), error.what());
+    stats_.inc_value("spider_exceptions/" + type_name(error));
+    count_error();
+  }
+  process_output(out, failure.response ? &*failure.response : nullptr);
+}
+
+void engine::process_output(output& out, const response* from) {
+  for (auto& middleware : spider_middlewares_) {
+    if (from) {
+      middleware->process_spider_output(*from, out);
+    } else {
+      middleware->process_start_requests(out);
+    }
+  }
+  for (auto& item : out.items) export_item(std::move(item), from);
+  enqueue(std::move(out.requests));
+}
+
+void engine::export_item(nlohmann::json item, const response* from) {
+  for (auto& pipeline : pipelines_) {
+    try {
+      pipeline->process_item(item, spider_);
+    } catch (const drop_item& dropped) {
+      stats_.inc_value("item_dropped_count");
+      stats_.inc_value("item_dropped_reasons_count/DropItem");
+      logger_->warn("Dropped: {}\n{}", dropped.what(), item.dump(-1, ' ', false,
+                                                                 nlohmann::json::error_handler_t::replace));
+      return;
+    } catch (const std::exception& error) {
+      logger_->error("Error processing {}\n{}: {}",
+                     item.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
+                     type_name(error), error.what());
+      return;
+    }
+  }
+  feeds_->export_item(item);
+  stats_.inc_value("item_scraped_count");
+  if (logger_->should_log(spdlog::level::debug)) {
+    logger_->debug("Scraped from {}\n{}",
+                   from ? "<" + std::to_string(from->status) + " " + from->url + ">" : "start",
+                   item.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+  }
+  ++items_;
+  if (item_limit_ > 0 && items_ == item_limit_) close("closespider_itemcount");
+}
+
+void engine::count_error() {
+  ++errors_;
+  if (error_limit_ > 0 && errors_ == error_limit_) close("closespider_errorcount");
+}
+
+void engine::check_idle() {
+  if (pumping_ || pending_enqueues_ > 0 || downloader_->active() > 0) return;
+  if (phase_ == phase::running && !scheduler_->has_pending_requests()) {
+    close_reason_ = "finished";
+    finish();
+  } else if (phase_ == phase::closing) {
+    finish();
+  }
+}
+
+void engine::close(std::string reason) {
+  asio::post(io_, [this, reason = std::move(reason)] {
+    if (phase_ == phase::closing || phase_ == phase::closed) return;
+    logger_->info("Closing spider ({})", reason);
+    close_reason_ = reason;
+    phase_ = phase::closing;
+    check_idle();
+  });
+}
+
+void engine::force_close(std::string reason) {
+  asio::post(io_, [this, reason = std::move(reason)] {
+    if (phase_ == phase::closed) return;
+    auto in_flight = downloader_->abort_all();
+    for (auto& request : in_flight) scheduler_->restore(std::move(request));
+    if (!in_flight.empty()) {
+      logger_->info("Put {} requests in flight back in the queue", in_flight.size());
+    }
+    if (phase_ != phase::closing) close_reason_ = reason;
+    phase_ = phase::closing;
+    check_idle();
+  });
+}
+
+void engine::finish() {
+  phase_ = phase::closed;
+  closespider_timer_.cancel();
+  scheduler_->async_close([this](std::exception_ptr error) {
+    if (error) {
+      try {
+        std::rethrow_exception(error);
+      } catch (const std::exception& e) {
+        logger_->error("Error closing the scheduler: {}", e.what());
+      }
+    }
+    for (auto& pipeline : pipelines_) {
+      try {
+        pipeline->close(spider_);
+      } catch (const std::exception& e) {
+        logger_->error("Error closing an item pipeline: {}", e.what());
+      }
+    }
+    feeds_->close();
+    try {
+      spider_.closed(close_reason_);
+    } catch (const std::exception& e) {
+      logger_->error("Error in {}.closed(): {}", spider_.name(), e.what());
+    }
+    stats_.set_value("finish_reason", close_reason_);
+    stats_.set_value("finish_time", now_iso());
+    stats_.set_value("elapsed_time_seconds",
+                     std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count());
+    io_.stop();
+  });
+}
+
+}  // namespace crawler

@@ -1,0 +1,102 @@
+// The engine: owns the crawl's flow and nothing else, as Scrapy's ExecutionEngine.
+//
+//   crawler::engine engine{io, settings, stats, spider};
+//   engine.add_pipeline(std::make_unique<my_pipeline>());
+//   auto reason = engine.run();      // runs `io` until the spider closes: "finished", ...
+//
+// It pulls from the scheduler while the downloader has room, runs the downloader middlewares,
+// hands responses through the spider middlewares to the request's callback, sends the requests a
+// callback yields back to the scheduler (a page's requests as one batch) and its items through the
+// pipelines to the feeds. The spider is idle, and closes with "finished", when nothing is queued,
+// nothing is downloading and no batch is waiting for the dupefilter.
+//
+// close(reason) stops taking requests from the queue and lets downloads in flight finish; their
+// responses are still parsed and what they yield is still queued (and saved with JOBDIR).
+// force_close() stops at once and puts every request in flight back in the queue. Both are safe to
+// call from any thread. CLOSESPIDER_TIMEOUT/ITEMCOUNT/PAGECOUNT/ERRORCOUNT close the spider with
+// Scrapy's reasons (closespider_timeout, ...).
+#pragma once
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <chrono>
+#include <exception>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "config/settings.h"
+#include "config/stats.h"
+#include "crawler/downloader.h"
+#include "crawler/feeds.h"
+#include "crawler/middleware.h"
+#include "crawler/pipeline.h"
+#include "crawler/spider.h"
+#include "scheduler/scheduler.h"
+
+namespace crawler {
+
+class engine {
+ public:
+  /// Builds the scheduler, dupefilter, downloader, middlewares and feeds from `settings`. Throws
+  /// settings_error for a setting none of them can use.
+  engine(boost::asio::io_context& io, const settings& settings, stats& stats, spider& spider);
+  ~engine();
+
+  void add_pipeline(std::unique_ptr<item_pipeline> pipeline);
+  void add_downloader_middleware(std::unique_ptr<downloader_middleware> middleware);
+  void add_spider_middleware(std::unique_ptr<spider_middleware> middleware);
+
+  /// Opens everything, crawls and closes; returns the finish reason. Runs `io` on the calling
+  /// thread until the crawl is over. Throws when the crawl cannot start (a dupefilter or JOBDIR
+  /// that cannot open, Redis unreachable): what() names the problem.
+  std::string run();
+
+  /// Stops taking new requests and closes once downloads in flight are done.
+  void close(std::string reason);
+  /// Stops now: requests in flight go back to the queue (and to JOBDIR), then closes.
+  void force_close(std::string reason);
+
+ private:
+  enum class phase { opening, running, closing, closed };
+
+  void open();
+  void pump();
+  void download(request request);
+  void on_downloaded(download_result result);
+  void handle_response(response response);
+  void handle_failure(failure failure);
+  void run_callback(const response& response);
+  void process_output(output& out, const response* from);
+  void export_item(nlohmann::json item, const response* from);
+  void enqueue(std::vector<request> requests);
+  void check_idle();
+  void finish();
+  void count_error();
+  void fail_startup(std::exception_ptr error);
+
+  boost::asio::io_context& io_;
+  const settings& settings_;
+  stats& stats_;
+  spider& spider_;
+  std::shared_ptr<spdlog::logger> logger_;
+  std::unique_ptr<scheduler> scheduler_;
+  std::unique_ptr<downloader> downloader_;
+  std::vector<std::unique_ptr<downloader_middleware>> downloader_middlewares_;
+  std::vector<std::unique_ptr<spider_middleware>> spider_middlewares_;
+  std::vector<std::unique_ptr<item_pipeline>> pipelines_;
+  std::unique_ptr<feed_exporter> feeds_;
+  boost::asio::steady_timer closespider_timer_;
+
+  phase phase_ = phase::opening;
+  std::string close_reason_;
+  std::exception_ptr startup_error_;
+  std::chrono::steady_clock::time_point started_;
+  std::size_t pending_enqueues_ = 0;
+  bool pumping_ = false;
+  bool pump_again_ = false;
+  std::int64_t item_limit_, page_limit_, error_limit_;
+  std::int64_t items_ = 0, pages_ = 0, errors_ = 0;
+};
+
+}  // namespace crawler

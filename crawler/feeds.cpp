@@ -1,0 +1,157 @@
+#include "crawler/feeds.h"
+
+#include <filesystem>
+#include <fstream>
+
+#include "config/log.h"
+
+namespace crawler {
+namespace {
+
+std::string format_for_extension(std::string_view path) {
+  auto extension = std::filesystem::path(path).extension().string();
+  if (extension == ".jsonl" || extension == ".jl" || extension == ".jsonlines") return "jsonlines";
+  if (extension == ".json") return "json";
+  if (extension == ".csv") return "csv";
+  return {};
+}
+
+std::string csv_field(const nlohmann::json& value) {
+  std::string text;
+  if (value.is_string()) {
+    text = value.get<std::string>();
+  } else if (value.is_array()) {
+    for (const auto& element : value) {
+      if (!text.empty()) text += ',';
+      text += element.is_string() ? element.get<std::string>() : element.dump();
+    }
+  } else if (!value.is_null()) {
+    text = value.dump();
+  }
+  if (text.find_first_of(",\"\r\n") == std::string::npos) return text;
+  std::string quoted = "\"";
+  for (char c : text) {
+    if (c == '"') quoted += '"';
+    quoted += c;
+  }
+  return quoted + '"';
+}
+
+}  // namespace
+
+nlohmann::json feed_for_file(std::string_view path, bool overwrite) {
+  auto format = format_for_extension(path);
+  if (format.empty()) {
+    throw settings_error("-o " + std::string(path) +
+                         ": cannot tell the feed format from the extension; use .jsonl, .jl, "
+                         ".json or .csv");
+  }
+  return {{"format", format}, {"overwrite", overwrite}};
+}
+
+class feed_exporter::feed {
+ public:
+  feed(std::string path, std::string format, bool overwrite)
+      : path_(std::move(path)), format_(std::move(format)) {
+    if (format_ == "json") overwrite = true;  // two arrays in one file would not be JSON
+    if (auto parent = std::filesystem::path(path_).parent_path(); !parent.empty()) {
+      std::filesystem::create_directories(parent);
+    }
+    bool existing = !overwrite && std::filesystem::exists(path_) &&
+                    std::filesystem::file_size(path_) > 0;
+    out_.open(path_, overwrite ? std::ios::trunc : std::ios::app);
+    if (!out_) throw std::runtime_error(path_ + ": cannot open the feed for writing");
+    header_written_ = existing;  // appending to a CSV that already has its header row
+    if (format_ == "json") out_ << '[';
+  }
+
+  void write(const nlohmann::json& item) {
+    if (format_ == "jsonlines") {
+      out_ << item.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << '\n';
+    } else if (format_ == "json") {
+      out_ << (count_ ? ",\n" : "\n")
+           << item.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    } else {
+      write_csv(item);
+    }
+    ++count_;
+  }
+
+  bool close(stats& stats) {
+    if (format_ == "json") out_ << (count_ ? "\n]\n" : "]\n");
+    out_.close();
+    auto log = get_logger("feedexport");
+    if (!out_) {
+      log->error("Error storing {} feed ({} items) in: {}", format_, count_, path_);
+      stats.inc_value("feedexport/failed_count/FileFeedStorage");
+      return false;
+    }
+    log->info("Stored {} feed ({} items) in: {}", format_, count_, path_);
+    stats.inc_value("feedexport/success_count/FileFeedStorage");
+    return true;
+  }
+
+ private:
+  void write_csv(const nlohmann::json& item) {
+    if (!item.is_object()) {
+      out_ << csv_field(item) << "\r\n";
+      return;
+    }
+    if (fields_.empty()) {
+      for (const auto& [key, value] : item.items()) fields_.push_back(key);
+      if (!header_written_) {
+        for (std::size_t i = 0; i < fields_.size(); ++i) {
+          out_ << (i ? "," : "") << csv_field(fields_[i]);
+        }
+        out_ << "\r\n";
+        header_written_ = true;
+      }
+    }
+    for (std::size_t i = 0; i < fields_.size(); ++i) {
+      auto value = item.find(fields_[i]);
+      out_ << (i ? "," : "") << (value == item.end() ? "" : csv_field(*value));
+    }
+    out_ << "\r\n";
+  }
+
+  std::string path_;
+  std::string format_;
+  std::ofstream out_;
+  std::vector<std::string> fields_;
+  bool header_written_ = false;
+  std::size_t count_ = 0;
+};
+
+feed_exporter::feed_exporter(const settings& settings, stats& stats) : stats_(stats) {
+  for (const auto& [uri, options] : settings.get("FEEDS").items()) {
+    auto where = "FEEDS." + uri;
+    if (!options.is_object()) throw settings_error(where + ": must be an object of feed options");
+    std::string path = uri.starts_with("file://") ? uri.substr(7) : uri;
+    if (path.find("://") != std::string::npos) {
+      throw settings_error(where + ": only local files are supported as feed storage");
+    }
+    auto format = options.value("format", format_for_extension(path));
+    if (format == "jsonl" || format == "jl") format = "jsonlines";
+    if (format != "jsonlines" && format != "json" && format != "csv") {
+      throw settings_error(where + ".format: unknown format \"" + format +
+                           "\"; valid formats are jsonlines, json and csv");
+    }
+    auto overwrite = options.value("overwrite", false);
+    feeds_.push_back(std::make_unique<feed>(path, format, overwrite));
+  }
+}
+
+feed_exporter::~feed_exporter() = default;
+
+void feed_exporter::export_item(const nlohmann::json& item) {
+  for (auto& feed : feeds_) feed->write(item);
+}
+
+bool feed_exporter::close() {
+  bool ok = true;
+  for (auto& feed : feeds_) ok = feed->close(stats_) && ok;
+  feeds_.clear();
+  return ok;
+}
+
+}  // namespace crawler

@@ -1,0 +1,370 @@
+#include "crawler/middleware.h"
+
+#include <algorithm>
+
+#include "config/log.h"
+
+namespace crawler {
+
+downloader_middleware::~downloader_middleware() = default;
+void downloader_middleware::process_request(request&) {}
+std::optional<request> downloader_middleware::process_response(const request&, const response&) {
+  return std::nullopt;
+}
+std::optional<request> downloader_middleware::process_exception(const request&,
+                                                                const download_result&) {
+  return std::nullopt;
+}
+
+spider_middleware::~spider_middleware() = default;
+std::optional<failure> spider_middleware::process_spider_input(const response&) {
+  return std::nullopt;
+}
+void spider_middleware::process_spider_output(const response&, output&) {}
+void spider_middleware::process_start_requests(output&) {}
+
+std::string status_message(int status) {
+  static const std::map<int, const char*> phrases = {
+      {100, "Continue"}, {200, "OK"}, {201, "Created"}, {202, "Accepted"}, {204, "No Content"},
+      {206, "Partial Content"}, {301, "Moved Permanently"}, {302, "Found"}, {303, "See Other"},
+      {304, "Not Modified"}, {307, "Temporary Redirect"}, {308, "Permanent Redirect"},
+      {400, "Bad Request"}, {401, "Unauthorized"}, {403, "Forbidden"}, {404, "Not Found"},
+      {405, "Method Not Allowed"}, {408, "Request Timeout"}, {410, "Gone"},
+      {429, "Too Many Requests"}, {500, "Internal Server Error"}, {501, "Not Implemented"},
+      {502, "Bad Gateway"}, {503, "Service Unavailable"}, {504, "Gateway Timeout"},
+      {522, "Unknown Status"}, {524, "Unknown Status"}};
+  auto found = phrases.find(status);
+  return std::to_string(status) + " " + (found == phrases.end() ? "Unknown Status" : found->second);
+}
+
+namespace {
+
+// Reads a list setting of HTTP statuses, naming the setting when an entry is not a status.
+std::vector<int> status_list(const settings& settings, std::string_view key) {
+  std::vector<int> statuses;
+  for (const auto& value : settings.get(key)) {
+    int status = value.is_number_integer() ? value.get<int>()
+                 : value.is_string()       ? std::atoi(value.get<std::string>().c_str())
+                                           : 0;
+    if (status < 100 || status > 999) {
+      throw settings_error(std::string(key) + ": " + value.dump() + " is not an HTTP status");
+    }
+    statuses.push_back(status);
+  }
+  return statuses;
+}
+
+bool contains(const std::vector<int>& statuses, int status) {
+  return std::find(statuses.begin(), statuses.end(), status) != statuses.end();
+}
+
+bool meta_flag(const request& request, const char* key) {
+  auto found = request.meta.find(key);
+  return found != request.meta.end() && found->is_boolean() && found->get<bool>();
+}
+
+std::int64_t meta_int(const nlohmann::json& meta, const char* key, std::int64_t fallback) {
+  auto found = meta.find(key);
+  return found != meta.end() && found->is_number_integer() ? found->get<std::int64_t>() : fallback;
+}
+
+bool meta_lists_status(const request& request, int status) {
+  if (meta_flag(request, "handle_httpstatus_all")) return true;
+  auto list = request.meta.find("handle_httpstatus_list");
+  if (list == request.meta.end() || !list->is_array()) return false;
+  return std::any_of(list->begin(), list->end(), [status](const auto& value) {
+    return value.is_number_integer() && value.template get<int>() == status;
+  });
+}
+
+class default_headers_middleware : public downloader_middleware {
+ public:
+  explicit default_headers_middleware(const settings& settings) {
+    for (const auto& [name, value] : settings.get("DEFAULT_REQUEST_HEADERS").items()) {
+      if (!value.is_string()) {
+        throw settings_error("DEFAULT_REQUEST_HEADERS." + name + ": must be a string");
+      }
+      headers_.emplace_back(name, value.get<std::string>());
+    }
+  }
+  void process_request(request& request) override {
+    for (const auto& [name, value] : headers_) {
+      if (find_header(request.headers, name).empty()) request.headers.emplace_back(name, value);
+    }
+  }
+
+ private:
+  header_list headers_;
+};
+
+class user_agent_middleware : public downloader_middleware {
+ public:
+  explicit user_agent_middleware(const settings& settings)
+      : user_agent_(settings.get_string("USER_AGENT")) {}
+  void process_request(request& request) override {
+    if (!user_agent_.empty() && find_header(request.headers, "User-Agent").empty()) {
+      request.headers.emplace_back("User-Agent", user_agent_);
+    }
+  }
+
+ private:
+  std::string user_agent_;
+};
+
+// Scrapy's RetryMiddleware and get_retry_request.
+class retry_middleware : public downloader_middleware {
+ public:
+  retry_middleware(const settings& settings, stats& stats)
+      : stats_(stats),
+        max_retry_times_(settings.get_int("RETRY_TIMES")),
+        priority_adjust_(int(settings.get_int("RETRY_PRIORITY_ADJUST"))),
+        retry_codes_(status_list(settings, "RETRY_HTTP_CODES")),
+        logger_(get_logger("retry")) {}
+
+  std::optional<request> process_response(const request& request,
+                                          const response& response) override {
+    if (meta_flag(request, "dont_retry") || !contains(retry_codes_, response.status)) {
+      return std::nullopt;
+    }
+    return retry(request, status_message(response.status));
+  }
+
+  std::optional<request> process_exception(const request& request,
+                                           const download_result& failure) override {
+    static const std::vector<std::string_view> retried = {
+        "TimeoutError",   "DNSLookupError",        "ConnectionRefusedError",
+        "ConnectionLost", "ResponseNeverReceived", "SSLError"};
+    if (meta_flag(request, "dont_retry") ||
+        std::find(retried.begin(), retried.end(), failure.error_type) == retried.end()) {
+      return std::nullopt;
+    }
+    return retry(request, failure.error_type);
+  }
+
+ private:
+  std::optional<request> retry(const request& request, const std::string& reason) {
+    auto times = meta_int(request.meta, "retry_times", 0) + 1;
+    auto max_times = meta_int(request.meta, "max_retry_times", max_retry_times_);
+    if (times > max_times) {
+      stats_.inc_value("retry/max_reached");
+      logger_->error("Gave up retrying {} (failed {} times): {}", request.describe(), times,
+                     reason);
+      return std::nullopt;
+    }
+    logger_->debug("Retrying {} (failed {} times): {}", request.describe(), times, reason);
+    auto again = request;
+    again.meta["retry_times"] = times;
+    again.dont_filter = true;
+    again.priority += priority_adjust_;
+    stats_.inc_value("retry/count");
+    stats_.inc_value("retry/reason_count/" + reason);
+    return again;
+  }
+
+  stats& stats_;
+  std::int64_t max_retry_times_;
+  int priority_adjust_;
+  std::vector<int> retry_codes_;
+  std::shared_ptr<spdlog::logger> logger_;
+};
+
+// Scrapy's RedirectMiddleware: the target goes back through the scheduler and the dupefilter.
+class redirect_middleware : public downloader_middleware {
+ public:
+  explicit redirect_middleware(const settings& settings)
+      : max_times_(settings.get_int("REDIRECT_MAX_TIMES")),
+        priority_adjust_(int(settings.get_int("REDIRECT_PRIORITY_ADJUST"))),
+        logger_(get_logger("redirect")) {}
+
+  std::optional<request> process_response(const request& request,
+                                          const response& response) override {
+    int status = response.status;
+    bool redirect_status = status == 301 || status == 302 || status == 303 || status == 307 ||
+                           status == 308;
+    if (!redirect_status || meta_flag(request, "dont_redirect") ||
+        meta_lists_status(request, status)) {
+      return std::nullopt;
+    }
+    auto location = response.header("Location");
+    if (location.empty()) return std::nullopt;
+    std::string target;
+    try {
+      target = response.urljoin(location);
+    } catch (const link_error& error) {
+      throw ignore_request(std::string("bad redirect location: ") + error.what());
+    }
+    auto ttl = meta_int(request.meta, "redirect_ttl", max_times_);
+    auto times = meta_int(request.meta, "redirect_times", 0) + 1;
+    if (ttl <= 0 || times > max_times_) {
+      logger_->debug("Discarding {}: max redirections reached", request.describe());
+      throw ignore_request("max redirections reached");
+    }
+    auto redirected = request;
+    redirected.url = target;
+    redirected.meta["redirect_times"] = times;
+    redirected.meta["redirect_ttl"] = ttl - 1;
+    auto& urls = redirected.meta["redirect_urls"];
+    if (!urls.is_array()) urls = nlohmann::json::array();
+    urls.push_back(request.url);
+    auto& reasons = redirected.meta["redirect_reasons"];
+    if (!reasons.is_array()) reasons = nlohmann::json::array();
+    reasons.push_back(status);
+    redirected.priority += priority_adjust_;
+    if ((status == 302 || status == 303) && request.method != "HEAD") {
+      redirected.method = "GET";
+      redirected.body.clear();
+      std::erase_if(redirected.headers, [](const auto& field) {
+        return !find_header({field}, "Content-Type").empty() ||
+               !find_header({field}, "Content-Length").empty();
+      });
+    }
+    logger_->debug("Redirecting ({}) to {} from {}", status, redirected.describe(),
+                   request.describe());
+    return redirected;
+  }
+
+ private:
+  std::int64_t max_times_;
+  int priority_adjust_;
+  std::shared_ptr<spdlog::logger> logger_;
+};
+
+// Scrapy's HttpErrorMiddleware: only 2xx reach callbacks unless the spider asks for more.
+class http_error_middleware : public spider_middleware {
+ public:
+  http_error_middleware(const settings& settings, stats& stats)
+      : stats_(stats),
+        allow_all_(settings.get_bool("HTTPERROR_ALLOW_ALL")),
+        allowed_(status_list(settings, "HTTPERROR_ALLOWED_CODES")),
+        logger_(get_logger("httperror")) {}
+
+  std::optional<failure> process_spider_input(const response& response) override {
+    int status = response.status;
+    if ((status >= 200 && status < 300) || allow_all_ || contains(allowed_, status) ||
+        meta_lists_status(response.request, status)) {
+      return std::nullopt;
+    }
+    stats_.inc_value("httperror/response_ignored_count");
+    stats_.inc_value("httperror/response_ignored_status_count/" + std::to_string(status));
+    logger_->info("Ignoring response <{} {}>: HTTP status code is not handled or not allowed",
+                  status, response.url);
+    return failure{response.request, "HttpError",
+                   "Ignoring non-200 response (" + status_message(status) + ")", response};
+  }
+
+ private:
+  stats& stats_;
+  bool allow_all_;
+  std::vector<int> allowed_;
+  std::shared_ptr<spdlog::logger> logger_;
+};
+
+// Scrapy's RefererMiddleware (default policy without the https-to-http rule): a followed link
+// carries the page it was found on.
+class referer_middleware : public spider_middleware {
+ public:
+  void process_spider_output(const response& response, output& out) override {
+    auto referer = std::string_view(response.url);
+    referer = referer.substr(0, referer.find('#'));
+    for (auto& request : out.requests) {
+      if (find_header(request.headers, "Referer").empty()) {
+        request.headers.emplace_back("Referer", referer);
+      }
+    }
+  }
+};
+
+class url_length_middleware : public spider_middleware {
+ public:
+  url_length_middleware(const settings& settings, stats& stats)
+      : stats_(stats), limit_(settings.get_int("URLLENGTH_LIMIT")), logger_(get_logger("urllength")) {}
+
+  void process_spider_output(const response&, output& out) override { filter(out); }
+  void process_start_requests(output& out) override { filter(out); }
+
+ private:
+  void filter(output& out) {
+    if (limit_ <= 0) return;
+    std::erase_if(out.requests, [this](const request& request) {
+      if (std::int64_t(request.url.size()) <= limit_) return false;
+      logger_->info("Ignoring link (url length > {}): {}", limit_, request.url);
+      stats_.inc_value("urllength/request_ignored_count");
+      return true;
+    });
+  }
+
+  stats& stats_;
+  std::int64_t limit_;
+  std::shared_ptr<spdlog::logger> logger_;
+};
+
+// Scrapy's DepthMiddleware: depth = the response's depth + 1, DEPTH_PRIORITY, DEPTH_LIMIT.
+class depth_middleware : public spider_middleware {
+ public:
+  depth_middleware(const settings& settings, stats& stats)
+      : stats_(stats),
+        limit_(settings.get_int("DEPTH_LIMIT")),
+        priority_(settings.get_int("DEPTH_PRIORITY")),
+        verbose_(settings.get_bool("DEPTH_STATS_VERBOSE")),
+        logger_(get_logger("depth")) {}
+
+  void process_start_requests(output& out) override {
+    for (auto& request : out.requests) {
+      if (!request.meta.contains("depth")) request.meta["depth"] = 0;
+    }
+    if (verbose_ && !out.requests.empty()) {
+      stats_.inc_value("request_depth_count/0", std::int64_t(out.requests.size()));
+    }
+    stats_.max_value("request_depth_max", 0);
+  }
+
+  void process_spider_output(const response& response, output& out) override {
+    auto depth = meta_int(response.meta(), "depth", 0) + 1;
+    std::erase_if(out.requests, [&](request& request) {
+      request.meta["depth"] = depth;
+      if (priority_) request.priority -= int(depth * priority_);
+      if (limit_ > 0 && depth > limit_) {
+        logger_->debug("Ignoring link (depth > {}): {}", limit_, request.url);
+        return true;
+      }
+      if (verbose_) stats_.inc_value("request_depth_count/" + std::to_string(depth));
+      stats_.max_value("request_depth_max", depth);
+      return false;
+    });
+  }
+
+ private:
+  stats& stats_;
+  std::int64_t limit_;
+  std::int64_t priority_;
+  bool verbose_;
+  std::shared_ptr<spdlog::logger> logger_;
+};
+
+}  // namespace
+
+std::vector<std::unique_ptr<downloader_middleware>> default_downloader_middlewares(
+    const settings& settings, stats& stats) {
+  std::vector<std::unique_ptr<downloader_middleware>> chain;
+  chain.push_back(std::make_unique<default_headers_middleware>(settings));
+  chain.push_back(std::make_unique<user_agent_middleware>(settings));
+  if (settings.get_bool("RETRY_ENABLED")) {
+    chain.push_back(std::make_unique<retry_middleware>(settings, stats));
+  }
+  if (settings.get_bool("REDIRECT_ENABLED")) {
+    chain.push_back(std::make_unique<redirect_middleware>(settings));
+  }
+  return chain;
+}
+
+std::vector<std::unique_ptr<spider_middleware>> default_spider_middlewares(const settings& settings,
+                                                                          stats& stats) {
+  std::vector<std::unique_ptr<spider_middleware>> chain;
+  chain.push_back(std::make_unique<http_error_middleware>(settings, stats));
+  if (settings.get_bool("REFERER_ENABLED")) chain.push_back(std::make_unique<referer_middleware>());
+  chain.push_back(std::make_unique<url_length_middleware>(settings, stats));
+  chain.push_back(std::make_unique<depth_middleware>(settings, stats));
+  return chain;
+}
+
+}  // namespace crawler

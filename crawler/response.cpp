@@ -1,0 +1,73 @@
+#include "crawler/response.h"
+
+#include <boost/url/parse.hpp>
+#include <boost/url/url.hpp>
+#include <cctype>
+
+namespace crawler {
+namespace {
+
+// Links in real pages hold spaces, raw UTF-8 and stray '%'. Browsers (and w3lib's
+// safe_url_string) percent-encode such bytes instead of rejecting the link; so do we.
+std::string percent_encode_unsafe(std::string_view link) {
+  static constexpr char digits[] = "0123456789ABCDEF";
+  auto is_hex = [](char c) { return std::isxdigit(static_cast<unsigned char>(c)) != 0; };
+  std::string safe;
+  safe.reserve(link.size() + 16);
+  for (std::size_t i = 0; i < link.size(); ++i) {
+    auto c = static_cast<unsigned char>(link[i]);
+    bool stray_percent =
+        c == '%' && !(i + 2 < link.size() && is_hex(link[i + 1]) && is_hex(link[i + 2]));
+    if (c <= 0x20 || c >= 0x7f || std::string_view("\"<>\\^`{|}").find(char(c)) != std::string_view::npos ||
+        stray_percent) {
+      safe += '%';
+      safe += digits[c >> 4];
+      safe += digits[c & 15];
+    } else {
+      safe += char(c);
+    }
+  }
+  return safe;
+}
+
+}  // namespace
+
+nlohmann::json response::json() const {
+  auto parsed = nlohmann::json::parse(body, nullptr, false);
+  if (parsed.is_discarded()) {
+    throw std::invalid_argument(url + ": the body is not JSON");
+  }
+  return parsed;
+}
+
+std::string response::urljoin(std::string_view link) const {
+  auto is_space = [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f'; };
+  while (!link.empty() && is_space(link.front())) link.remove_prefix(1);
+  while (!link.empty() && is_space(link.back())) link.remove_suffix(1);
+  auto base = boost::urls::parse_uri(url);
+  if (!base) throw link_error("cannot resolve \"" + std::string(link) + "\": page URL " + url +
+                              " is not absolute");
+  auto reference = boost::urls::parse_uri_reference(link);
+  std::string encoded;
+  if (!reference) {
+    encoded = percent_encode_unsafe(link);
+    reference = boost::urls::parse_uri_reference(encoded);
+  }
+  if (!reference) {
+    throw link_error("\"" + std::string(link) + "\" on " + url + " is not a URL: " +
+                     reference.error().message());
+  }
+  boost::urls::url resolved;
+  auto result = boost::urls::resolve(*base, *reference, resolved);
+  if (!result) {
+    throw link_error("cannot resolve \"" + std::string(link) + "\" against " + url + ": " +
+                     result.error().message());
+  }
+  return std::string(resolved.buffer());
+}
+
+crawler::request response::follow(std::string_view link, std::string callback) const {
+  return crawler::request{urljoin(link), std::move(callback)};
+}
+
+}  // namespace crawler

@@ -1,0 +1,54 @@
+// A downloaded response, handed to the spider callback its request named.
+//
+//   void parse(const crawler::response& response, crawler::output& out) {
+//     if (response.header("Content-Type").starts_with("application/json")) {
+//       for (auto& quote : response.json()["quotes"]) out.item(quote);
+//     }
+//     out.follow(response, "/page/2", "parse");   // resolved against response.url
+//   }
+//
+// The body is decoded (gzip, deflate, br) and at most DOWNLOAD_MAXSIZE bytes. A response is a
+// value; it carries a copy of its request, so `response.meta()` reads what the request carried.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+#include "scheduler/request.h"
+
+namespace crawler {
+
+/// A link that cannot be resolved against a page's URL. what() names the link and the page.
+class link_error : public std::invalid_argument {
+ public:
+  using std::invalid_argument::invalid_argument;
+};
+
+struct response {
+  /// The URL that answered (the request's URL; redirects arrive as new requests).
+  std::string url;
+  /// The HTTP status; file:// responses read as 200, as Scrapy's file handler does.
+  int status = 200;
+  header_list headers;
+  std::string body;
+  /// "HTTP/1.1", "HTTP/2", or "" for file://.
+  std::string protocol;
+  crawler::request request;
+
+  const nlohmann::json& meta() const { return request.meta; }
+  /// The value of the first header called `name` (any case), or "".
+  std::string_view header(std::string_view name) const { return find_header(headers, name); }
+  /// The body as text (bytes as received, after decoding the content encoding).
+  std::string_view text() const { return body; }
+  /// The body parsed as JSON. Throws std::invalid_argument naming the URL when it is not JSON.
+  nlohmann::json json() const;
+  /// `link` resolved against this response's URL (RFC 3986), surrounding whitespace ignored, as
+  /// Scrapy's response.urljoin. Throws link_error when `link` is not a URL reference.
+  std::string urljoin(std::string_view link) const;
+  /// A request for `link` (resolved with urljoin) whose response goes to `callback`.
+  crawler::request follow(std::string_view link, std::string callback = {}) const;
+};
+
+}  // namespace crawler

@@ -1,0 +1,85 @@
+#include "crawler/spider.h"
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "config/log.h"
+
+namespace crawler {
+namespace {
+
+std::map<std::string, spider_entry, std::less<>>& registry() {
+  static std::map<std::string, spider_entry, std::less<>> spiders;
+  return spiders;
+}
+
+}  // namespace
+
+bool output::follow(const response& from, std::string_view link, std::string callback) {
+  try {
+    requests.push_back(from.follow(link, std::move(callback)));
+    return true;
+  } catch (const link_error&) {
+    return false;
+  }
+}
+
+spider::spider(std::string name) : name_(std::move(name)) {}
+spider::~spider() = default;
+
+void spider::start_requests(output& out) {
+  for (const auto& url : start_urls) {
+    crawler::request start{url};
+    start.dont_filter = true;
+    out.request(std::move(start));
+  }
+}
+
+void spider::parse(const response& response, output&) {
+  get_logger(name_)->error("Spider error processing {}: {} does not define parse()",
+                           response.request.describe(), name_);
+}
+
+void spider::opened(const crawler::settings&) {}
+void spider::closed(std::string_view) {}
+
+void spider::call(std::string_view name, const response& response, output& out) {
+  if (name.empty() || name == "parse") return parse(response, out);
+  auto found = callbacks_.find(name);
+  if (found == callbacks_.end()) {
+    throw std::invalid_argument("spider " + name_ + " has no callback \"" + std::string(name) +
+                                "\"");
+  }
+  found->second(response, out);
+}
+
+bool spider::call_errback(std::string_view name, const failure& failure, output& out) {
+  auto found = errbacks_.find(name);
+  if (found == errbacks_.end()) return false;
+  found->second(failure, out);
+  return true;
+}
+
+std::string spider::argument(std::string_view key, std::string_view fallback) const {
+  auto found = arguments_.find(key);
+  return found == arguments_.end() ? std::string(fallback) : found->second;
+}
+
+bool register_spider(spider_entry entry) {
+  auto name = entry.name;
+  registry().insert_or_assign(std::move(name), std::move(entry));
+  return true;
+}
+
+std::vector<const spider_entry*> registered_spiders() {
+  std::vector<const spider_entry*> entries;
+  for (const auto& [name, entry] : registry()) entries.push_back(&entry);
+  return entries;
+}
+
+const spider_entry* find_spider(std::string_view name) {
+  auto found = registry().find(name);
+  return found == registry().end() ? nullptr : &found->second;
+}
+
+}  // namespace crawler

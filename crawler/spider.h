@@ -1,0 +1,143 @@
+// Spiders: a name, where to start, and callbacks that turn responses into items and requests.
+//
+//   class quotes : public crawler::spider {
+//    public:
+//     quotes() : spider("quotes") {
+//       start_urls = {"https://quotes.toscrape.com/api/quotes?page=1"};
+//       callback("parse_author", &quotes::parse_author);   // callbacks are named: see request.h
+//     }
+//     void parse(const crawler::response& response, crawler::output& out) override {
+//       for (auto& quote : response.json()["quotes"]) out.item(quote);
+//       out.follow(response, "/author/1", "parse_author");
+//     }
+//     void parse_author(const crawler::response& response, crawler::output& out);
+//   };
+//   CRAWLER_REGISTER_SPIDER(quotes, "Quotes from the JSON API");  // `crawler crawl quotes`
+//
+// A spider is used from the engine's loop only. Callbacks should not block: they run on the loop
+// that drives every download.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "crawler/response.h"
+#include "scheduler/request.h"
+
+namespace crawler {
+
+class settings;
+
+/// What a callback yields: requests to schedule and items to export, in order.
+class output {
+ public:
+  /// Schedules `request`.
+  void request(crawler::request request) { requests.push_back(std::move(request)); }
+  /// Schedules `link` resolved against `from`'s URL; its response goes to `callback` (empty:
+  /// parse). Returns false, after logging nothing, when the link cannot be resolved.
+  bool follow(const response& from, std::string_view link, std::string callback = {});
+  /// Exports `item` (a JSON object) through the item pipelines and feeds.
+  void item(nlohmann::json item) { items.push_back(std::move(item)); }
+
+  std::vector<crawler::request> requests;
+  std::vector<nlohmann::json> items;
+};
+
+/// Why a request produced no response for its callback: a download error, or an HTTP status the
+/// spider does not handle. Given to the request's errback.
+struct failure {
+  crawler::request request;
+  /// What went wrong, as the stats name it: "TimeoutError", "ConnectionRefusedError",
+  /// "DNSLookupError", "HttpError", ...
+  std::string type;
+  std::string message;
+  /// The response, for an HttpError.
+  std::optional<crawler::response> response;
+};
+
+class spider {
+ public:
+  using callback_fn = std::function<void(const response&, output&)>;
+  using errback_fn = std::function<void(const failure&, output&)>;
+
+  explicit spider(std::string name);
+  virtual ~spider();
+  spider(const spider&) = delete;
+  spider& operator=(const spider&) = delete;
+
+  const std::string& name() const { return name_; }
+
+  /// The first requests. By default one GET per start URL, with dont_filter set, as Scrapy's.
+  virtual void start_requests(output& out);
+  /// The default callback. The base class logs an error: a spider must override it or name
+  /// another callback on every request.
+  virtual void parse(const response& response, output& out);
+  /// Called once the crawl has opened, with the settings it runs on.
+  virtual void opened(const crawler::settings& settings);
+  /// Called once when the crawl ends, with its finish_reason.
+  virtual void closed(std::string_view reason);
+
+  /// Runs the callback `name` (empty: parse). Throws std::invalid_argument for an unknown name.
+  void call(std::string_view name, const response& response, output& out);
+  /// Runs the errback `name`; returns false when the spider has none by that name.
+  bool call_errback(std::string_view name, const failure& failure, output& out);
+
+  /// Spider arguments, `crawler crawl NAME -a key=value`.
+  void set_argument(std::string key, std::string value) { arguments_[std::move(key)] = std::move(value); }
+  /// The argument `key`, or `fallback` when it was not given.
+  std::string argument(std::string_view key, std::string_view fallback = {}) const;
+
+  /// Settings this spider needs whatever the command line says (Scrapy's custom_settings): applied
+  /// over the defaults and the config file, under `-s` overrides.
+  nlohmann::json custom_settings = nlohmann::json::object();
+  std::vector<std::string> start_urls;
+
+ protected:
+  /// Registers a member function as the callback `name`, for requests to name.
+  template <class Spider>
+  void callback(std::string name, void (Spider::*method)(const response&, output&)) {
+    callbacks_[std::move(name)] = [this, method](const response& r, output& out) {
+      (static_cast<Spider*>(this)->*method)(r, out);
+    };
+  }
+  /// Registers a member function as the errback `name`.
+  template <class Spider>
+  void errback(std::string name, void (Spider::*method)(const failure&, output&)) {
+    errbacks_[std::move(name)] = [this, method](const failure& f, output& out) {
+      (static_cast<Spider*>(this)->*method)(f, out);
+    };
+  }
+
+ private:
+  std::string name_;
+  std::map<std::string, callback_fn, std::less<>> callbacks_;
+  std::map<std::string, errback_fn, std::less<>> errbacks_;
+  std::map<std::string, std::string, std::less<>> arguments_;
+};
+
+/// One compiled-in spider: how `crawler list` shows it and how `crawler crawl` builds it.
+struct spider_entry {
+  std::string name;
+  std::string description;
+  std::function<std::unique_ptr<spider>()> make;
+};
+
+/// Adds a spider to the registry; a second spider with the same name replaces the first.
+bool register_spider(spider_entry entry);
+/// Every registered spider, sorted by name.
+std::vector<const spider_entry*> registered_spiders();
+/// The spider called `name`, or null.
+const spider_entry* find_spider(std::string_view name);
+
+}  // namespace crawler
+
+/// Registers `Class` (default-constructible, a crawler::spider) under its name at start-up.
+#define CRAWLER_REGISTER_SPIDER(Class, description)                                   \
+  static const bool crawler_registered_##Class = ::crawler::register_spider(          \
+      {Class().name(), description, [] { return std::make_unique<Class>(); }})

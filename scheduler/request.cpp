@@ -1,0 +1,106 @@
+#include "scheduler/request.h"
+
+#include <stdexcept>
+
+namespace crawler {
+namespace {
+
+bool iequals(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    auto lower = [](char c) { return c >= 'A' && c <= 'Z' ? char(c - 'A' + 'a') : c; };
+    if (lower(a[i]) != lower(b[i])) return false;
+  }
+  return true;
+}
+
+std::string to_hex(std::string_view bytes) {
+  static constexpr char digits[] = "0123456789abcdef";
+  std::string hex;
+  hex.reserve(bytes.size() * 2);
+  for (unsigned char c : bytes) {
+    hex += digits[c >> 4];
+    hex += digits[c & 15];
+  }
+  return hex;
+}
+
+int hex_value(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+}  // namespace
+
+std::string_view find_header(const header_list& headers, std::string_view name) {
+  for (const auto& [key, value] : headers) {
+    if (iequals(key, name)) return value;
+  }
+  return {};
+}
+
+void set_header(header_list& headers, std::string_view name, std::string_view value) {
+  std::erase_if(headers, [name](const auto& field) { return iequals(field.first, name); });
+  headers.emplace_back(name, value);
+}
+
+std::string request::describe() const { return "<" + method + " " + url + ">"; }
+
+nlohmann::json request::to_json() const {
+  nlohmann::json json{{"url", url}, {"method", method}, {"priority", priority},
+                      {"dont_filter", dont_filter}, {"meta", meta}};
+  if (!callback.empty()) json["callback"] = callback;
+  if (!errback.empty()) json["errback"] = errback;
+  if (!body.empty()) json["body_hex"] = to_hex(body);
+  if (!headers.empty()) {
+    auto& fields = json["headers"] = nlohmann::json::array();
+    for (const auto& [name, value] : headers) fields.push_back({name, value});
+  }
+  return json;
+}
+
+request request::from_json(const nlohmann::json& json, std::string_view where) {
+  auto fail = [where](std::string_view what) {
+    throw std::invalid_argument(std::string(where) + ": " + std::string(what));
+  };
+  if (!json.is_object()) fail("a request must be a JSON object");
+  auto url = json.find("url");
+  if (url == json.end() || !url->is_string() || url->get_ref<const std::string&>().empty()) {
+    fail("\"url\" must be a non-empty string");
+  }
+  request result{url->get<std::string>()};
+  try {
+    result.method = json.value("method", "GET");
+    result.priority = json.value("priority", 0);
+    result.dont_filter = json.value("dont_filter", false);
+    result.callback = json.value("callback", "");
+    result.errback = json.value("errback", "");
+    if (auto meta = json.find("meta"); meta != json.end() && !meta->is_null()) {
+      if (!meta->is_object()) fail("\"meta\" must be an object");
+      result.meta = *meta;
+    }
+    if (auto headers = json.find("headers"); headers != json.end()) {
+      for (const auto& field : *headers) {
+        result.headers.emplace_back(field.at(0).get<std::string>(), field.at(1).get<std::string>());
+      }
+    }
+    auto hex = json.value("body_hex", "");
+    if (hex.size() % 2) fail("\"body_hex\" has an odd number of digits");
+    for (std::size_t i = 0; i < hex.size(); i += 2) {
+      int high = hex_value(hex[i]), low = hex_value(hex[i + 1]);
+      if (high < 0 || low < 0) fail("\"body_hex\" holds a character that is not a hex digit");
+      result.body += char(high * 16 + low);
+    }
+  } catch (const nlohmann::json::exception& error) {
+    fail(error.what());
+  }
+  return result;
+}
+
+dedup::fingerprint fingerprint_of(const request& request, dedup::fingerprint_scheme scheme) {
+  return dedup::request_fingerprint(request.method, request.url, request.body, scheme);
+}
+
+}  // namespace crawler

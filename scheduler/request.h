@@ -1,0 +1,68 @@
+// A request: what to fetch, and which spider callback gets the response.
+//
+//   crawler::request next{"https://example.com/page/2"};
+//   next.callback = "parse_page";            // a callback the spider registered by name
+//   next.meta["page"] = 2;
+//   next.priority = 10;                      // higher runs sooner
+//
+// It lives in the scheduler module because the scheduler's queues hold it, fingerprint it and
+// write it to JOBDIR (and to Redis for fleets); spiders see it through crawler/spider.h.
+// Callbacks are named, not pointers, so a queued request survives a restart, as in Scrapy's
+// request_to_dict. A request is a value: copy and move it freely.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "dedup/fingerprint.h"
+
+namespace crawler {
+
+/// Header fields in the order they were set; names compare case-insensitively.
+using header_list = std::vector<std::pair<std::string, std::string>>;
+
+/// The value of the first header called `name` (any case), or "" when there is none.
+std::string_view find_header(const header_list& headers, std::string_view name);
+/// Replaces every header called `name` (any case) with one `name: value`.
+void set_header(header_list& headers, std::string_view name, std::string_view value);
+
+struct request {
+  std::string url;
+  std::string method = "GET";
+  header_list headers;
+  std::string body;
+  /// Free-form data that travels with the request to its response (Scrapy's Request.meta). Keys the
+  /// framework reads: depth, proxy, download_timeout, dont_redirect, dont_retry,
+  /// handle_httpstatus_list, handle_httpstatus_all, redirect_times, retry_times, download_slot.
+  nlohmann::json meta = nlohmann::json::object();
+  /// Larger runs sooner; the retry and redirect middlewares adjust it as Scrapy's do.
+  int priority = 0;
+  /// Skips the dupefilter: the request is queued even if an equal one was seen.
+  bool dont_filter = false;
+  /// The spider callback for the response; empty means the spider's `parse`.
+  std::string callback;
+  /// The spider callback for a failure (download error, ignored HTTP status); empty means none.
+  std::string errback;
+
+  request() = default;
+  explicit request(std::string url_, std::string callback_ = {})
+      : url(std::move(url_)), callback(std::move(callback_)) {}
+
+  /// "<GET https://example.com/>", as Scrapy prints a request.
+  std::string describe() const;
+
+  /// The JSON form kept in JOBDIR/requests.queue and Redis queues (Scrapy's request_to_dict keys;
+  /// the body is hex-encoded as `body_hex`, so any bytes survive).
+  nlohmann::json to_json() const;
+  /// Reads to_json()'s form. Throws std::invalid_argument naming `where` and the bad field.
+  static request from_json(const nlohmann::json& json, std::string_view where);
+};
+
+/// The request's fingerprint under `scheme` (method, URL and body; headers are ignored, as in
+/// Scrapy). Throws dedup::url_error for a URL that cannot be canonicalized.
+dedup::fingerprint fingerprint_of(const request& request, dedup::fingerprint_scheme scheme);
+
+}  // namespace crawler

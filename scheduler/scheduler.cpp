@@ -1,0 +1,182 @@
+#include "scheduler/scheduler.h"
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include "config/log.h"
+#include "dedup/canonical_url.h"
+
+namespace crawler {
+namespace {
+
+constexpr const char* queue_file = "requests.queue.jsonl";
+
+// SCHEDULER picks where the queue lives. Only the in-process queue exists so far; the Redis queue
+// for fleets is its own piece of work, and a fleet must not silently fall back to a local queue.
+void check_scheduler_setting(const settings& settings) {
+  auto name = settings.get_string("SCHEDULER");
+  if (name == "memory" || name == "scrapy.core.scheduler.Scheduler") return;
+  if (name == "redis" || name == "scrapy_redis.scheduler.Scheduler") {
+    throw settings_error("SCHEDULER=" + name +
+                         ": the shared Redis request queue is not available in this build; use "
+                         "SCHEDULER=memory");
+  }
+  throw settings_error("SCHEDULER: unknown scheduler \"" + name + "\"; valid values are memory");
+}
+
+}  // namespace
+
+std::unique_ptr<scheduler> scheduler::create(const scheduler_context& context) {
+  check_scheduler_setting(context.settings);
+  auto dupefilter = dedup::make_dupefilter({context.settings, context.stats, context.spider_name,
+                                            context.executor, context.redis});
+  return std::unique_ptr<scheduler>(new scheduler(context, std::move(dupefilter)));
+}
+
+scheduler::scheduler(const scheduler_context& context,
+                     std::unique_ptr<dedup::rfp_dupefilter> dupefilter)
+    : settings_(context.settings),
+      stats_(context.stats),
+      jobdir_(context.settings.get_string("JOBDIR")),
+      scheme_(dedup::fingerprint_scheme_from(context.settings)),
+      queue_(queue_order_from(context.settings)),
+      dupefilter_(std::move(dupefilter)),
+      logger_(get_logger("scheduler")) {}
+
+scheduler::~scheduler() = default;
+
+void scheduler::do_open(asio::any_completion_handler<done_signature> handler) {
+  try {
+    load_queue();
+  } catch (...) {
+    return std::move(handler)(std::current_exception());
+  }
+  dupefilter_->async_open(std::move(handler));
+}
+
+void scheduler::do_enqueue(std::vector<request> requests,
+                           asio::any_completion_handler<enqueue_signature> handler) {
+  std::vector<dedup::fingerprint> fingerprints;
+  std::vector<std::size_t> filtered_positions;  // requests[i] that go through the dupefilter
+  fingerprints.reserve(requests.size());
+  filtered_positions.reserve(requests.size());
+  std::vector<request> accepted;
+  accepted.reserve(requests.size());
+  for (auto& request : requests) {
+    if (!request.dont_filter) {
+      try {
+        fingerprints.push_back(fingerprint_of(request, scheme_));
+      } catch (const dedup::url_error& error) {
+        logger_->error("Dropped {}: {}", request.describe(), error.what());
+        continue;
+      }
+      filtered_positions.push_back(accepted.size());
+    }
+    accepted.push_back(std::move(request));
+  }
+  if (fingerprints.empty()) {
+    auto queued = queue_new(accepted, {}, {});
+    return std::move(handler)(nullptr, queued, std::vector<request>{});
+  }
+  dupefilter_->async_seen(
+      fingerprints, [this, batch = std::move(accepted), positions = std::move(filtered_positions),
+                     handler = std::move(handler)](std::exception_ptr error,
+                                                   dedup::seen_flags flags) mutable {
+        if (error) return std::move(handler)(error, std::size_t{0}, std::move(batch));
+        auto queued = queue_new(batch, flags, positions);
+        std::move(handler)(nullptr, queued, std::vector<request>{});
+      });
+}
+
+std::size_t scheduler::queue_new(std::vector<request>& requests, const dedup::seen_flags& flags,
+                                 const std::vector<std::size_t>& filtered_positions) {
+  // Mark duplicates first: flags[i] belongs to requests[filtered_positions[i]].
+  std::vector<bool> duplicate(requests.size(), false);
+  for (std::size_t i = 0; i < flags.size(); ++i) {
+    if (flags[i]) duplicate[filtered_positions[i]] = true;
+  }
+  std::size_t queued = 0;
+  for (std::size_t i = 0; i < requests.size(); ++i) {
+    if (duplicate[i]) {
+      auto referer = find_header(requests[i].headers, "Referer");
+      dupefilter_->log(requests[i].describe(), referer.empty() ? "None" : referer);
+      continue;
+    }
+    queue_.push(std::move(requests[i]));
+    ++queued;
+  }
+  if (queued) {
+    stats_.inc_value("scheduler/enqueued/memory", std::int64_t(queued));
+    stats_.inc_value("scheduler/enqueued", std::int64_t(queued));
+  }
+  return queued;
+}
+
+std::optional<request> scheduler::next_request() {
+  auto next = queue_.pop();
+  if (next) {
+    stats_.inc_value("scheduler/dequeued/memory");
+    stats_.inc_value("scheduler/dequeued");
+  }
+  return next;
+}
+
+void scheduler::restore(request request) { queue_.push(std::move(request)); }
+
+void scheduler::do_close(asio::any_completion_handler<done_signature> handler) {
+  std::exception_ptr save_error;
+  try {
+    save_queue();
+  } catch (...) {
+    save_error = std::current_exception();
+  }
+  // Close the dupefilter even when the queue could not be saved: each component in its own guard.
+  dupefilter_->async_close(
+      [save_error, handler = std::move(handler)](std::exception_ptr error) mutable {
+        std::move(handler)(save_error ? save_error : error);
+      });
+}
+
+void scheduler::load_queue() {
+  if (jobdir_.empty()) return;
+  auto path = std::filesystem::path(jobdir_) / queue_file;
+  std::ifstream in(path);
+  if (!in) return;  // a new JOBDIR
+  std::string line;
+  std::size_t line_number = 0;
+  while (std::getline(in, line)) {
+    ++line_number;
+    if (line.empty()) continue;
+    auto where = path.string() + ":" + std::to_string(line_number);
+    auto json = nlohmann::json::parse(line, nullptr, false);
+    if (json.is_discarded()) {
+      throw std::runtime_error(where + ": not a JSON request; delete the file to start afresh");
+    }
+    queue_.push(request::from_json(json, where));
+  }
+  if (!queue_.empty()) {
+    logger_->info("Resuming crawl ({} requests scheduled)", queue_.size());
+  }
+}
+
+void scheduler::save_queue() {
+  if (jobdir_.empty()) return;
+  std::filesystem::create_directories(jobdir_);
+  auto path = std::filesystem::path(jobdir_) / queue_file;
+  auto partial = path;
+  partial += ".partial";
+  {
+    std::ofstream out(partial, std::ios::trunc);
+    queue_.for_each([&out](const request& request) { out << request.to_json().dump() << '\n'; });
+    out.flush();
+    if (!out) throw std::runtime_error(partial.string() + ": cannot write the request queue");
+  }
+  // Rename over the old queue so a crash while writing leaves the previous queue intact.
+  std::filesystem::rename(partial, path);
+  if (!queue_.empty()) {
+    logger_->info("Saved {} pending requests to {}", queue_.size(), path.string());
+  }
+}
+
+}  // namespace crawler

@@ -1,0 +1,121 @@
+// The scheduler: owns the request queue and calls the dupefilter before queueing, as Scrapy's.
+//
+//   auto scheduler = crawler::scheduler::create({settings, stats, "books", io.get_executor()});
+//   scheduler->async_open(handler);                          // dupefilter + JOBDIR queue
+//   scheduler->async_enqueue(std::move(page_links), handler); // one dupefilter batch per call
+//   while (auto next = scheduler->next_request()) ...;
+//   scheduler->async_close(handler);                         // saves queue and dupefilter
+//
+// A call to async_enqueue fingerprints every request that is not `dont_filter` and asks the
+// dupefilter about all of them in one batch (one Redis round trip for the Redis backends).
+// Duplicates are logged through the dupefilter (`dupefilter/filtered` or `bloomfilter/filtered`);
+// a request whose URL cannot be fingerprinted is logged as an error and dropped. Counts
+// `scheduler/enqueued[/memory]` and `scheduler/dequeued[/memory]`.
+//
+// With JOBDIR set, close writes the queue to JOBDIR/requests.queue.jsonl (one request per line)
+// and open reads it back, so a crawl stopped with Ctrl-C resumes where it left off.
+// Used from the engine's loop only. Completions take `(std::exception_ptr, ...)`.
+#pragma once
+
+#include <boost/asio/any_completion_handler.hpp>
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/async_result.hpp>
+#include <cstddef>
+#include <exception>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "config/settings.h"
+#include "config/stats.h"
+#include "dedup/dupefilter.h"
+#include "scheduler/request.h"
+#include "scheduler/request_queue.h"
+
+namespace crawler {
+
+namespace asio = boost::asio;
+
+/// What a scheduler is built from: the crawl's settings, stats, spider name and event loop.
+struct scheduler_context {
+  const crawler::settings& settings;
+  crawler::stats& stats;
+  std::string spider_name;
+  asio::any_io_executor executor;
+  /// A Redis connection to share with the dupefilter; null makes one when a backend needs it.
+  std::shared_ptr<redis::client> redis = nullptr;
+};
+
+class scheduler {
+ public:
+  using done_signature = void(std::exception_ptr);
+  /// On an error (the dupefilter could not answer) nothing was queued and the batch comes back
+  /// untouched as `unqueued`, so the caller can try again: a request is never lost.
+  using enqueue_signature = void(std::exception_ptr, std::size_t queued,
+                                 std::vector<request> unqueued);
+
+  /// Builds the queue SCHEDULER and SCHEDULER_MEMORY_QUEUE select and the dupefilter
+  /// DUPEFILTER_CLASS selects. Throws settings_error naming the setting when one is invalid.
+  static std::unique_ptr<scheduler> create(const scheduler_context& context);
+  ~scheduler();
+
+  /// Opens the dupefilter and, with JOBDIR, loads the saved queue.
+  template <asio::completion_token_for<done_signature> Token>
+  auto async_open(Token&& token) {
+    return asio::async_initiate<Token, done_signature>(
+        [this](auto handler) { do_open(std::move(handler)); }, token);
+  }
+
+  /// Filters `requests` through the dupefilter as one batch and queues the new ones; completes
+  /// with how many were queued.
+  template <asio::completion_token_for<enqueue_signature> Token>
+  auto async_enqueue(std::vector<request> requests, Token&& token) {
+    return asio::async_initiate<Token, enqueue_signature>(
+        [this](auto handler, std::vector<request> batch) {
+          do_enqueue(std::move(batch), std::move(handler));
+        },
+        token, std::move(requests));
+  }
+
+  /// The next request to download, or nullopt when the queue is empty.
+  std::optional<request> next_request();
+
+  /// Puts back a request that was taken but not crawled (a forced shutdown), without the
+  /// dupefilter and without counting it again, so JOBDIR keeps it.
+  void restore(request request);
+
+  std::size_t size() const { return queue_.size(); }
+  bool has_pending_requests() const { return !queue_.empty(); }
+
+  /// Saves the queue (JOBDIR) and closes the dupefilter.
+  template <asio::completion_token_for<done_signature> Token>
+  auto async_close(Token&& token) {
+    return asio::async_initiate<Token, done_signature>(
+        [this](auto handler) { do_close(std::move(handler)); }, token);
+  }
+
+  dedup::rfp_dupefilter& dupefilter() { return *dupefilter_; }
+
+ private:
+  scheduler(const scheduler_context& context, std::unique_ptr<dedup::rfp_dupefilter> dupefilter);
+
+  void do_open(asio::any_completion_handler<done_signature> handler);
+  void do_enqueue(std::vector<request> requests,
+                  asio::any_completion_handler<enqueue_signature> handler);
+  void do_close(asio::any_completion_handler<done_signature> handler);
+  std::size_t queue_new(std::vector<request>& requests, const dedup::seen_flags& flags,
+                        const std::vector<std::size_t>& filtered_positions);
+  void load_queue();
+  void save_queue();
+
+  const crawler::settings& settings_;
+  crawler::stats& stats_;
+  std::string jobdir_;
+  dedup::fingerprint_scheme scheme_;
+  memory_queue queue_;
+  std::unique_ptr<dedup::rfp_dupefilter> dupefilter_;
+  std::shared_ptr<spdlog::logger> logger_;
+};
+
+}  // namespace crawler

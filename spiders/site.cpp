@@ -1,0 +1,61 @@
+// Follows every link of one site and yields one item per page: its URL, title and link count.
+//
+//   crawler crawl site -a start=http://127.0.0.1:8000/ -O pages.jsonl
+//
+// Links to other hosts are left alone (Scrapy's allowed_domains, taken from the start URL).
+#include <boost/url/parse.hpp>
+
+#include "crawler/href_scanner.h"
+#include "crawler/spider.h"
+
+namespace {
+
+std::string host_of(const std::string& url) {
+  auto parsed = boost::urls::parse_uri(url);
+  return parsed ? std::string(parsed->host()) : std::string();
+}
+
+std::string title_of(std::string_view html) {
+  auto open = html.find("<title>");
+  if (open == std::string_view::npos) return {};
+  open += 7;
+  auto close = html.find("</title>", open);
+  return std::string(html.substr(open, close == std::string_view::npos ? 0 : close - open));
+}
+
+class site : public crawler::spider {
+ public:
+  site() : spider("site") {}
+
+  void start_requests(crawler::output& out) override {
+    auto start = argument("start");
+    if (start.empty()) throw std::invalid_argument("spider site needs -a start=URL");
+    host_ = host_of(start);
+    out.request(crawler::request{start});
+  }
+
+  void parse(const crawler::response& response, crawler::output& out) override {
+    std::size_t links = 0;
+    crawler::for_each_href(response.text(), [&](std::string_view href) {
+      ++links;
+      if (href.starts_with("#") || href.starts_with("mailto:") || href.starts_with("javascript:")) {
+        return;
+      }
+      std::string url;
+      try {
+        url = response.urljoin(href);
+      } catch (const crawler::link_error&) {
+        return;
+      }
+      if (host_of(url) == host_) out.request(crawler::request{std::move(url)});
+    });
+    out.item({{"url", response.url}, {"title", title_of(response.text())}, {"links", links}});
+  }
+
+ private:
+  std::string host_;
+};
+
+}  // namespace
+
+CRAWLER_REGISTER_SPIDER(site, "Every page of one site: -a start=URL");
