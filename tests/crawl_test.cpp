@@ -1,0 +1,363 @@
+// The engine, downloader and middlewares against a real loopback HTTP server.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+#include "crawler/crawl.h"
+#include "crawler/href_scanner.h"
+#include "http_server.h"
+#include "redis_server.h"
+
+namespace {
+
+using crawler::fixtures::http_server;
+
+// A spider that requests what the test gives it and records what comes back.
+class recording_spider : public crawler::spider {
+ public:
+  explicit recording_spider(std::vector<crawler::request> start) : spider("recording"),
+                                                                   start_(std::move(start)) {
+    errback("record_failure", &recording_spider::record_failure);
+  }
+
+  void start_requests(crawler::output& out) override {
+    for (auto request : start_) {
+      request.errback = "record_failure";
+      out.request(std::move(request));
+    }
+  }
+  void parse(const crawler::response& response, crawler::output& out) override {
+    responses.push_back(response);
+    if (follow_links) {
+      crawler::for_each_href(response.text(), [&](std::string_view href) {
+        if (!href.starts_with("#")) {
+          auto request = response.follow(href);
+          request.errback = "record_failure";
+          out.request(std::move(request));
+        }
+      });
+      out.item({{"url", response.url}});
+    }
+  }
+  void record_failure(const crawler::failure& failure, crawler::output&) {
+    failures.push_back(failure);
+  }
+
+  bool follow_links = false;
+  std::vector<crawler::response> responses;
+  std::vector<crawler::failure> failures;
+
+ private:
+  std::vector<crawler::request> start_;
+};
+
+crawler::request get(const std::string& url) { return crawler::request{url}; }
+
+crawler::crawl_result crawl(recording_spider& spider, std::vector<std::string> overrides = {}) {
+  overrides.push_back("LOG_LEVEL=WARNING");
+  overrides.push_back("LOGSTATS_INTERVAL=0");
+  auto settings = crawler::settings_for(spider, overrides);
+  crawler::crawl_options options;
+  options.handle_signals = false;
+  return crawler::run_crawl(spider, settings, std::move(options));
+}
+
+std::int64_t stat(const crawler::crawl_result& result, const std::string& key) {
+  return result.stats.value(key, std::int64_t{0});
+}
+
+TEST(crawl, a_status_in_retry_http_codes_is_retried_until_it_succeeds) {
+  http_server server;
+  recording_spider spider({get(server.url("/flaky/a?fail=2"))});
+  auto result = crawl(spider);
+  ASSERT_EQ(spider.responses.size(), 1u);
+  EXPECT_EQ(spider.responses[0].body, "recovered");
+  EXPECT_EQ(stat(result, "retry/count"), 2);
+  EXPECT_EQ(stat(result, "retry/reason_count/500 Internal Server Error"), 2);
+  EXPECT_EQ(stat(result, "downloader/response_status_count/500"), 2);
+  EXPECT_EQ(stat(result, "downloader/response_status_count/200"), 1);
+  EXPECT_EQ(server.hits("/flaky/a?fail=2"), 3u);
+}
+
+TEST(crawl, retries_stop_at_retry_times_and_the_status_reaches_the_errback) {
+  http_server server;
+  recording_spider spider({get(server.url("/status/503"))});
+  auto result = crawl(spider, {"RETRY_TIMES=1"});
+  EXPECT_TRUE(spider.responses.empty());
+  ASSERT_EQ(spider.failures.size(), 1u);
+  EXPECT_EQ(spider.failures[0].type, "HttpError");
+  EXPECT_EQ(stat(result, "retry/max_reached"), 1);
+  EXPECT_EQ(stat(result, "downloader/request_count"), 2);
+  EXPECT_EQ(stat(result, "httperror/response_ignored_status_count/503"), 1);
+}
+
+TEST(crawl, a_redirect_chain_is_followed_through_the_scheduler) {
+  http_server server;
+  recording_spider spider({get(server.url("/redirect/3"))});
+  auto result = crawl(spider);
+  ASSERT_EQ(spider.responses.size(), 1u);
+  EXPECT_EQ(spider.responses[0].url, server.url("/redirect/0"));
+  EXPECT_EQ(spider.responses[0].body, "arrived");
+  EXPECT_EQ(spider.responses[0].meta()["redirect_times"], 3);
+  EXPECT_EQ(stat(result, "downloader/response_status_count/302"), 3);
+  EXPECT_EQ(stat(result, "scheduler/enqueued"), 4);  // the start request and three targets
+}
+
+TEST(crawl, a_redirect_loop_ends_at_the_dupefilter) {
+  http_server server;
+  recording_spider spider({get(server.url("/loop/a"))});
+  auto result = crawl(spider);
+  EXPECT_TRUE(spider.responses.empty());
+  EXPECT_EQ(stat(result, "dupefilter/filtered"), 1);
+  EXPECT_EQ(server.hits("/loop/a"), 1u);
+  EXPECT_EQ(server.hits("/loop/b"), 1u);
+}
+
+TEST(crawl, an_unfiltered_redirect_loop_stops_at_redirect_max_times) {
+  http_server server;
+  auto start = get(server.url("/loop/a"));
+  start.dont_filter = true;
+  recording_spider spider({start});
+  crawl(spider, {"REDIRECT_MAX_TIMES=5"});
+  ASSERT_EQ(spider.failures.size(), 1u);
+  EXPECT_EQ(spider.failures[0].type, "IgnoreRequest");
+  EXPECT_EQ(spider.failures[0].message, "max redirections reached");
+  EXPECT_EQ(server.hits("/loop/a") + server.hits("/loop/b"), 6u);
+}
+
+TEST(crawl, a_slow_response_times_out_after_download_timeout) {
+  http_server server;
+  recording_spider spider({get(server.url("/slow?ms=3000"))});
+  auto result = crawl(spider, {"DOWNLOAD_TIMEOUT=0.3", "RETRY_ENABLED=false"});
+  ASSERT_EQ(spider.failures.size(), 1u);
+  EXPECT_EQ(spider.failures[0].type, "TimeoutError");
+  EXPECT_EQ(stat(result, "downloader/exception_type_count/TimeoutError"), 1);
+  EXPECT_LT(result.stats["elapsed_time_seconds"].get<double>(), 2.5);
+}
+
+TEST(crawl, timeouts_are_retried) {
+  http_server server;
+  recording_spider spider({get(server.url("/slow?ms=3000"))});
+  auto result = crawl(spider, {"DOWNLOAD_TIMEOUT=0.2", "RETRY_TIMES=2"});
+  EXPECT_EQ(stat(result, "retry/reason_count/TimeoutError"), 2);
+  EXPECT_EQ(stat(result, "retry/max_reached"), 1);
+  EXPECT_EQ(server.hits("/slow?ms=3000"), 3u);
+}
+
+TEST(crawl, a_body_larger_than_download_maxsize_is_cancelled) {
+  http_server server;
+  recording_spider spider({get(server.url("/big?bytes=300000"))});
+  auto result = crawl(spider, {"DOWNLOAD_MAXSIZE=100000"});
+  EXPECT_TRUE(spider.responses.empty());
+  ASSERT_EQ(spider.failures.size(), 1u);
+  EXPECT_EQ(spider.failures[0].type, "CancelledError");
+  EXPECT_EQ(stat(result, "retry/count"), 0);
+}
+
+TEST(crawl, a_large_body_under_the_limit_arrives_whole) {
+  http_server server;
+  recording_spider spider({get(server.url("/big?bytes=5000000"))});
+  crawl(spider);
+  ASSERT_EQ(spider.responses.size(), 1u);
+  EXPECT_EQ(spider.responses[0].body.size(), 5000000u);
+}
+
+TEST(crawl, gzip_bodies_are_decoded) {
+  http_server server;
+  recording_spider spider({get(server.url("/gzip"))});
+  crawl(spider);
+  ASSERT_EQ(spider.responses.size(), 1u);
+  EXPECT_EQ(spider.responses[0].body, "<html><body>compressed page</body></html>");
+}
+
+TEST(crawl, a_gzip_bomb_is_cut_off_at_download_maxsize_after_decompression) {
+  http_server server;
+  recording_spider spider({get(server.url("/bomb?mb=64"))});
+  auto result = crawl(spider, {"DOWNLOAD_MAXSIZE=1048576"});
+  EXPECT_TRUE(spider.responses.empty());
+  ASSERT_EQ(spider.failures.size(), 1u);
+  EXPECT_EQ(spider.failures[0].type, "CancelledError");
+  // The 64 MiB never reached memory.
+  EXPECT_LT(stat(result, "memusage/max"), 256 << 20);
+}
+
+TEST(crawl, a_reset_connection_is_retried_then_reported) {
+  http_server server;
+  recording_spider spider({get(server.url("/reset"))});
+  auto result = crawl(spider, {"RETRY_TIMES=1"});
+  ASSERT_EQ(spider.failures.size(), 1u);
+  EXPECT_TRUE(spider.failures[0].type == "ConnectionLost" ||
+              spider.failures[0].type == "ResponseNeverReceived")
+      << spider.failures[0].type;
+  EXPECT_EQ(stat(result, "retry/count"), 1);
+  EXPECT_EQ(server.hits("/reset"), 2u);
+}
+
+TEST(crawl, a_refused_connection_is_an_error_not_a_silent_drop) {
+  unsigned short port;
+  {
+    http_server closed;
+    port = closed.port();
+  }
+  recording_spider spider({get("http://127.0.0.1:" + std::to_string(port) + "/")});
+  auto result = crawl(spider, {"RETRY_ENABLED=false"});
+  ASSERT_EQ(spider.failures.size(), 1u);
+  EXPECT_EQ(spider.failures[0].type, "ConnectionRefusedError");
+  EXPECT_EQ(stat(result, "log_count/ERROR"), 1);
+}
+
+TEST(crawl, cookies_set_by_one_response_go_with_the_next_request) {
+  http_server server;
+  // One at a time, oldest first: /cookie/set answers before /cookie/check leaves.
+  recording_spider with({get(server.url("/cookie/set")), get(server.url("/cookie/check"))});
+  auto with_result = crawl(with, {"CONCURRENT_REQUESTS=1", "SCHEDULER_MEMORY_QUEUE=fifo"});
+  EXPECT_EQ(stat(with_result, "downloader/response_status_count/200"), 2);
+
+  recording_spider without({get(server.url("/cookie/set")), get(server.url("/cookie/check"))});
+  auto without_result = crawl(without, {"CONCURRENT_REQUESTS=1", "SCHEDULER_MEMORY_QUEUE=fifo",
+                                        "COOKIES_ENABLED=false"});
+  EXPECT_EQ(stat(without_result, "downloader/response_status_count/403"), 1);
+}
+
+TEST(crawl, every_reachable_page_of_a_site_is_visited_exactly_once) {
+  constexpr std::size_t pages = 3000;
+  http_server server({.site_pages = pages});
+  recording_spider spider({get(server.url("/site/0"))});
+  spider.follow_links = true;
+  auto result = crawl(spider);
+  EXPECT_EQ(result.finish_reason, "finished");
+  EXPECT_EQ(spider.responses.size(), pages);
+  std::set<std::string> urls;
+  for (const auto& response : spider.responses) urls.insert(response.url);
+  EXPECT_EQ(urls.size(), pages);
+  for (std::size_t page = 0; page < pages; ++page) {
+    ASSERT_EQ(server.hits("/site/" + std::to_string(page)), 1u) << "page " << page;
+  }
+  EXPECT_EQ(stat(result, "item_scraped_count"), std::int64_t(pages));
+  EXPECT_EQ(stat(result, "scheduler/enqueued"), std::int64_t(pages));
+  EXPECT_GT(stat(result, "dupefilter/filtered"), 0);
+  EXPECT_GT(stat(result, "request_depth_max"), 10);
+}
+
+TEST(crawl, depth_limit_stops_following_links) {
+  http_server server({.site_pages = 1000});
+  recording_spider spider({get(server.url("/site/0"))});
+  spider.follow_links = true;
+  auto result = crawl(spider, {"DEPTH_LIMIT=1"});
+  // Page 0 links to pages 1, 5 and 1 again: depth 1 is crawled, nothing deeper.
+  EXPECT_EQ(spider.responses.size(), 3u);
+  EXPECT_EQ(stat(result, "request_depth_max"), 1);
+}
+
+TEST(crawl, closespider_pagecount_closes_with_scrapys_reason) {
+  http_server server({.site_pages = 1000});
+  recording_spider spider({get(server.url("/site/0"))});
+  spider.follow_links = true;
+  auto result = crawl(spider, {"CLOSESPIDER_PAGECOUNT=20", "CONCURRENT_REQUESTS=2"});
+  EXPECT_EQ(result.finish_reason, "closespider_pagecount");
+  EXPECT_GE(spider.responses.size(), 20u);
+  EXPECT_LE(spider.responses.size(), 22u);  // the two in flight finish
+}
+
+TEST(crawl, closespider_timeout_closes_a_crawl_that_would_run_on) {
+  http_server server({.site_pages = 1000, .page_delay_ms = 50});
+  recording_spider spider({get(server.url("/site/0"))});
+  spider.follow_links = true;
+  auto result = crawl(spider, {"CLOSESPIDER_TIMEOUT=0.5", "CONCURRENT_REQUESTS=2"});
+  EXPECT_EQ(result.finish_reason, "closespider_timeout");
+  EXPECT_LT(spider.responses.size(), 100u);
+}
+
+TEST(crawl, download_delay_spaces_requests_to_one_host) {
+  http_server server;
+  std::vector<crawler::request> start;
+  for (int i = 0; i < 4; ++i) start.push_back(get(server.url("/s?wd=" + std::to_string(i))));
+  recording_spider spider(start);
+  auto result = crawl(spider, {"DOWNLOAD_DELAY=0.2", "RANDOMIZE_DOWNLOAD_DELAY=false"});
+  EXPECT_EQ(spider.responses.size(), 4u);
+  EXPECT_GE(result.stats["elapsed_time_seconds"].get<double>(), 0.6);
+}
+
+TEST(crawl, items_go_to_every_feed_format) {
+  http_server server({.site_pages = 50});
+  crawler::fixtures::temp_dir dir;
+  auto jsonl = (dir.path() / "items.jsonl").string();
+  auto json = (dir.path() / "items.json").string();
+  auto csv = (dir.path() / "items.csv").string();
+  recording_spider spider({get(server.url("/site/0"))});
+  spider.follow_links = true;
+  nlohmann::json feeds{{jsonl, {{"format", "jsonlines"}}},
+                       {json, {{"format", "json"}}},
+                       {csv, {{"format", "csv"}}}};
+  auto result = crawl(spider, {"FEEDS=" + feeds.dump()});
+  EXPECT_EQ(stat(result, "feedexport/success_count/FileFeedStorage"), 3);
+
+  std::ifstream lines(jsonl);
+  std::string line;
+  std::size_t count = 0;
+  while (std::getline(lines, line)) {
+    EXPECT_TRUE(nlohmann::json::parse(line).contains("url"));
+    ++count;
+  }
+  EXPECT_EQ(count, 50u);
+  auto array = nlohmann::json::parse(std::ifstream(json));
+  EXPECT_EQ(array.size(), 50u);
+  std::ifstream table(csv);
+  std::getline(table, line);
+  EXPECT_EQ(line, "url\r");
+  count = 0;
+  while (std::getline(table, line)) ++count;
+  EXPECT_EQ(count, 50u);
+}
+
+class drop_odd_pages : public crawler::item_pipeline {
+ public:
+  void process_item(nlohmann::json& item, crawler::spider&) override {
+    auto url = item["url"].get<std::string>();
+    if ((url.back() - '0') % 2) throw crawler::drop_item("odd page");
+    item["kept"] = true;
+  }
+};
+
+TEST(crawl, a_pipeline_can_change_and_drop_items) {
+  http_server server({.site_pages = 10});
+  recording_spider spider({get(server.url("/site/0"))});
+  spider.follow_links = true;
+  auto settings = crawler::settings_for(spider, {"LOG_LEVEL=ERROR", "LOGSTATS_INTERVAL=0"});
+  crawler::crawl_options options;
+  options.handle_signals = false;
+  options.pipelines.push_back(std::make_unique<drop_odd_pages>());
+  auto result = crawler::run_crawl(spider, settings, std::move(options));
+  EXPECT_EQ(stat(result, "item_dropped_count"), 5);
+  EXPECT_EQ(stat(result, "item_dropped_reasons_count/DropItem"), 5);
+  EXPECT_EQ(stat(result, "item_scraped_count"), 5);
+}
+
+TEST(crawl, a_spider_exception_is_logged_counted_and_the_crawl_goes_on) {
+  http_server server;
+  struct failing : recording_spider {
+    using recording_spider::recording_spider;
+    void parse(const crawler::response& response, crawler::output& out) override {
+      recording_spider::parse(response, out);
+      if (response.url.ends_with("1")) throw std::invalid_argument("bad page");
+    }
+  };
+  failing spider({get(server.url("/s?wd=1")), get(server.url("/s?wd=2"))});
+  auto result = crawl(spider, {"CLOSESPIDER_ERRORCOUNT=5"});
+  EXPECT_EQ(spider.responses.size(), 2u);
+  EXPECT_EQ(stat(result, "spider_exceptions/std::invalid_argument"), 1);
+  EXPECT_EQ(result.finish_reason, "finished");
+}
+
+TEST(crawl, a_redis_dupefilter_that_cannot_connect_stops_the_crawl_before_it_starts) {
+  http_server server;
+  recording_spider spider({get(server.url("/s?wd=1"))});
+  EXPECT_THROW(crawl(spider, {"DUPEFILTER_CLASS=redis_set", "REDIS_URL=redis://127.0.0.1:1",
+                              "REDIS_PARAMS={\"socket_connect_timeout\": 1}"}),
+               std::exception);
+  EXPECT_EQ(server.total_hits(), 0u);
+}
+
+}  // namespace
