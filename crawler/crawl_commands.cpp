@@ -78,12 +78,14 @@ int run_crawl_command(const crawl_options_cli& options) {
 class fetch_spider : public spider {
  public:
   fetch_spider(std::string url, bool headers, bool redirect)
-      : spider("fetch"), url_(std::move(url)), headers_(headers), redirect_(redirect) {}
+      : spider("fetch"), url_(std::move(url)), headers_(headers), redirect_(redirect) {
+    // Every status reaches parse; redirects are still followed unless --no-redirect.
+    custom_settings["HTTPERROR_ALLOW_ALL"] = true;
+  }
 
   void start_requests(output& out) override {
     crawler::request request{url_};
     request.dont_filter = true;
-    request.meta["handle_httpstatus_all"] = true;
     if (!redirect_) request.meta["dont_redirect"] = true;
     out.request(std::move(request));
   }

@@ -1,0 +1,199 @@
+// The `crawler` program as users run it: the seeds' scenario with every dupefilter backend,
+// Ctrl-C and resume with JOBDIR, and one-line errors for crawls that cannot start.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <thread>
+
+#include "child_process.h"
+#include "http_server.h"
+#include "redis_server.h"
+
+namespace {
+
+using crawler::fixtures::child_process;
+using crawler::fixtures::crawler_binary;
+using crawler::fixtures::http_server;
+using crawler::fixtures::redis_server;
+using crawler::fixtures::temp_dir;
+
+nlohmann::json read_json(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  return nlohmann::json::parse(in);
+}
+
+std::vector<std::string> read_item_urls(const std::filesystem::path& path) {
+  std::vector<std::string> urls;
+  std::ifstream in(path);
+  std::string line;
+  while (std::getline(in, line)) urls.push_back(nlohmann::json::parse(line)["url"]);
+  return urls;
+}
+
+class seed_scenario : public testing::TestWithParam<std::string> {};
+
+TEST_P(seed_scenario, drops_exactly_the_ten_duplicates) {
+  const auto& backend = GetParam();
+  http_server server;
+  temp_dir dir;
+  auto stats_file = dir.path() / "stats.json";
+  std::vector<std::string> argv = {crawler_binary(), "crawl", "dupes",
+                                   "-a", "base_url=" + server.url("/s?wd="),
+                                   "-s", "DUPEFILTER_CLASS=" + backend,
+                                   "-s", "STATS_FILE=" + stats_file.string(),
+                                   "-s", "BLOOMFILTER_BIT=20",
+                                   "-L", "INFO"};
+  std::unique_ptr<redis_server> redis;
+  if (backend.starts_with("redis")) {
+    redis = std::make_unique<redis_server>(redis_server::options{.load_redisbloom =
+                                                                     backend == "redisbloom"});
+    argv.insert(argv.end(), {"-s", "REDIS_URL=" + redis->url()});
+  }
+  child_process crawl(argv);
+  ASSERT_EQ(crawl.wait(), 0) << crawl.stderr_text();
+  auto stats = read_json(stats_file);
+  auto filtered = backend == "set" || backend == "redis_set" ? "dupefilter/filtered"
+                                                             : "bloomfilter/filtered";
+  EXPECT_EQ(stats[filtered], 10) << stats.dump(1);
+  EXPECT_EQ(stats["downloader/request_count"], 100);
+  EXPECT_EQ(stats["downloader/response_status_count/200"], 100);
+  EXPECT_EQ(stats["scheduler/enqueued"], 100);
+  EXPECT_EQ(stats["scheduler/dequeued"], 100);
+  EXPECT_EQ(stats["finish_reason"], "finished");
+  EXPECT_EQ(server.total_hits(), 100u);
+}
+
+INSTANTIATE_TEST_SUITE_P(every_backend, seed_scenario,
+                         testing::Values("set", "bloom", "redis_set", "redis_bitmap",
+                                         "redisbloom"),
+                         [](const auto& info) { return info.param; });
+
+// A site crawl that takes long enough to interrupt: 400 pages, 20 ms each, 4 at a time.
+struct interrupted_site {
+  static constexpr std::size_t pages = 400;
+  http_server server{{.site_pages = pages, .page_delay_ms = 20}};
+  temp_dir dir;
+
+  std::vector<std::string> argv(const std::string& backend, int run) {
+    return {crawler_binary(), "crawl", "site",
+            "-a", "start=" + server.url("/site/0"),
+            "-s", "JOBDIR=" + (dir.path() / "job").string(),
+            "-s", "DUPEFILTER_CLASS=" + backend,
+            "-s", "CONCURRENT_REQUESTS=4",
+            "-s", "STATS_FILE=" + (dir.path() / ("stats" + std::to_string(run) + ".json")).string(),
+            "-o", (dir.path() / "items.jsonl").string(),
+            "-L", "INFO"};
+  }
+
+  void wait_for_hits(std::size_t count) {
+    while (server.total_hits() < count) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+
+  std::set<std::string> expected_urls() {
+    std::set<std::string> urls;
+    for (std::size_t page = 0; page < pages; ++page) {
+      urls.insert(server.url("/site/" + std::to_string(page)));
+    }
+    return urls;
+  }
+};
+
+class resume : public testing::TestWithParam<std::string> {};
+
+TEST_P(resume, one_ctrl_c_then_a_second_run_equals_one_uninterrupted_crawl) {
+  interrupted_site site;
+  {
+    child_process first(site.argv(GetParam(), 1));
+    site.wait_for_hits(60);
+    first.signal(SIGINT);
+    ASSERT_EQ(first.wait(), 0) << first.stderr_text();
+    EXPECT_NE(first.stderr_text().find("Received SIGINT, shutting down gracefully"),
+              std::string::npos);
+  }
+  auto first_stats = read_json(site.dir.path() / "stats1.json");
+  EXPECT_EQ(first_stats["finish_reason"], "shutdown");
+  auto first_items = read_item_urls(site.dir.path() / "items.jsonl");
+  ASSERT_LT(first_items.size(), interrupted_site::pages);
+
+  child_process second(site.argv(GetParam(), 2));
+  ASSERT_EQ(second.wait(), 0) << second.stderr_text();
+  EXPECT_NE(second.stderr_text().find("Resuming crawl"), std::string::npos);
+  EXPECT_EQ(read_json(site.dir.path() / "stats2.json")["finish_reason"], "finished");
+
+  auto items = read_item_urls(site.dir.path() / "items.jsonl");
+  std::set<std::string> unique(items.begin(), items.end());
+  EXPECT_EQ(unique, site.expected_urls());
+  EXPECT_EQ(items.size(), interrupted_site::pages) << "a page was crawled twice";
+  for (std::size_t page = 0; page < interrupted_site::pages; ++page) {
+    ASSERT_EQ(site.server.hits("/site/" + std::to_string(page)), 1u) << "page " << page;
+  }
+}
+
+TEST_P(resume, a_second_ctrl_c_stops_at_once_and_loses_nothing) {
+  interrupted_site site;
+  {
+    child_process first(site.argv(GetParam(), 1));
+    site.wait_for_hits(60);
+    first.signal(SIGINT);
+    first.signal(SIGINT);
+    ASSERT_EQ(first.wait(), 0) << first.stderr_text();
+  }
+  child_process second(site.argv(GetParam(), 2));
+  ASSERT_EQ(second.wait(), 0) << second.stderr_text();
+  auto items = read_item_urls(site.dir.path() / "items.jsonl");
+  std::set<std::string> unique(items.begin(), items.end());
+  EXPECT_EQ(unique, site.expected_urls());
+}
+
+INSTANTIATE_TEST_SUITE_P(local_dupefilters, resume, testing::Values("set", "bloom"),
+                         [](const auto& info) { return info.param; });
+
+TEST(crawler_command, an_unknown_spider_is_one_line_naming_the_known_ones) {
+  child_process crawl({crawler_binary(), "crawl", "nosuch"});
+  EXPECT_EQ(crawl.wait(), 2);
+  EXPECT_EQ(crawl.stderr_text(),
+            "crawler crawl: unknown spider \"nosuch\"; known spiders: dupes, quotes, site\n");
+}
+
+TEST(crawler_command, a_misspelt_setting_stops_the_crawl_with_a_suggestion) {
+  child_process crawl({crawler_binary(), "crawl", "dupes", "-s", "CONCURENT_REQUESTS=4"});
+  EXPECT_EQ(crawl.wait(), 2);
+  auto error = crawl.stderr_text();
+  EXPECT_NE(error.find("CONCURENT_REQUESTS"), std::string::npos) << error;
+  EXPECT_NE(error.find("CONCURRENT_REQUESTS"), std::string::npos) << error;
+}
+
+TEST(crawler_command, an_unreachable_redis_stops_the_crawl_naming_the_address) {
+  child_process crawl({crawler_binary(), "crawl", "dupes", "-s", "DUPEFILTER_CLASS=redis_set",
+                       "-s", "REDIS_URL=redis://127.0.0.1:1", "--nolog"});
+  EXPECT_EQ(crawl.wait(), 2);
+  auto error = crawl.stderr_text();
+  EXPECT_TRUE(error.starts_with("crawler crawl: ")) << error;
+  EXPECT_NE(error.find("127.0.0.1:1"), std::string::npos) << error;
+}
+
+TEST(crawler_command, fetch_prints_the_body) {
+  http_server server;
+  child_process fetch({crawler_binary(), "fetch", server.url("/redirect/2"), "--nolog"});
+  EXPECT_EQ(fetch.wait(), 0) << fetch.stderr_text();
+  EXPECT_EQ(fetch.stdout_text(), "arrived");
+}
+
+TEST(crawler_command, the_quotes_example_crawls_the_shipped_pages_offline) {
+  temp_dir dir;
+  auto feed = dir.path() / "quotes.csv";
+  child_process crawl({crawler_binary(), "crawl", "quotes", "-O", feed.string(), "--nolog"});
+  ASSERT_EQ(crawl.wait(), 0) << crawl.stderr_text();
+  std::ifstream in(feed);
+  std::string header;
+  std::getline(in, header);
+  EXPECT_EQ(header, "author,tags,text\r");
+  std::size_t rows = 0;
+  for (std::string line; std::getline(in, line);) ++rows;
+  EXPECT_EQ(rows, 30u);
+}
+
+}  // namespace
