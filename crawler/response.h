@@ -2,7 +2,8 @@
 //
 //   void parse(const crawler::response& response, crawler::output& out) {
 //     if (response.header("Content-Type").starts_with("application/json")) {
-//       for (auto& quote : response.json()["quotes"]) out.item(quote);
+//       auto page = response.json();
+//       for (auto& quote : page["quotes"]) out.item(quote);
 //     }
 //     out.follow(response, "/page/2", "parse");   // resolved against response.url
 //   }

@@ -7,7 +7,8 @@
 //       callback("parse_author", &quotes::parse_author);   // callbacks are named: see request.h
 //     }
 //     void parse(const crawler::response& response, crawler::output& out) override {
-//       for (auto& quote : response.json()["quotes"]) out.item(quote);
+//       auto page = response.json();
+//       for (auto& quote : page["quotes"]) out.item(quote);
 //       out.follow(response, "/author/1", "parse_author");
 //     }
 //     void parse_author(const crawler::response& response, crawler::output& out);
