@@ -11,6 +11,7 @@ baseline_pages=${BASELINE_PAGES:-5000}
 here=$(cd "$(dirname "$0")" && pwd)
 crawler=$(cd "$build" && pwd)/crawler/crawler
 work=$(mktemp -d)
+chmod 755 "$work"  # nginx workers drop root and must read the site
 trap 'kill $(cat "$work/nginx.pid" 2>/dev/null) 2>/dev/null || true; rm -rf "$work"' EXIT
 
 command -v nginx >/dev/null || { echo "needs nginx: apt-get install nginx-light" >&2; exit 1; }
@@ -41,6 +42,7 @@ run() {
   local name=$1; shift
   /usr/bin/time -f "%e %U %S %M" -o "$work/$name.time" "$@" > /dev/null 2> "$work/$name.log"
   read -r wall user sys rss_kb < "$work/$name.time"
+  grep -E "ERROR|Spider closed" "$work/$name.log" | tail -3 >&2 || true
   local count
   count=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['response_received_count'])" "$work/$name.stats.json")
   python3 - "$name" "$count" "$wall" "$user" "$sys" "$rss_kb" <<'PY'
@@ -56,7 +58,7 @@ run crawler "$crawler" crawl site -a "start=$start" -s LOG_LEVEL=INFO -s LOGSTAT
   -s CONCURRENT_REQUESTS=32 -s CONCURRENT_REQUESTS_PER_DOMAIN=32 -s DUPEFILTER_CLASS=bloom \
   -s STATS_FILE="$work/crawler.stats.json" -O "$work/items.jsonl"
 
-if python3 -c 'import scrapy' 2>/dev/null; then
+if /usr/bin/python3 -c 'import scrapy' 2>/dev/null; then
   cat > "$work/stats_file.py" <<'PY'
 import json
 class StatsFile:
@@ -70,7 +72,7 @@ class StatsFile:
     def closed(self, spider):
         json.dump({k: v for k, v in self.stats.get_stats().items() if isinstance(v, (int, float, str))}, open(self.path, "w"))
 PY
-  PYTHONPATH="$work" run scrapy python3 -m scrapy runspider "$here/scrapy_site_spider.py" \
+  PYTHONPATH="$work" run scrapy /usr/bin/python3 -m scrapy runspider "$here/scrapy_site_spider.py" \
     -a "start=$start" -s LOG_LEVEL=INFO -s LOGSTATS_INTERVAL=600 -s CONCURRENT_REQUESTS=32 \
     -s CONCURRENT_REQUESTS_PER_DOMAIN=32 -s CLOSESPIDER_PAGECOUNT="$baseline_pages" \
     -s REQUEST_FINGERPRINTER_IMPLEMENTATION=2.7 -s TELNETCONSOLE_ENABLED=false \

@@ -66,7 +66,8 @@ downloader::downloader(asio::any_io_executor executor, const settings& settings,
       autothrottle_target_(settings.get_double("AUTOTHROTTLE_TARGET_CONCURRENCY")),
       autothrottle_debug_(settings.get_bool("AUTOTHROTTLE_DEBUG")),
       options_(std::make_unique<detail::transfer_options>()),
-      transfers_(std::make_unique<detail::curl_transfers>(executor, stats)),
+      transfers_(std::make_unique<detail::curl_transfers>(executor, stats,
+                                                          settings.get_bool("COOKIES_ENABLED"))),
       logger_(get_logger("downloader")) {
   if (autothrottle_ && autothrottle_target_ <= 0) {
     throw settings_error("AUTOTHROTTLE_TARGET_CONCURRENCY: must be greater than 0");
@@ -75,7 +76,6 @@ downloader::downloader(asio::any_io_executor executor, const settings& settings,
   options_->maxsize = std::size_t(std::max<std::int64_t>(0, settings.get_int("DOWNLOAD_MAXSIZE")));
   options_->warnsize = std::size_t(std::max<std::int64_t>(0, settings.get_int("DOWNLOAD_WARNSIZE")));
   options_->compression = settings.get_bool("COMPRESSION_ENABLED");
-  options_->cookies = settings.get_bool("COOKIES_ENABLED");
   options_->proxy_enabled = settings.get_bool("HTTPPROXY_ENABLED");
 }
 

@@ -99,16 +99,19 @@ struct curl_transfers::state : std::enable_shared_from_this<state> {
   CURLM* multi = nullptr;
   CURLSH* share = nullptr;
   bool closed = false;
+  bool cookies = false;
   std::unordered_map<curl_socket_t, std::shared_ptr<socket_watch>> watches;
   std::unordered_map<CURL*, std::unique_ptr<transfer>> transfers;
   std::vector<CURL*> idle_handles;
 
-  void open() {
+  void open(bool share_cookies) {
+    cookies = share_cookies;
     global_init();
     multi = curl_multi_init();
     share = curl_share_init();
     if (!multi || !share) throw std::runtime_error("libcurl: cannot create a multi handle");
-    curl_share_setopt(share, CURLSHOPT_SHARE, CURL_LOCK_DATA_COOKIE);
+    // A share with cookies turns on one cookie jar for every transfer of the crawl.
+    if (share_cookies) curl_share_setopt(share, CURLSHOPT_SHARE, CURL_LOCK_DATA_COOKIE);
     curl_share_setopt(share, CURLSHOPT_SHARE, CURL_LOCK_DATA_DNS);
     curl_multi_setopt(multi, CURLMOPT_SOCKETFUNCTION, &state::on_socket);
     curl_multi_setopt(multi, CURLMOPT_SOCKETDATA, this);
@@ -247,10 +250,20 @@ struct curl_transfers::state : std::enable_shared_from_this<state> {
   }
 
   CURL* take_handle() {
-    if (idle_handles.empty()) return curl_easy_init();
-    auto* easy = idle_handles.back();
-    idle_handles.pop_back();
-    curl_easy_reset(easy);
+    CURL* easy;
+    if (idle_handles.empty()) {
+      easy = curl_easy_init();
+      if (!easy) return nullptr;
+    } else {
+      easy = idle_handles.back();
+      idle_handles.pop_back();
+      // libcurl 7.88's curl_easy_reset drops the cookie file list without freeing it (curl
+      // issue 10694); clearing it first keeps a long crawl from leaking one list per transfer.
+      if (cookies) curl_easy_setopt(easy, CURLOPT_COOKIEFILE, nullptr);
+      curl_easy_reset(easy);
+    }
+    // "" reads no file: it turns on the cookie engine, whose jar the share holds for the crawl.
+    if (cookies) curl_easy_setopt(easy, CURLOPT_COOKIEFILE, "");
     return easy;
   }
 
@@ -284,7 +297,6 @@ struct curl_transfers::state : std::enable_shared_from_this<state> {
     curl_easy_setopt(easy, CURLOPT_SSL_VERIFYPEER, 0L);
     curl_easy_setopt(easy, CURLOPT_SSL_VERIFYHOST, 0L);
     if (options.compression) curl_easy_setopt(easy, CURLOPT_ACCEPT_ENCODING, "");
-    if (options.cookies) curl_easy_setopt(easy, CURLOPT_COOKIEFILE, "");
     if (options.maxsize) {
       curl_easy_setopt(easy, CURLOPT_MAXFILESIZE_LARGE, curl_off_t(options.maxsize));
     }
@@ -399,9 +411,9 @@ struct curl_transfers::state : std::enable_shared_from_this<state> {
   }
 };
 
-curl_transfers::curl_transfers(asio::any_io_executor executor, stats& stats)
+curl_transfers::curl_transfers(asio::any_io_executor executor, stats& stats, bool cookies)
     : state_(std::make_shared<state>(executor, stats)) {
-  state_->open();
+  state_->open(cookies);
 }
 
 curl_transfers::~curl_transfers() { state_->close(); }

@@ -26,7 +26,6 @@ struct transfer_options {
   std::size_t maxsize = 0;   // 0: no limit
   std::size_t warnsize = 0;  // 0: no warning
   bool compression = true;
-  bool cookies = true;
   bool proxy_enabled = true;
 };
 
@@ -35,7 +34,8 @@ using transfer_done = std::function<void(download_result, double latency_seconds
 
 class curl_transfers {
  public:
-  curl_transfers(boost::asio::any_io_executor executor, stats& stats);
+  /// `cookies`: one cookie jar for the whole crawl (COOKIES_ENABLED), or none.
+  curl_transfers(boost::asio::any_io_executor executor, stats& stats, bool cookies);
   /// Releases every socket and curl handle; pending waits complete as cancelled and do nothing.
   ~curl_transfers();
   curl_transfers(const curl_transfers&) = delete;
