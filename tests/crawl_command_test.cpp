@@ -175,6 +175,18 @@ TEST(crawler_command, an_unreachable_redis_stops_the_crawl_naming_the_address) {
   EXPECT_NE(error.find("127.0.0.1:1"), std::string::npos) << error;
 }
 
+TEST(crawler_command, list_prints_the_compiled_in_spiders) {
+  child_process list({crawler_binary(), "list"});
+  EXPECT_EQ(list.wait(), 0);
+  EXPECT_EQ(list.stdout_text(), "dupes\nquotes\nsite\n");
+}
+
+TEST(crawler_command, version_prints_the_version) {
+  child_process version({crawler_binary(), "version"});
+  EXPECT_EQ(version.wait(), 0);
+  EXPECT_EQ(version.stdout_text(), "crawler " CRAWLER_VERSION "\n");
+}
+
 TEST(crawler_command, fetch_prints_the_body) {
   http_server server;
   child_process fetch({crawler_binary(), "fetch", server.url("/redirect/2"), "--nolog"});

@@ -174,28 +174,23 @@ struct curl_transfers::state : std::enable_shared_from_this<state> {
 
   void arm(curl_socket_t fd, const std::shared_ptr<socket_watch>& watch) {
     if (closed || watch->removed) return;
-    if ((watch->wanted & CURL_POLL_IN) && !watch->reading) {
-      watch->reading = true;
-      watch->descriptor.async_wait(
-          asio::posix::stream_descriptor::wait_read,
-          [self = shared_from_this(), watch, fd](boost::system::error_code error) {
-            watch->reading = false;
-            if (error || watch->removed || self->closed) return;
-            self->act(fd, CURL_CSELECT_IN);
-            self->arm(fd, watch);
-          });
-    }
-    if ((watch->wanted & CURL_POLL_OUT) && !watch->writing) {
-      watch->writing = true;
-      watch->descriptor.async_wait(
-          asio::posix::stream_descriptor::wait_write,
-          [self = shared_from_this(), watch, fd](boost::system::error_code error) {
-            watch->writing = false;
-            if (error || watch->removed || self->closed) return;
-            self->act(fd, CURL_CSELECT_OUT);
-            self->arm(fd, watch);
-          });
-    }
+    if ((watch->wanted & CURL_POLL_IN) && !watch->reading) wait(fd, watch, false);
+    if ((watch->wanted & CURL_POLL_OUT) && !watch->writing) wait(fd, watch, true);
+  }
+
+  // One wait for readiness; when it fires curl acts on the socket and the wait is re-armed for
+  // whatever curl wants by then.
+  void wait(curl_socket_t fd, const std::shared_ptr<socket_watch>& watch, bool write) {
+    (write ? watch->writing : watch->reading) = true;
+    watch->descriptor.async_wait(
+        write ? asio::posix::stream_descriptor::wait_write
+              : asio::posix::stream_descriptor::wait_read,
+        [self = shared_from_this(), watch, fd, write](boost::system::error_code error) {
+          (write ? watch->writing : watch->reading) = false;
+          if (error || watch->removed || self->closed) return;
+          self->act(fd, write ? CURL_CSELECT_OUT : CURL_CSELECT_IN);
+          self->arm(fd, watch);
+        });
   }
 
   static int on_timer(CURLM*, long timeout_ms, void* userp) {
