@@ -102,7 +102,7 @@ void engine::open() {
       closespider_timer_.expires_after(std::chrono::duration_cast<std::chrono::steady_clock::duration>(
           std::chrono::duration<double>(timeout)));
       closespider_timer_.async_wait([this](boost::system::error_code error) {
-        if (!error) close("closespider_timeout");
+        if (!error) begin_close("closespider_timeout");
       });
     }
     output start;
@@ -223,13 +223,13 @@ void engine::handle_response(response response) {
     if (auto rejected = middleware->process_spider_input(response)) {
       handle_failure(std::move(*rejected));
       ++pages_;
-      if (page_limit_ > 0 && pages_ == page_limit_) close("closespider_pagecount");
+      if (page_limit_ > 0 && pages_ == page_limit_) begin_close("closespider_pagecount");
       return;
     }
   }
   run_callback(response);
   ++pages_;
-  if (page_limit_ > 0 && pages_ == page_limit_) close("closespider_pagecount");
+  if (page_limit_ > 0 && pages_ == page_limit_) begin_close("closespider_pagecount");
 }
 
 void engine::run_callback(const response& response) {
@@ -300,12 +300,12 @@ void engine::export_item(nlohmann::json item, const response* from) {
                    item.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
   }
   ++items_;
-  if (item_limit_ > 0 && items_ == item_limit_) close("closespider_itemcount");
+  if (item_limit_ > 0 && items_ == item_limit_) begin_close("closespider_itemcount");
 }
 
 void engine::count_error() {
   ++errors_;
-  if (error_limit_ > 0 && errors_ == error_limit_) close("closespider_errorcount");
+  if (error_limit_ > 0 && errors_ == error_limit_) begin_close("closespider_errorcount");
 }
 
 void engine::check_idle() {
@@ -319,13 +319,16 @@ void engine::check_idle() {
 }
 
 void engine::close(std::string reason) {
-  asio::post(io_, [this, reason = std::move(reason)] {
-    if (phase_ == phase::closing || phase_ == phase::closed) return;
-    logger_->info("Closing spider ({})", reason);
-    close_reason_ = reason;
-    phase_ = phase::closing;
-    check_idle();
-  });
+  asio::post(io_, [this, reason = std::move(reason)] { begin_close(reason); });
+}
+
+// On the loop: takes effect before the next pump, so a limit stops the crawl where it is reached.
+void engine::begin_close(const std::string& reason) {
+  if (phase_ == phase::closing || phase_ == phase::closed) return;
+  logger_->info("Closing spider ({})", reason);
+  close_reason_ = reason;
+  phase_ = phase::closing;
+  check_idle();
 }
 
 void engine::force_close(std::string reason) {

@@ -71,6 +71,7 @@ class engine {
   void export_item(nlohmann::json item, const response* from);
   void enqueue(std::vector<request> requests);
   void check_idle();
+  void begin_close(const std::string& reason);
   void finish();
   void count_error();
   void fail_startup(std::exception_ptr error);

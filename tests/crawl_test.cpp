@@ -284,14 +284,14 @@ TEST(crawl, autothrottle_starts_at_its_start_delay_and_shortens_it_for_a_fast_se
   std::vector<crawler::request> start;
   for (int i = 0; i < 4; ++i) start.push_back(get(server.url("/s?wd=" + std::to_string(i))));
   recording_spider spider(start);
-  auto result = crawl(spider, {"AUTOTHROTTLE_ENABLED=true", "AUTOTHROTTLE_START_DELAY=0.3",
+  auto result = crawl(spider, {"AUTOTHROTTLE_ENABLED=true", "AUTOTHROTTLE_START_DELAY=0.5",
                                "RANDOMIZE_DOWNLOAD_DELAY=false"});
   EXPECT_EQ(spider.responses.size(), 4u);
-  // Gaps of 0.3, then about 0.15 and 0.075 as the delay halves toward the server's latency;
-  // without the adjustment they would add up to 0.9.
+  // Gaps of 0.5, then about 0.25 and 0.125 as the delay halves toward the server's latency;
+  // without the adjustment they would add up to 1.5.
   auto elapsed = result.stats["elapsed_time_seconds"].get<double>();
-  EXPECT_GE(elapsed, 0.45);
-  EXPECT_LT(elapsed, 0.85);
+  EXPECT_GE(elapsed, 0.8);
+  EXPECT_LT(elapsed, 1.3);
 }
 
 TEST(crawl, items_go_to_every_feed_format) {

@@ -315,14 +315,10 @@ struct curl_transfers::state : std::enable_shared_from_this<state> {
     t->header_fields = curl_slist_append(t->header_fields, "Expect:");
     curl_easy_setopt(easy, CURLOPT_HTTPHEADER, t->header_fields);
 
-    auto* raw = t.get();
-    transfers.emplace(easy, std::move(t));
     if (auto code = curl_multi_add_handle(multi, easy); code != CURLM_OK) {
-      auto owned = std::move(transfers[easy]);
-      transfers.erase(easy);
-      (void)raw;
-      fail_now(std::move(owned), "DownloadError", curl_multi_strerror(code));
+      return fail_now(std::move(t), "DownloadError", curl_multi_strerror(code));
     }
+    transfers.emplace(easy, std::move(t));
   }
 
   // Completes a transfer that never reached curl, through the loop like every other completion.
