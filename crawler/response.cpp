@@ -44,9 +44,10 @@ std::string response::urljoin(std::string_view link) const {
   auto is_space = [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f'; };
   while (!link.empty() && is_space(link.front())) link.remove_prefix(1);
   while (!link.empty() && is_space(link.back())) link.remove_suffix(1);
-  auto base = boost::urls::parse_uri(url);
-  if (!base) throw link_error("cannot resolve \"" + std::string(link) + "\": page URL " + url +
-                              " is not absolute");
+  auto base_text = base_url();
+  auto base = boost::urls::parse_uri(base_text);
+  if (!base) throw link_error("cannot resolve \"" + std::string(link) + "\": base URL " +
+                              base_text + " is not absolute");
   auto reference = boost::urls::parse_uri_reference(link);
   std::string encoded;
   if (!reference) {
@@ -64,6 +65,41 @@ std::string response::urljoin(std::string_view link) const {
                      result.error().message());
   }
   return std::string(resolved.buffer());
+}
+
+const std::shared_ptr<const html_document>& response::document() const {
+  if (!document_) document_ = html_document::parse(body, header("Content-Type"));
+  return document_;
+}
+
+std::string response::base_url() const {
+  if (base_url_) return *base_url_;
+  base_url_ = url;
+  // Parsing only pays when the page may have a <base>: most pages do not.
+  auto head = std::string_view(body).substr(0, 4096);
+  bool may_have_base = false;
+  for (std::size_t at = head.find('<'); at != std::string_view::npos; at = head.find('<', at + 1)) {
+    auto tag = head.substr(at + 1, 5);
+    if (tag.size() == 5 && std::tolower(static_cast<unsigned char>(tag[0])) == 'b' &&
+        std::tolower(static_cast<unsigned char>(tag[1])) == 'a' &&
+        std::tolower(static_cast<unsigned char>(tag[2])) == 's' &&
+        std::tolower(static_cast<unsigned char>(tag[3])) == 'e' &&
+        (tag[4] == ' ' || tag[4] == '\t' || tag[4] == '\n')) {
+      may_have_base = true;
+      break;
+    }
+  }
+  if (may_have_base) {
+    if (auto href = css("base::attr(href)").get(); href && !href->empty()) {
+      auto page = boost::urls::parse_uri(url);
+      auto reference = boost::urls::parse_uri_reference(*href);
+      boost::urls::url resolved;
+      if (page && reference && boost::urls::resolve(*page, *reference, resolved)) {
+        base_url_ = std::string(resolved.buffer());
+      }
+    }
+  }
+  return *base_url_;
 }
 
 crawler::request response::follow(std::string_view link, std::string callback) const {

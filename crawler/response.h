@@ -12,11 +12,14 @@
 // value; it carries a copy of its request, so `response.meta()` reads what the request carried.
 #pragma once
 
+#include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
 
+#include "crawler/selector.h"
 #include "scheduler/request.h"
 
 namespace crawler {
@@ -50,6 +53,17 @@ struct response {
   std::string urljoin(std::string_view link) const;
   /// A request for `link` (resolved with urljoin) whose response goes to `callback`.
   crawler::request follow(std::string_view link, std::string callback = {}) const;
+
+  /// The body parsed as HTML, on first use; later calls share the same tree.
+  const std::shared_ptr<const html_document>& document() const;
+  /// `query` over the page (see selector.h). Throws selector_error for a bad selector.
+  selector_list css(std::string_view query) const { return select(document(), query); }
+  /// The URL relative links resolve against: the page's <base href> if it has one, else url.
+  std::string base_url() const;
+
+ private:
+  mutable std::shared_ptr<const html_document> document_;
+  mutable std::optional<std::string> base_url_;
 };
 
 }  // namespace crawler

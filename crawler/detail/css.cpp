@@ -1,0 +1,467 @@
+#include "crawler/detail/css.h"
+
+#include <algorithm>
+#include <cctype>
+
+#include "crawler/selector.h"
+
+namespace crawler::detail {
+namespace {
+
+char lower(char c) { return c >= 'A' && c <= 'Z' ? char(c - 'A' + 'a') : c; }
+
+std::string lower(std::string_view text) {
+  std::string out(text);
+  for (auto& c : out) c = lower(c);
+  return out;
+}
+
+bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f'; }
+
+bool is_name_char(char c) {
+  return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' ||
+         static_cast<unsigned char>(c) >= 0x80;
+}
+
+class parser {
+ public:
+  explicit parser(std::string_view query) : query_(query) {}
+
+  std::vector<complex_selector> group() {
+    std::vector<complex_selector> selectors;
+    skip_space();
+    if (at_end()) fail("empty selector");
+    while (true) {
+      selectors.push_back(complex());
+      skip_space();
+      if (at_end()) break;
+      if (peek() != ',') fail("unexpected '" + std::string(1, peek()) + "'");
+      ++pos_;
+      skip_space();
+      if (at_end()) fail("expected a selector after ','");
+    }
+    return selectors;
+  }
+
+ private:
+  [[noreturn]] void fail(const std::string& what) const {
+    throw selector_error("invalid CSS selector \"" + std::string(query_) + "\" at position " +
+                         std::to_string(pos_) + ": " + what);
+  }
+  bool at_end() const { return pos_ >= query_.size(); }
+  char peek(std::size_t ahead = 0) const {
+    return pos_ + ahead < query_.size() ? query_[pos_ + ahead] : '\0';
+  }
+  void skip_space() {
+    while (!at_end() && is_space(peek())) ++pos_;
+  }
+  bool accept(char c) {
+    if (peek() != c) return false;
+    ++pos_;
+    return true;
+  }
+  void expect(char c) {
+    if (!accept(c)) fail(std::string("expected '") + c + "'");
+  }
+
+  std::string identifier(const char* what) {
+    std::string name;
+    while (!at_end()) {
+      if (peek() == '\\' && pos_ + 1 < query_.size()) {
+        name += query_[pos_ + 1];
+        pos_ += 2;
+      } else if (is_name_char(peek())) {
+        name += query_[pos_++];
+      } else {
+        break;
+      }
+    }
+    if (name.empty()) fail(std::string("expected ") + what);
+    return name;
+  }
+
+  std::string string_or_identifier() {
+    char quote = peek();
+    if (quote != '"' && quote != '\'') return identifier("a value");
+    ++pos_;
+    std::string value;
+    while (!at_end() && peek() != quote) {
+      if (peek() == '\\' && pos_ + 1 < query_.size()) ++pos_;
+      value += query_[pos_++];
+    }
+    if (at_end()) fail("unterminated string");
+    ++pos_;
+    return value;
+  }
+
+  complex_selector complex() {
+    complex_selector selector;
+    selector.parts.push_back(compound_selector());
+    while (true) {
+      std::size_t before = pos_;
+      skip_space();
+      if (at_end() || peek() == ',') break;
+      if (peek() == ':' && peek(1) == ':') {
+        pseudo(selector);
+        break;
+      }
+      char combinator = ' ';
+      if (peek() == '>' || peek() == '+' || peek() == '~') {
+        combinator = query_[pos_++];
+        skip_space();
+      } else if (before == pos_) {
+        fail("unexpected '" + std::string(1, peek()) + "'");
+      }
+      selector.combinators.push_back(combinator);
+      selector.parts.push_back(compound_selector());
+    }
+    if (peek() == ':' && peek(1) == ':') pseudo(selector);
+    return selector;
+  }
+
+  void pseudo(complex_selector& selector) {
+    pos_ += 2;
+    auto name = lower(identifier("a pseudo-element"));
+    if (name == "text") {
+      selector.pseudo = pseudo_element::text;
+    } else if (name == "attr") {
+      expect('(');
+      skip_space();
+      selector.attr_name = lower(identifier("an attribute name"));
+      skip_space();
+      expect(')');
+      selector.pseudo = pseudo_element::attr;
+    } else {
+      fail("unsupported pseudo-element ::" + name + " (::text and ::attr(name) are)");
+    }
+    skip_space();
+    if (!at_end() && peek() != ',') fail("a pseudo-element must end its selector");
+  }
+
+  compound compound_selector() {
+    compound result;
+    bool any = false;
+    if (accept('*')) {
+      any = true;
+    } else if (is_name_char(peek()) || peek() == '\\') {
+      auto name = lower(identifier("an element name"));
+      result.tag = gumbo_tag_enum(name.c_str());
+      if (result.tag == GUMBO_TAG_UNKNOWN) result.unknown_tag = name;
+      any = true;
+    }
+    while (!at_end()) {
+      char c = peek();
+      if (c == '#') {
+        ++pos_;
+        result.ids.push_back(identifier("an id"));
+      } else if (c == '.') {
+        ++pos_;
+        result.classes.push_back(identifier("a class name"));
+      } else if (c == '[') {
+        ++pos_;
+        result.attributes.push_back(attribute());
+      } else if (c == ':' && peek(1) != ':') {
+        ++pos_;
+        pseudo_class(result);
+      } else {
+        break;
+      }
+      any = true;
+    }
+    if (!any) fail(at_end() ? "expected a selector" : "unexpected '" + std::string(1, peek()) + "'");
+    return result;
+  }
+
+  attribute_test attribute() {
+    attribute_test test;
+    skip_space();
+    test.name = lower(identifier("an attribute name"));
+    skip_space();
+    if (accept(']')) return test;
+    char op = peek();
+    if (op == '=') {
+      ++pos_;
+    } else if (std::string_view("~|^$*").find(op) != std::string_view::npos && op != '\0' &&
+               peek(1) == '=') {
+      pos_ += 2;
+    } else {
+      fail("expected an attribute operator or ']'");
+    }
+    test.op = op;
+    skip_space();
+    test.value = string_or_identifier();
+    skip_space();
+    if (lower(peek()) == 'i' && (is_space(peek(1)) || peek(1) == ']')) {
+      ++pos_;
+      test.ignore_case = true;
+      skip_space();
+    } else if (lower(peek()) == 's' && (is_space(peek(1)) || peek(1) == ']')) {
+      ++pos_;
+      skip_space();
+    }
+    expect(']');
+    return test;
+  }
+
+  nth_test nth_arguments(bool of_type, bool from_end) {
+    expect('(');
+    skip_space();
+    nth_test test{0, 0, of_type, from_end};
+    std::size_t start = pos_;
+    std::string text;
+    while (!at_end() && peek() != ')') text += query_[pos_++];
+    expect(')');
+    std::string compact;
+    for (char c : text) {
+      if (!is_space(c)) compact += lower(c);
+    }
+    if (compact == "odd") return {2, 1, of_type, from_end};
+    if (compact == "even") return {2, 0, of_type, from_end};
+    auto bad = [&] {
+      pos_ = start;
+      fail("expected an+b, odd or even");
+    };
+    auto n = compact.find('n');
+    auto parse_int = [&](std::string_view digits, int fallback) {
+      if (digits.empty()) return fallback;
+      if (digits == "+") return 1;
+      if (digits == "-") return -1;
+      std::size_t i = digits[0] == '+' || digits[0] == '-' ? 1 : 0;
+      if (i == digits.size()) bad();
+      for (std::size_t k = i; k < digits.size(); ++k) {
+        if (!std::isdigit(static_cast<unsigned char>(digits[k]))) bad();
+      }
+      return std::stoi(std::string(digits));
+    };
+    if (n == std::string::npos) {
+      if (compact.empty()) bad();
+      test.b = parse_int(compact, 0);
+    } else {
+      test.a = parse_int(std::string_view(compact).substr(0, n), 1);
+      auto rest = std::string_view(compact).substr(n + 1);
+      if (!rest.empty() && rest[0] != '+' && rest[0] != '-') bad();
+      if (rest == "+" || rest == "-") bad();
+      test.b = parse_int(rest, 0);
+    }
+    return test;
+  }
+
+  void pseudo_class(compound& result) {
+    auto name = lower(identifier("a pseudo-class"));
+    if (name == "first-child") {
+      result.positions.push_back({0, 1, false, false});
+    } else if (name == "last-child") {
+      result.positions.push_back({0, 1, false, true});
+    } else if (name == "only-child") {
+      result.positions.push_back({0, 1, false, false});
+      result.positions.push_back({0, 1, false, true});
+    } else if (name == "first-of-type") {
+      result.positions.push_back({0, 1, true, false});
+    } else if (name == "last-of-type") {
+      result.positions.push_back({0, 1, true, true});
+    } else if (name == "nth-child") {
+      result.positions.push_back(nth_arguments(false, false));
+    } else if (name == "nth-last-child") {
+      result.positions.push_back(nth_arguments(false, true));
+    } else if (name == "nth-of-type") {
+      result.positions.push_back(nth_arguments(true, false));
+    } else if (name == "nth-last-of-type") {
+      result.positions.push_back(nth_arguments(true, true));
+    } else if (name == "empty") {
+      result.empty = true;
+    } else if (name == "not") {
+      expect('(');
+      skip_space();
+      result.negations.push_back(compound_selector());
+      skip_space();
+      expect(')');
+    } else {
+      fail("unsupported pseudo-class :" + name);
+    }
+  }
+
+  std::string_view query_;
+  std::size_t pos_ = 0;
+};
+
+bool is_element(const GumboNode* node) {
+  return node && (node->type == GUMBO_NODE_ELEMENT || node->type == GUMBO_NODE_TEMPLATE);
+}
+
+const GumboVector* children_of(const GumboNode* node) {
+  if (!node) return nullptr;
+  if (node->type == GUMBO_NODE_DOCUMENT) return &node->v.document.children;
+  if (is_element(node)) return &node->v.element.children;
+  return nullptr;
+}
+
+bool same_name(const GumboNode* a, const GumboNode* b) {
+  if (a->v.element.tag != b->v.element.tag) return false;
+  return a->v.element.tag != GUMBO_TAG_UNKNOWN || element_name(a) == element_name(b);
+}
+
+// The element's 1-based position among its element siblings (of its type), from either end.
+int position(const GumboNode* element, bool of_type, bool from_end) {
+  const auto* siblings = children_of(element->parent);
+  if (!siblings) return 1;
+  int count = 0;
+  int mine = 0;
+  for (unsigned i = 0; i < siblings->length; ++i) {
+    auto* sibling = static_cast<const GumboNode*>(siblings->data[i]);
+    if (!is_element(sibling) || (of_type && !same_name(sibling, element))) continue;
+    ++count;
+    if (sibling == element) mine = count;
+  }
+  return from_end ? count - mine + 1 : mine;
+}
+
+bool nth_matches(const nth_test& test, int pos) {
+  if (test.a == 0) return pos == test.b;
+  int diff = pos - test.b;
+  return diff % test.a == 0 && diff / test.a >= 0;
+}
+
+bool contains_word(std::string_view list, std::string_view word, bool ignore_case) {
+  std::size_t i = 0;
+  while (i < list.size()) {
+    while (i < list.size() && is_space(list[i])) ++i;
+    std::size_t start = i;
+    while (i < list.size() && !is_space(list[i])) ++i;
+    auto token = list.substr(start, i - start);
+    if (!token.empty() &&
+        (ignore_case ? lower(token) == lower(word) : token == word)) {
+      return true;
+    }
+  }
+  return false;
+}
+
+const char* attribute_value(const GumboNode* element, const std::string& name) {
+  auto* attribute = gumbo_get_attribute(&element->v.element.attributes, name.c_str());
+  return attribute ? attribute->value : nullptr;
+}
+
+bool attribute_matches(const attribute_test& test, const GumboNode* element) {
+  const char* raw = attribute_value(element, test.name);
+  if (!raw) return false;
+  if (test.op == 0) return true;
+  std::string value = test.ignore_case ? lower(raw) : std::string(raw);
+  std::string wanted = test.ignore_case ? lower(test.value) : test.value;
+  switch (test.op) {
+    case '=':
+      return value == wanted;
+    case '~':
+      return !wanted.empty() && contains_word(value, wanted, false);
+    case '|':
+      return value == wanted || value.starts_with(wanted + "-");
+    case '^':
+      return !wanted.empty() && value.starts_with(wanted);
+    case '$':
+      return !wanted.empty() && value.ends_with(wanted);
+    case '*':
+      return !wanted.empty() && value.find(wanted) != std::string::npos;
+  }
+  return false;
+}
+
+bool compound_matches(const compound& part, const GumboNode* element) {
+  if (part.tag != GUMBO_TAG_LAST) {
+    if (element->v.element.tag != part.tag) return false;
+    if (part.tag == GUMBO_TAG_UNKNOWN && element_name(element) != part.unknown_tag) return false;
+  }
+  for (const auto& id : part.ids) {
+    const char* value = attribute_value(element, "id");
+    if (!value || id != value) return false;
+  }
+  if (!part.classes.empty()) {
+    const char* value = attribute_value(element, "class");
+    if (!value) return false;
+    for (const auto& name : part.classes) {
+      if (!contains_word(value, name, false)) return false;
+    }
+  }
+  for (const auto& test : part.attributes) {
+    if (!attribute_matches(test, element)) return false;
+  }
+  for (const auto& test : part.positions) {
+    if (!nth_matches(test, position(element, test.of_type, test.from_end))) return false;
+  }
+  if (part.empty) {
+    const auto& children = element->v.element.children;
+    for (unsigned i = 0; i < children.length; ++i) {
+      auto* child = static_cast<const GumboNode*>(children.data[i]);
+      if (child->type != GUMBO_NODE_COMMENT) return false;
+    }
+  }
+  for (const auto& negation : part.negations) {
+    if (compound_matches(negation, element)) return false;
+  }
+  return true;
+}
+
+const GumboNode* previous_element(const GumboNode* element) {
+  const auto* siblings = children_of(element->parent);
+  if (!siblings) return nullptr;
+  for (auto i = element->index_within_parent; i-- > 0;) {
+    auto* sibling = static_cast<const GumboNode*>(siblings->data[i]);
+    if (is_element(sibling)) return sibling;
+  }
+  return nullptr;
+}
+
+// Right to left: parts[index] matched `element`; does the rest match to its left?
+bool matches_left(const complex_selector& selector, std::size_t index, const GumboNode* element) {
+  if (index == 0) return true;
+  const auto& part = selector.parts[index - 1];
+  switch (selector.combinators[index - 1]) {
+    case '>': {
+      auto* parent = element->parent;
+      return is_element(parent) && compound_matches(part, parent) &&
+             matches_left(selector, index - 1, parent);
+    }
+    case ' ':
+      for (auto* ancestor = element->parent; is_element(ancestor); ancestor = ancestor->parent) {
+        if (compound_matches(part, ancestor) && matches_left(selector, index - 1, ancestor)) {
+          return true;
+        }
+      }
+      return false;
+    case '+': {
+      auto* sibling = previous_element(element);
+      return sibling && compound_matches(part, sibling) &&
+             matches_left(selector, index - 1, sibling);
+    }
+    case '~':
+      for (auto* sibling = previous_element(element); sibling;
+           sibling = previous_element(sibling)) {
+        if (compound_matches(part, sibling) && matches_left(selector, index - 1, sibling)) {
+          return true;
+        }
+      }
+      return false;
+  }
+  return false;
+}
+
+}  // namespace
+
+std::vector<complex_selector> parse_selector_group(std::string_view query) {
+  return parser(query).group();
+}
+
+bool matches(const complex_selector& selector, const GumboNode* element) {
+  if (!is_element(element)) return false;
+  auto last = selector.parts.size() - 1;
+  return compound_matches(selector.parts[last], element) &&
+         matches_left(selector, last, element);
+}
+
+std::string element_name(const GumboNode* element) {
+  auto tag = element->v.element.tag;
+  if (tag != GUMBO_TAG_UNKNOWN) return gumbo_normalized_tagname(tag);
+  GumboStringPiece original = element->v.element.original_tag;
+  gumbo_tag_from_original_text(&original);
+  return lower(std::string_view(original.data, original.length));
+}
+
+}  // namespace crawler::detail

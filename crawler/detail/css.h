@@ -1,0 +1,58 @@
+// The CSS selector engine behind selector.h: a parser to a small AST and a right-to-left matcher
+// over Gumbo elements.
+#pragma once
+
+#include <gumbo.h>
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace crawler::detail {
+
+struct attribute_test {
+  std::string name;   // lower-case
+  char op = 0;        // 0: exists; '=', '~', '|', '^', '$', '*'
+  std::string value;
+  bool ignore_case = false;
+};
+
+// :nth-child(an+b) and friends; first-child is (0, 1), last-child (0, 1) from the end.
+struct nth_test {
+  int a = 0;
+  int b = 1;
+  bool of_type = false;
+  bool from_end = false;
+};
+
+struct compound {
+  GumboTag tag = GUMBO_TAG_LAST;  // GUMBO_TAG_LAST: any element
+  std::string unknown_tag;        // lower-case name when tag is GUMBO_TAG_UNKNOWN
+  std::vector<std::string> ids;
+  std::vector<std::string> classes;
+  std::vector<attribute_test> attributes;
+  std::vector<nth_test> positions;
+  std::vector<compound> negations;  // :not(...)
+  bool empty = false;               // :empty
+};
+
+enum class pseudo_element { none, text, attr };
+
+struct complex_selector {
+  std::vector<compound> parts;     // left to right
+  std::vector<char> combinators;   // between parts[i] and parts[i + 1]: ' ', '>', '+', '~'
+  pseudo_element pseudo = pseudo_element::none;
+  std::string attr_name;           // for ::attr(name)
+};
+
+/// A comma-separated group. Throws selector_error naming the selector and position.
+std::vector<complex_selector> parse_selector_group(std::string_view query);
+
+/// Whether `element` (a GUMBO_NODE_ELEMENT or GUMBO_NODE_TEMPLATE) matches `selector`, ignoring
+/// its pseudo-element.
+bool matches(const complex_selector& selector, const GumboNode* element);
+
+/// The element's name, lower-case ("div", or the original name of an unknown element).
+std::string element_name(const GumboNode* element);
+
+}  // namespace crawler::detail

@@ -1,0 +1,158 @@
+#include "crawler/html.h"
+
+#include <gumbo.h>
+#include <iconv.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+namespace crawler {
+namespace {
+
+std::string lower(std::string_view text) {
+  std::string out(text);
+  std::transform(out.begin(), out.end(), out.begin(),
+                 [](unsigned char c) { return char(std::tolower(c)); });
+  return out;
+}
+
+// The value of `charset=` in a Content-Type value or a <meta content>, trimmed of quotes.
+std::string charset_parameter(std::string_view value) {
+  auto text = lower(value);
+  auto at = text.find("charset");
+  if (at == std::string::npos) return {};
+  at = text.find('=', at);
+  if (at == std::string::npos) return {};
+  ++at;
+  while (at < text.size() && (text[at] == ' ' || text[at] == '"' || text[at] == '\'')) ++at;
+  auto end = at;
+  while (end < text.size() && (std::isalnum(static_cast<unsigned char>(text[end])) ||
+                               text[end] == '-' || text[end] == '_' || text[end] == ':' ||
+                               text[end] == '.')) {
+    ++end;
+  }
+  return text.substr(at, end - at);
+}
+
+// WHATWG's encoding labels for the few names that differ from what iconv expects: browsers read
+// "iso-8859-1", "latin1" and "us-ascii" as windows-1252.
+std::string canonical_encoding(std::string name) {
+  if (name == "utf8" || name == "unicode-1-1-utf-8") return "utf-8";
+  if (name == "iso-8859-1" || name == "latin1" || name == "us-ascii" || name == "ascii" ||
+      name == "iso8859-1" || name == "l1") {
+    return "windows-1252";
+  }
+  return name;
+}
+
+void append_replacement(std::string& out) { out += "\xEF\xBF\xBD"; }
+
+// Valid UTF-8 passes through; each invalid byte becomes U+FFFD.
+std::string repair_utf8(std::string_view in) {
+  std::string out;
+  out.reserve(in.size());
+  std::size_t i = 0;
+  while (i < in.size()) {
+    auto c = static_cast<unsigned char>(in[i]);
+    if (c < 0x80) {
+      out += char(c);
+      ++i;
+      continue;
+    }
+    int length = c >= 0xF0 && c <= 0xF4 ? 4 : c >= 0xE0 ? 3 : c >= 0xC2 && c <= 0xDF ? 2 : 0;
+    bool valid = length > 0 && i + length <= in.size();
+    for (int k = 1; valid && k < length; ++k) {
+      valid = (static_cast<unsigned char>(in[i + k]) & 0xC0) == 0x80;
+    }
+    if (valid && length == 3) {
+      auto second = static_cast<unsigned char>(in[i + 1]);
+      valid = !(c == 0xE0 && second < 0xA0) && !(c == 0xED && second >= 0xA0);
+    } else if (valid && length == 4) {
+      auto second = static_cast<unsigned char>(in[i + 1]);
+      valid = !(c == 0xF0 && second < 0x90) && !(c == 0xF4 && second >= 0x90);
+    }
+    if (valid) {
+      out.append(in.substr(i, length));
+      i += length;
+    } else {
+      append_replacement(out);
+      ++i;
+    }
+  }
+  return out;
+}
+
+bool is_utf8_name(std::string_view name) { return name == "utf-8"; }
+
+}  // namespace
+
+std::string sniff_encoding(std::string_view body, std::string_view content_type) {
+  if (body.starts_with("\xEF\xBB\xBF")) return "utf-8";
+  if (body.starts_with("\xFF\xFE")) return "utf-16le";
+  if (body.starts_with("\xFE\xFF")) return "utf-16be";
+  if (auto charset = charset_parameter(content_type); !charset.empty()) {
+    return canonical_encoding(charset);
+  }
+  // <meta charset="..."> or <meta http-equiv="Content-Type" content="...; charset=...">.
+  auto head = lower(body.substr(0, 1024));
+  for (std::size_t at = head.find("<meta"); at != std::string::npos;
+       at = head.find("<meta", at + 5)) {
+    auto end = head.find('>', at);
+    auto tag = std::string_view(head).substr(at, end == std::string::npos ? std::string::npos
+                                                                           : end - at);
+    if (auto charset = charset_parameter(tag); !charset.empty()) {
+      return canonical_encoding(charset);
+    }
+  }
+  return "utf-8";
+}
+
+std::string decode_to_utf8(std::string_view body, std::string_view encoding) {
+  auto name = canonical_encoding(lower(encoding));
+  if (is_utf8_name(name)) {
+    if (body.starts_with("\xEF\xBB\xBF")) body.remove_prefix(3);
+    return repair_utf8(body);
+  }
+  iconv_t converter = iconv_open("UTF-8", name.c_str());
+  if (converter == iconv_t(-1)) return repair_utf8(body);  // an encoding iconv does not know
+  std::string out;
+  out.reserve(body.size() + body.size() / 2);
+  char buffer[4096];
+  auto* in = const_cast<char*>(body.data());
+  std::size_t in_left = body.size();
+  while (in_left > 0) {
+    char* to = buffer;
+    std::size_t to_left = sizeof buffer;
+    auto result = iconv(converter, &in, &in_left, &to, &to_left);
+    out.append(buffer, to - buffer);
+    if (result == std::size_t(-1)) {
+      if (errno == E2BIG) continue;
+      // EILSEQ or a truncated sequence at the end: one replacement character per bad byte.
+      append_replacement(out);
+      ++in;
+      --in_left;
+      iconv(converter, nullptr, nullptr, nullptr, nullptr);
+    }
+  }
+  iconv_close(converter);
+  return out;
+}
+
+std::shared_ptr<const html_document> html_document::parse(std::string_view body,
+                                                          std::string_view content_type) {
+  std::shared_ptr<html_document> document(new html_document);
+  document->encoding_ = sniff_encoding(body, content_type);
+  document->utf8_ = decode_to_utf8(body, document->encoding_);
+  document->output_ = gumbo_parse_with_options(&kGumboDefaultOptions, document->utf8_.data(),
+                                               document->utf8_.size());
+  return document;
+}
+
+html_document::~html_document() {
+  if (output_) gumbo_destroy_output(&kGumboDefaultOptions, output_);
+}
+
+const GumboInternalNode* html_document::root() const { return output_->document; }
+
+}  // namespace crawler

@@ -1,0 +1,193 @@
+#include "crawler/link_extractor.h"
+
+#include <gumbo.h>
+
+#include <algorithm>
+#include <boost/url/parse.hpp>
+#include <unordered_set>
+
+#include "crawler/detail/css.h"
+#include "dedup/canonical_url.h"
+
+namespace crawler {
+namespace {
+
+std::string lower(std::string_view text) {
+  std::string out(text);
+  for (auto& c : out) c = char(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+std::vector<std::string> lower_all(const std::vector<std::string>& values) {
+  std::vector<std::string> out;
+  for (const auto& value : values) out.push_back(lower(value));
+  return out;
+}
+
+std::vector<std::regex> compile(const std::vector<std::string>& patterns, const char* option) {
+  std::vector<std::regex> compiled;
+  for (std::size_t i = 0; i < patterns.size(); ++i) {
+    try {
+      compiled.emplace_back(patterns[i], std::regex::ECMAScript | std::regex::optimize);
+    } catch (const std::regex_error& error) {
+      throw std::invalid_argument(std::string(option) + "[" + std::to_string(i) +
+                                  "]: invalid regex \"" + patterns[i] + "\": " + error.what());
+    }
+  }
+  return compiled;
+}
+
+bool in_domains(std::string_view host, const std::vector<std::string>& domains) {
+  for (const auto& domain : domains) {
+    if (host == domain ||
+        (host.size() > domain.size() && host.ends_with(domain) &&
+         host[host.size() - domain.size() - 1] == '.')) {
+      return true;
+    }
+  }
+  return false;
+}
+
+bool is_element(const GumboNode* node) {
+  return node->type == GUMBO_NODE_ELEMENT || node->type == GUMBO_NODE_TEMPLATE;
+}
+
+std::string_view trim(std::string_view text) {
+  auto space = [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f'; };
+  while (!text.empty() && space(text.front())) text.remove_prefix(1);
+  while (!text.empty() && space(text.back())) text.remove_suffix(1);
+  return text;
+}
+
+}  // namespace
+
+const std::vector<std::string>& ignored_extensions() {
+  static const std::vector<std::string> extensions = {
+      // archives
+      "7z", "7zip", "bz2", "rar", "tar", "tar.gz", "xz", "zip",
+      // images
+      "mng", "pct", "bmp", "gif", "jpg", "jpeg", "png", "pst", "psp", "tif", "tiff", "ai", "drw",
+      "dxf", "eps", "ps", "svg", "cdr", "ico", "webp",
+      // audio
+      "mp3", "wma", "ogg", "wav", "ra", "aac", "mid", "au", "aiff",
+      // video
+      "3gp", "asf", "asx", "avi", "mov", "mp4", "mpg", "qt", "rm", "swf", "wmv", "m4a", "m4v",
+      "flv", "webm",
+      // office suites
+      "xls", "xlsx", "ppt", "pptx", "pps", "doc", "docx", "odt", "ods", "odg", "odp",
+      // other
+      "css", "pdf", "exe", "bin", "rss", "dmg", "iso", "apk"};
+  return extensions;
+}
+
+link_extractor::link_extractor(link_extractor_options options)
+    : options_(std::move(options)),
+      allow_(compile(options_.allow, "allow")),
+      deny_(compile(options_.deny, "deny")),
+      tags_(lower_all(options_.tags)),
+      attrs_(lower_all(options_.attrs)) {
+  options_.allow_domains = lower_all(options_.allow_domains);
+  options_.deny_domains = lower_all(options_.deny_domains);
+  if (!options_.deny_extensions) options_.deny_extensions = ignored_extensions();
+  for (auto& extension : *options_.deny_extensions) {
+    extension = lower(extension);
+    if (extension.starts_with('.')) extension.erase(0, 1);
+  }
+  for (std::size_t i = 0; i < options_.restrict_css.size(); ++i) {
+    try {
+      validate_selector(options_.restrict_css[i]);
+    } catch (const selector_error& error) {
+      throw std::invalid_argument("restrict_css[" + std::to_string(i) + "]: " + error.what());
+    }
+  }
+}
+
+bool link_extractor::matches(std::string_view url) const {
+  auto parsed = boost::urls::parse_uri(url);
+  if (!parsed) return false;
+  auto scheme = lower(parsed->scheme());
+  if (scheme != "http" && scheme != "https" && scheme != "file" && scheme != "ftp") return false;
+  std::string text(url);
+  if (!allow_.empty() && std::none_of(allow_.begin(), allow_.end(), [&](const std::regex& r) {
+        return std::regex_search(text, r);
+      })) {
+    return false;
+  }
+  if (std::any_of(deny_.begin(), deny_.end(),
+                  [&](const std::regex& r) { return std::regex_search(text, r); })) {
+    return false;
+  }
+  auto host = lower(parsed->host());
+  if (!options_.allow_domains.empty() && !in_domains(host, options_.allow_domains)) return false;
+  if (in_domains(host, options_.deny_domains)) return false;
+  auto path = lower(parsed->encoded_path());
+  for (const auto& extension : *options_.deny_extensions) {
+    if (path.size() > extension.size() && path.ends_with(extension) &&
+        path[path.size() - extension.size() - 1] == '.') {
+      return false;
+    }
+  }
+  return true;
+}
+
+std::vector<link> link_extractor::extract_links(const response& response) const {
+  std::vector<const GumboNode*> regions;
+  if (options_.restrict_css.empty()) {
+    regions.push_back(response.document()->root());
+  } else {
+    for (const auto& query : options_.restrict_css) {
+      for (const auto& region : response.css(query)) {
+        if (region.node()) regions.push_back(region.node());
+      }
+    }
+  }
+  std::vector<link> links;
+  std::unordered_set<std::string> seen;
+  std::vector<const GumboNode*> stack;
+  for (auto* region : regions) {
+    stack.push_back(region);
+    while (!stack.empty()) {
+      auto* node = stack.back();
+      stack.pop_back();
+      const GumboVector* children = node->type == GUMBO_NODE_DOCUMENT ? &node->v.document.children
+                                    : is_element(node)                 ? &node->v.element.children
+                                                                       : nullptr;
+      if (children) {
+        for (unsigned i = children->length; i-- > 0;) {
+          stack.push_back(static_cast<const GumboNode*>(children->data[i]));
+        }
+      }
+      if (!is_element(node)) continue;
+      auto name = detail::element_name(node);
+      if (std::find(tags_.begin(), tags_.end(), name) == tags_.end()) continue;
+      for (const auto& attr : attrs_) {
+        auto* attribute = gumbo_get_attribute(&node->v.element.attributes, attr.c_str());
+        if (!attribute) continue;
+        std::string_view value = attribute->value;
+        if (options_.strip) value = trim(value);
+        std::string url;
+        try {
+          url = response.urljoin(value);
+        } catch (const link_error&) {
+          continue;
+        }
+        if (!matches(url)) continue;
+        if (options_.canonicalize) {
+          try {
+            url = dedup::canonicalize_url(url);
+          } catch (const dedup::url_error&) {
+            continue;
+          }
+        }
+        if (options_.unique && !seen.insert(url).second) continue;
+        auto* rel = gumbo_get_attribute(&node->v.element.attributes, "rel");
+        bool nofollow = rel && lower(rel->value).find("nofollow") != std::string::npos;
+        links.push_back({std::move(url), selector(response.document(), node).text_content(),
+                         nofollow});
+      }
+    }
+  }
+  return links;
+}
+
+}  // namespace crawler

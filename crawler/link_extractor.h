@@ -1,0 +1,69 @@
+// Scrapy's LinkExtractor: the links of a page, filtered by regexes, domains, page regions and
+// file extensions.
+//
+//   crawler::link_extractor books{{.allow = {R"(/catalogue/[^/]+/index\.html)"},
+//                                  .restrict_css = {"article.product_pod"}}};
+//   for (const auto& link : books.extract_links(response)) out.follow(response, link.url, "book");
+//
+// Options keep Scrapy's names and defaults: tags {a, area}, attrs {href}, unique true,
+// canonicalize false, strip true, deny_extensions Scrapy's IGNORED_EXTENSIONS (images, audio,
+// video, archives, office documents, ...). allow/deny are ECMAScript regexes searched anywhere in
+// the absolute URL (Python's re.search); allow_domains/deny_domains match the host or any
+// subdomain. Only http, https, file and ftp links are kept. Relative links resolve against the
+// page's <base href> or URL.
+#pragma once
+
+#include <optional>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "crawler/response.h"
+
+namespace crawler {
+
+struct link {
+  std::string url;
+  std::string text;  // the element's text, whitespace collapsed
+  bool nofollow = false;
+  friend bool operator==(const link&, const link&) = default;
+};
+
+struct link_extractor_options {
+  std::vector<std::string> allow;
+  std::vector<std::string> deny;
+  std::vector<std::string> allow_domains;
+  std::vector<std::string> deny_domains;
+  std::vector<std::string> restrict_css;
+  std::vector<std::string> tags = {"a", "area"};
+  std::vector<std::string> attrs = {"href"};
+  bool canonicalize = false;
+  bool unique = true;
+  bool strip = true;
+  /// Extensions (without the dot) whose links are dropped; nullopt means Scrapy's list.
+  std::optional<std::vector<std::string>> deny_extensions;
+};
+
+/// Scrapy's IGNORED_EXTENSIONS.
+const std::vector<std::string>& ignored_extensions();
+
+class link_extractor {
+ public:
+  /// Compiles the regexes and selectors. Throws std::invalid_argument naming the option and
+  /// index ("allow[1]: invalid regex ...", "restrict_css[0]: invalid CSS selector ...").
+  explicit link_extractor(link_extractor_options options = {});
+
+  /// The page's links that pass every filter, in document order.
+  std::vector<link> extract_links(const response& response) const;
+  /// Whether an absolute URL passes allow, deny, the domain lists and deny_extensions.
+  bool matches(std::string_view url) const;
+
+ private:
+  link_extractor_options options_;
+  std::vector<std::regex> allow_;
+  std::vector<std::regex> deny_;
+  std::vector<std::string> tags_;   // lower-case
+  std::vector<std::string> attrs_;  // lower-case
+};
+
+}  // namespace crawler

@@ -1,0 +1,248 @@
+// CSS selectors and encodings over real-world shaped HTML, compared with what parsel returns.
+#include <gtest/gtest.h>
+
+#include "crawler/link_extractor.h"
+#include "crawler/response.h"
+#include "crawler/selector.h"
+
+namespace {
+
+using crawler::selector_error;
+
+crawler::response page(std::string body, std::string content_type = "text/html",
+                       std::string url = "http://example.com/dir/page.html") {
+  crawler::response response;
+  response.url = url;
+  response.request.url = url;
+  response.body = std::move(body);
+  response.headers.emplace_back("Content-Type", content_type);
+  return response;
+}
+
+const char* catalogue = R"(<!DOCTYPE html>
+<html><head><title> Books to Scrape </title></head>
+<body>
+<div id="main" class="page  wide">
+  <ol class="row">
+    <li class="col"><article class="product_pod" data-id="1">
+      <h3><a href="a-light/index.html" title="A Light in the Attic">A Light...</a></h3>
+      <p class="price_color">£51.77</p><p class="instock availability">In stock</p>
+    </article></li>
+    <li class="col"><article class="product_pod" data-id="2">
+      <h3><a href="tipping/index.html" title="Tipping the Velvet">Tipping...</a></h3>
+      <p class="price_color">£53.74</p><p class="availability">Out of stock</p>
+    </article></li>
+    <li class="col last"><article class="product_pod promo" data-id="3">
+      <h3><a href="soumission/index.html" title="Soumission">Soumission</a></h3>
+      <p class="price_color">£50.10</p>
+    </article></li>
+  </ol>
+  <ul class="pager"><li class="next"><a href="page-2.html">next</a></li></ul>
+</div>
+<p>Intro <b>bold</b> outro</p>
+<script>var x = "<a href='nope'>";</script>
+</body></html>)";
+
+TEST(selector, type_class_and_pseudo_elements_select_as_parsel_does) {
+  auto response = page(catalogue);
+  EXPECT_EQ(response.css("title::text").get(), " Books to Scrape ");
+  EXPECT_EQ(response.css("article.product_pod h3 a::attr(title)").getall(),
+            (std::vector<std::string>{"A Light in the Attic", "Tipping the Velvet", "Soumission"}));
+  EXPECT_EQ(response.css("li.next a::attr(href)").get(), "page-2.html");
+  EXPECT_EQ(response.css("p.missing::text").get(), std::nullopt);
+  EXPECT_EQ(response.css("p.missing::text").get("none"), "none");
+}
+
+TEST(selector, text_returns_the_elements_own_text_nodes_only) {
+  auto response = page(catalogue);
+  EXPECT_EQ(response.css("body > p::text").getall(),
+            (std::vector<std::string>{"Intro ", " outro"}));
+  EXPECT_EQ(response.css("body > p")[0].text_content(), "Intro bold outro");
+}
+
+TEST(selector, combinators_child_adjacent_and_sibling) {
+  auto response = page(catalogue);
+  EXPECT_EQ(response.css("ol > li").size(), 3u);
+  EXPECT_EQ(response.css("div > li").size(), 0u);
+  EXPECT_EQ(response.css("p.price_color + p::text").getall(),
+            (std::vector<std::string>{"In stock", "Out of stock"}));
+  EXPECT_EQ(response.css("h3 ~ p.availability::text").getall(),
+            (std::vector<std::string>{"In stock", "Out of stock"}));
+}
+
+TEST(selector, attribute_operators_and_the_i_flag) {
+  auto response = page(catalogue);
+  EXPECT_EQ(response.css("[data-id]").size(), 3u);
+  EXPECT_EQ(response.css("[data-id='2'] a::text").get(), "Tipping...");
+  EXPECT_EQ(response.css("article[class~=promo]").size(), 1u);
+  EXPECT_EQ(response.css("a[href^=tipping]::text").get(), "Tipping...");
+  EXPECT_EQ(response.css("a[href$='index.html']").size(), 3u);
+  EXPECT_EQ(response.css("a[title*=Velvet]").size(), 1u);
+  EXPECT_EQ(response.css("a[title*=velvet]").size(), 0u);
+  EXPECT_EQ(response.css("a[title*=velvet i]").size(), 1u);
+  EXPECT_EQ(page("<p lang='en-GB'>x</p>").css("p[lang|=en]").size(), 1u);
+  EXPECT_EQ(response.css("#main").size(), 1u);
+  EXPECT_EQ(response.css("div.page.wide").size(), 1u);
+}
+
+TEST(selector, structural_pseudo_classes) {
+  auto response = page(catalogue);
+  EXPECT_EQ(response.css("li.col:first-child article::attr(data-id)").get(), "1");
+  EXPECT_EQ(response.css("li.col:last-child article::attr(data-id)").get(), "3");
+  EXPECT_EQ(response.css("li:nth-child(2) article::attr(data-id)").get(), "2");
+  EXPECT_EQ(response.css("ol li:nth-child(odd) article::attr(data-id)").getall(),
+            (std::vector<std::string>{"1", "3"}));
+  EXPECT_EQ(response.css("ol li:nth-child(-n+2) article::attr(data-id)").getall(),
+            (std::vector<std::string>{"1", "2"}));
+  EXPECT_EQ(response.css("article p:nth-of-type(2)::text").getall(),
+            (std::vector<std::string>{"In stock", "Out of stock"}));
+  EXPECT_EQ(response.css("article:not(.promo)").size(), 2u);
+  EXPECT_EQ(response.css("ol li:nth-last-child(1) article::attr(data-id)").get(), "3");
+}
+
+TEST(selector, groups_come_back_in_document_order) {
+  auto response = page(catalogue);
+  EXPECT_EQ(response.css("li.next a::text, title::text").getall(),
+            (std::vector<std::string>{" Books to Scrape ", "next"}));
+}
+
+TEST(selector, nested_selections_search_descendant_or_self) {
+  auto response = page(catalogue);
+  std::vector<std::string> prices;
+  for (const auto& book : response.css("article.product_pod")) {
+    prices.push_back(book.css("p.price_color::text").get("?"));
+    EXPECT_EQ(book.css("article").size(), 1u);  // itself
+  }
+  EXPECT_EQ(prices, (std::vector<std::string>{"£51.77", "£53.74", "£50.10"}));
+  EXPECT_EQ(response.css("article").css("h3 a::text").getall().size(), 3u);
+  EXPECT_EQ(response.css("article")[0].attrib().at("data-id"), "1");
+  EXPECT_EQ(response.css("article").attrib().at("class"), "product_pod");
+}
+
+TEST(selector, re_and_re_first_extract_groups) {
+  auto response = page(catalogue);
+  EXPECT_EQ(response.css("p.price_color::text").re(R"(\d+\.\d+)"),
+            (std::vector<std::string>{"51.77", "53.74", "50.10"}));
+  EXPECT_EQ(response.css("p.price_color::text").re_first(R"((\d+)\.\d+)"), "51");
+  EXPECT_THROW(response.css("p").re("("), selector_error);
+}
+
+TEST(selector, get_on_an_element_is_its_outer_html) {
+  auto response = page("<div><p class=\"a\">x &amp; y<br></p></div>");
+  EXPECT_EQ(response.css("p").get(), "<p class=\"a\">x &amp; y<br></p>");
+}
+
+TEST(selector, script_contents_are_not_markup) {
+  auto response = page(catalogue);
+  EXPECT_EQ(response.css("a[href=nope]").size(), 0u);
+}
+
+TEST(selector, malformed_markup_parses_as_a_browser_would) {
+  auto response = page("<table><tr><td>1<td>2</table><p>unclosed <b>bold <i>both</b> after");
+  EXPECT_EQ(response.css("td::text").getall(), (std::vector<std::string>{"1", "2"}));
+  EXPECT_EQ(response.css("table tbody tr td").size(), 2u);
+  EXPECT_EQ(response.css("p")[0].text_content(), "unclosed bold both after");
+}
+
+TEST(selector, a_malformed_selector_names_the_position) {
+  auto response = page(catalogue);
+  try {
+    response.css("a[href");
+    FAIL() << "no error";
+  } catch (const selector_error& error) {
+    EXPECT_STREQ(error.what(),
+                 "invalid CSS selector \"a[href\" at position 6: expected an attribute operator "
+                 "or ']'");
+  }
+  EXPECT_THROW(response.css("a::before"), selector_error);
+  EXPECT_THROW(response.css("a:hover"), selector_error);
+  EXPECT_THROW(response.css(""), selector_error);
+  EXPECT_THROW(response.css("a,"), selector_error);
+  EXPECT_THROW(response.css("li:nth-child(x)"), selector_error);
+  EXPECT_THROW(response.css("a::text b"), selector_error);
+}
+
+TEST(encoding, the_http_charset_decodes_the_body) {
+  auto response = page("<p>caf\xe9</p>", "text/html; charset=ISO-8859-1");
+  EXPECT_EQ(response.css("p::text").get(), "caf\xc3\xa9");
+  EXPECT_EQ(response.document()->encoding(), "windows-1252");
+}
+
+TEST(encoding, a_meta_charset_decodes_the_body) {
+  auto response = page("<html><head><meta charset=\"shift_jis\"></head><p>\x93\xfa\x96\x7b</p>",
+                       "text/html");
+  EXPECT_EQ(response.css("p::text").get(), "\xe6\x97\xa5\xe6\x9c\xac");  // 日本
+}
+
+TEST(encoding, a_byte_order_mark_wins) {
+  auto response = page("\xef\xbb\xbf<p>ok</p>", "text/html; charset=windows-1252");
+  EXPECT_EQ(response.document()->encoding(), "utf-8");
+  EXPECT_EQ(response.css("p::text").get(), "ok");
+}
+
+TEST(encoding, invalid_utf8_becomes_replacement_characters) {
+  auto response = page("<p>a\xff\xfe" "b\xc3</p>");
+  EXPECT_EQ(response.css("p::text").get(), "a\xef\xbf\xbd\xef\xbf\xbd" "b\xef\xbf\xbd");
+}
+
+TEST(response, urljoin_honours_base_href) {
+  auto response = page("<html><head><base href=\"/other/\"></head><a href=\"x.html\">x</a>");
+  EXPECT_EQ(response.urljoin("x.html"), "http://example.com/other/x.html");
+  EXPECT_EQ(page("<a href=x>").urljoin("../y?q=1"), "http://example.com/y?q=1");
+  EXPECT_EQ(page("").urljoin(" spaced link.html "), "http://example.com/dir/spaced%20link.html");
+}
+
+TEST(link_extractor, extracts_absolute_unique_links_in_document_order) {
+  auto response = page(catalogue);
+  crawler::link_extractor extractor;
+  auto links = extractor.extract_links(response);
+  ASSERT_EQ(links.size(), 4u);
+  EXPECT_EQ(links[0].url, "http://example.com/dir/a-light/index.html");
+  EXPECT_EQ(links[0].text, "A Light...");
+  EXPECT_EQ(links[3].url, "http://example.com/dir/page-2.html");
+}
+
+TEST(link_extractor, allow_deny_restrict_and_extensions) {
+  auto response = page(R"(<div id="nav"><a href="/c/page-2.html">2</a>
+      <a href="/c/page-3.html" rel="nofollow">3</a></div>
+    <a href="/item/1">one</a> <a href="/item/1#again">one again</a> <a href="/doc.PDF">pdf</a>
+    <a href="mailto:x@example.com">mail</a> <a href="http://other.example/item/2">off</a>
+    <a href="http://sub.example.com/item/3">sub</a>)");
+  auto urls = [&](crawler::link_extractor_options options) {
+    std::vector<std::string> out;
+    for (const auto& link : crawler::link_extractor(options).extract_links(response)) {
+      out.push_back(link.url);
+    }
+    return out;
+  };
+  EXPECT_EQ(urls({.allow = {R"(/item/\d+$)"}}),
+            (std::vector<std::string>{"http://example.com/item/1", "http://other.example/item/2",
+                                      "http://sub.example.com/item/3"}));
+  EXPECT_EQ(urls({.allow = {"/item/"}, .deny = {"#"}, .allow_domains = {"example.com"}}),
+            (std::vector<std::string>{"http://example.com/item/1",
+                                      "http://sub.example.com/item/3"}));
+  EXPECT_EQ(urls({.deny_domains = {"sub.example.com", "other.example"}, .restrict_css = {"#nav"}}),
+            (std::vector<std::string>{"http://example.com/c/page-2.html",
+                                      "http://example.com/c/page-3.html"}));
+  EXPECT_EQ(urls({.allow = {"pdf|PDF"}}), std::vector<std::string>{});
+  EXPECT_EQ(urls({.allow = {"PDF"}, .deny_extensions = std::vector<std::string>{}}),
+            (std::vector<std::string>{"http://example.com/doc.PDF"}));
+  EXPECT_EQ(urls({.restrict_css = {"body > a:nth-of-type(2)"}, .canonicalize = true}),
+            (std::vector<std::string>{"http://example.com/item/1"}));
+  auto links = crawler::link_extractor({.restrict_css = {"#nav"}}).extract_links(response);
+  EXPECT_TRUE(links[1].nofollow);
+  EXPECT_FALSE(links[0].nofollow);
+}
+
+TEST(link_extractor, a_bad_regex_names_the_option_and_index) {
+  try {
+    crawler::link_extractor({.allow = {"ok", "(unclosed"}});
+    FAIL() << "no error";
+  } catch (const std::invalid_argument& error) {
+    EXPECT_TRUE(std::string(error.what()).starts_with("allow[1]: invalid regex \"(unclosed\""))
+        << error.what();
+  }
+  EXPECT_THROW(crawler::link_extractor({.restrict_css = {"div["}}), std::invalid_argument);
+}
+
+}  // namespace
