@@ -1,0 +1,89 @@
+// Parse + select + extract links of a 12 KB page, against the one-pass href scanner as baseline.
+//
+//   ./build/bench/parse_bench
+#include <benchmark/benchmark.h>
+
+#include "crawler/href_scanner.h"
+#include "crawler/link_extractor.h"
+#include "crawler/response.h"
+
+namespace {
+
+// A catalogue-like page of about 12 KB: a navigation list, 20 product blocks, filler text.
+std::string make_page() {
+  std::string html =
+      "<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>Page 17</title></head><body>"
+      "<ul class=\"nav\">";
+  for (int i = 0; i < 10; ++i) {
+    html += "<li><a href=\"/category/" + std::to_string(i) + "/index.html\">Category " +
+            std::to_string(i) + "</a></li>";
+  }
+  html += "</ul><ol class=\"row\">";
+  for (int i = 0; i < 20; ++i) {
+    html += "<li class=\"col\"><article class=\"product_pod\"><h3><a href=\"/catalogue/book-" +
+            std::to_string(i) + "/index.html\" title=\"Book " + std::to_string(i) +
+            "\">Book " + std::to_string(i) + "</a></h3><p class=\"price_color\">£" +
+            std::to_string(10 + i) + ".99</p><p class=\"instock availability\">In stock</p>"
+            "</article></li>";
+  }
+  html += "</ol><div class=\"text\">";
+  while (html.size() < 12 * 1024 - 200) {
+    html += "<p>A crawler frontier holds requests; the scheduler asks the dupefilter. </p>";
+  }
+  html += "</div><ul class=\"pager\"><li class=\"next\"><a href=\"page-18.html\">next</a></li>"
+          "</ul></body></html>";
+  return html;
+}
+
+crawler::response make_response() {
+  crawler::response response;
+  response.url = "http://books.example/catalogue/page-17.html";
+  response.request.url = response.url;
+  response.body = make_page();
+  response.headers.emplace_back("Content-Type", "text/html; charset=utf-8");
+  return response;
+}
+
+void baseline_href_scanner(benchmark::State& state) {
+  auto response = make_response();
+  for (auto _ : state) {
+    std::size_t links = 0;
+    crawler::for_each_href(response.body, [&](std::string_view) { ++links; });
+    benchmark::DoNotOptimize(links);
+  }
+  state.SetBytesProcessed(std::int64_t(state.iterations() * response.body.size()));
+}
+BENCHMARK(baseline_href_scanner);
+
+void parse_only(benchmark::State& state) {
+  auto response = make_response();
+  for (auto _ : state) {
+    auto document = crawler::html_document::parse(response.body, "text/html; charset=utf-8");
+    benchmark::DoNotOptimize(document.get());
+  }
+  state.SetBytesProcessed(std::int64_t(state.iterations() * response.body.size()));
+}
+BENCHMARK(parse_only);
+
+// What a typical callback does: parse once, select four fields per product, extract the links.
+void parse_select_extract(benchmark::State& state) {
+  auto base = make_response();
+  crawler::link_extractor extractor({.allow = {R"(/catalogue/)"}});
+  for (auto _ : state) {
+    crawler::response response = base;  // a fresh response: nothing parsed yet
+    std::size_t fields = 0;
+    for (const auto& book : response.css("article.product_pod")) {
+      fields += book.css("h3 a::attr(title)").get().has_value();
+      fields += book.css("p.price_color::text").get().has_value();
+    }
+    fields += response.css("li.next a::attr(href)").get().has_value();
+    auto links = extractor.extract_links(response);
+    benchmark::DoNotOptimize(fields);
+    benchmark::DoNotOptimize(links.size());
+  }
+}
+BENCHMARK(parse_select_extract);
+
+}  // namespace
+
+BENCHMARK_MAIN();
