@@ -120,15 +120,11 @@ std::string unknown_key_message(std::string_view where, std::string_view key) {
   std::string upper(key);
   std::transform(upper.begin(), upper.end(), upper.begin(),
                  [](unsigned char c) { return std::toupper(c); });
-  const setting_spec* best = nullptr;
-  std::size_t best_distance = 0;
-  for (const auto& spec : table()) {
-    std::size_t d = edit_distance(upper, spec.name);
-    if (!best || d < best_distance) best = &spec, best_distance = d;
-  }
+  std::vector<std::string_view> names;
+  for (const auto& spec : table()) names.push_back(spec.name);
   std::string message = std::string(where) + ": unknown setting '" + std::string(key) + "'";
-  if (best && best_distance <= std::max<std::size_t>(2, key.size() / 3)) {
-    message += " (did you mean '" + std::string(best->name) + "'?)";
+  if (auto best = nearest_name(upper, names); !best.empty()) {
+    message += " (did you mean '" + std::string(best) + "'?)";
   }
   return message;
 }
@@ -231,6 +227,17 @@ json parse_word(std::string_view text, setting_type type, const std::string& whe
 
 std::span<const setting_spec> known_settings() {
   return table();
+}
+
+std::string_view nearest_name(std::string_view name, std::span<const std::string_view> candidates) {
+  std::string_view best;
+  std::size_t best_distance = 0;
+  for (auto candidate : candidates) {
+    std::size_t d = edit_distance(name, candidate);
+    if (best.empty() || d < best_distance) best = candidate, best_distance = d;
+  }
+  if (!best.empty() && best_distance <= std::max<std::size_t>(2, name.size() / 3)) return best;
+  return {};
 }
 
 std::string_view describe(setting_type type) {

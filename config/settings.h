@@ -43,6 +43,10 @@ struct setting_spec {
 /// Every setting the framework knows, with Scrapy's defaults unless DESIGN.md says otherwise.
 std::span<const setting_spec> known_settings();
 
+/// The candidate closest to `name` by edit distance, if close enough to be what was meant (at
+/// most 2 edits, or a third of the name); "" otherwise. For "did you mean" messages.
+std::string_view nearest_name(std::string_view name, std::span<const std::string_view> candidates);
+
 /// The name of `type` as error messages spell it ("an integer", "a list", ...).
 std::string_view describe(setting_type type);
 

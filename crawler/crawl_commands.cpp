@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "crawler/commands.h"
+#include "crawler/config_spider.h"
 #include "crawler/crawl.h"
 #include "crawler/feeds.h"
 
@@ -46,8 +47,9 @@ void add_common_options(CLI::App* command, crawl_options_cli& options) {
   command->add_flag("--nolog", options.nolog, "log only critical messages");
 }
 
-settings crawl_settings(const spider& spider, const crawl_options_cli& options) {
-  auto settings = settings_for(spider, options.overrides);
+settings crawl_settings(const spider& spider, const crawl_options_cli& options,
+                        const nlohmann::json& file_settings = nlohmann::json::object()) {
+  auto settings = settings_for(spider, options.overrides, file_settings);
   if (!options.log_level.empty()) settings.set("LOG_LEVEL", options.log_level, "-L");
   if (options.nolog) settings.set("LOG_LEVEL", "CRITICAL", "--nolog");
   auto feeds = settings.get("FEEDS");
@@ -71,6 +73,20 @@ int run_crawl_command(const crawl_options_cli& options) {
   }
   auto settings = crawl_settings(*spider, options);
   run_crawl(*spider, settings);
+  return 0;
+}
+
+void add_feed_options(CLI::App* command, crawl_options_cli& options) {
+  command->add_option("-o,--output", options.append_feeds,
+                      "append scraped items to FILE (.jsonl, .jl, .json, .csv)");
+  command->add_option("-O,--overwrite-output", options.overwrite_feeds,
+                      "write scraped items to FILE, replacing it");
+}
+
+int run_config_command(const std::string& file, const crawl_options_cli& options) {
+  auto config = load_crawl_config_file(file);
+  auto settings = crawl_settings(*config.spider, options, config.settings);
+  run_crawl(*config.spider, settings);
   return 0;
 }
 
@@ -122,16 +138,32 @@ void add_crawl_commands(CLI::App& app, int& exit_status) {
   command->add_option("spider", crawl->spider, "the spider's name (see `crawler list`)")
       ->required();
   command->add_option("-a", crawl->arguments, "spider argument NAME=VALUE (repeatable)");
-  command->add_option("-o,--output", crawl->append_feeds,
-                      "append scraped items to FILE (.jsonl, .jl, .json, .csv)");
-  command->add_option("-O,--overwrite-output", crawl->overwrite_feeds,
-                      "write scraped items to FILE, replacing it");
+  add_feed_options(command, *crawl);
   add_common_options(command, *crawl);
   command->callback([crawl, &exit_status] {
     try {
       exit_status = run_crawl_command(*crawl);
     } catch (const std::exception& error) {
       std::cerr << "crawler crawl: " << error.what() << '\n';
+      exit_status = 2;
+    }
+  });
+
+  struct run_options {
+    crawl_options_cli common;
+    std::string file;
+  };
+  auto run = std::make_shared<run_options>();
+  CLI::App* run_command =
+      app.add_subcommand("run", "Run the crawl a JSON file describes (settings + spider)");
+  run_command->add_option("file", run->file, "the crawl file (see config/examples/)")->required();
+  add_feed_options(run_command, run->common);
+  add_common_options(run_command, run->common);
+  run_command->callback([run, &exit_status] {
+    try {
+      exit_status = run_config_command(run->file, run->common);
+    } catch (const std::exception& error) {
+      std::cerr << "crawler run: " << error.what() << '\n';
       exit_status = 2;
     }
   });

@@ -52,7 +52,7 @@ engine::engine(asio::io_context& io, const settings& settings, stats& stats, spi
       scheduler_(scheduler::create({settings, stats, spider.name(), io.get_executor()})),
       downloader_(std::make_unique<downloader>(io.get_executor(), settings, stats)),
       downloader_middlewares_(default_downloader_middlewares(settings, stats)),
-      spider_middlewares_(default_spider_middlewares(settings, stats)),
+      spider_middlewares_(default_spider_middlewares(settings, stats, spider)),
       feeds_(std::make_unique<feed_exporter>(settings, stats)),
       closespider_timer_(io),
       item_limit_(settings.get_int("CLOSESPIDER_ITEMCOUNT")),

@@ -1,6 +1,8 @@
 #include "crawler/middleware.h"
 
 #include <algorithm>
+#include <boost/url/parse.hpp>
+#include <set>
 
 #include "config/log.h"
 
@@ -259,6 +261,58 @@ class http_error_middleware : public spider_middleware {
   std::shared_ptr<spdlog::logger> logger_;
 };
 
+// Scrapy's OffsiteMiddleware: requests to hosts outside allowed_domains are dropped (and each
+// such host logged once), unless dont_filter.
+class offsite_middleware : public spider_middleware {
+ public:
+  offsite_middleware(const std::vector<std::string>& allowed, stats& stats)
+      : stats_(stats), logger_(get_logger("offsite")) {
+    for (const auto& domain : allowed) {
+      if (domain.find(':') != std::string::npos || domain.find('/') != std::string::npos) {
+        logger_->warn("allowed_domains accepts only domains, not URLs or ports. Ignoring entry "
+                      "{} in allowed_domains.", domain);
+        continue;
+      }
+      std::string lower_domain;
+      for (char c : domain) lower_domain += char(std::tolower(static_cast<unsigned char>(c)));
+      domains_.push_back(lower_domain);
+    }
+  }
+
+  void process_spider_output(const response&, output& out) override {
+    if (domains_.empty()) return;
+    std::erase_if(out.requests, [this](const request& request) {
+      if (request.dont_filter) return false;
+      auto url = boost::urls::parse_uri(request.url);
+      std::string host = url ? std::string(url->host()) : std::string();
+      for (auto& c : host) c = char(std::tolower(static_cast<unsigned char>(c)));
+      if (allowed(host)) return false;
+      if (seen_.insert(host).second) {
+        logger_->debug("Filtered offsite request to '{}': {}", host, request.describe());
+        stats_.inc_value("offsite/domains");
+      }
+      stats_.inc_value("offsite/filtered");
+      return true;
+    });
+  }
+
+ private:
+  bool allowed(std::string_view host) const {
+    for (const auto& domain : domains_) {
+      if (host == domain || (host.size() > domain.size() && host.ends_with(domain) &&
+                             host[host.size() - domain.size() - 1] == '.')) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  stats& stats_;
+  std::vector<std::string> domains_;
+  std::set<std::string> seen_;
+  std::shared_ptr<spdlog::logger> logger_;
+};
+
 // Scrapy's RefererMiddleware (default policy without the https-to-http rule): a followed link
 // carries the page it was found on.
 class referer_middleware : public spider_middleware {
@@ -358,9 +412,11 @@ std::vector<std::unique_ptr<downloader_middleware>> default_downloader_middlewar
 }
 
 std::vector<std::unique_ptr<spider_middleware>> default_spider_middlewares(const settings& settings,
-                                                                          stats& stats) {
+                                                                          stats& stats,
+                                                                          const spider& spider) {
   std::vector<std::unique_ptr<spider_middleware>> chain;
   chain.push_back(std::make_unique<http_error_middleware>(settings, stats));
+  chain.push_back(std::make_unique<offsite_middleware>(spider.allowed_domains, stats));
   if (settings.get_bool("REFERER_ENABLED")) chain.push_back(std::make_unique<referer_middleware>());
   chain.push_back(std::make_unique<url_length_middleware>(settings, stats));
   chain.push_back(std::make_unique<depth_middleware>(settings, stats));

@@ -24,6 +24,23 @@ bool output::follow(const response& from, std::string_view link, std::string cal
   }
 }
 
+void output::follow_all(const response& from, const selector_list& links, std::string callback) {
+  for (const auto& link : links) {
+    if (link.is_element()) {
+      auto attributes = link.attrib();
+      auto href = attributes.find("href");
+      if (href != attributes.end()) follow(from, href->second, callback);
+    } else {
+      follow(from, link.get(), callback);
+    }
+  }
+}
+
+void output::follow_all(const response& from, const std::vector<std::string>& links,
+                        std::string callback) {
+  for (const auto& link : links) follow(from, link, callback);
+}
+
 spider::spider(std::string name) : name_(std::move(name)) {}
 spider::~spider() = default;
 

@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "crawler/response.h"
+#include "crawler/selector.h"
 #include "scheduler/request.h"
 
 namespace crawler {
@@ -43,6 +44,11 @@ class output {
   /// Schedules `link` resolved against `from`'s URL; its response goes to `callback` (empty:
   /// parse). Returns false, after logging nothing, when the link cannot be resolved.
   bool follow(const response& from, std::string_view link, std::string callback = {});
+  /// Schedules every link: strings as they are, elements by their href (as Scrapy's
+  /// response.follow_all(css=...)). Links that cannot be resolved are skipped.
+  void follow_all(const response& from, const selector_list& links, std::string callback = {});
+  void follow_all(const response& from, const std::vector<std::string>& links,
+                  std::string callback = {});
   /// Exports `item` (a JSON object) through the item pipelines and feeds.
   void item(nlohmann::json item) { items.push_back(std::move(item)); }
 
@@ -98,6 +104,9 @@ class spider {
   /// over the defaults and the config file, under `-s` overrides.
   nlohmann::json custom_settings = nlohmann::json::object();
   std::vector<std::string> start_urls;
+  /// Hosts this spider may follow links to, subdomains included; empty allows every host
+  /// (Scrapy's OffsiteMiddleware counts `offsite/domains` and `offsite/filtered`).
+  std::vector<std::string> allowed_domains;
 
  protected:
   /// Registers a member function as the callback `name`, for requests to name.
@@ -106,6 +115,10 @@ class spider {
     callbacks_[std::move(name)] = [this, method](const response& r, output& out) {
       (static_cast<Spider*>(this)->*method)(r, out);
     };
+  }
+  /// Registers any function as the callback `name` (for spiders built at run time).
+  void callback(std::string name, callback_fn function) {
+    callbacks_[std::move(name)] = std::move(function);
   }
   /// Registers a member function as the errback `name`.
   template <class Spider>

@@ -1,0 +1,381 @@
+#include "crawler/config_spider.h"
+
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <sstream>
+
+#include "config/settings.h"
+#include "crawler/sitemap.h"
+
+namespace crawler {
+namespace {
+
+using json = nlohmann::json;
+
+[[noreturn]] void fail(const std::string& path, const std::string& what) {
+  throw config_error(path + ": " + what);
+}
+
+// Rejects keys outside `known`, suggesting the nearest one.
+void check_keys(const json& object, const std::string& path,
+                std::initializer_list<std::string_view> known) {
+  if (!object.is_object()) fail(path, "must be an object");
+  std::vector<std::string_view> names(known);
+  for (const auto& [key, value] : object.items()) {
+    if (std::find(names.begin(), names.end(), key) != names.end()) continue;
+    std::string message = "unknown key \"" + key + "\"";
+    if (auto best = nearest_name(key, names); !best.empty()) {
+      message += " (did you mean \"" + std::string(best) + "\"?)";
+    }
+    fail(path.empty() ? key : path + "." + key, message);
+  }
+}
+
+std::string child(const std::string& path, std::string_view key) {
+  return path + "." + std::string(key);
+}
+std::string index(const std::string& path, std::size_t i) {
+  return path + "[" + std::to_string(i) + "]";
+}
+
+std::string get_string(const json& object, const std::string& path, std::string_view key,
+                       bool required) {
+  auto found = object.find(key);
+  if (found == object.end()) {
+    if (required) fail(child(path, key), "is required");
+    return {};
+  }
+  if (!found->is_string()) fail(child(path, key), "must be a string");
+  return found->get<std::string>();
+}
+
+std::vector<std::string> get_strings(const json& object, const std::string& path,
+                                     std::string_view key) {
+  std::vector<std::string> values;
+  auto found = object.find(key);
+  if (found == object.end()) return values;
+  auto where = child(path, key);
+  if (found->is_string()) return {found->get<std::string>()};  // a single value, as Scrapy allows
+  if (!found->is_array()) fail(where, "must be a list of strings");
+  for (std::size_t i = 0; i < found->size(); ++i) {
+    if (!(*found)[i].is_string()) fail(index(where, i), "must be a string");
+    values.push_back((*found)[i].get<std::string>());
+  }
+  return values;
+}
+
+bool get_bool(const json& object, const std::string& path, std::string_view key, bool fallback) {
+  auto found = object.find(key);
+  if (found == object.end()) return fallback;
+  if (!found->is_boolean()) fail(child(path, key), "must be true or false");
+  return found->get<bool>();
+}
+
+void check_regexes(const std::vector<std::string>& patterns, const std::string& where) {
+  for (std::size_t i = 0; i < patterns.size(); ++i) {
+    try {
+      std::regex(patterns[i], std::regex::ECMAScript);
+    } catch (const std::regex_error& error) {
+      fail(index(where, i), "invalid regex \"" + patterns[i] + "\": " + error.what());
+    }
+  }
+}
+
+void check_selector(const std::string& query, const std::string& where) {
+  try {
+    validate_selector(query);
+  } catch (const selector_error& error) {
+    fail(where, error.what());
+  }
+}
+
+// One item field, as the file describes it.
+struct field {
+  std::string name;
+  enum class kind { css, url, status, depth } source = kind::css;
+  std::string css;
+  bool all = false;
+  std::optional<std::regex> re;
+};
+
+field read_field(const std::string& name, const json& spec, const std::string& where) {
+  field result{name};
+  std::string css;
+  if (spec.is_string()) {
+    css = spec.get<std::string>();
+    if (css.starts_with("$")) {
+      static const std::vector<std::string_view> variables = {"$url", "$status", "$depth"};
+      if (css == "$url") {
+        result.source = field::kind::url;
+      } else if (css == "$status") {
+        result.source = field::kind::status;
+      } else if (css == "$depth") {
+        result.source = field::kind::depth;
+      } else {
+        std::string message = "unknown variable \"" + css + "\"";
+        if (auto best = nearest_name(css, variables); !best.empty()) {
+          message += " (did you mean \"" + std::string(best) + "\"?)";
+        }
+        fail(where, message + "; $url, $status and $depth exist");
+      }
+      return result;
+    }
+  } else if (spec.is_object()) {
+    check_keys(spec, where, {"css", "all", "re"});
+    css = get_string(spec, where, "css", true);
+    result.all = get_bool(spec, where, "all", false);
+    if (auto re = get_string(spec, where, "re", false); !re.empty()) {
+      try {
+        result.re.emplace(re, std::regex::ECMAScript);
+      } catch (const std::regex_error& error) {
+        fail(child(where, "re"), "invalid regex \"" + re + "\": " + error.what());
+      }
+    }
+    check_selector(css, child(where, "css"));
+    result.css = css;
+    return result;
+  } else {
+    fail(where, "must be a CSS selector, $url/$status/$depth, or {\"css\": ..., \"all\", \"re\"}");
+  }
+  check_selector(css, where);
+  result.css = css;
+  return result;
+}
+
+std::string trimmed(std::string text) {
+  auto space = [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f'; };
+  std::size_t start = 0, end = text.size();
+  while (start < end && space(text[start])) ++start;
+  while (end > start && space(text[end - 1])) --end;
+  return text.substr(start, end - start);
+}
+
+json extract(const field& spec, const response& response) {
+  switch (spec.source) {
+    case field::kind::url:
+      return response.url;
+    case field::kind::status:
+      return response.status;
+    case field::kind::depth:
+      return response.meta().value("depth", 0);
+    case field::kind::css:
+      break;
+  }
+  json values = json::array();
+  for (const auto& selected : response.css(spec.css)) {
+    auto text = selected.is_element() ? selected.text_content() : trimmed(selected.get());
+    if (spec.re) {
+      for (std::sregex_iterator it(text.begin(), text.end(), *spec.re), end; it != end; ++it) {
+        values.push_back(spec.re->mark_count() ? (*it)[1].str() : it->str());
+        if (!spec.all) break;
+      }
+    } else {
+      values.push_back(std::move(text));
+    }
+    if (!spec.all && !values.empty()) break;
+  }
+  if (spec.all) return values;
+  return values.empty() ? json(nullptr) : values.front();
+}
+
+class config_spider : public crawl_spider {
+ public:
+  explicit config_spider(std::string name) : crawl_spider(std::move(name)) {
+    callback("_sitemap", [this](const response& response, output& out) { sitemap(response, out); });
+  }
+
+  void add_callback(const std::string& name, std::vector<field> fields) {
+    callback(name, [fields = std::move(fields)](const response& response, output& out) {
+      json item = json::object();
+      for (const auto& spec : fields) item[spec.name] = extract(spec, response);
+      out.item(std::move(item));
+    });
+  }
+
+  void start_requests(output& out) override {
+    crawl_spider::start_requests(out);
+    for (const auto& url : sitemap_urls) {
+      crawler::request request{url, "_sitemap"};
+      request.dont_filter = true;
+      out.request(std::move(request));
+    }
+  }
+
+  std::vector<std::string> sitemap_urls;
+
+ private:
+  // Pages listed in a sitemap are start pages: their links go through the rules.
+  void sitemap(const response& response, output& out) {
+    auto found = read_sitemap(response);
+    for (auto& url : found.urls) out.request(crawler::request{std::move(url)});
+    for (auto& nested : found.sitemaps) out.request(crawler::request{std::move(nested), "_sitemap"});
+  }
+};
+
+link_extractor_options read_extractor(const json& rule, const std::string& where) {
+  link_extractor_options options;
+  options.allow = get_strings(rule, where, "allow");
+  check_regexes(options.allow, child(where, "allow"));
+  options.deny = get_strings(rule, where, "deny");
+  check_regexes(options.deny, child(where, "deny"));
+  options.allow_domains = get_strings(rule, where, "allow_domains");
+  options.deny_domains = get_strings(rule, where, "deny_domains");
+  options.restrict_css = get_strings(rule, where, "restrict_css");
+  for (std::size_t i = 0; i < options.restrict_css.size(); ++i) {
+    check_selector(options.restrict_css[i], index(child(where, "restrict_css"), i));
+  }
+  if (rule.contains("tags")) options.tags = get_strings(rule, where, "tags");
+  if (rule.contains("attrs")) options.attrs = get_strings(rule, where, "attrs");
+  options.canonicalize = get_bool(rule, where, "canonicalize", false);
+  options.unique = get_bool(rule, where, "unique", true);
+  if (rule.contains("deny_extensions")) {
+    options.deny_extensions = get_strings(rule, where, "deny_extensions");
+  }
+  return options;
+}
+
+}  // namespace
+
+crawl_config load_crawl_config(const json& document) {
+  check_keys(document, "", {"settings", "spider"});
+  crawl_config config;
+  if (auto settings = document.find("settings"); settings != document.end()) {
+    if (!settings->is_object()) fail("settings", "must be an object");
+    config.settings = *settings;
+  }
+  auto spider_json = document.find("spider");
+  if (spider_json == document.end()) fail("spider", "is required");
+  const std::string path = "spider";
+  check_keys(*spider_json, path,
+             {"name", "start_urls", "allowed_domains", "rules", "callbacks", "custom_settings"});
+  auto name = get_string(*spider_json, path, "name", true);
+  if (name.empty()) fail(child(path, "name"), "must not be empty");
+  auto spider = std::make_unique<config_spider>(name);
+
+  auto start = spider_json->find("start_urls");
+  if (start == spider_json->end()) fail(child(path, "start_urls"), "is required");
+  if (!start->is_array() || start->empty()) {
+    fail(child(path, "start_urls"), "must be a non-empty list of URLs or {\"sitemap\": URL}");
+  }
+  for (std::size_t i = 0; i < start->size(); ++i) {
+    const auto& entry = (*start)[i];
+    auto where = index(child(path, "start_urls"), i);
+    if (entry.is_string()) {
+      spider->start_urls.push_back(entry.get<std::string>());
+    } else if (entry.is_object()) {
+      check_keys(entry, where, {"sitemap"});
+      spider->sitemap_urls.push_back(get_string(entry, where, "sitemap", true));
+    } else {
+      fail(where, "must be a URL or {\"sitemap\": URL}");
+    }
+  }
+  spider->allowed_domains = get_strings(*spider_json, path, "allowed_domains");
+  if (auto custom = spider_json->find("custom_settings"); custom != spider_json->end()) {
+    if (!custom->is_object()) fail(child(path, "custom_settings"), "must be an object");
+    spider->custom_settings = *custom;
+  }
+
+  std::vector<std::string> callback_names;
+  if (auto callbacks = spider_json->find("callbacks"); callbacks != spider_json->end()) {
+    auto where = child(path, "callbacks");
+    if (!callbacks->is_object()) fail(where, "must be an object of callback names");
+    for (const auto& [callback_name, spec] : callbacks->items()) {
+      auto callback_path = child(where, callback_name);
+      check_keys(spec, callback_path, {"fields"});
+      auto fields_json = spec.find("fields");
+      if (fields_json == spec.end()) fail(child(callback_path, "fields"), "is required");
+      if (!fields_json->is_object()) fail(child(callback_path, "fields"), "must be an object");
+      std::vector<field> fields;
+      for (const auto& [field_name, field_spec] : fields_json->items()) {
+        fields.push_back(
+            read_field(field_name, field_spec, child(child(callback_path, "fields"), field_name)));
+      }
+      spider->add_callback(callback_name, std::move(fields));
+      callback_names.push_back(callback_name);
+    }
+  }
+
+  if (auto rules = spider_json->find("rules"); rules != spider_json->end()) {
+    auto where = child(path, "rules");
+    if (!rules->is_array()) fail(where, "must be a list of rules");
+    for (std::size_t i = 0; i < rules->size(); ++i) {
+      const auto& rule_json = (*rules)[i];
+      auto rule_path = index(where, i);
+      check_keys(rule_json, rule_path,
+                 {"allow", "deny", "allow_domains", "deny_domains", "restrict_css", "tags",
+                  "attrs", "canonicalize", "unique", "deny_extensions", "callback", "follow"});
+      rule made{link_extractor(read_extractor(rule_json, rule_path))};
+      made.callback = get_string(rule_json, rule_path, "callback", false);
+      if (!made.callback.empty() &&
+          std::find(callback_names.begin(), callback_names.end(), made.callback) ==
+              callback_names.end()) {
+        std::vector<std::string_view> names(callback_names.begin(), callback_names.end());
+        std::string message = "no callback \"" + made.callback + "\" in spider.callbacks";
+        if (auto best = nearest_name(made.callback, names); !best.empty()) {
+          message += " (did you mean \"" + std::string(best) + "\"?)";
+        }
+        fail(child(rule_path, "callback"), message);
+      }
+      if (rule_json.contains("follow")) made.follow = get_bool(rule_json, rule_path, "follow", true);
+      spider->rules.push_back(std::move(made));
+    }
+  }
+  config.spider = std::move(spider);
+  return config;
+}
+
+crawl_config load_crawl_config_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw config_error(path + ": cannot read the file");
+  std::stringstream text;
+  text << in.rdbuf();
+  json document;
+  try {
+    document = json::parse(text.str());
+  } catch (const json::parse_error& error) {
+    // nlohmann reports a byte offset; people look for a line and a column.
+    auto content = text.str();
+    auto offset = std::min<std::size_t>(error.byte, content.size());
+    std::size_t line = 1, column = 1;
+    for (std::size_t i = 0; i + 1 < offset; ++i) {
+      if (content[i] == '\n') {
+        ++line;
+        column = 1;
+      } else {
+        ++column;
+      }
+    }
+    throw config_error(path + ":" + std::to_string(line) + ":" + std::to_string(column) +
+                       ": not valid JSON: " + error.what());
+  }
+  // A start URL without a scheme names a file beside the crawl file, so examples run offline
+  // from any working directory.
+  auto folder = std::filesystem::absolute(std::filesystem::path(path)).parent_path();
+  auto resolve = [&folder](json& url) {
+    if (url.is_string() && url.get<std::string>().find("://") == std::string::npos) {
+      url = "file://" + (folder / url.get<std::string>()).lexically_normal().string();
+    }
+  };
+  if (document.is_object() && document.contains("spider") && document["spider"].is_object()) {
+    auto& start = document["spider"]["start_urls"];
+    if (start.is_array()) {
+      for (auto& entry : start) {
+        if (entry.is_object() && entry.contains("sitemap")) {
+          resolve(entry["sitemap"]);
+        } else {
+          resolve(entry);
+        }
+      }
+    } else if (start.is_null()) {
+      document["spider"].erase("start_urls");
+    }
+  }
+  try {
+    return load_crawl_config(document);
+  } catch (const config_error& error) {
+    throw config_error(path + ": " + error.what());
+  }
+}
+
+}  // namespace crawler

@@ -1,0 +1,60 @@
+// Crawls described by a JSON file, no C++: `crawler run FILE.json`.
+//
+//   {
+//     "settings": {"CONCURRENT_REQUESTS": 32, "DUPEFILTER_CLASS": "bloom"},
+//     "spider": {
+//       "name": "books",
+//       "start_urls": ["https://books.example/", {"sitemap": "https://books.example/sitemap.xml"}],
+//       "allowed_domains": ["books.example"],
+//       "rules": [
+//         {"allow": ["/catalogue/page-\\d+\\.html"], "follow": true},
+//         {"allow": ["/catalogue/[^/]+/index\\.html"], "callback": "book"}
+//       ],
+//       "callbacks": {
+//         "book": {"fields": {"url": "$url", "title": "h1::text",
+//                             "price": {"css": "p.price_color::text", "re": "[\\d.]+"},
+//                             "tags": {"css": "ul.tags a::text", "all": true}}}
+//       }
+//     }
+//   }
+//
+// The spider is a crawl_spider: rules as in Scrapy's CrawlSpider (each link to the first rule that
+// extracts it; `follow` defaults to true without a callback). A rule takes the link extractor's
+// options (allow, deny, allow_domains, deny_domains, restrict_css, tags, attrs, canonicalize,
+// unique, deny_extensions). A field is a CSS selector (the first match's text, trimmed),
+// {"css", "all": true} for every match, {"css", "re"} for a regex's first match (every match with
+// "all"), or $url, $status, $depth. A field with no match is null; the item is still exported.
+//
+// Everything is checked before anything is fetched: unknown keys (with a suggestion), wrong types,
+// invalid regexes and selectors, callbacks that do not exist. The error names the JSON path:
+//   spider.rules[1].allow[0]: invalid regex "(": ...
+#pragma once
+
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+#include <string>
+
+#include "crawler/crawl_spider.h"
+
+namespace crawler {
+
+/// A crawl file that cannot be used. what() starts with the JSON path of the problem.
+class config_error : public std::invalid_argument {
+ public:
+  using std::invalid_argument::invalid_argument;
+};
+
+struct crawl_config {
+  /// The file's "settings" object (checked by the settings model when merged).
+  nlohmann::json settings = nlohmann::json::object();
+  std::unique_ptr<crawl_spider> spider;
+};
+
+/// Validates `document` and builds its spider. Throws config_error.
+crawl_config load_crawl_config(const nlohmann::json& document);
+/// Reads and validates the file at `path`; JSON syntax errors name the line and column. Start
+/// URLs without a scheme ("books/index.html") are files relative to the crawl file's folder.
+crawl_config load_crawl_config_file(const std::string& path);
+
+}  // namespace crawler

@@ -1,0 +1,47 @@
+#include "crawler/crawl_spider.h"
+
+#include <unordered_set>
+
+namespace crawler {
+namespace {
+
+// The callback every rule-made request names; meta "rule" says which rule made it.
+constexpr const char* rule_callback = "_crawl_spider_rule";
+
+}  // namespace
+
+crawl_spider::crawl_spider(std::string name) : spider(std::move(name)) {
+  callback(rule_callback, &crawl_spider::parse_rule_page);
+}
+
+void crawl_spider::parse(const response& response, output& out) {
+  parse_start_url(response, out);
+  follow_rules(response, out);
+}
+
+void crawl_spider::parse_start_url(const response&, output&) {}
+
+void crawl_spider::follow_rules(const response& response, output& out) {
+  std::unordered_set<std::string> seen;
+  for (std::size_t index = 0; index < rules.size(); ++index) {
+    auto links = rules[index].link_extractor.extract_links(response);
+    std::erase_if(links, [&seen](const link& link) { return !seen.insert(link.url).second; });
+    if (rules[index].process_links) links = rules[index].process_links(std::move(links));
+    for (auto& link : links) {
+      crawler::request request{std::move(link.url), rule_callback};
+      request.meta["rule"] = index;
+      request.meta["link_text"] = std::move(link.text);
+      out.request(std::move(request));
+    }
+  }
+}
+
+void crawl_spider::parse_rule_page(const response& response, output& out) {
+  auto index = response.meta().value("rule", std::size_t{0});
+  if (index >= rules.size()) return;
+  const auto& rule = rules[index];
+  if (!rule.callback.empty()) call(rule.callback, response, out);
+  if (rule.follow.value_or(rule.callback.empty())) follow_rules(response, out);
+}
+
+}  // namespace crawler

@@ -1,0 +1,57 @@
+// Scrapy's CrawlSpider: a spider driven by rules that say which links to follow and which
+// callback parses the pages they lead to.
+//
+//   class books : public crawler::crawl_spider {
+//    public:
+//     books() : crawl_spider("books") {
+//       start_urls = {"https://books.example/"};
+//       rules.push_back({crawler::link_extractor({.allow = {R"(/catalogue/page-\d+\.html)"}})});
+//       rules.push_back({crawler::link_extractor({.allow = {R"(/catalogue/[^/]+/index\.html)"}}),
+//                        "parse_book"});
+//       callback("parse_book", &books::parse_book);
+//     }
+//     void parse_book(const crawler::response& response, crawler::output& out);
+//   };
+//
+// As in Scrapy: the start pages and every page reached through a rule with `follow` have their
+// links run through the rules in order; each link goes to the first rule that extracts it. A rule
+// follows by default when it has no callback. Do not override parse(): it drives the rules
+// (override parse_start_url to handle the start pages).
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "crawler/link_extractor.h"
+#include "crawler/spider.h"
+
+namespace crawler {
+
+struct rule {
+  crawler::link_extractor link_extractor;
+  /// The callback for the pages this rule's links lead to; empty: none.
+  std::string callback;
+  /// Whether those pages' links go through the rules too; nullopt: true without a callback.
+  std::optional<bool> follow;
+  /// Filters or rewrites the links this rule extracted from one page.
+  std::function<std::vector<link>(std::vector<link>)> process_links;
+};
+
+class crawl_spider : public spider {
+ public:
+  explicit crawl_spider(std::string name);
+
+  void parse(const response& response, output& out) final;
+  /// What the start pages yield besides the links the rules follow. Yields nothing by default.
+  virtual void parse_start_url(const response& response, output& out);
+
+  std::vector<rule> rules;
+
+ private:
+  void follow_rules(const response& response, output& out);
+  void parse_rule_page(const response& response, output& out);
+};
+
+}  // namespace crawler

@@ -1,0 +1,75 @@
+#include "crawler/sitemap.h"
+
+#include <zlib.h>
+
+namespace crawler {
+namespace {
+
+std::string gunzip(std::string_view data, std::size_t max_size) {
+  z_stream stream{};
+  if (inflateInit2(&stream, 15 + 32) != Z_OK) return {};
+  std::string out;
+  char buffer[16384];
+  stream.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));
+  stream.avail_in = static_cast<uInt>(data.size());
+  int status = Z_OK;
+  while (status == Z_OK && out.size() < max_size) {
+    stream.next_out = reinterpret_cast<Bytef*>(buffer);
+    stream.avail_out = sizeof buffer;
+    status = inflate(&stream, Z_NO_FLUSH);
+    out.append(buffer, sizeof buffer - stream.avail_out);
+    if (status == Z_BUF_ERROR && stream.avail_in == 0) break;
+  }
+  inflateEnd(&stream);
+  if (out.size() > max_size) out.resize(max_size);
+  return out;
+}
+
+std::string trim(std::string_view text) {
+  auto space = [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; };
+  while (!text.empty() && space(text.front())) text.remove_prefix(1);
+  while (!text.empty() && space(text.back())) text.remove_suffix(1);
+  return std::string(text);
+}
+
+}  // namespace
+
+sitemap read_sitemap(const response& page, std::size_t max_size) {
+  crawler::response xml;
+  xml.url = page.url;
+  xml.request = page.request;
+  bool gzipped = page.body.size() >= 2 && static_cast<unsigned char>(page.body[0]) == 0x1f &&
+                 static_cast<unsigned char>(page.body[1]) == 0x8b;
+  xml.body = gzipped ? gunzip(page.body, max_size) : page.body;
+  // The HTML parser reads sitemap XML well enough: unknown elements keep their names.
+  sitemap result;
+  for (auto& loc : xml.css("urlset url loc")) {
+    if (auto url = trim(loc.text_content()); !url.empty()) result.urls.push_back(url);
+  }
+  for (auto& loc : xml.css("sitemapindex sitemap loc")) {
+    if (auto url = trim(loc.text_content()); !url.empty()) result.sitemaps.push_back(url);
+  }
+  return result;
+}
+
+std::vector<std::string> robots_sitemaps(std::string_view robots_txt) {
+  std::vector<std::string> urls;
+  std::size_t start = 0;
+  while (start < robots_txt.size()) {
+    auto end = robots_txt.find('\n', start);
+    auto line = robots_txt.substr(start, end == std::string_view::npos ? std::string_view::npos
+                                                                        : end - start);
+    start = end == std::string_view::npos ? robots_txt.size() : end + 1;
+    auto colon = line.find(':');
+    if (colon == std::string_view::npos) continue;
+    auto key = trim(line.substr(0, colon));
+    for (auto& c : key) c = char(std::tolower(static_cast<unsigned char>(c)));
+    if (key == "sitemap") {
+      auto value = trim(line.substr(colon + 1));
+      if (!value.empty()) urls.push_back(value);
+    }
+  }
+  return urls;
+}
+
+}  // namespace crawler

@@ -1,0 +1,30 @@
+// Sitemaps (sitemaps.org): the URLs of a <urlset>, or the sitemaps of a <sitemapindex>, and the
+// Sitemap: lines of a robots.txt.
+//
+//   auto sitemap = crawler::read_sitemap(response);       // gzip bodies are inflated first
+//   for (auto& url : sitemap.urls) out.request(crawler::request{url});
+//   for (auto& nested : sitemap.sitemaps) out.request(crawler::request{nested, "sitemap"});
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "crawler/response.h"
+
+namespace crawler {
+
+struct sitemap {
+  std::vector<std::string> urls;      // <urlset><url><loc>
+  std::vector<std::string> sitemaps;  // <sitemapindex><sitemap><loc>
+};
+
+/// Reads a sitemap response. A gzip body (a .xml.gz file) is inflated up to `max_size` bytes;
+/// a larger one is cut off there, as Scrapy caps it at DOWNLOAD_MAXSIZE.
+sitemap read_sitemap(const response& response, std::size_t max_size = 50u << 20);
+
+/// The absolute URLs of a robots.txt's `Sitemap:` lines.
+std::vector<std::string> robots_sitemaps(std::string_view robots_txt);
+
+}  // namespace crawler
