@@ -1,0 +1,237 @@
+// Config-driven crawls: validation errors with their JSON path, and `crawler run` end to end.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <set>
+
+#include "child_process.h"
+#include "crawler/config_spider.h"
+#include "crawler/crawl.h"
+#include "http_server.h"
+#include "redis_server.h"
+
+namespace {
+
+using crawler::fixtures::child_process;
+using crawler::fixtures::crawler_binary;
+using crawler::fixtures::http_server;
+using crawler::fixtures::temp_dir;
+using json = nlohmann::json;
+
+json books_config() {
+  return json::parse(R"json({
+    "settings": {"CONCURRENT_REQUESTS": 8},
+    "spider": {
+      "name": "pages",
+      "start_urls": ["http://127.0.0.1/site/0"],
+      "rules": [{"allow": ["/site/\\d+$"], "callback": "page", "follow": true}],
+      "callbacks": {"page": {"fields": {"url": "$url", "title": "title::text"}}}
+    }
+  })json");
+}
+
+std::string error_of(const json& document) {
+  try {
+    crawler::load_crawl_config(document);
+  } catch (const crawler::config_error& error) {
+    return error.what();
+  }
+  return "no error";
+}
+
+TEST(crawl_config, a_valid_file_builds_a_spider_with_its_rules) {
+  auto config = crawler::load_crawl_config(books_config());
+  EXPECT_EQ(config.spider->name(), "pages");
+  EXPECT_EQ(config.spider->rules.size(), 1u);
+  EXPECT_EQ(config.settings["CONCURRENT_REQUESTS"], 8);
+}
+
+TEST(crawl_config, errors_name_the_json_path) {
+  auto document = books_config();
+  document["spider"]["rules"][0]["allow"] = {"ok", "(unclosed"};
+  EXPECT_TRUE(error_of(document).starts_with("spider.rules[0].allow[1]: invalid regex \"(unclosed\""))
+      << error_of(document);
+
+  document = books_config();
+  document["spider"]["rules"][0]["alow"] = {"x"};
+  EXPECT_EQ(error_of(document),
+            "spider.rules[0].alow: unknown key \"alow\" (did you mean \"allow\"?)");
+
+  document = books_config();
+  document["spider"]["callbacks"]["page"]["fields"]["title"] = "title::txt";
+  EXPECT_TRUE(error_of(document).starts_with(
+      "spider.callbacks.page.fields.title: invalid CSS selector \"title::txt\""))
+      << error_of(document);
+
+  document = books_config();
+  document["spider"]["rules"][0]["callback"] = "pgae";
+  EXPECT_EQ(error_of(document),
+            "spider.rules[0].callback: no callback \"pgae\" in spider.callbacks (did you mean "
+            "\"page\"?)");
+
+  document = books_config();
+  document["spider"]["callbacks"]["page"]["fields"]["url"] = "$uri";
+  EXPECT_EQ(error_of(document),
+            "spider.callbacks.page.fields.url: unknown variable \"$uri\" (did you mean "
+            "\"$url\"?); $url, $status and $depth exist");
+
+  document = books_config();
+  document["spider"]["rules"][0]["follow"] = "yes";
+  EXPECT_EQ(error_of(document), "spider.rules[0].follow: must be true or false");
+
+  document = books_config();
+  document["spider"].erase("start_urls");
+  EXPECT_EQ(error_of(document), "spider.start_urls: is required");
+
+  document = books_config();
+  document["spidr"] = document["spider"];
+  EXPECT_EQ(error_of(document), "spidr: unknown key \"spidr\" (did you mean \"spider\"?)");
+}
+
+TEST(crawl_config, a_file_that_is_not_json_names_the_line_and_column) {
+  temp_dir dir;
+  auto path = (dir.path() / "broken.json").string();
+  std::ofstream(path) << "{\n  \"spider\": {\n    \"name\": \"x\",,\n  }\n}\n";
+  try {
+    crawler::load_crawl_config_file(path);
+    FAIL() << "no error";
+  } catch (const crawler::config_error& error) {
+    EXPECT_TRUE(std::string(error.what()).starts_with(path + ":3:17: not valid JSON"))
+        << error.what();
+  }
+}
+
+std::string write_config(const temp_dir& dir, json document) {
+  auto path = (dir.path() / "crawl.json").string();
+  std::ofstream(path) << document.dump(2);
+  return path;
+}
+
+TEST(crawler_run, crawls_a_generated_site_through_rules_and_extracts_known_values) {
+  constexpr std::size_t pages = 2000;
+  http_server server({.site_pages = pages});
+  temp_dir dir;
+  auto document = json::parse(R"json({
+    "settings": {"CONCURRENT_REQUESTS": 16, "DUPEFILTER_CLASS": "bloom"},
+    "spider": {
+      "name": "pages",
+      "allowed_domains": ["127.0.0.1"],
+      "rules": [{"allow": ["/site/\\d+$"], "callback": "page", "follow": true}],
+      "callbacks": {"page": {"fields": {
+        "url": "$url", "depth": "$depth", "status": "$status",
+        "title": "title::text",
+        "number": {"css": "h1::text", "re": "Page (\\d+)"},
+        "links": {"css": "p a::attr(href)", "all": true},
+        "missing": "div.nothing::text"}}}
+    }
+  })json");
+  document["spider"]["start_urls"] = {server.url("/site/0")};
+  auto items_path = (dir.path() / "items.jsonl").string();
+  auto stats_path = (dir.path() / "stats.json").string();
+  child_process run({crawler_binary(), "run", write_config(dir, document), "-O", items_path,
+                     "-s", "STATS_FILE=" + stats_path, "-L", "INFO"});
+  ASSERT_EQ(run.wait(), 0) << run.stderr_text();
+
+  std::ifstream in(items_path);
+  std::set<std::size_t> numbers;
+  std::size_t count = 0;
+  for (std::string line; std::getline(in, line); ++count) {
+    auto item = json::parse(line);
+    auto number = std::stoul(item["number"].get<std::string>());
+    numbers.insert(number);
+    ASSERT_EQ(item["url"], server.url("/site/" + std::to_string(number)));
+    ASSERT_EQ(item["title"], "Page " + std::to_string(number));
+    ASSERT_EQ(item["status"], 200);
+    ASSERT_TRUE(item["missing"].is_null());
+    std::vector<std::string> links;
+    for (auto link : http_server::site_links(number, pages)) {
+      links.push_back("/site/" + std::to_string(link));
+    }
+    ASSERT_EQ(item["links"], json(links));
+  }
+  EXPECT_EQ(count, pages);
+  EXPECT_EQ(numbers.size(), pages);
+  // As in Scrapy, a start URL is dont_filter and so never recorded: the link back to page 0
+  // fetches it a second time, through the rule this time.
+  EXPECT_EQ(server.hits("/site/0"), 2u);
+  for (std::size_t page = 1; page < pages; ++page) {
+    ASSERT_EQ(server.hits("/site/" + std::to_string(page)), 1u) << page;
+  }
+  auto stats = json::parse(std::ifstream(stats_path));
+  EXPECT_EQ(stats["finish_reason"], "finished");
+}
+
+TEST(crawler_run, a_sitemap_index_with_a_gzip_sitemap_reaches_every_page) {
+  constexpr std::size_t pages = 50;
+  http_server server({.site_pages = pages});
+  temp_dir dir;
+  auto document = json::parse(R"json({
+    "spider": {
+      "name": "sitemap",
+      "callbacks": {"page": {"fields": {"url": "$url"}}},
+      "rules": [{"allow": ["/nothing-follows"]}]
+    }
+  })json");
+  document["spider"]["start_urls"] = {{{"sitemap", server.url("/sitemap.xml")}}};
+  auto stats_path = (dir.path() / "stats.json").string();
+  child_process run({crawler_binary(), "run", write_config(dir, document), "-s",
+                     "STATS_FILE=" + stats_path, "--nolog"});
+  ASSERT_EQ(run.wait(), 0) << run.stderr_text();
+  for (std::size_t page = 0; page < pages; ++page) {
+    ASSERT_EQ(server.hits("/site/" + std::to_string(page)), 1u) << page;
+  }
+  EXPECT_EQ(server.hits("/sitemap-odd.xml.gz"), 1u);
+}
+
+TEST(crawler_run, offsite_links_are_counted_and_not_followed) {
+  http_server server({.site_pages = 10});
+  temp_dir dir;
+  auto document = json::parse(R"json({
+    "spider": {"name": "offsite", "allowed_domains": ["example.com"],
+               "rules": [{"follow": true}]}
+  })json");
+  document["spider"]["start_urls"] = {server.url("/site/0")};
+  auto stats_path = (dir.path() / "stats.json").string();
+  child_process run({crawler_binary(), "run", write_config(dir, document), "-s",
+                     "STATS_FILE=" + stats_path, "--nolog"});
+  ASSERT_EQ(run.wait(), 0) << run.stderr_text();
+  auto stats = json::parse(std::ifstream(stats_path));
+  EXPECT_EQ(stats["offsite/domains"], 1);
+  EXPECT_GT(stats["offsite/filtered"].get<int>(), 0);
+  EXPECT_EQ(server.total_hits(), 1u);  // the start page only
+}
+
+TEST(crawler_run, a_bad_file_exits_2_with_the_path_before_fetching_anything) {
+  http_server server;
+  temp_dir dir;
+  auto document = books_config();
+  document["spider"]["start_urls"] = {server.url("/s?wd=1")};
+  document["spider"]["rules"][0]["restrict_css"] = {"div["};
+  child_process run({crawler_binary(), "run", write_config(dir, document)});
+  EXPECT_EQ(run.wait(), 2);
+  auto error = run.stderr_text();
+  EXPECT_NE(error.find("spider.rules[0].restrict_css[0]: invalid CSS selector"), std::string::npos)
+      << error;
+  EXPECT_EQ(server.total_hits(), 0u);
+}
+
+TEST(crawler_run, the_books_example_runs_offline) {
+  temp_dir dir;
+  auto items = (dir.path() / "books.csv").string();
+  child_process run({crawler_binary(), "run", CRAWLER_SOURCE_DIR "/config/examples/books.json",
+                     "-O", items, "--nolog"});
+  ASSERT_EQ(run.wait(), 0) << run.stderr_text();
+  std::ifstream in(items);
+  std::string header;
+  std::getline(in, header);
+  EXPECT_EQ(header, "availability,price,rating,tags,title,url\r");
+  std::size_t rows = 0;
+  bool found = false;
+  for (std::string line; std::getline(in, line); ++rows) {
+    if (line.starts_with("In stock,53.74,,\"historical,fiction\",Tipping the Velvet,")) found = true;
+  }
+  EXPECT_EQ(rows, 12u);
+  EXPECT_TRUE(found);
+}
+
+}  // namespace
