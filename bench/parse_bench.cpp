@@ -21,17 +21,18 @@ std::string make_page() {
   html += "</ul><ol class=\"row\">";
   for (int i = 0; i < 20; ++i) {
     html += "<li class=\"col\"><article class=\"product_pod\"><h3><a href=\"/catalogue/book-" +
-            std::to_string(i) + "/index.html\" title=\"Book " + std::to_string(i) +
-            "\">Book " + std::to_string(i) + "</a></h3><p class=\"price_color\">£" +
-            std::to_string(10 + i) + ".99</p><p class=\"instock availability\">In stock</p>"
+            std::to_string(i) + "/index.html\" title=\"Book " + std::to_string(i) + "\">Book " +
+            std::to_string(i) + "</a></h3><p class=\"price_color\">£" + std::to_string(10 + i) +
+            ".99</p><p class=\"instock availability\">In stock</p>"
             "</article></li>";
   }
   html += "</ol><div class=\"text\">";
   while (html.size() < 12 * 1024 - 200) {
     html += "<p>A crawler frontier holds requests; the scheduler asks the dupefilter. </p>";
   }
-  html += "</div><ul class=\"pager\"><li class=\"next\"><a href=\"page-18.html\">next</a></li>"
-          "</ul></body></html>";
+  html +=
+      "</div><ul class=\"pager\"><li class=\"next\"><a href=\"page-18.html\">next</a></li>"
+      "</ul></body></html>";
   return html;
 }
 

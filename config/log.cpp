@@ -69,7 +69,9 @@ std::shared_ptr<counting_sink> counter() {
 
 }  // namespace
 
-void count_log_messages(stats* stats) { counter()->set_stats(stats); }
+void count_log_messages(stats* stats) {
+  counter()->set_stats(stats);
+}
 
 void configure_logging(const settings& settings) {
   std::string name = settings.get_string("LOG_LEVEL");
@@ -96,8 +98,8 @@ std::shared_ptr<spdlog::logger> get_logger(std::string_view component) {
   std::lock_guard lock(registry_mutex);
   std::string name(component);
   if (auto existing = spdlog::get(name)) return existing;
-  auto logger = std::make_shared<spdlog::logger>(
-      name, spdlog::sinks_init_list{shared_sink(), counter()});
+  auto logger =
+      std::make_shared<spdlog::logger>(name, spdlog::sinks_init_list{shared_sink(), counter()});
   logger->set_level(current_level);
   spdlog::register_logger(logger);
   return logger;

@@ -209,7 +209,8 @@ class config_spider : public crawl_spider {
   void sitemap(const response& response, output& out) {
     auto found = read_sitemap(response);
     for (auto& url : found.urls) out.request(crawler::request{std::move(url)});
-    for (auto& nested : found.sitemaps) out.request(crawler::request{std::move(nested), "_sitemap"});
+    for (auto& nested : found.sitemaps)
+      out.request(crawler::request{std::move(nested), "_sitemap"});
   }
 };
 
@@ -303,13 +304,12 @@ crawl_config load_crawl_config(const json& document) {
       const auto& rule_json = (*rules)[i];
       auto rule_path = index(where, i);
       check_keys(rule_json, rule_path,
-                 {"allow", "deny", "allow_domains", "deny_domains", "restrict_css", "tags",
-                  "attrs", "canonicalize", "unique", "deny_extensions", "callback", "follow"});
+                 {"allow", "deny", "allow_domains", "deny_domains", "restrict_css", "tags", "attrs",
+                  "canonicalize", "unique", "deny_extensions", "callback", "follow"});
       rule made{link_extractor(read_extractor(rule_json, rule_path))};
       made.callback = get_string(rule_json, rule_path, "callback", false);
-      if (!made.callback.empty() &&
-          std::find(callback_names.begin(), callback_names.end(), made.callback) ==
-              callback_names.end()) {
+      if (!made.callback.empty() && std::find(callback_names.begin(), callback_names.end(),
+                                              made.callback) == callback_names.end()) {
         std::vector<std::string_view> names(callback_names.begin(), callback_names.end());
         std::string message = "no callback \"" + made.callback + "\" in spider.callbacks";
         if (auto best = nearest_name(made.callback, names); !best.empty()) {
@@ -317,7 +317,8 @@ crawl_config load_crawl_config(const json& document) {
         }
         fail(child(rule_path, "callback"), message);
       }
-      if (rule_json.contains("follow")) made.follow = get_bool(rule_json, rule_path, "follow", true);
+      if (rule_json.contains("follow"))
+        made.follow = get_bool(rule_json, rule_path, "follow", true);
       spider->rules.push_back(std::move(made));
     }
   }

@@ -1,7 +1,7 @@
 #include "crawler/downloader.h"
 
-#include <boost/url/parse.hpp>
 #include <algorithm>
+#include <boost/url/parse.hpp>
 #include <chrono>
 #include <deque>
 #include <random>
@@ -74,7 +74,8 @@ downloader::downloader(asio::any_io_executor executor, const settings& settings,
   }
   options_->timeout_seconds = non_negative(settings, "DOWNLOAD_TIMEOUT");
   options_->maxsize = std::size_t(std::max<std::int64_t>(0, settings.get_int("DOWNLOAD_MAXSIZE")));
-  options_->warnsize = std::size_t(std::max<std::int64_t>(0, settings.get_int("DOWNLOAD_WARNSIZE")));
+  options_->warnsize =
+      std::size_t(std::max<std::int64_t>(0, settings.get_int("DOWNLOAD_WARNSIZE")));
   options_->compression = settings.get_bool("COMPRESSION_ENABLED");
   options_->proxy_enabled = settings.get_bool("HTTPPROXY_ENABLED");
 }
@@ -82,8 +83,8 @@ downloader::downloader(asio::any_io_executor executor, const settings& settings,
 downloader::~downloader() = default;
 
 std::string downloader::slot_key(const request& request) const {
-  if (auto slot = request.meta.find("download_slot"); slot != request.meta.end() &&
-                                                      slot->is_string()) {
+  if (auto slot = request.meta.find("download_slot");
+      slot != request.meta.end() && slot->is_string()) {
     return slot->get<std::string>();
   }
   auto url = boost::urls::parse_uri(request.url);
@@ -118,8 +119,8 @@ void downloader::process_queue(const std::string& key, slot& slot) {
     double penalty = delay - seconds_since(slot.last_start);
     if (penalty > 0) {
       slot.timer_armed = true;
-      slot.timer.expires_after(std::chrono::duration_cast<clock::duration>(
-          std::chrono::duration<double>(penalty)));
+      slot.timer.expires_after(
+          std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(penalty)));
       slot.timer.async_wait([this, key](boost::system::error_code error) {
         if (error) return;  // cancelled: the slot may be gone
         auto& waiting = *slots_.at(key);

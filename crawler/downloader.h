@@ -19,8 +19,8 @@
 #pragma once
 
 #include <boost/asio/any_io_executor.hpp>
-#include <cstddef>
 #include <boost/asio/steady_timer.hpp>
+#include <cstddef>
 #include <functional>
 #include <map>
 #include <memory>
@@ -42,11 +42,12 @@ namespace crawler {
 namespace detail {
 class curl_transfers;
 struct transfer_options;
-}
+}  // namespace detail
 
 /// What a fetch produced: a response, or an error named as the stats and the retry middleware
 /// name it ("TimeoutError", "ConnectionRefusedError", "DNSLookupError", "ConnectionLost",
-/// "ResponseNeverReceived", "SSLError", "CancelledError" for DOWNLOAD_MAXSIZE, "NotSupported", ...).
+/// "ResponseNeverReceived", "SSLError", "CancelledError" for DOWNLOAD_MAXSIZE, "NotSupported",
+/// ...).
 struct download_result {
   crawler::request request;
   std::optional<crawler::response> response;

@@ -16,8 +16,8 @@ namespace asio = boost::asio;
 std::string now_iso() {
   auto now = std::chrono::system_clock::now();
   auto seconds = std::chrono::system_clock::to_time_t(now);
-  auto micros = std::chrono::duration_cast<std::chrono::microseconds>(now.time_since_epoch()) %
-                1000000;
+  auto micros =
+      std::chrono::duration_cast<std::chrono::microseconds>(now.time_since_epoch()) % 1000000;
   std::tm utc{};
   gmtime_r(&seconds, &utc);
   char text[40];
@@ -99,8 +99,9 @@ void engine::open() {
     logger_->info("Spider opened");
     if (phase_ == phase::opening) phase_ = phase::running;
     if (auto timeout = settings_.get_double("CLOSESPIDER_TIMEOUT"); timeout > 0) {
-      closespider_timer_.expires_after(std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-          std::chrono::duration<double>(timeout)));
+      closespider_timer_.expires_after(
+          std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+              std::chrono::duration<double>(timeout)));
       closespider_timer_.async_wait([this](boost::system::error_code error) {
         if (!error) begin_close("closespider_timeout");
       });
@@ -121,38 +122,39 @@ void engine::open() {
 void engine::enqueue(std::vector<request> requests) {
   if (requests.empty()) return;
   ++pending_enqueues_;
-  scheduler_->async_enqueue(
-      std::move(requests), [this](std::exception_ptr error, std::size_t, std::vector<request> batch) {
-        if (error) {
-          std::string what = "unknown error";
-          try {
-            std::rethrow_exception(error);
-          } catch (const std::exception& e) {
-            what = e.what();
-          }
-          if (phase_ == phase::running) {
-            // The dupefilter could not answer (Redis away): keep the batch and ask again; the
-            // spider stays open meanwhile, since pending_enqueues_ still counts this batch.
-            logger_->error("Could not check {} requests with the dupefilter, retrying: {}",
-                           batch.size(), what);
-            auto timer = std::make_shared<asio::steady_timer>(io_, std::chrono::seconds(1));
-            timer->async_wait([this, timer, batch = std::move(batch)](
-                                  boost::system::error_code cancelled) mutable {
+  scheduler_->async_enqueue(std::move(requests), [this](std::exception_ptr error, std::size_t,
+                                                        std::vector<request> batch) {
+    if (error) {
+      std::string what = "unknown error";
+      try {
+        std::rethrow_exception(error);
+      } catch (const std::exception& e) {
+        what = e.what();
+      }
+      if (phase_ == phase::running) {
+        // The dupefilter could not answer (Redis away): keep the batch and ask again; the
+        // spider stays open meanwhile, since pending_enqueues_ still counts this batch.
+        logger_->error("Could not check {} requests with the dupefilter, retrying: {}",
+                       batch.size(), what);
+        auto timer = std::make_shared<asio::steady_timer>(io_, std::chrono::seconds(1));
+        timer->async_wait(
+            [this, timer, batch = std::move(batch)](boost::system::error_code cancelled) mutable {
               --pending_enqueues_;
               if (!cancelled) enqueue(std::move(batch));
               check_idle();
             });
-            return;
-          }
-          // Closing: queue them unchecked rather than lose them; the next run filters them.
-          logger_->error("Could not check {} requests with the dupefilter while closing; queued "
-                         "them unchecked: {}",
-                         batch.size(), what);
-          for (auto& request : batch) scheduler_->restore(std::move(request));
-        }
-        --pending_enqueues_;
-        pump();
-      });
+        return;
+      }
+      // Closing: queue them unchecked rather than lose them; the next run filters them.
+      logger_->error(
+          "Could not check {} requests with the dupefilter while closing; queued "
+          "them unchecked: {}",
+          batch.size(), what);
+      for (auto& request : batch) scheduler_->restore(std::move(request));
+    }
+    --pending_enqueues_;
+    pump();
+  });
 }
 
 void engine::pump() {
@@ -255,8 +257,8 @@ void engine::handle_failure(failure failure) {
       return;
     }
   } catch (const std::exception& error) {
-    logger_->error("Spider error processing the failure of {}\n{}: {}",
-                   failure.request.describe(), type_name(error), error.what());
+    logger_->error("Spider error processing the failure of {}\n{}: {}", failure.request.describe(),
+                   type_name(error), error.what());
     stats_.inc_value("spider_exceptions/" + type_name(error));
     count_error();
   }
@@ -282,8 +284,8 @@ void engine::export_item(nlohmann::json item, const response* from) {
     } catch (const drop_item& dropped) {
       stats_.inc_value("item_dropped_count");
       stats_.inc_value("item_dropped_reasons_count/DropItem");
-      logger_->warn("Dropped: {}\n{}", dropped.what(), item.dump(-1, ' ', false,
-                                                                 nlohmann::json::error_handler_t::replace));
+      logger_->warn("Dropped: {}\n{}", dropped.what(),
+                    item.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
       return;
     } catch (const std::exception& error) {
       logger_->error("Error processing {}\n{}: {}",
@@ -371,8 +373,9 @@ void engine::finish() {
     }
     stats_.set_value("finish_reason", close_reason_);
     stats_.set_value("finish_time", now_iso());
-    stats_.set_value("elapsed_time_seconds",
-                     std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count());
+    stats_.set_value(
+        "elapsed_time_seconds",
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count());
     io_.stop();
   });
 }

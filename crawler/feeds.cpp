@@ -57,8 +57,8 @@ class feed_exporter::feed {
     if (auto parent = std::filesystem::path(path_).parent_path(); !parent.empty()) {
       std::filesystem::create_directories(parent);
     }
-    bool existing = !overwrite && std::filesystem::exists(path_) &&
-                    std::filesystem::file_size(path_) > 0;
+    bool existing =
+        !overwrite && std::filesystem::exists(path_) && std::filesystem::file_size(path_) > 0;
     out_.open(path_, overwrite ? std::ios::trunc : std::ios::app);
     if (!out_) throw std::runtime_error(path_ + ": cannot open the feed for writing");
     header_written_ = existing;  // appending to a CSV that already has its header row

@@ -27,9 +27,9 @@ std::string charset_parameter(std::string_view value) {
   ++at;
   while (at < text.size() && (text[at] == ' ' || text[at] == '"' || text[at] == '\'')) ++at;
   auto end = at;
-  while (end < text.size() && (std::isalnum(static_cast<unsigned char>(text[end])) ||
-                               text[end] == '-' || text[end] == '_' || text[end] == ':' ||
-                               text[end] == '.')) {
+  while (end < text.size() &&
+         (std::isalnum(static_cast<unsigned char>(text[end])) || text[end] == '-' ||
+          text[end] == '_' || text[end] == ':' || text[end] == '.')) {
     ++end;
   }
   return text.substr(at, end - at);
@@ -46,7 +46,9 @@ std::string canonical_encoding(std::string name) {
   return name;
 }
 
-void append_replacement(std::string& out) { out += "\xEF\xBF\xBD"; }
+void append_replacement(std::string& out) {
+  out += "\xEF\xBF\xBD";
+}
 
 // Valid UTF-8 passes through; each invalid byte becomes U+FFFD.
 std::string repair_utf8(std::string_view in) {
@@ -83,7 +85,9 @@ std::string repair_utf8(std::string_view in) {
   return out;
 }
 
-bool is_utf8_name(std::string_view name) { return name == "utf-8"; }
+bool is_utf8_name(std::string_view name) {
+  return name == "utf-8";
+}
 
 }  // namespace
 
@@ -99,8 +103,8 @@ std::string sniff_encoding(std::string_view body, std::string_view content_type)
   for (std::size_t at = head.find("<meta"); at != std::string::npos;
        at = head.find("<meta", at + 5)) {
     auto end = head.find('>', at);
-    auto tag = std::string_view(head).substr(at, end == std::string::npos ? std::string::npos
-                                                                           : end - at);
+    auto tag =
+        std::string_view(head).substr(at, end == std::string::npos ? std::string::npos : end - at);
     if (auto charset = charset_parameter(tag); !charset.empty()) {
       return canonical_encoding(charset);
     }
@@ -148,8 +152,8 @@ std::shared_ptr<const html_document> html_document::parse(std::string_view body,
   // real pages: stop collecting after none.
   GumboOptions options = kGumboDefaultOptions;
   options.max_errors = 0;
-  document->output_ = gumbo_parse_with_options(&options, document->utf8_.data(),
-                                               document->utf8_.size());
+  document->output_ =
+      gumbo_parse_with_options(&options, document->utf8_.data(), document->utf8_.size());
   return document;
 }
 
@@ -157,6 +161,8 @@ html_document::~html_document() {
   if (output_) gumbo_destroy_output(&kGumboDefaultOptions, output_);
 }
 
-const GumboInternalNode* html_document::root() const { return output_->document; }
+const GumboInternalNode* html_document::root() const {
+  return output_->document;
+}
 
 }  // namespace crawler

@@ -39,9 +39,8 @@ std::vector<std::regex> compile(const std::vector<std::string>& patterns, const 
 
 bool in_domains(std::string_view host, const std::vector<std::string>& domains) {
   for (const auto& domain : domains) {
-    if (host == domain ||
-        (host.size() > domain.size() && host.ends_with(domain) &&
-         host[host.size() - domain.size() - 1] == '.')) {
+    if (host == domain || (host.size() > domain.size() && host.ends_with(domain) &&
+                           host[host.size() - domain.size() - 1] == '.')) {
       return true;
     }
   }
@@ -150,8 +149,8 @@ std::vector<link> link_extractor::extract_links(const response& response) const 
       auto* node = stack.back();
       stack.pop_back();
       const GumboVector* children = node->type == GUMBO_NODE_DOCUMENT ? &node->v.document.children
-                                    : is_element(node)                 ? &node->v.element.children
-                                                                       : nullptr;
+                                    : is_element(node)                ? &node->v.element.children
+                                                                      : nullptr;
       if (children) {
         for (unsigned i = children->length; i-- > 0;) {
           stack.push_back(static_cast<const GumboNode*>(children->data[i]));
@@ -182,8 +181,8 @@ std::vector<link> link_extractor::extract_links(const response& response) const 
         if (options_.unique && !seen.insert(url).second) continue;
         auto* rel = gumbo_get_attribute(&node->v.element.attributes, "rel");
         bool nofollow = rel && lower(rel->value).find("nofollow") != std::string::npos;
-        links.push_back({std::move(url), selector(response.document(), node).text_content(),
-                         nofollow});
+        links.push_back(
+            {std::move(url), selector(response.document(), node).text_content(), nofollow});
       }
     }
   }

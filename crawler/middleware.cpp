@@ -26,15 +26,33 @@ void spider_middleware::process_spider_output(const response&, output&) {}
 void spider_middleware::process_start_requests(output&) {}
 
 std::string status_message(int status) {
-  static const std::map<int, const char*> phrases = {
-      {100, "Continue"}, {200, "OK"}, {201, "Created"}, {202, "Accepted"}, {204, "No Content"},
-      {206, "Partial Content"}, {301, "Moved Permanently"}, {302, "Found"}, {303, "See Other"},
-      {304, "Not Modified"}, {307, "Temporary Redirect"}, {308, "Permanent Redirect"},
-      {400, "Bad Request"}, {401, "Unauthorized"}, {403, "Forbidden"}, {404, "Not Found"},
-      {405, "Method Not Allowed"}, {408, "Request Timeout"}, {410, "Gone"},
-      {429, "Too Many Requests"}, {500, "Internal Server Error"}, {501, "Not Implemented"},
-      {502, "Bad Gateway"}, {503, "Service Unavailable"}, {504, "Gateway Timeout"},
-      {522, "Unknown Status"}, {524, "Unknown Status"}};
+  static const std::map<int, const char*> phrases = {{100, "Continue"},
+                                                     {200, "OK"},
+                                                     {201, "Created"},
+                                                     {202, "Accepted"},
+                                                     {204, "No Content"},
+                                                     {206, "Partial Content"},
+                                                     {301, "Moved Permanently"},
+                                                     {302, "Found"},
+                                                     {303, "See Other"},
+                                                     {304, "Not Modified"},
+                                                     {307, "Temporary Redirect"},
+                                                     {308, "Permanent Redirect"},
+                                                     {400, "Bad Request"},
+                                                     {401, "Unauthorized"},
+                                                     {403, "Forbidden"},
+                                                     {404, "Not Found"},
+                                                     {405, "Method Not Allowed"},
+                                                     {408, "Request Timeout"},
+                                                     {410, "Gone"},
+                                                     {429, "Too Many Requests"},
+                                                     {500, "Internal Server Error"},
+                                                     {501, "Not Implemented"},
+                                                     {502, "Bad Gateway"},
+                                                     {503, "Service Unavailable"},
+                                                     {504, "Gateway Timeout"},
+                                                     {522, "Unknown Status"},
+                                                     {524, "Unknown Status"}};
   auto found = phrases.find(status);
   return std::to_string(status) + " " + (found == phrases.end() ? "Unknown Status" : found->second);
 }
@@ -181,8 +199,8 @@ class redirect_middleware : public downloader_middleware {
   std::optional<request> process_response(const request& request,
                                           const response& response) override {
     int status = response.status;
-    bool redirect_status = status == 301 || status == 302 || status == 303 || status == 307 ||
-                           status == 308;
+    bool redirect_status =
+        status == 301 || status == 302 || status == 303 || status == 307 || status == 308;
     if (!redirect_status || meta_flag(request, "dont_redirect") ||
         meta_lists_status(request, status)) {
       return std::nullopt;
@@ -269,8 +287,10 @@ class offsite_middleware : public spider_middleware {
       : stats_(stats), logger_(get_logger("offsite")) {
     for (const auto& domain : allowed) {
       if (domain.find(':') != std::string::npos || domain.find('/') != std::string::npos) {
-        logger_->warn("allowed_domains accepts only domains, not URLs or ports. Ignoring entry "
-                      "{} in allowed_domains.", domain);
+        logger_->warn(
+            "allowed_domains accepts only domains, not URLs or ports. Ignoring entry "
+            "{} in allowed_domains.",
+            domain);
         continue;
       }
       std::string lower_domain;
@@ -331,7 +351,9 @@ class referer_middleware : public spider_middleware {
 class url_length_middleware : public spider_middleware {
  public:
   url_length_middleware(const settings& settings, stats& stats)
-      : stats_(stats), limit_(settings.get_int("URLLENGTH_LIMIT")), logger_(get_logger("urllength")) {}
+      : stats_(stats),
+        limit_(settings.get_int("URLLENGTH_LIMIT")),
+        logger_(get_logger("urllength")) {}
 
   void process_spider_output(const response&, output& out) override { filter(out); }
   void process_start_requests(output& out) override { filter(out); }
@@ -412,8 +434,8 @@ std::vector<std::unique_ptr<downloader_middleware>> default_downloader_middlewar
 }
 
 std::vector<std::unique_ptr<spider_middleware>> default_spider_middlewares(const settings& settings,
-                                                                          stats& stats,
-                                                                          const spider& spider) {
+                                                                           stats& stats,
+                                                                           const spider& spider) {
   std::vector<std::unique_ptr<spider_middleware>> chain;
   chain.push_back(std::make_unique<http_error_middleware>(settings, stats));
   chain.push_back(std::make_unique<offsite_middleware>(spider.allowed_domains, stats));

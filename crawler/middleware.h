@@ -11,7 +11,8 @@
 // failures in reverse order on the way back, as Scrapy runs them by priority. The built-ins, by
 // Scrapy's priority: DefaultHeaders (400), UserAgent (500), Retry (550), Redirect (600); the
 // downloader itself counts `downloader/*` stats (Scrapy's DownloaderStats, 850). Spider
-// middlewares, by priority: HttpError (50), Offsite (500), Referer (700), UrlLength (800), Depth (900).
+// middlewares, by priority: HttpError (50), Offsite (500), Referer (700), UrlLength (800), Depth
+// (900).
 #pragma once
 
 #include <memory>
@@ -41,8 +42,7 @@ class downloader_middleware {
   virtual void process_request(request& request);
   /// After a response; a returned request is scheduled instead of passing the response on
   /// (a retry, a redirect). May throw ignore_request.
-  virtual std::optional<request> process_response(const request& request,
-                                                  const response& response);
+  virtual std::optional<request> process_response(const request& request, const response& response);
   /// After a failed download; a returned request is scheduled instead (a retry).
   virtual std::optional<request> process_exception(const request& request,
                                                    const download_result& failure);
@@ -64,8 +64,8 @@ std::vector<std::unique_ptr<downloader_middleware>> default_downloader_middlewar
     const settings& settings, stats& stats);
 /// The built-in spider middlewares, in process_spider_input order.
 std::vector<std::unique_ptr<spider_middleware>> default_spider_middlewares(const settings& settings,
-                                                                          stats& stats,
-                                                                          const spider& spider);
+                                                                           stats& stats,
+                                                                           const spider& spider);
 
 /// "500 Internal Server Error": the status with its standard reason phrase, as Scrapy's
 /// response_status_message.

@@ -18,8 +18,8 @@ std::string percent_encode_unsafe(std::string_view link) {
     auto c = static_cast<unsigned char>(link[i]);
     bool stray_percent =
         c == '%' && !(i + 2 < link.size() && is_hex(link[i + 1]) && is_hex(link[i + 2]));
-    if (c <= 0x20 || c >= 0x7f || std::string_view("\"<>\\^`{|}").find(char(c)) != std::string_view::npos ||
-        stray_percent) {
+    if (c <= 0x20 || c >= 0x7f ||
+        std::string_view("\"<>\\^`{|}").find(char(c)) != std::string_view::npos || stray_percent) {
       safe += '%';
       safe += digits[c >> 4];
       safe += digits[c & 15];
@@ -41,13 +41,16 @@ nlohmann::json response::json() const {
 }
 
 std::string response::urljoin(std::string_view link) const {
-  auto is_space = [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f'; };
+  auto is_space = [](char c) {
+    return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f';
+  };
   while (!link.empty() && is_space(link.front())) link.remove_prefix(1);
   while (!link.empty() && is_space(link.back())) link.remove_suffix(1);
   auto base_text = base_url();
   auto base = boost::urls::parse_uri(base_text);
-  if (!base) throw link_error("cannot resolve \"" + std::string(link) + "\": base URL " +
-                              base_text + " is not absolute");
+  if (!base)
+    throw link_error("cannot resolve \"" + std::string(link) + "\": base URL " + base_text +
+                     " is not absolute");
   auto reference = boost::urls::parse_uri_reference(link);
   std::string encoded;
   if (!reference) {
@@ -55,8 +58,8 @@ std::string response::urljoin(std::string_view link) const {
     reference = boost::urls::parse_uri_reference(encoded);
   }
   if (!reference) {
-    throw link_error("\"" + std::string(link) + "\" on " + url + " is not a URL: " +
-                     reference.error().message());
+    throw link_error("\"" + std::string(link) + "\" on " + url +
+                     " is not a URL: " + reference.error().message());
   }
   boost::urls::url resolved;
   auto result = boost::urls::resolve(*base, *reference, resolved);

@@ -43,8 +43,8 @@ void emit(const std::vector<complex_selector>& group, const GumboNode* element,
         break;
       }
       case detail::pseudo_element::attr:
-        if (auto* attribute = gumbo_get_attribute(&element->v.element.attributes,
-                                                  selector.attr_name.c_str())) {
+        if (auto* attribute =
+                gumbo_get_attribute(&element->v.element.attributes, selector.attr_name.c_str())) {
           out.emplace_back(std::string(attribute->value));
         }
         break;
@@ -66,10 +66,20 @@ void walk(const std::vector<complex_selector>& group, const GumboNode* node,
 
 bool is_void(GumboTag tag) {
   switch (tag) {
-    case GUMBO_TAG_AREA: case GUMBO_TAG_BASE: case GUMBO_TAG_BR: case GUMBO_TAG_COL:
-    case GUMBO_TAG_EMBED: case GUMBO_TAG_HR: case GUMBO_TAG_IMG: case GUMBO_TAG_INPUT:
-    case GUMBO_TAG_LINK: case GUMBO_TAG_META: case GUMBO_TAG_PARAM: case GUMBO_TAG_SOURCE:
-    case GUMBO_TAG_TRACK: case GUMBO_TAG_WBR:
+    case GUMBO_TAG_AREA:
+    case GUMBO_TAG_BASE:
+    case GUMBO_TAG_BR:
+    case GUMBO_TAG_COL:
+    case GUMBO_TAG_EMBED:
+    case GUMBO_TAG_HR:
+    case GUMBO_TAG_IMG:
+    case GUMBO_TAG_INPUT:
+    case GUMBO_TAG_LINK:
+    case GUMBO_TAG_META:
+    case GUMBO_TAG_PARAM:
+    case GUMBO_TAG_SOURCE:
+    case GUMBO_TAG_TRACK:
+    case GUMBO_TAG_WBR:
       return true;
     default:
       return false;
@@ -79,11 +89,20 @@ bool is_void(GumboTag tag) {
 void escape(std::string_view text, bool attribute, std::string& out) {
   for (char c : text) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += attribute ? "<" : "&lt;"; break;
-      case '>': out += attribute ? ">" : "&gt;"; break;
-      case '"': out += attribute ? "&quot;" : "\""; break;
-      default: out += c;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += attribute ? "<" : "&lt;";
+        break;
+      case '>':
+        out += attribute ? ">" : "&gt;";
+        break;
+      case '"':
+        out += attribute ? "&quot;" : "\"";
+        break;
+      default:
+        out += c;
     }
   }
 }
@@ -185,7 +204,9 @@ selector_list select(const std::shared_ptr<const html_document>& document, std::
   return out;
 }
 
-void validate_selector(std::string_view query) { detail::parse_selector_group(query); }
+void validate_selector(std::string_view query) {
+  detail::parse_selector_group(query);
+}
 
 selector_list selector::css(std::string_view query) const {
   auto group = detail::parse_selector_group(query);

@@ -57,8 +57,8 @@ std::vector<std::string> robots_sitemaps(std::string_view robots_txt) {
   std::size_t start = 0;
   while (start < robots_txt.size()) {
     auto end = robots_txt.find('\n', start);
-    auto line = robots_txt.substr(start, end == std::string_view::npos ? std::string_view::npos
-                                                                        : end - start);
+    auto line = robots_txt.substr(
+        start, end == std::string_view::npos ? std::string_view::npos : end - start);
     start = end == std::string_view::npos ? robots_txt.size() : end + 1;
     auto colon = line.find(':');
     if (colon == std::string_view::npos) continue;

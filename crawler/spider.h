@@ -96,7 +96,9 @@ class spider {
   bool call_errback(std::string_view name, const failure& failure, output& out);
 
   /// Spider arguments, `crawler crawl NAME -a key=value`.
-  void set_argument(std::string key, std::string value) { arguments_[std::move(key)] = std::move(value); }
+  void set_argument(std::string key, std::string value) {
+    arguments_[std::move(key)] = std::move(value);
+  }
   /// The argument `key`, or `fallback` when it was not given.
   std::string argument(std::string_view key, std::string_view fallback = {}) const;
 
@@ -152,6 +154,6 @@ const spider_entry* find_spider(std::string_view name);
 }  // namespace crawler
 
 /// Registers `Class` (default-constructible, a crawler::spider) under its name at start-up.
-#define CRAWLER_REGISTER_SPIDER(Class, description)                                   \
-  static const bool crawler_registered_##Class = ::crawler::register_spider(          \
+#define CRAWLER_REGISTER_SPIDER(Class, description)                          \
+  static const bool crawler_registered_##Class = ::crawler::register_spider( \
       {Class().name(), description, [] { return std::make_unique<Class>(); }})

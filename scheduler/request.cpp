@@ -46,11 +46,16 @@ void set_header(header_list& headers, std::string_view name, std::string_view va
   headers.emplace_back(name, value);
 }
 
-std::string request::describe() const { return "<" + method + " " + url + ">"; }
+std::string request::describe() const {
+  return "<" + method + " " + url + ">";
+}
 
 nlohmann::json request::to_json() const {
-  nlohmann::json json{{"url", url}, {"method", method}, {"priority", priority},
-                      {"dont_filter", dont_filter}, {"meta", meta}};
+  nlohmann::json json{{"url", url},
+                      {"method", method},
+                      {"priority", priority},
+                      {"dont_filter", dont_filter},
+                      {"meta", meta}};
   if (!callback.empty()) json["callback"] = callback;
   if (!errback.empty()) json["errback"] = errback;
   if (!body.empty()) json["body_hex"] = to_hex(body);

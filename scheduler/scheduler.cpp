@@ -29,8 +29,8 @@ void check_scheduler_setting(const settings& settings) {
 
 std::unique_ptr<scheduler> scheduler::create(const scheduler_context& context) {
   check_scheduler_setting(context.settings);
-  auto dupefilter = dedup::make_dupefilter({context.settings, context.stats, context.spider_name,
-                                            context.executor, context.redis});
+  auto dupefilter = dedup::make_dupefilter(
+      {context.settings, context.stats, context.spider_name, context.executor, context.redis});
   return std::unique_ptr<scheduler>(new scheduler(context, std::move(dupefilter)));
 }
 
@@ -80,9 +80,9 @@ void scheduler::do_enqueue(std::vector<request> requests,
     return std::move(handler)(nullptr, queued, std::vector<request>{});
   }
   dupefilter_->async_seen(
-      fingerprints, [this, batch = std::move(accepted), positions = std::move(filtered_positions),
-                     handler = std::move(handler)](std::exception_ptr error,
-                                                   dedup::seen_flags flags) mutable {
+      fingerprints,
+      [this, batch = std::move(accepted), positions = std::move(filtered_positions),
+       handler = std::move(handler)](std::exception_ptr error, dedup::seen_flags flags) mutable {
         if (error) return std::move(handler)(error, std::size_t{0}, std::move(batch));
         auto queued = queue_new(batch, flags, positions);
         std::move(handler)(nullptr, queued, std::vector<request>{});
@@ -122,7 +122,9 @@ std::optional<request> scheduler::next_request() {
   return next;
 }
 
-void scheduler::restore(request request) { queue_.push(std::move(request)); }
+void scheduler::restore(request request) {
+  queue_.push(std::move(request));
+}
 
 void scheduler::do_close(asio::any_completion_handler<done_signature> handler) {
   std::exception_ptr save_error;

@@ -49,7 +49,8 @@ TEST(crawl_config, a_valid_file_builds_a_spider_with_its_rules) {
 TEST(crawl_config, errors_name_the_json_path) {
   auto document = books_config();
   document["spider"]["rules"][0]["allow"] = {"ok", "(unclosed"};
-  EXPECT_TRUE(error_of(document).starts_with("spider.rules[0].allow[1]: invalid regex \"(unclosed\""))
+  EXPECT_TRUE(
+      error_of(document).starts_with("spider.rules[0].allow[1]: invalid regex \"(unclosed\""))
       << error_of(document);
 
   document = books_config();
@@ -128,8 +129,8 @@ TEST(crawler_run, crawls_a_generated_site_through_rules_and_extracts_known_value
   document["spider"]["start_urls"] = {server.url("/site/0")};
   auto items_path = (dir.path() / "items.jsonl").string();
   auto stats_path = (dir.path() / "stats.json").string();
-  child_process run({crawler_binary(), "run", write_config(dir, document), "-O", items_path,
-                     "-s", "STATS_FILE=" + stats_path, "-L", "INFO"});
+  child_process run({crawler_binary(), "run", write_config(dir, document), "-O", items_path, "-s",
+                     "STATS_FILE=" + stats_path, "-L", "INFO"});
   ASSERT_EQ(run.wait(), 0) << run.stderr_text();
 
   std::ifstream in(items_path);
@@ -228,7 +229,8 @@ TEST(crawler_run, the_books_example_runs_offline) {
   std::size_t rows = 0;
   bool found = false;
   for (std::string line; std::getline(in, line); ++rows) {
-    if (line.starts_with("In stock,53.74,,\"historical,fiction\",Tipping the Velvet,")) found = true;
+    if (line.starts_with("In stock,53.74,,\"historical,fiction\",Tipping the Velvet,"))
+      found = true;
   }
   EXPECT_EQ(rows, 12u);
   EXPECT_TRUE(found);

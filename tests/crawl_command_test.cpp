@@ -40,23 +40,30 @@ TEST_P(seed_scenario, drops_exactly_the_ten_duplicates) {
   http_server server;
   temp_dir dir;
   auto stats_file = dir.path() / "stats.json";
-  std::vector<std::string> argv = {crawler_binary(), "crawl", "dupes",
-                                   "-a", "base_url=" + server.url("/s?wd="),
-                                   "-s", "DUPEFILTER_CLASS=" + backend,
-                                   "-s", "STATS_FILE=" + stats_file.string(),
-                                   "-s", "BLOOMFILTER_BIT=20",
-                                   "-L", "INFO"};
+  std::vector<std::string> argv = {crawler_binary(),
+                                   "crawl",
+                                   "dupes",
+                                   "-a",
+                                   "base_url=" + server.url("/s?wd="),
+                                   "-s",
+                                   "DUPEFILTER_CLASS=" + backend,
+                                   "-s",
+                                   "STATS_FILE=" + stats_file.string(),
+                                   "-s",
+                                   "BLOOMFILTER_BIT=20",
+                                   "-L",
+                                   "INFO"};
   std::unique_ptr<redis_server> redis;
   if (backend.starts_with("redis")) {
-    redis = std::make_unique<redis_server>(redis_server::options{.load_redisbloom =
-                                                                     backend == "redisbloom"});
+    redis = std::make_unique<redis_server>(
+        redis_server::options{.load_redisbloom = backend == "redisbloom"});
     argv.insert(argv.end(), {"-s", "REDIS_URL=" + redis->url()});
   }
   child_process crawl(argv);
   ASSERT_EQ(crawl.wait(), 0) << crawl.stderr_text();
   auto stats = read_json(stats_file);
-  auto filtered = backend == "set" || backend == "redis_set" ? "dupefilter/filtered"
-                                                             : "bloomfilter/filtered";
+  auto filtered =
+      backend == "set" || backend == "redis_set" ? "dupefilter/filtered" : "bloomfilter/filtered";
   EXPECT_EQ(stats[filtered], 10) << stats.dump(1);
   EXPECT_EQ(stats["downloader/request_count"], 100);
   EXPECT_EQ(stats["downloader/response_status_count/200"], 100);
@@ -67,8 +74,7 @@ TEST_P(seed_scenario, drops_exactly_the_ten_duplicates) {
 }
 
 INSTANTIATE_TEST_SUITE_P(every_backend, seed_scenario,
-                         testing::Values("set", "bloom", "redis_set", "redis_bitmap",
-                                         "redisbloom"),
+                         testing::Values("set", "bloom", "redis_set", "redis_bitmap", "redisbloom"),
                          [](const auto& info) { return info.param; });
 
 // A site crawl that takes long enough to interrupt: 400 pages, 20 ms each, 4 at a time.
@@ -78,14 +84,23 @@ struct interrupted_site {
   temp_dir dir;
 
   std::vector<std::string> argv(const std::string& backend, int run) {
-    return {crawler_binary(), "crawl", "site",
-            "-a", "start=" + server.url("/site/0"),
-            "-s", "JOBDIR=" + (dir.path() / "job").string(),
-            "-s", "DUPEFILTER_CLASS=" + backend,
-            "-s", "CONCURRENT_REQUESTS=4",
-            "-s", "STATS_FILE=" + (dir.path() / ("stats" + std::to_string(run) + ".json")).string(),
-            "-o", (dir.path() / "items.jsonl").string(),
-            "-L", "INFO"};
+    return {crawler_binary(),
+            "crawl",
+            "site",
+            "-a",
+            "start=" + server.url("/site/0"),
+            "-s",
+            "JOBDIR=" + (dir.path() / "job").string(),
+            "-s",
+            "DUPEFILTER_CLASS=" + backend,
+            "-s",
+            "CONCURRENT_REQUESTS=4",
+            "-s",
+            "STATS_FILE=" + (dir.path() / ("stats" + std::to_string(run) + ".json")).string(),
+            "-o",
+            (dir.path() / "items.jsonl").string(),
+            "-L",
+            "INFO"};
   }
 
   void wait_for_hits(std::size_t count) {
@@ -167,8 +182,8 @@ TEST(crawler_command, a_misspelt_setting_stops_the_crawl_with_a_suggestion) {
 }
 
 TEST(crawler_command, an_unreachable_redis_stops_the_crawl_naming_the_address) {
-  child_process crawl({crawler_binary(), "crawl", "dupes", "-s", "DUPEFILTER_CLASS=redis_set",
-                       "-s", "REDIS_URL=redis://127.0.0.1:1", "--nolog"});
+  child_process crawl({crawler_binary(), "crawl", "dupes", "-s", "DUPEFILTER_CLASS=redis_set", "-s",
+                       "REDIS_URL=redis://127.0.0.1:1", "--nolog"});
   EXPECT_EQ(crawl.wait(), 2);
   auto error = crawl.stderr_text();
   EXPECT_TRUE(error.starts_with("crawler crawl: ")) << error;

@@ -1,11 +1,12 @@
 // The engine, downloader and middlewares against a real loopback HTTP server.
+#include "crawler/crawl.h"
+
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <fstream>
 #include <set>
 
-#include "crawler/crawl.h"
 #include "crawler/href_scanner.h"
 #include "http_server.h"
 #include "redis_server.h"
@@ -17,8 +18,8 @@ using crawler::fixtures::http_server;
 // A spider that requests what the test gives it and records what comes back.
 class recording_spider : public crawler::spider {
  public:
-  explicit recording_spider(std::vector<crawler::request> start) : spider("recording"),
-                                                                   start_(std::move(start)) {
+  explicit recording_spider(std::vector<crawler::request> start)
+      : spider("recording"), start_(std::move(start)) {
     errback("record_failure", &recording_spider::record_failure);
   }
 
@@ -53,7 +54,9 @@ class recording_spider : public crawler::spider {
   std::vector<crawler::request> start_;
 };
 
-crawler::request get(const std::string& url) { return crawler::request{url}; }
+crawler::request get(const std::string& url) {
+  return crawler::request{url};
+}
 
 crawler::crawl_result crawl(recording_spider& spider, std::vector<std::string> overrides = {}) {
   overrides.push_back("LOG_LEVEL=WARNING");
@@ -215,8 +218,8 @@ TEST(crawl, cookies_set_by_one_response_go_with_the_next_request) {
   EXPECT_EQ(stat(with_result, "downloader/response_status_count/200"), 2);
 
   recording_spider without({get(server.url("/cookie/set")), get(server.url("/cookie/check"))});
-  auto without_result = crawl(without, {"CONCURRENT_REQUESTS=1", "SCHEDULER_MEMORY_QUEUE=fifo",
-                                        "COOKIES_ENABLED=false"});
+  auto without_result = crawl(
+      without, {"CONCURRENT_REQUESTS=1", "SCHEDULER_MEMORY_QUEUE=fifo", "COOKIES_ENABLED=false"});
   EXPECT_EQ(stat(without_result, "downloader/response_status_count/403"), 1);
 }
 
@@ -302,9 +305,8 @@ TEST(crawl, items_go_to_every_feed_format) {
   auto csv = (dir.path() / "items.csv").string();
   recording_spider spider({get(server.url("/site/0"))});
   spider.follow_links = true;
-  nlohmann::json feeds{{jsonl, {{"format", "jsonlines"}}},
-                       {json, {{"format", "json"}}},
-                       {csv, {{"format", "csv"}}}};
+  nlohmann::json feeds{
+      {jsonl, {{"format", "jsonlines"}}}, {json, {{"format", "json"}}}, {csv, {{"format", "csv"}}}};
   auto result = crawl(spider, {"FEEDS=" + feeds.dump()});
   EXPECT_EQ(stat(result, "feedexport/success_count/FileFeedStorage"), 3);
 

@@ -1,9 +1,10 @@
 // CSS selectors and encodings over real-world shaped HTML, compared with what parsel returns.
+#include "crawler/selector.h"
+
 #include <gtest/gtest.h>
 
 #include "crawler/link_extractor.h"
 #include "crawler/response.h"
-#include "crawler/selector.h"
 
 namespace {
 
@@ -169,8 +170,8 @@ TEST(encoding, the_http_charset_decodes_the_body) {
 }
 
 TEST(encoding, a_meta_charset_decodes_the_body) {
-  auto response = page("<html><head><meta charset=\"shift_jis\"></head><p>\x93\xfa\x96\x7b</p>",
-                       "text/html");
+  auto response =
+      page("<html><head><meta charset=\"shift_jis\"></head><p>\x93\xfa\x96\x7b</p>", "text/html");
   EXPECT_EQ(response.css("p::text").get(), "\xe6\x97\xa5\xe6\x9c\xac");  // 日本
 }
 
@@ -181,8 +182,12 @@ TEST(encoding, a_byte_order_mark_wins) {
 }
 
 TEST(encoding, invalid_utf8_becomes_replacement_characters) {
-  auto response = page("<p>a\xff\xfe" "b\xc3</p>");
-  EXPECT_EQ(response.css("p::text").get(), "a\xef\xbf\xbd\xef\xbf\xbd" "b\xef\xbf\xbd");
+  auto response = page(
+      "<p>a\xff\xfe"
+      "b\xc3</p>");
+  EXPECT_EQ(response.css("p::text").get(),
+            "a\xef\xbf\xbd\xef\xbf\xbd"
+            "b\xef\xbf\xbd");
 }
 
 TEST(response, urljoin_honours_base_href) {
@@ -218,9 +223,9 @@ TEST(link_extractor, allow_deny_restrict_and_extensions) {
   EXPECT_EQ(urls({.allow = {R"(/item/\d+$)"}}),
             (std::vector<std::string>{"http://example.com/item/1", "http://other.example/item/2",
                                       "http://sub.example.com/item/3"}));
-  EXPECT_EQ(urls({.allow = {"/item/"}, .deny = {"#"}, .allow_domains = {"example.com"}}),
-            (std::vector<std::string>{"http://example.com/item/1",
-                                      "http://sub.example.com/item/3"}));
+  EXPECT_EQ(
+      urls({.allow = {"/item/"}, .deny = {"#"}, .allow_domains = {"example.com"}}),
+      (std::vector<std::string>{"http://example.com/item/1", "http://sub.example.com/item/3"}));
   EXPECT_EQ(urls({.deny_domains = {"sub.example.com", "other.example"}, .restrict_css = {"#nav"}}),
             (std::vector<std::string>{"http://example.com/c/page-2.html",
                                       "http://example.com/c/page-3.html"}));

@@ -8,7 +8,9 @@
 namespace crawler::detail {
 namespace {
 
-char lower(char c) { return c >= 'A' && c <= 'Z' ? char(c - 'A' + 'a') : c; }
+char lower(char c) {
+  return c >= 'A' && c <= 'Z' ? char(c - 'A' + 'a') : c;
+}
 
 std::string lower(std::string_view text) {
   std::string out(text);
@@ -16,7 +18,9 @@ std::string lower(std::string_view text) {
   return out;
 }
 
-bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f'; }
+bool is_space(char c) {
+  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f';
+}
 
 bool is_name_char(char c) {
   return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' ||
@@ -168,7 +172,8 @@ class parser {
       }
       any = true;
     }
-    if (!any) fail(at_end() ? "expected a selector" : "unexpected '" + std::string(1, peek()) + "'");
+    if (!any)
+      fail(at_end() ? "expected a selector" : "unexpected '" + std::string(1, peek()) + "'");
     return result;
   }
 
@@ -328,8 +333,7 @@ bool contains_word(std::string_view list, std::string_view word, bool ignore_cas
     std::size_t start = i;
     while (i < list.size() && !is_space(list[i])) ++i;
     auto token = list.substr(start, i - start);
-    if (!token.empty() &&
-        (ignore_case ? lower(token) == lower(word) : token == word)) {
+    if (!token.empty() && (ignore_case ? lower(token) == lower(word) : token == word)) {
       return true;
     }
   }
@@ -452,8 +456,7 @@ std::vector<complex_selector> parse_selector_group(std::string_view query) {
 bool matches(const complex_selector& selector, const GumboNode* element) {
   if (!is_element(element)) return false;
   auto last = selector.parts.size() - 1;
-  return compound_matches(selector.parts[last], element) &&
-         matches_left(selector, last, element);
+  return compound_matches(selector.parts[last], element) && matches_left(selector, last, element);
 }
 
 std::string element_name(const GumboNode* element) {

@@ -11,8 +11,8 @@
 namespace crawler::detail {
 
 struct attribute_test {
-  std::string name;   // lower-case
-  char op = 0;        // 0: exists; '=', '~', '|', '^', '$', '*'
+  std::string name;  // lower-case
+  char op = 0;       // 0: exists; '=', '~', '|', '^', '$', '*'
   std::string value;
   bool ignore_case = false;
 };
@@ -39,10 +39,10 @@ struct compound {
 enum class pseudo_element { none, text, attr };
 
 struct complex_selector {
-  std::vector<compound> parts;     // left to right
-  std::vector<char> combinators;   // between parts[i] and parts[i + 1]: ' ', '>', '+', '~'
+  std::vector<compound> parts;    // left to right
+  std::vector<char> combinators;  // between parts[i] and parts[i + 1]: ' ', '>', '+', '~'
   pseudo_element pseudo = pseudo_element::none;
-  std::string attr_name;           // for ::attr(name)
+  std::string attr_name;  // for ::attr(name)
 };
 
 /// A comma-separated group. Throws selector_error naming the selector and position.

@@ -3,8 +3,8 @@
 #include <curl/curl.h>
 #include <unistd.h>
 
-#include <boost/asio/post.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <chrono>
 #include <mutex>
@@ -223,7 +223,7 @@ struct curl_transfers::state : std::enable_shared_from_this<state> {
     if (t->warnsize && !t->warned && t->body.size() > t->warnsize) {
       t->warned = true;
       t->logger->warn("Received more bytes than download warn size ({}) in request {}.",
-                         t->warnsize, t->request.describe());
+                      t->warnsize, t->request.describe());
     }
     return bytes;
   }
@@ -238,7 +238,8 @@ struct curl_transfers::state : std::enable_shared_from_this<state> {
       t->protocol = std::string(line.substr(0, line.find(' ')));
     } else if (auto colon = line.find(':'); colon != std::string_view::npos) {
       auto value = line.substr(colon + 1);
-      while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) value.remove_prefix(1);
+      while (!value.empty() && (value.front() == ' ' || value.front() == '\t'))
+        value.remove_prefix(1);
       t->headers.emplace_back(line.substr(0, colon), value);
     }
     return size * count;
@@ -382,8 +383,8 @@ struct curl_transfers::state : std::enable_shared_from_this<state> {
       result.error_type = error_type(code);
       result.error_message = t->error[0] ? t->error : curl_easy_strerror(code);
       if (code == CURLE_OPERATION_TIMEDOUT) {
-        result.error_message = "Getting " + result.request.url + " took too long: " +
-                               result.error_message;
+        result.error_message =
+            "Getting " + result.request.url + " took too long: " + result.error_message;
       }
     }
     idle_handles.push_back(easy);
@@ -407,12 +408,16 @@ curl_transfers::curl_transfers(asio::any_io_executor executor, stats& stats, boo
   state_->open(cookies);
 }
 
-curl_transfers::~curl_transfers() { state_->close(); }
+curl_transfers::~curl_transfers() {
+  state_->close();
+}
 
 void curl_transfers::start(request request, const transfer_options& options, transfer_done done) {
   state_->start(std::move(request), options, std::move(done));
 }
 
-std::vector<request> curl_transfers::abort_all() { return state_->abort_all(); }
+std::vector<request> curl_transfers::abort_all() {
+  return state_->abort_all();
+}
 
 }  // namespace crawler::detail
