@@ -57,7 +57,12 @@ engine::engine(asio::io_context& io, const settings& settings, stats& stats, spi
       closespider_timer_(io),
       item_limit_(settings.get_int("CLOSESPIDER_ITEMCOUNT")),
       page_limit_(settings.get_int("CLOSESPIDER_PAGECOUNT")),
-      error_limit_(settings.get_int("CLOSESPIDER_ERRORCOUNT")) {}
+      error_limit_(settings.get_int("CLOSESPIDER_ERRORCOUNT")) {
+  // A crawl asked to obey robots.txt must not run without doing so.
+  if (settings.get_bool("ROBOTSTXT_OBEY")) {
+    throw settings_error("ROBOTSTXT_OBEY=true: robots.txt handling is not available in this build");
+  }
+}
 
 engine::~engine() = default;
 

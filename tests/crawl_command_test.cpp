@@ -181,6 +181,14 @@ TEST(crawler_command, a_misspelt_setting_stops_the_crawl_with_a_suggestion) {
   EXPECT_NE(error.find("CONCURRENT_REQUESTS"), std::string::npos) << error;
 }
 
+TEST(crawler_command, robotstxt_obey_is_refused_rather_than_ignored) {
+  child_process crawl({crawler_binary(), "crawl", "quotes", "-s", "ROBOTSTXT_OBEY=true", "--nolog"});
+  EXPECT_EQ(crawl.wait(), 2);
+  EXPECT_EQ(crawl.stderr_text(),
+            "crawler crawl: ROBOTSTXT_OBEY=true: robots.txt handling is not available in this "
+            "build\n");
+}
+
 TEST(crawler_command, an_unreachable_redis_stops_the_crawl_naming_the_address) {
   child_process crawl({crawler_binary(), "crawl", "dupes", "-s", "DUPEFILTER_CLASS=redis_set", "-s",
                        "REDIS_URL=redis://127.0.0.1:1", "--nolog"});
