@@ -1,6 +1,7 @@
 // Config-driven crawls: validation errors with their JSON path, and `crawler run` end to end.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
 #include <set>
 
@@ -214,6 +215,18 @@ TEST(crawler_run, a_bad_file_exits_2_with_the_path_before_fetching_anything) {
   EXPECT_NE(error.find("spider.rules[0].restrict_css[0]: invalid CSS selector"), std::string::npos)
       << error;
   EXPECT_EQ(server.total_hits(), 0u);
+}
+
+TEST(crawl_config, every_example_file_is_valid) {
+  std::size_t files = 0;
+  for (const auto& entry :
+       std::filesystem::directory_iterator(CRAWLER_SOURCE_DIR "/config/examples")) {
+    if (entry.path().extension() != ".json") continue;
+    ++files;
+    auto config = crawler::load_crawl_config_file(entry.path().string());
+    EXPECT_NO_THROW(crawler::settings_for(*config.spider, {}, config.settings)) << entry.path();
+  }
+  EXPECT_EQ(files, 5u);
 }
 
 TEST(crawler_run, the_books_example_runs_offline) {
