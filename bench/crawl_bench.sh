@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Crawl benchmark: `crawler crawl site` against a static site served by nginx on loopback.
-# Prints pages/s, CPU seconds per 1000 pages and peak RSS; with Scrapy installed
-# (python3-scrapy), runs the same crawl in Scrapy as the baseline and prints the ratios.
+# Prints pages/s, CPU seconds per 1000 pages and peak RSS for `crawler crawl site` (links only)
+# and `crawler run` (rules plus a parsed item per page); with Scrapy installed (python3-scrapy)
+# and SKIP_SCRAPY unset, runs the same crawl in Scrapy as the baseline and prints the ratios.
 #
 #   bash bench/crawl_bench.sh [BUILD_DIR] [PAGES]        # defaults: build 20000
 set -euo pipefail
@@ -58,7 +59,24 @@ run crawler "$crawler" crawl site -a "start=$start" -s LOG_LEVEL=INFO -s LOGSTAT
   -s CONCURRENT_REQUESTS=32 -s CONCURRENT_REQUESTS_PER_DOMAIN=32 -s DUPEFILTER_CLASS=bloom \
   -s STATS_FILE="$work/crawler.stats.json" -O "$work/items.jsonl"
 
-if /usr/bin/python3 -c 'import scrapy' 2>/dev/null; then
+# The same crawl through a crawl file: rules and an item with selected fields on every page, so
+# every page is parsed by Gumbo.
+cat > "$work/crawl.json" <<JSON
+{
+  "settings": {"LOG_LEVEL": "INFO", "LOGSTATS_INTERVAL": 0, "CONCURRENT_REQUESTS": 32,
+               "CONCURRENT_REQUESTS_PER_DOMAIN": 32, "DUPEFILTER_CLASS": "bloom",
+               "STATS_FILE": "$work/run.stats.json"},
+  "spider": {
+    "name": "site", "start_urls": ["$start"], "allowed_domains": ["127.0.0.1"],
+    "rules": [{"allow": ["/[0-9]+[.]html\$"], "callback": "page", "follow": true}],
+    "callbacks": {"page": {"fields": {"url": "\$url", "title": "title::text",
+                                      "heading": "h1::text", "links": {"css": "li a::attr(href)", "all": true}}}}
+  }
+}
+JSON
+run run "$crawler" run "$work/crawl.json" -O "$work/run-items.jsonl"
+
+if [ -z "${SKIP_SCRAPY:-}" ] && /usr/bin/python3 -c 'import scrapy' 2>/dev/null; then
   cat > "$work/stats_file.py" <<'PY'
 import json
 class StatsFile:
@@ -87,6 +105,8 @@ cpu = lambda r: (r[2] + r[3]) / r[0]
 print(f"ratios vs Scrapy: {rate(c) / rate(s):.1f}x pages/s, "
       f"{cpu(s) / cpu(c):.1f}x less CPU per page, {s[4] / c[4]:.1f}x less peak RSS")
 PY
+elif [ -n "${SKIP_SCRAPY:-}" ]; then
+  echo "(SKIP_SCRAPY set: no Scrapy baseline run)"
 else
-  echo "(python3-scrapy not installed: no baseline run)"
+  echo "(python3-scrapy not installed: no Scrapy baseline run)"
 fi
