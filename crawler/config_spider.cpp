@@ -72,16 +72,6 @@ bool get_bool(const json& object, const std::string& path, std::string_view key,
   return found->get<bool>();
 }
 
-void check_regexes(const std::vector<std::string>& patterns, const std::string& where) {
-  for (std::size_t i = 0; i < patterns.size(); ++i) {
-    try {
-      std::regex(patterns[i], std::regex::ECMAScript);
-    } catch (const std::regex_error& error) {
-      fail(index(where, i), "invalid regex \"" + patterns[i] + "\": " + error.what());
-    }
-  }
-}
-
 void check_selector(const std::string& query, const std::string& where) {
   try {
     validate_selector(query);
@@ -217,15 +207,10 @@ class config_spider : public crawl_spider {
 link_extractor_options read_extractor(const json& rule, const std::string& where) {
   link_extractor_options options;
   options.allow = get_strings(rule, where, "allow");
-  check_regexes(options.allow, child(where, "allow"));
   options.deny = get_strings(rule, where, "deny");
-  check_regexes(options.deny, child(where, "deny"));
   options.allow_domains = get_strings(rule, where, "allow_domains");
   options.deny_domains = get_strings(rule, where, "deny_domains");
   options.restrict_css = get_strings(rule, where, "restrict_css");
-  for (std::size_t i = 0; i < options.restrict_css.size(); ++i) {
-    check_selector(options.restrict_css[i], index(child(where, "restrict_css"), i));
-  }
   if (rule.contains("tags")) options.tags = get_strings(rule, where, "tags");
   if (rule.contains("attrs")) options.attrs = get_strings(rule, where, "attrs");
   options.canonicalize = get_bool(rule, where, "canonicalize", false);
@@ -306,7 +291,15 @@ crawl_config load_crawl_config(const json& document) {
       check_keys(rule_json, rule_path,
                  {"allow", "deny", "allow_domains", "deny_domains", "restrict_css", "tags", "attrs",
                   "canonicalize", "unique", "deny_extensions", "callback", "follow"});
-      rule made{link_extractor(read_extractor(rule_json, rule_path))};
+      // The link extractor checks its own regexes and selectors ("allow[1]: invalid regex ...");
+      // the rule's path in front makes that a path into the file.
+      std::optional<link_extractor> extractor;
+      try {
+        extractor.emplace(read_extractor(rule_json, rule_path));
+      } catch (const std::invalid_argument& error) {
+        throw config_error(rule_path + "." + error.what());
+      }
+      rule made{std::move(*extractor)};
       made.callback = get_string(rule_json, rule_path, "callback", false);
       if (!made.callback.empty() && std::find(callback_names.begin(), callback_names.end(),
                                               made.callback) == callback_names.end()) {

@@ -37,16 +37,6 @@ std::vector<std::regex> compile(const std::vector<std::string>& patterns, const 
   return compiled;
 }
 
-bool in_domains(std::string_view host, const std::vector<std::string>& domains) {
-  for (const auto& domain : domains) {
-    if (host == domain || (host.size() > domain.size() && host.ends_with(domain) &&
-                           host[host.size() - domain.size() - 1] == '.')) {
-      return true;
-    }
-  }
-  return false;
-}
-
 bool is_element(const GumboNode* node) {
   return node->type == GUMBO_NODE_ELEMENT || node->type == GUMBO_NODE_TEMPLATE;
 }
@@ -59,6 +49,16 @@ std::string_view trim(std::string_view text) {
 }
 
 }  // namespace
+
+bool host_in_domains(std::string_view host, const std::vector<std::string>& domains) {
+  for (const auto& domain : domains) {
+    if (host == domain || (host.size() > domain.size() && host.ends_with(domain) &&
+                           host[host.size() - domain.size() - 1] == '.')) {
+      return true;
+    }
+  }
+  return false;
+}
 
 const std::vector<std::string>& ignored_extensions() {
   static const std::vector<std::string> extensions = {
@@ -117,8 +117,9 @@ bool link_extractor::matches(std::string_view url) const {
     return false;
   }
   auto host = lower(parsed->host());
-  if (!options_.allow_domains.empty() && !in_domains(host, options_.allow_domains)) return false;
-  if (in_domains(host, options_.deny_domains)) return false;
+  if (!options_.allow_domains.empty() && !host_in_domains(host, options_.allow_domains))
+    return false;
+  if (host_in_domains(host, options_.deny_domains)) return false;
   auto path = lower(parsed->encoded_path());
   for (const auto& extension : *options_.deny_extensions) {
     if (path.size() > extension.size() && path.ends_with(extension) &&

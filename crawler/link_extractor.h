@@ -44,6 +44,10 @@ struct link_extractor_options {
   std::optional<std::vector<std::string>> deny_extensions;
 };
 
+/// Whether `host` is one of `domains` or a subdomain of one (all lower-case): "a.b.example" is
+/// in {"b.example"}, "notexample" is not in {"example"}.
+bool host_in_domains(std::string_view host, const std::vector<std::string>& domains);
+
 /// Scrapy's IGNORED_EXTENSIONS.
 const std::vector<std::string>& ignored_extensions();
 

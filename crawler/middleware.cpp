@@ -5,6 +5,7 @@
 #include <set>
 
 #include "config/log.h"
+#include "crawler/link_extractor.h"
 
 namespace crawler {
 
@@ -280,12 +281,38 @@ class http_error_middleware : public spider_middleware {
 };
 
 // Scrapy's OffsiteMiddleware: requests to hosts outside allowed_domains are dropped (and each
-// such host logged once), unless dont_filter.
+// such host logged once), unless dont_filter. The domains are read once the start requests are
+// made, as Scrapy reads them at spider_opened, so a spider may set them from its arguments.
 class offsite_middleware : public spider_middleware {
  public:
-  offsite_middleware(const std::vector<std::string>& allowed, stats& stats)
-      : stats_(stats), logger_(get_logger("offsite")) {
-    for (const auto& domain : allowed) {
+  offsite_middleware(const spider& spider, stats& stats)
+      : spider_(spider), stats_(stats), logger_(get_logger("offsite")) {}
+
+  void process_start_requests(output&) override { read_domains(); }
+
+  void process_spider_output(const response&, output& out) override {
+    read_domains();
+    if (domains_.empty()) return;
+    std::erase_if(out.requests, [this](const request& request) {
+      if (request.dont_filter) return false;
+      auto url = boost::urls::parse_uri(request.url);
+      std::string host = url ? std::string(url->host()) : std::string();
+      for (auto& c : host) c = char(std::tolower(static_cast<unsigned char>(c)));
+      if (host_in_domains(host, domains_)) return false;
+      if (seen_.insert(host).second) {
+        logger_->debug("Filtered offsite request to '{}': {}", host, request.describe());
+        stats_.inc_value("offsite/domains");
+      }
+      stats_.inc_value("offsite/filtered");
+      return true;
+    });
+  }
+
+ private:
+  void read_domains() {
+    if (read_) return;
+    read_ = true;
+    for (const auto& domain : spider_.allowed_domains) {
       if (domain.find(':') != std::string::npos || domain.find('/') != std::string::npos) {
         logger_->warn(
             "allowed_domains accepts only domains, not URLs or ports. Ignoring entry "
@@ -299,35 +326,9 @@ class offsite_middleware : public spider_middleware {
     }
   }
 
-  void process_spider_output(const response&, output& out) override {
-    if (domains_.empty()) return;
-    std::erase_if(out.requests, [this](const request& request) {
-      if (request.dont_filter) return false;
-      auto url = boost::urls::parse_uri(request.url);
-      std::string host = url ? std::string(url->host()) : std::string();
-      for (auto& c : host) c = char(std::tolower(static_cast<unsigned char>(c)));
-      if (allowed(host)) return false;
-      if (seen_.insert(host).second) {
-        logger_->debug("Filtered offsite request to '{}': {}", host, request.describe());
-        stats_.inc_value("offsite/domains");
-      }
-      stats_.inc_value("offsite/filtered");
-      return true;
-    });
-  }
-
- private:
-  bool allowed(std::string_view host) const {
-    for (const auto& domain : domains_) {
-      if (host == domain || (host.size() > domain.size() && host.ends_with(domain) &&
-                             host[host.size() - domain.size() - 1] == '.')) {
-        return true;
-      }
-    }
-    return false;
-  }
-
+  const spider& spider_;
   stats& stats_;
+  bool read_ = false;
   std::vector<std::string> domains_;
   std::set<std::string> seen_;
   std::shared_ptr<spdlog::logger> logger_;
@@ -438,7 +439,7 @@ std::vector<std::unique_ptr<spider_middleware>> default_spider_middlewares(const
                                                                            const spider& spider) {
   std::vector<std::unique_ptr<spider_middleware>> chain;
   chain.push_back(std::make_unique<http_error_middleware>(settings, stats));
-  chain.push_back(std::make_unique<offsite_middleware>(spider.allowed_domains, stats));
+  chain.push_back(std::make_unique<offsite_middleware>(spider, stats));
   if (settings.get_bool("REFERER_ENABLED")) chain.push_back(std::make_unique<referer_middleware>());
   chain.push_back(std::make_unique<url_length_middleware>(settings, stats));
   chain.push_back(std::make_unique<depth_middleware>(settings, stats));

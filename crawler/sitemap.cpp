@@ -35,18 +35,17 @@ std::string trim(std::string_view text) {
 }  // namespace
 
 sitemap read_sitemap(const response& page, std::size_t max_size) {
-  crawler::response xml;
-  xml.url = page.url;
-  xml.request = page.request;
   bool gzipped = page.body.size() >= 2 && static_cast<unsigned char>(page.body[0]) == 0x1f &&
                  static_cast<unsigned char>(page.body[1]) == 0x8b;
-  xml.body = gzipped ? gunzip(page.body, max_size) : page.body;
-  // The HTML parser reads sitemap XML well enough: unknown elements keep their names.
+  // The HTML parser reads sitemap XML well enough: unknown elements keep their names. A plain
+  // sitemap reuses the response's parse; a gzip one is parsed once inflated.
+  auto document =
+      gzipped ? html_document::parse(gunzip(page.body, max_size), "text/xml") : page.document();
   sitemap result;
-  for (auto& loc : xml.css("urlset url loc")) {
+  for (auto& loc : select(document, "urlset url loc")) {
     if (auto url = trim(loc.text_content()); !url.empty()) result.urls.push_back(url);
   }
-  for (auto& loc : xml.css("sitemapindex sitemap loc")) {
+  for (auto& loc : select(document, "sitemapindex sitemap loc")) {
     if (auto url = trim(loc.text_content()); !url.empty()) result.sitemaps.push_back(url);
   }
   return result;

@@ -2,7 +2,8 @@
 //
 //   crawler crawl site -a start=http://127.0.0.1:8000/ -O pages.jsonl
 //
-// Links to other hosts are left alone (Scrapy's allowed_domains, taken from the start URL).
+// Links to other hosts are left alone: the start URL's host becomes allowed_domains, which the
+// offsite middleware enforces.
 #include <boost/url/parse.hpp>
 
 #include "crawler/href_scanner.h"
@@ -30,7 +31,7 @@ class site : public crawler::spider {
   void start_requests(crawler::output& out) override {
     auto start = argument("start");
     if (start.empty()) throw std::invalid_argument("spider site needs -a start=URL");
-    host_ = host_of(start);
+    allowed_domains = {host_of(start)};
     out.request(crawler::request{start});
   }
 
@@ -47,13 +48,10 @@ class site : public crawler::spider {
       } catch (const crawler::link_error&) {
         return;
       }
-      if (host_of(url) == host_) out.request(crawler::request{std::move(url)});
+      out.request(crawler::request{std::move(url)});
     });
     out.item({{"url", response.url}, {"title", title_of(response.text())}, {"links", links}});
   }
-
- private:
-  std::string host_;
 };
 
 }  // namespace
