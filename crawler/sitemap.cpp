@@ -2,6 +2,9 @@
 
 #include <zlib.h>
 
+#include "config/log.h"
+#include "crawler/robots_txt.h"
+
 namespace crawler {
 namespace {
 
@@ -35,13 +38,24 @@ std::string trim(std::string_view text) {
 }  // namespace
 
 sitemap read_sitemap(const response& page, std::size_t max_size) {
+  sitemap result;
+  if (std::string_view(page.url).ends_with("/robots.txt")) {
+    robots_txt robots{page.body};
+    for (const auto& url : robots.sitemaps()) {
+      try {
+        result.sitemaps.push_back(page.urljoin(url));
+      } catch (const link_error& error) {
+        get_logger("sitemap")->warn("Skipped a Sitemap line of {}: {}", page.url, error.what());
+      }
+    }
+    return result;
+  }
   bool gzipped = page.body.size() >= 2 && static_cast<unsigned char>(page.body[0]) == 0x1f &&
                  static_cast<unsigned char>(page.body[1]) == 0x8b;
   // The HTML parser reads sitemap XML well enough: unknown elements keep their names. A plain
   // sitemap reuses the response's parse; a gzip one is parsed once inflated.
   auto document =
       gzipped ? html_document::parse(gunzip(page.body, max_size), "text/xml") : page.document();
-  sitemap result;
   for (auto& loc : select(document, "urlset url loc")) {
     if (auto url = trim(loc.text_content()); !url.empty()) result.urls.push_back(url);
   }
@@ -49,26 +63,6 @@ sitemap read_sitemap(const response& page, std::size_t max_size) {
     if (auto url = trim(loc.text_content()); !url.empty()) result.sitemaps.push_back(url);
   }
   return result;
-}
-
-std::vector<std::string> robots_sitemaps(std::string_view robots_txt) {
-  std::vector<std::string> urls;
-  std::size_t start = 0;
-  while (start < robots_txt.size()) {
-    auto end = robots_txt.find('\n', start);
-    auto line = robots_txt.substr(
-        start, end == std::string_view::npos ? std::string_view::npos : end - start);
-    start = end == std::string_view::npos ? robots_txt.size() : end + 1;
-    auto colon = line.find(':');
-    if (colon == std::string_view::npos) continue;
-    auto key = trim(line.substr(0, colon));
-    for (auto& c : key) c = char(std::tolower(static_cast<unsigned char>(c)));
-    if (key == "sitemap") {
-      auto value = trim(line.substr(colon + 1));
-      if (!value.empty()) urls.push_back(value);
-    }
-  }
-  return urls;
 }
 
 }  // namespace crawler

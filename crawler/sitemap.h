@@ -1,5 +1,6 @@
-// Sitemaps (sitemaps.org): the URLs of a <urlset>, or the sitemaps of a <sitemapindex>, and the
-// Sitemap: lines of a robots.txt.
+// Sitemaps (sitemaps.org): the URLs of a <urlset>, the sitemaps of a <sitemapindex>, or the
+// Sitemap: lines of a robots.txt (a response whose URL ends in /robots.txt, as in Scrapy's
+// SitemapSpider).
 //
 //   auto sitemap = crawler::read_sitemap(response);       // gzip bodies are inflated first
 //   for (auto& url : sitemap.urls) out.request(crawler::request{url});
@@ -23,8 +24,5 @@ struct sitemap {
 /// Reads a sitemap response. A gzip body (a .xml.gz file) is inflated up to `max_size` bytes;
 /// a larger one is cut off there, as Scrapy caps it at DOWNLOAD_MAXSIZE.
 sitemap read_sitemap(const response& response, std::size_t max_size = 50u << 20);
-
-/// The absolute URLs of a robots.txt's `Sitemap:` lines.
-std::vector<std::string> robots_sitemaps(std::string_view robots_txt);
 
 }  // namespace crawler
