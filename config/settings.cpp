@@ -40,6 +40,8 @@ const std::vector<setting_spec>& table() {
       {"REDIRECT_ENABLED", boolean, true, "Follow redirects through the scheduler."},
       {"REDIRECT_MAX_TIMES", integer, 20, "Redirects followed per request."},
       {"ROBOTSTXT_OBEY", boolean, false, "Honour robots.txt."},
+      {"ROBOTSTXT_USER_AGENT", optional_string, nullptr,
+       "User agent matched against robots.txt; the User-Agent header when unset."},
       {"DEPTH_LIMIT", integer, 0, "Deepest request allowed; 0 means no limit."},
       {"DEPTH_PRIORITY", integer, 0, "Priority adjustment per depth level."},
       {"CLOSESPIDER_TIMEOUT", number, 0, "Close the spider after this many seconds."},

@@ -47,6 +47,7 @@ struct downloader::slot {
   std::deque<waiting> queue;
   std::size_t transferring = 0;
   double delay = 0;
+  double least_delay = 0;  // the host's robots.txt Crawl-delay
   clock::time_point last_start{};
   clock::time_point last_used = clock::now();
   bool timer_armed = false;
@@ -97,6 +98,10 @@ void downloader::fetch(request request, completion done) {
   if (!entry) {
     entry = std::make_unique<slot>(executor_);
     entry->delay = autothrottle_ ? std::max(delay_, autothrottle_start_delay_) : delay_;
+    if (auto crawl_delay = crawl_delays_.find(key); crawl_delay != crawl_delays_.end()) {
+      entry->least_delay = crawl_delay->second;
+      entry->delay = std::max(entry->delay, entry->least_delay);
+    }
   }
   ++active_;
   entry->queue.push_back({std::move(request), std::move(done)});
@@ -104,6 +109,14 @@ void downloader::fetch(request request, completion done) {
   if (!sweep_timer_) {
     sweep_timer_ = std::make_unique<asio::steady_timer>(executor_);
     sweep_idle_slots();
+  }
+}
+
+void downloader::set_crawl_delay(const std::string& host, double seconds) {
+  crawl_delays_[host] = seconds;
+  if (auto found = slots_.find(host); found != slots_.end()) {
+    found->second->least_delay = seconds;
+    found->second->delay = std::max(found->second->delay, seconds);
   }
 }
 
@@ -179,12 +192,13 @@ void downloader::start_transfer(const std::string& key, slot& slot) {
 }
 
 // Scrapy's AutoThrottle._adjust_delay: move halfway toward latency / target concurrency, never
-// below that target nor below DOWNLOAD_DELAY; errors and non-200 answers never shorten the delay.
+// below that target nor below DOWNLOAD_DELAY (nor a Crawl-delay); errors and non-200 answers never
+// shorten the delay.
 void downloader::adjust_throttle(slot& slot, const download_result& result, double latency) {
   if (!result.response) return;
   double target = latency / autothrottle_target_;
   double next = std::max(target, (slot.delay + target) / 2.0);
-  next = std::min(std::max(delay_, next), autothrottle_max_delay_);
+  next = std::max(std::min(std::max(delay_, next), autothrottle_max_delay_), slot.least_delay);
   if (result.response->status != 200 && next <= slot.delay) return;
   if (autothrottle_debug_) {
     logger_->info("slot: {} | conc:{:2d} | delay:{:5.0f} ms ({:+.0f}) | latency:{:5.0f} ms",

@@ -74,8 +74,15 @@ class downloader {
 
   /// Requests accepted and not yet completed (waiting in slots or transferring).
   std::size_t active() const { return active_; }
-  /// True when the engine should not hand over more requests (CONCURRENT_REQUESTS reached).
-  bool needs_backout() const { return active_ >= total_concurrency_; }
+  /// True when the engine should not hand over more requests: CONCURRENT_REQUESTS reached,
+  /// counting `held_elsewhere` requests the engine holds on their way here (robots.txt waits).
+  bool needs_backout(std::size_t held_elsewhere = 0) const {
+    return active_ + held_elsewhere >= total_concurrency_;
+  }
+
+  /// Makes `seconds` the least delay between downloads in the slot of `host` (a robots.txt
+  /// Crawl-delay): DOWNLOAD_DELAY and AutoThrottle never go below it.
+  void set_crawl_delay(const std::string& host, double seconds);
 
   /// Stops every transfer and returns every accepted request whose completion has not run, so a
   /// forced shutdown can put them back in the queue. Their completions never run.
@@ -103,6 +110,7 @@ class downloader {
   std::unique_ptr<detail::transfer_options> options_;
   std::unique_ptr<detail::curl_transfers> transfers_;
   std::map<std::string, std::unique_ptr<slot>, std::less<>> slots_;
+  std::map<std::string, double, std::less<>> crawl_delays_;  // outlive idle slots
   std::unique_ptr<boost::asio::steady_timer> sweep_timer_;
   std::shared_ptr<spdlog::logger> logger_;
 };

@@ -58,9 +58,15 @@ engine::engine(asio::io_context& io, const settings& settings, stats& stats, spi
       item_limit_(settings.get_int("CLOSESPIDER_ITEMCOUNT")),
       page_limit_(settings.get_int("CLOSESPIDER_PAGECOUNT")),
       error_limit_(settings.get_int("CLOSESPIDER_ERRORCOUNT")) {
-  // A crawl asked to obey robots.txt must not run without doing so.
   if (settings.get_bool("ROBOTSTXT_OBEY")) {
-    throw settings_error("ROBOTSTXT_OBEY=true: robots.txt handling is not available in this build");
+    robots_ = std::make_unique<robots_gate>(
+        settings, stats,
+        [this](request request, downloader::completion done) {
+          fetch_unscheduled(std::move(request), std::move(done));
+        },
+        [this](const std::string& host, double seconds) {
+          downloader_->set_crawl_delay(host, seconds);
+        });
   }
 }
 
@@ -170,7 +176,8 @@ void engine::pump() {
   pumping_ = true;
   do {
     pump_again_ = false;
-    while (phase_ == phase::running && !downloader_->needs_backout()) {
+    while (phase_ == phase::running &&
+           !downloader_->needs_backout(robots_ ? robots_->waiting() : 0)) {
       auto next = scheduler_->next_request();
       if (!next) break;
       download(std::move(*next));
@@ -181,43 +188,70 @@ void engine::pump() {
 }
 
 void engine::download(request request) {
+  auto downloaded = [this](download_result result) { on_downloaded(std::move(result)); };
+  if (!robots_ || !robots_gate::applies_to(request)) return send(std::move(request), downloaded);
+  robots_->check(std::move(request), [this, downloaded](crawler::request request, bool allowed) {
+    if (allowed) {
+      send(std::move(request), downloaded);
+    } else {
+      handle_failure(
+          {std::move(request), "IgnoreRequest", "Forbidden by robots.txt", std::nullopt});
+    }
+    pump();
+  });
+}
+
+void engine::send(request request, downloader::completion done) {
   for (auto& middleware : downloader_middlewares_) middleware->process_request(request);
-  downloader_->fetch(std::move(request),
-                     [this](download_result result) { on_downloaded(std::move(result)); });
+  downloader_->fetch(std::move(request), std::move(done));
+}
+
+// Scrapy's engine.download(): through the downloader middlewares, retries and redirects
+// included, but past the scheduler and the spider.
+void engine::fetch_unscheduled(request request, downloader::completion done) {
+  send(std::move(request), [this, done = std::move(done)](download_result result) mutable {
+    if (phase_ == phase::closed) return;
+    if (auto next = process_download(result)) {
+      fetch_unscheduled(std::move(*next), std::move(done));
+    } else {
+      done(std::move(result));
+    }
+    pump();
+  });
+}
+
+// The downloader middlewares over a download on its way back, in reverse order. Returns the
+// request to send instead (a retry, a redirect); an IgnoreRequest turns `result` into that
+// failure, keeping its response.
+std::optional<request> engine::process_download(download_result& result) {
+  for (auto it = downloader_middlewares_.rbegin(); it != downloader_middlewares_.rend(); ++it) {
+    if (!result.response) {
+      if (auto next = (*it)->process_exception(result.request, result)) return next;
+      continue;
+    }
+    try {
+      if (auto next = (*it)->process_response(result.request, *result.response)) return next;
+    } catch (const ignore_request& ignored) {
+      result.error_type = "IgnoreRequest";
+      result.error_message = ignored.what();
+      return std::nullopt;
+    }
+  }
+  return std::nullopt;
 }
 
 void engine::on_downloaded(download_result result) {
   if (phase_ == phase::closed) return;
-  auto& request = result.request;
-  if (result.response) {
-    bool replaced = false;
-    for (auto it = downloader_middlewares_.rbegin(); it != downloader_middlewares_.rend(); ++it) {
-      try {
-        if (auto next = (*it)->process_response(request, *result.response)) {
-          enqueue({std::move(*next)});
-          replaced = true;
-          break;
-        }
-      } catch (const ignore_request& ignored) {
-        handle_failure({request, "IgnoreRequest", ignored.what(), result.response});
-        replaced = true;
-        break;
-      }
-    }
-    if (!replaced) handle_response(std::move(*result.response));
+  if (auto next = process_download(result)) {
+    enqueue({std::move(*next)});
+  } else if (result.error_type.empty()) {
+    handle_response(std::move(*result.response));
   } else {
-    bool replaced = false;
-    for (auto it = downloader_middlewares_.rbegin(); it != downloader_middlewares_.rend(); ++it) {
-      if (auto next = (*it)->process_exception(request, result)) {
-        enqueue({std::move(*next)});
-        replaced = true;
-        break;
-      }
+    if (!result.response) {
+      logger_->error("Error downloading {}: {}", result.request.describe(), result.error_message);
     }
-    if (!replaced) {
-      logger_->error("Error downloading {}: {}", request.describe(), result.error_message);
-      handle_failure({std::move(request), result.error_type, result.error_message, std::nullopt});
-    }
+    handle_failure({std::move(result.request), result.error_type, result.error_message,
+                    std::move(result.response)});
   }
   pump();
 }
@@ -317,6 +351,7 @@ void engine::count_error() {
 
 void engine::check_idle() {
   if (pumping_ || pending_enqueues_ > 0 || downloader_->active() > 0) return;
+  if (robots_ && robots_->waiting() > 0) return;
   if (phase_ == phase::running && !scheduler_->has_pending_requests()) {
     close_reason_ = "finished";
     finish();
@@ -342,6 +377,11 @@ void engine::force_close(std::string reason) {
   asio::post(io_, [this, reason = std::move(reason)] {
     if (phase_ == phase::closed) return;
     auto in_flight = downloader_->abort_all();
+    // A robots.txt download belongs to no spider; the requests waiting for it do.
+    std::erase_if(in_flight, robots_gate::is_robots_request);
+    if (robots_) {
+      for (auto& request : robots_->take_waiting()) in_flight.push_back(std::move(request));
+    }
     for (auto& request : in_flight) scheduler_->restore(std::move(request));
     if (!in_flight.empty()) {
       logger_->info("Put {} requests in flight back in the queue", in_flight.size());

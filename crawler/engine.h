@@ -14,7 +14,8 @@
 // responses are still parsed and what they yield is still queued (and saved with JOBDIR).
 // force_close() stops at once and puts every request in flight back in the queue. Both are safe to
 // call from any thread. CLOSESPIDER_TIMEOUT/ITEMCOUNT/PAGECOUNT/ERRORCOUNT close the spider with
-// Scrapy's reasons (closespider_timeout, ...).
+// Scrapy's reasons (closespider_timeout, ...). With ROBOTSTXT_OBEY, requests pass the robots.txt
+// gate (robots.h) before the downloader middlewares; requests it holds count as in flight.
 #pragma once
 
 #include <boost/asio/io_context.hpp>
@@ -31,6 +32,7 @@
 #include "crawler/feeds.h"
 #include "crawler/middleware.h"
 #include "crawler/pipeline.h"
+#include "crawler/robots.h"
 #include "crawler/spider.h"
 #include "scheduler/scheduler.h"
 
@@ -63,6 +65,9 @@ class engine {
   void open();
   void pump();
   void download(request request);
+  void send(request request, downloader::completion done);
+  void fetch_unscheduled(request request, downloader::completion done);
+  std::optional<request> process_download(download_result& result);
   void on_downloaded(download_result result);
   void handle_response(response response);
   void handle_failure(failure failure);
@@ -84,6 +89,7 @@ class engine {
   std::unique_ptr<scheduler> scheduler_;
   std::unique_ptr<downloader> downloader_;
   std::vector<std::unique_ptr<downloader_middleware>> downloader_middlewares_;
+  std::unique_ptr<robots_gate> robots_;  // with ROBOTSTXT_OBEY
   std::vector<std::unique_ptr<spider_middleware>> spider_middlewares_;
   std::vector<std::unique_ptr<item_pipeline>> pipelines_;
   std::unique_ptr<feed_exporter> feeds_;

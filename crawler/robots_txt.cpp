@@ -41,8 +41,10 @@ std::string normalise(std::string_view text) {
   out.reserve(text.size());
   for (std::size_t i = 0; i < text.size(); ++i) {
     auto c = static_cast<unsigned char>(text[i]);
-    if (c == '%' && i + 2 < text.size() && hex_value(text[i + 1]) >= 0 && hex_value(text[i + 2]) >= 0) {
-      auto decoded = static_cast<unsigned char>(hex_value(text[i + 1]) * 16 + hex_value(text[i + 2]));
+    if (c == '%' && i + 2 < text.size() && hex_value(text[i + 1]) >= 0 &&
+        hex_value(text[i + 2]) >= 0) {
+      auto decoded =
+          static_cast<unsigned char>(hex_value(text[i + 1]) * 16 + hex_value(text[i + 2]));
       if (unreserved(decoded)) {
         out += char(decoded);
       } else {
@@ -151,7 +153,8 @@ robots_txt::robots_txt(std::string_view body) {
     } else if (key == "crawl-delay") {
       reading_agents = false;
       double delay = 0;
-      auto [end_of_number, error] = std::from_chars(value.data(), value.data() + value.size(), delay);
+      auto [end_of_number, error] =
+          std::from_chars(value.data(), value.data() + value.size(), delay);
       if (error == std::errc() && end_of_number == value.data() + value.size() &&
           std::isfinite(delay) && delay >= 0) {
         group.crawl_delay = delay;
@@ -160,7 +163,9 @@ robots_txt::robots_txt(std::string_view body) {
   }
 }
 
-robots_txt robots_txt::allow_all() { return robots_txt(); }
+robots_txt robots_txt::allow_all() {
+  return robots_txt();
+}
 
 robots_txt robots_txt::disallow_all() {
   robots_txt robots;

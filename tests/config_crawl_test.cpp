@@ -163,9 +163,8 @@ TEST(crawler_run, crawls_a_generated_site_through_rules_and_extracts_known_value
   EXPECT_EQ(stats["finish_reason"], "finished");
 }
 
-TEST(crawler_run, a_sitemap_index_with_a_gzip_sitemap_reaches_every_page) {
-  constexpr std::size_t pages = 50;
-  http_server server({.site_pages = pages});
+// `crawler run` of a spider that only follows sitemaps, started from `start`; returns the stats.
+json crawl_from_sitemap(const std::string& start, const std::vector<std::string>& settings = {}) {
   temp_dir dir;
   auto document = json::parse(R"json({
     "spider": {
@@ -174,15 +173,38 @@ TEST(crawler_run, a_sitemap_index_with_a_gzip_sitemap_reaches_every_page) {
       "rules": [{"allow": ["/nothing-follows"]}]
     }
   })json");
-  document["spider"]["start_urls"] = {{{"sitemap", server.url("/sitemap.xml")}}};
+  document["spider"]["start_urls"] = {{{"sitemap", start}}};
   auto stats_path = (dir.path() / "stats.json").string();
-  child_process run({crawler_binary(), "run", write_config(dir, document), "-s",
-                     "STATS_FILE=" + stats_path, "--nolog"});
-  ASSERT_EQ(run.wait(), 0) << run.stderr_text();
+  std::vector<std::string> argv{crawler_binary(), "run", write_config(dir, document), "-s",
+                                "STATS_FILE=" + stats_path, "--nolog"};
+  for (const auto& setting : settings) argv.insert(argv.end(), {"-s", setting});
+  child_process run(argv);
+  EXPECT_EQ(run.wait(), 0) << run.stderr_text();
+  return json::parse(std::ifstream(stats_path));
+}
+
+TEST(crawler_run, a_sitemap_index_with_a_gzip_sitemap_reaches_every_page) {
+  constexpr std::size_t pages = 50;
+  http_server server({.site_pages = pages});
+  crawl_from_sitemap(server.url("/sitemap.xml"));
   for (std::size_t page = 0; page < pages; ++page) {
     ASSERT_EQ(server.hits("/site/" + std::to_string(page)), 1u) << page;
   }
   EXPECT_EQ(server.hits("/sitemap-odd.xml.gz"), 1u);
+}
+
+TEST(crawler_run, robots_txt_sitemap_lines_start_a_crawl_that_obeys_its_rules) {
+  constexpr std::size_t pages = 50;
+  http_server server({.site_pages = pages,
+                      .robots_txt = "User-agent: *\nDisallow: /site/7$\n"
+                                    "Sitemap: /sitemap.xml  # relative, resolved as Scrapy does\n"});
+  auto stats = crawl_from_sitemap(server.url("/robots.txt"), {"ROBOTSTXT_OBEY=true"});
+  for (std::size_t page = 0; page < pages; ++page) {
+    ASSERT_EQ(server.hits("/site/" + std::to_string(page)), page == 7 ? 0u : 1u) << page;
+  }
+  EXPECT_EQ(stats["robotstxt/forbidden"], 1);
+  // The start URL and the gate's own fetch.
+  EXPECT_EQ(server.hits("/robots.txt"), 2u);
 }
 
 TEST(crawler_run, offsite_links_are_counted_and_not_followed) {

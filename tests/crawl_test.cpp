@@ -297,6 +297,102 @@ TEST(crawl, autothrottle_starts_at_its_start_delay_and_shortens_it_for_a_fast_se
   EXPECT_LT(elapsed, 1.3);
 }
 
+std::vector<crawler::request> searches(const http_server& server,
+                                      std::initializer_list<const char*> words) {
+  std::vector<crawler::request> requests;
+  for (const char* word : words) requests.push_back(get(server.url(std::string("/s?wd=") + word)));
+  return requests;
+}
+
+TEST(crawl, robots_txt_is_fetched_once_per_host_and_forbidden_pages_are_never_requested) {
+  http_server server({.robots_txt = "User-agent: *\nDisallow: /s?wd=secret\n"});
+  auto start = searches(server, {"a", "secret", "b", "secret-too"});
+  auto excused = get(server.url("/s?wd=secret-but-excused"));
+  excused.meta["dont_obey_robotstxt"] = true;
+  start.push_back(excused);
+  recording_spider spider(start);
+  auto result = crawl(spider, {"ROBOTSTXT_OBEY=true"});
+
+  EXPECT_EQ(spider.responses.size(), 3u);
+  ASSERT_EQ(spider.failures.size(), 2u);
+  for (const auto& failure : spider.failures) {
+    EXPECT_EQ(failure.type, "IgnoreRequest");
+    EXPECT_EQ(failure.message, "Forbidden by robots.txt");
+  }
+  EXPECT_EQ(server.hits("/robots.txt"), 1u);
+  EXPECT_EQ(server.hits("/s?wd=secret"), 0u);
+  EXPECT_EQ(server.hits("/s?wd=secret-too"), 0u);
+  EXPECT_EQ(server.hits("/s?wd=secret-but-excused"), 1u);
+  EXPECT_EQ(stat(result, "robotstxt/request_count"), 1);
+  EXPECT_EQ(stat(result, "robotstxt/response_count"), 1);
+  EXPECT_EQ(stat(result, "robotstxt/response_status_count/200"), 1);
+  EXPECT_EQ(stat(result, "robotstxt/forbidden"), 2);
+  EXPECT_EQ(result.finish_reason, "finished");
+}
+
+TEST(crawl, robots_txt_is_ignored_unless_robotstxt_obey_is_set) {
+  http_server server({.robots_txt = "User-agent: *\nDisallow: /\n"});
+  recording_spider spider(searches(server, {"a", "b"}));
+  auto result = crawl(spider);
+  EXPECT_EQ(spider.responses.size(), 2u);
+  EXPECT_EQ(server.hits("/robots.txt"), 0u);
+}
+
+TEST(crawl, robots_txt_rules_are_matched_against_robotstxt_user_agent) {
+  http_server server({.robots_txt = "User-agent: pickybot\nDisallow: /\n"});
+  recording_spider as_default(searches(server, {"a"}));
+  crawl(as_default, {"ROBOTSTXT_OBEY=true"});
+  EXPECT_EQ(as_default.responses.size(), 1u);
+
+  recording_spider as_picky(searches(server, {"a"}));
+  auto result = crawl(as_picky, {"ROBOTSTXT_OBEY=true", "ROBOTSTXT_USER_AGENT=PickyBot"});
+  EXPECT_TRUE(as_picky.responses.empty());
+  EXPECT_EQ(stat(result, "robotstxt/forbidden"), 1);
+}
+
+TEST(crawl, a_robots_txt_answering_4xx_allows_everything) {
+  http_server server({.robots_txt = "User-agent: *\nDisallow: /\n", .robots_status = 403});
+  recording_spider spider(searches(server, {"a", "b"}));
+  auto result = crawl(spider, {"ROBOTSTXT_OBEY=true"});
+  EXPECT_EQ(spider.responses.size(), 2u);
+  EXPECT_EQ(stat(result, "robotstxt/response_status_count/403"), 1);
+  EXPECT_EQ(stat(result, "robotstxt/forbidden"), 0);
+}
+
+TEST(crawl, a_robots_txt_answering_5xx_after_its_retries_disallows_everything) {
+  http_server server({.robots_txt = "User-agent: *\nAllow: /\n", .robots_status = 503});
+  recording_spider spider(searches(server, {"a", "b", "c"}));
+  auto result = crawl(spider, {"ROBOTSTXT_OBEY=true", "RETRY_TIMES=1"});
+  EXPECT_TRUE(spider.responses.empty());
+  EXPECT_EQ(spider.failures.size(), 3u);
+  EXPECT_EQ(server.hits("/robots.txt"), 2u);  // retried once, like any download
+  EXPECT_EQ(server.total_hits(), 2u);
+  EXPECT_EQ(stat(result, "robotstxt/response_status_count/503"), 1);
+  EXPECT_EQ(stat(result, "robotstxt/forbidden"), 3);
+}
+
+TEST(crawl, an_unreachable_robots_txt_disallows_everything) {
+  unsigned short port;
+  {
+    http_server closed;
+    port = closed.port();
+  }
+  recording_spider spider({get("http://127.0.0.1:" + std::to_string(port) + "/page")});
+  auto result = crawl(spider, {"ROBOTSTXT_OBEY=true", "RETRY_ENABLED=false"});
+  ASSERT_EQ(spider.failures.size(), 1u);
+  EXPECT_EQ(spider.failures[0].message, "Forbidden by robots.txt");
+  EXPECT_EQ(stat(result, "robotstxt/exception_count/ConnectionRefusedError"), 1);
+  EXPECT_EQ(stat(result, "downloader/request_count"), 1);  // only robots.txt was tried
+}
+
+TEST(crawl, a_robots_txt_crawl_delay_spaces_requests_to_its_host) {
+  http_server server({.robots_txt = "User-agent: *\nCrawl-delay: 0.2\n"});
+  recording_spider spider(searches(server, {"a", "b", "c", "d"}));
+  auto result = crawl(spider, {"ROBOTSTXT_OBEY=true", "RANDOMIZE_DOWNLOAD_DELAY=false"});
+  EXPECT_EQ(spider.responses.size(), 4u);
+  EXPECT_GE(result.stats["elapsed_time_seconds"].get<double>(), 0.6);
+}
+
 TEST(crawl, items_go_to_every_feed_format) {
   http_server server({.site_pages = 50});
   crawler::fixtures::temp_dir dir;

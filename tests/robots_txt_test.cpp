@@ -177,7 +177,7 @@ TEST(robots_txt, sitemaps_are_listed_whatever_group_they_sit_in) {
       "Sitemap: https://example.com/sitemap.xml\nUser-agent: bot\nDisallow: /x\n"
       "sitemap: https://example.com/news.xml.gz # news\n"};
   EXPECT_EQ(robots.sitemaps(), (std::vector<std::string>{"https://example.com/sitemap.xml",
-                                                          "https://example.com/news.xml.gz"}));
+                                                         "https://example.com/news.xml.gz"}));
 }
 
 TEST(robots_txt, only_the_first_500_kib_are_read) {
