@@ -36,9 +36,12 @@ class html_document {
   const std::string& text() const { return utf8_; }
 
  private:
-  html_document() = default;
+  struct arena;
+
+  html_document();
   std::string utf8_;
   std::string encoding_;
+  std::unique_ptr<arena> arena_;  // owns every byte Gumbo allocated for output_
   GumboInternalOutput* output_ = nullptr;
 };
 
