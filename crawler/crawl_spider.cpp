@@ -12,6 +12,7 @@ constexpr const char* rule_callback = "_crawl_spider_rule";
 
 crawl_spider::crawl_spider(std::string name) : spider(std::move(name)) {
   callback(rule_callback, &crawl_spider::parse_rule_page);
+  parses_html = true;  // the link extractors read every page's tree
 }
 
 void crawl_spider::parse(const response& response, output& out) {

@@ -4,6 +4,7 @@
 
 #include <boost/asio/post.hpp>
 #include <chrono>
+#include <thread>
 #include <typeinfo>
 
 #include "config/log.h"
@@ -39,6 +40,13 @@ std::string referer_of(const request& request) {
   return referer.empty() ? "None" : std::string(referer);
 }
 
+// What the spider's callbacks would parse: HTML, XML, or a body that does not say.
+bool is_markup(const response& response) {
+  auto type = response.header("Content-Type");
+  return type.empty() || type.find("html") != std::string_view::npos ||
+         type.find("xml") != std::string_view::npos;
+}
+
 constexpr auto max_enqueue_backoff = std::chrono::seconds(30);
 
 }  // namespace
@@ -67,6 +75,10 @@ engine::engine(asio::io_context& io, const settings& settings, stats& stats, spi
         [this](const std::string& host, double seconds) {
           downloader_->set_crawl_delay(host, seconds);
         });
+  }
+  if (spider.parses_html) {
+    parsers_ =
+        std::make_unique<asio::thread_pool>(std::max(1u, std::thread::hardware_concurrency()));
   }
 }
 
@@ -176,8 +188,7 @@ void engine::pump() {
   pumping_ = true;
   do {
     pump_again_ = false;
-    while (phase_ == phase::running &&
-           !downloader_->needs_backout(robots_ ? robots_->waiting() : 0)) {
+    while (phase_ == phase::running && !downloader_->needs_backout(held_outside_downloader())) {
       auto next = scheduler_->next_request();
       if (!next) break;
       download(std::move(*next));
@@ -256,7 +267,26 @@ void engine::on_downloaded(download_result result) {
   pump();
 }
 
+std::size_t engine::held_outside_downloader() const {
+  return (robots_ ? robots_->waiting() : 0) + parsing_;
+}
+
 void engine::handle_response(response response) {
+  if (!parsers_ || response.status < 200 || response.status >= 300 || !is_markup(response)) {
+    return deliver(std::move(response));
+  }
+  ++parsing_;
+  asio::post(*parsers_, [this, response = std::move(response)]() mutable {
+    response.document();  // Gumbo, off the loop; the callback finds the tree ready
+    asio::post(io_, [this, response = std::move(response)]() mutable {
+      --parsing_;
+      deliver(std::move(response));
+      pump();
+    });
+  });
+}
+
+void engine::deliver(response response) {
   stats_.inc_value("response_received_count");
   logger_->debug("Crawled ({}) {} (referer: {})", response.status, response.request.describe(),
                  referer_of(response.request));
@@ -351,7 +381,7 @@ void engine::count_error() {
 
 void engine::check_idle() {
   if (pumping_ || pending_enqueues_ > 0 || downloader_->active() > 0) return;
-  if (robots_ && robots_->waiting() > 0) return;
+  if (held_outside_downloader() > 0) return;
   if (phase_ == phase::running && !scheduler_->has_pending_requests()) {
     close_reason_ = "finished";
     finish();

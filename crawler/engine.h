@@ -15,11 +15,14 @@
 // force_close() stops at once and puts every request in flight back in the queue. Both are safe to
 // call from any thread. CLOSESPIDER_TIMEOUT/ITEMCOUNT/PAGECOUNT/ERRORCOUNT close the spider with
 // Scrapy's reasons (closespider_timeout, ...). With ROBOTSTXT_OBEY, requests pass the robots.txt
-// gate (robots.h) before the downloader middlewares; requests it holds count as in flight.
+// gate (robots.h) before the downloader middlewares; requests it holds count as in flight. For a
+// spider that parses_html, HTML responses are parsed on a pool of worker threads (one per core)
+// before the spider middlewares and the callback run on the loop; they count as in flight too.
 #pragma once
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <boost/asio/thread_pool.hpp>
 #include <chrono>
 #include <exception>
 #include <memory>
@@ -70,6 +73,8 @@ class engine {
   std::optional<request> process_download(download_result& result);
   void on_downloaded(download_result result);
   void handle_response(response response);
+  void deliver(response response);
+  std::size_t held_outside_downloader() const;
   void handle_failure(failure failure);
   void run_callback(const response& response);
   void process_output(output& out, const response* from);
@@ -104,6 +109,9 @@ class engine {
   bool pump_again_ = false;
   std::int64_t item_limit_, page_limit_, error_limit_;
   std::int64_t items_ = 0, pages_ = 0, errors_ = 0;
+  std::size_t parsing_ = 0;
+  // Last, so it is joined before anything its jobs could touch is destroyed.
+  std::unique_ptr<boost::asio::thread_pool> parsers_;  // with spider.parses_html
 };
 
 }  // namespace crawler

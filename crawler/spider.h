@@ -109,6 +109,11 @@ class spider {
   /// Hosts this spider may follow links to, subdomains included; empty allows every host
   /// (Scrapy's OffsiteMiddleware counts `offsite/domains` and `offsite/filtered`).
   std::vector<std::string> allowed_domains;
+  /// Whether the callbacks read most pages through css() or document(). The engine then parses
+  /// HTML responses on worker threads before their callback runs, so Gumbo uses every core and
+  /// the event loop only selects. A spider that scans text or reads JSON leaves it false and
+  /// pays nothing for pages it never parses. CrawlSpider (and so `crawler run`) sets it.
+  bool parses_html = false;
 
  protected:
   /// Registers a member function as the callback `name`, for requests to name.

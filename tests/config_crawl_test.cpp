@@ -175,8 +175,9 @@ json crawl_from_sitemap(const std::string& start, const std::vector<std::string>
   })json");
   document["spider"]["start_urls"] = {{{"sitemap", start}}};
   auto stats_path = (dir.path() / "stats.json").string();
-  std::vector<std::string> argv{crawler_binary(), "run", write_config(dir, document), "-s",
-                                "STATS_FILE=" + stats_path, "--nolog"};
+  std::vector<std::string> argv{
+      crawler_binary(),           "run",    write_config(dir, document), "-s",
+      "STATS_FILE=" + stats_path, "--nolog"};
   for (const auto& setting : settings) argv.insert(argv.end(), {"-s", setting});
   child_process run(argv);
   EXPECT_EQ(run.wait(), 0) << run.stderr_text();
@@ -196,8 +197,9 @@ TEST(crawler_run, a_sitemap_index_with_a_gzip_sitemap_reaches_every_page) {
 TEST(crawler_run, robots_txt_sitemap_lines_start_a_crawl_that_obeys_its_rules) {
   constexpr std::size_t pages = 50;
   http_server server({.site_pages = pages,
-                      .robots_txt = "User-agent: *\nDisallow: /site/7$\n"
-                                    "Sitemap: /sitemap.xml  # relative, resolved as Scrapy does\n"});
+                      .robots_txt =
+                          "User-agent: *\nDisallow: /site/7$\n"
+                          "Sitemap: /sitemap.xml  # relative, resolved as Scrapy does\n"});
   auto stats = crawl_from_sitemap(server.url("/robots.txt"), {"ROBOTSTXT_OBEY=true"});
   for (std::size_t page = 0; page < pages; ++page) {
     ASSERT_EQ(server.hits("/site/" + std::to_string(page)), page == 7 ? 0u : 1u) << page;

@@ -164,19 +164,31 @@ TEST_P(resume, a_second_ctrl_c_stops_at_once_and_loses_nothing) {
 }
 
 TEST(crawler_command, requests_waiting_for_robots_txt_survive_a_forced_stop) {
-  http_server server({.site_pages = 30, .robots_txt = "User-agent: *\nAllow: /\n",
-                      .robots_delay_ms = 1000});
+  http_server server(
+      {.site_pages = 30, .robots_txt = "User-agent: *\nAllow: /\n", .robots_delay_ms = 1000});
   temp_dir dir;
   auto argv = [&](int run) {
     return std::vector<std::string>{
-        crawler_binary(), "crawl", "site", "-a", "start=" + server.url("/site/0"), "-s",
-        "ROBOTSTXT_OBEY=true", "-s", "JOBDIR=" + (dir.path() / "job").string(), "-s",
-        "STATS_FILE=" + (dir.path() / ("stats" + std::to_string(run) + ".json")).string(), "-o",
-        (dir.path() / "items.jsonl").string(), "-L", "INFO"};
+        crawler_binary(),
+        "crawl",
+        "site",
+        "-a",
+        "start=" + server.url("/site/0"),
+        "-s",
+        "ROBOTSTXT_OBEY=true",
+        "-s",
+        "JOBDIR=" + (dir.path() / "job").string(),
+        "-s",
+        "STATS_FILE=" + (dir.path() / ("stats" + std::to_string(run) + ".json")).string(),
+        "-o",
+        (dir.path() / "items.jsonl").string(),
+        "-L",
+        "INFO"};
   };
   {
     child_process first(argv(1));
-    while (server.hits("/robots.txt") == 0) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    while (server.hits("/robots.txt") == 0)
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
     first.signal(SIGINT);
     // Apart, or the two signals arrive as one; well within robots.txt's second.
     std::this_thread::sleep_for(std::chrono::milliseconds(200));

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <set>
+#include <thread>
 
 #include "crawler/href_scanner.h"
 #include "http_server.h"
@@ -30,6 +31,7 @@ class recording_spider : public crawler::spider {
     }
   }
   void parse(const crawler::response& response, crawler::output& out) override {
+    callback_threads.insert(std::this_thread::get_id());
     responses.push_back(response);
     if (follow_links) {
       crawler::for_each_href(response.text(), [&](std::string_view href) {
@@ -47,6 +49,7 @@ class recording_spider : public crawler::spider {
   }
 
   bool follow_links = false;
+  std::set<std::thread::id> callback_threads;
   std::vector<crawler::response> responses;
   std::vector<crawler::failure> failures;
 
@@ -243,6 +246,25 @@ TEST(crawl, every_reachable_page_of_a_site_is_visited_exactly_once) {
   EXPECT_GT(stat(result, "request_depth_max"), 10);
 }
 
+TEST(crawl, pages_parsed_ahead_on_worker_threads_reach_callbacks_on_the_crawl_thread) {
+  constexpr std::size_t pages = 1000;
+  http_server server({.site_pages = pages});
+  recording_spider spider({get(server.url("/site/0"))});
+  spider.follow_links = true;
+  spider.parses_html = true;
+  auto result = crawl(spider, {"CONCURRENT_REQUESTS=64"});
+  EXPECT_EQ(result.finish_reason, "finished");
+  ASSERT_EQ(spider.responses.size(), pages);
+  EXPECT_EQ(spider.callback_threads, std::set<std::thread::id>{std::this_thread::get_id()});
+  std::set<std::string> titles;
+  for (const auto& response : spider.responses)
+    titles.insert(response.css("title::text").get().value_or(""));
+  EXPECT_EQ(titles.size(), pages);
+  for (std::size_t page = 0; page < pages; ++page) {
+    ASSERT_EQ(server.hits("/site/" + std::to_string(page)), 1u) << "page " << page;
+  }
+}
+
 TEST(crawl, depth_limit_stops_following_links) {
   http_server server({.site_pages = 1000});
   recording_spider spider({get(server.url("/site/0"))});
@@ -298,7 +320,7 @@ TEST(crawl, autothrottle_starts_at_its_start_delay_and_shortens_it_for_a_fast_se
 }
 
 std::vector<crawler::request> searches(const http_server& server,
-                                      std::initializer_list<const char*> words) {
+                                       std::initializer_list<const char*> words) {
   std::vector<crawler::request> requests;
   for (const char* word : words) requests.push_back(get(server.url(std::string("/s?wd=") + word)));
   return requests;
