@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "config/settings.h"
+#include "crawler/detail/text.h"
 #include "crawler/sitemap.h"
 
 namespace crawler {
@@ -133,14 +134,6 @@ field read_field(const std::string& name, const json& spec, const std::string& w
   return result;
 }
 
-std::string trimmed(std::string text) {
-  auto space = [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f'; };
-  std::size_t start = 0, end = text.size();
-  while (start < end && space(text[start])) ++start;
-  while (end > start && space(text[end - 1])) --end;
-  return text.substr(start, end - start);
-}
-
 json extract(const field& spec, const response& response) {
   switch (spec.source) {
     case field::kind::url:
@@ -154,7 +147,8 @@ json extract(const field& spec, const response& response) {
   }
   json values = json::array();
   for (const auto& selected : response.css(spec.css)) {
-    auto text = selected.is_element() ? selected.text_content() : trimmed(selected.get());
+    auto text = selected.is_element() ? selected.text_content()
+                                      : std::string(detail::trim_ascii_space(selected.get()));
     if (spec.re) {
       for (std::sregex_iterator it(text.begin(), text.end(), *spec.re), end; it != end; ++it) {
         values.push_back(spec.re->mark_count() ? (*it)[1].str() : it->str());

@@ -10,19 +10,14 @@
 #include <cstring>
 #include <vector>
 
+#include "crawler/detail/text.h"
+
 namespace crawler {
 namespace {
 
-std::string lower(std::string_view text) {
-  std::string out(text);
-  std::transform(out.begin(), out.end(), out.begin(),
-                 [](unsigned char c) { return char(std::tolower(c)); });
-  return out;
-}
-
 // The value of `charset=` in a Content-Type value or a <meta content>, trimmed of quotes.
 std::string charset_parameter(std::string_view value) {
-  auto text = lower(value);
+  auto text = detail::ascii_lower(value);
   auto at = text.find("charset");
   if (at == std::string::npos) return {};
   at = text.find('=', at);
@@ -107,7 +102,7 @@ std::string sniff_encoding(std::string_view body, std::string_view content_type)
     return canonical_encoding(charset);
   }
   // <meta charset="..."> or <meta http-equiv="Content-Type" content="...; charset=...">.
-  auto head = lower(body.substr(0, 1024));
+  auto head = detail::ascii_lower(body.substr(0, 1024));
   for (std::size_t at = head.find("<meta"); at != std::string::npos;
        at = head.find("<meta", at + 5)) {
     auto end = head.find('>', at);
@@ -121,7 +116,7 @@ std::string sniff_encoding(std::string_view body, std::string_view content_type)
 }
 
 std::string decode_to_utf8(std::string_view body, std::string_view encoding) {
-  auto name = canonical_encoding(lower(encoding));
+  auto name = canonical_encoding(detail::ascii_lower(encoding));
   if (is_utf8_name(name)) {
     if (body.starts_with("\xEF\xBB\xBF")) body.remove_prefix(3);
     return repair_utf8(body);

@@ -7,20 +7,15 @@
 #include <unordered_set>
 
 #include "crawler/detail/css.h"
+#include "crawler/detail/text.h"
 #include "dedup/canonical_url.h"
 
 namespace crawler {
 namespace {
 
-std::string lower(std::string_view text) {
-  std::string out(text);
-  for (auto& c : out) c = char(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
-
 std::vector<std::string> lower_all(const std::vector<std::string>& values) {
   std::vector<std::string> out;
-  for (const auto& value : values) out.push_back(lower(value));
+  for (const auto& value : values) out.push_back(detail::ascii_lower(value));
   return out;
 }
 
@@ -39,13 +34,6 @@ std::vector<std::regex> compile(const std::vector<std::string>& patterns, const 
 
 bool is_element(const GumboNode* node) {
   return node->type == GUMBO_NODE_ELEMENT || node->type == GUMBO_NODE_TEMPLATE;
-}
-
-std::string_view trim(std::string_view text) {
-  auto space = [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f'; };
-  while (!text.empty() && space(text.front())) text.remove_prefix(1);
-  while (!text.empty() && space(text.back())) text.remove_suffix(1);
-  return text;
 }
 
 }  // namespace
@@ -89,7 +77,7 @@ link_extractor::link_extractor(link_extractor_options options)
   options_.deny_domains = lower_all(options_.deny_domains);
   if (!options_.deny_extensions) options_.deny_extensions = ignored_extensions();
   for (auto& extension : *options_.deny_extensions) {
-    extension = lower(extension);
+    extension = detail::ascii_lower(extension);
     if (extension.starts_with('.')) extension.erase(0, 1);
   }
   for (std::size_t i = 0; i < options_.restrict_css.size(); ++i) {
@@ -104,7 +92,7 @@ link_extractor::link_extractor(link_extractor_options options)
 bool link_extractor::matches(std::string_view url) const {
   auto parsed = boost::urls::parse_uri(url);
   if (!parsed) return false;
-  auto scheme = lower(parsed->scheme());
+  auto scheme = detail::ascii_lower(parsed->scheme());
   if (scheme != "http" && scheme != "https" && scheme != "file" && scheme != "ftp") return false;
   std::string text(url);
   if (!allow_.empty() && std::none_of(allow_.begin(), allow_.end(), [&](const std::regex& r) {
@@ -116,11 +104,11 @@ bool link_extractor::matches(std::string_view url) const {
                   [&](const std::regex& r) { return std::regex_search(text, r); })) {
     return false;
   }
-  auto host = lower(parsed->host());
+  auto host = detail::ascii_lower(parsed->host());
   if (!options_.allow_domains.empty() && !host_in_domains(host, options_.allow_domains))
     return false;
   if (host_in_domains(host, options_.deny_domains)) return false;
-  auto path = lower(parsed->encoded_path());
+  auto path = detail::ascii_lower(parsed->encoded_path());
   for (const auto& extension : *options_.deny_extensions) {
     if (path.size() > extension.size() && path.ends_with(extension) &&
         path[path.size() - extension.size() - 1] == '.') {
@@ -164,7 +152,7 @@ std::vector<link> link_extractor::extract_links(const response& response) const 
         auto* attribute = gumbo_get_attribute(&node->v.element.attributes, attr.c_str());
         if (!attribute) continue;
         std::string_view value = attribute->value;
-        if (options_.strip) value = trim(value);
+        if (options_.strip) value = detail::trim_ascii_space(value);
         std::string url;
         try {
           url = response.urljoin(value);
@@ -181,7 +169,8 @@ std::vector<link> link_extractor::extract_links(const response& response) const 
         }
         if (options_.unique && !seen.insert(url).second) continue;
         auto* rel = gumbo_get_attribute(&node->v.element.attributes, "rel");
-        bool nofollow = rel && lower(rel->value).find("nofollow") != std::string::npos;
+        bool nofollow =
+            rel && detail::ascii_lower(rel->value).find("nofollow") != std::string::npos;
         links.push_back(
             {std::move(url), selector(response.document(), node).text_content(), nofollow});
       }

@@ -4,23 +4,12 @@
 #include <charconv>
 #include <cmath>
 
+#include "crawler/detail/text.h"
+
 namespace crawler {
 namespace {
 
 constexpr std::size_t parse_limit = 500 * 1024;  // RFC 9309 section 2.5
-
-std::string_view trim(std::string_view text) {
-  auto space = [](char c) { return c == ' ' || c == '\t' || c == '\v' || c == '\f'; };
-  while (!text.empty() && space(text.front())) text.remove_prefix(1);
-  while (!text.empty() && space(text.back())) text.remove_suffix(1);
-  return text;
-}
-
-std::string lower(std::string_view text) {
-  std::string out(text);
-  for (auto& c : out) c = char(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
 
 int hex_value(char c) {
   if (c >= '0' && c <= '9') return c - '0';
@@ -108,7 +97,7 @@ bool pattern_matches(std::string_view pattern, std::string_view path) {
 // The product token of a User-agent line: "Googlebot/2.1" names "googlebot".
 std::string product_token(std::string_view value) {
   auto end = value.find_first_of(" \t/");
-  return lower(value.substr(0, end));
+  return detail::ascii_lower(value.substr(0, end));
 }
 
 }  // namespace
@@ -129,8 +118,8 @@ robots_txt::robots_txt(std::string_view body) {
     }
     auto colon = line.find(':');
     if (colon == std::string_view::npos) continue;
-    auto key = lower(trim(line.substr(0, colon)));
-    auto value = trim(line.substr(colon + 1));
+    auto key = detail::ascii_lower(detail::trim_ascii_space(line.substr(0, colon)));
+    auto value = detail::trim_ascii_space(line.substr(colon + 1));
 
     if (key == "user-agent" || key == "useragent" || key == "user agent") {
       if (!reading_agents) groups_.emplace_back();
@@ -174,7 +163,7 @@ robots_txt robots_txt::disallow_all() {
 }
 
 std::vector<const robots_txt::group*> robots_txt::groups_for(std::string_view user_agent) const {
-  auto agent = lower(user_agent);
+  auto agent = detail::ascii_lower(user_agent);
   std::string best;
   for (const auto& group : groups_) {
     for (const auto& token : group.agents) {

@@ -3,6 +3,7 @@
 #include <zlib.h>
 
 #include "config/log.h"
+#include "crawler/detail/text.h"
 #include "crawler/robots_txt.h"
 
 namespace crawler {
@@ -28,13 +29,6 @@ std::string gunzip(std::string_view data, std::size_t max_size) {
   return out;
 }
 
-std::string trim(std::string_view text) {
-  auto space = [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; };
-  while (!text.empty() && space(text.front())) text.remove_prefix(1);
-  while (!text.empty() && space(text.back())) text.remove_suffix(1);
-  return std::string(text);
-}
-
 }  // namespace
 
 sitemap read_sitemap(const response& page, std::size_t max_size) {
@@ -57,10 +51,12 @@ sitemap read_sitemap(const response& page, std::size_t max_size) {
   auto document =
       gzipped ? html_document::parse(gunzip(page.body, max_size), "text/xml") : page.document();
   for (auto& loc : select(document, "urlset url loc")) {
-    if (auto url = trim(loc.text_content()); !url.empty()) result.urls.push_back(url);
+    auto text = loc.text_content();  // named: the trimmed view points into it
+    if (auto url = detail::trim_ascii_space(text); !url.empty()) result.urls.emplace_back(url);
   }
   for (auto& loc : select(document, "sitemapindex sitemap loc")) {
-    if (auto url = trim(loc.text_content()); !url.empty()) result.sitemaps.push_back(url);
+    auto text = loc.text_content();  // named: the trimmed view points into it
+    if (auto url = detail::trim_ascii_space(text); !url.empty()) result.sitemaps.emplace_back(url);
   }
   return result;
 }

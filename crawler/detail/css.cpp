@@ -3,24 +3,11 @@
 #include <algorithm>
 #include <cctype>
 
+#include "crawler/detail/text.h"
 #include "crawler/selector.h"
 
 namespace crawler::detail {
 namespace {
-
-char lower(char c) {
-  return c >= 'A' && c <= 'Z' ? char(c - 'A' + 'a') : c;
-}
-
-std::string lower(std::string_view text) {
-  std::string out(text);
-  for (auto& c : out) c = lower(c);
-  return out;
-}
-
-bool is_space(char c) {
-  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f';
-}
 
 bool is_name_char(char c) {
   return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' ||
@@ -57,7 +44,7 @@ class parser {
     return pos_ + ahead < query_.size() ? query_[pos_ + ahead] : '\0';
   }
   void skip_space() {
-    while (!at_end() && is_space(peek())) ++pos_;
+    while (!at_end() && is_ascii_space(peek())) ++pos_;
   }
   bool accept(char c) {
     if (peek() != c) return false;
@@ -125,13 +112,13 @@ class parser {
 
   void pseudo(complex_selector& selector) {
     pos_ += 2;
-    auto name = lower(identifier("a pseudo-element"));
+    auto name = ascii_lower(identifier("a pseudo-element"));
     if (name == "text") {
       selector.pseudo = pseudo_element::text;
     } else if (name == "attr") {
       expect('(');
       skip_space();
-      selector.attr_name = lower(identifier("an attribute name"));
+      selector.attr_name = ascii_lower(identifier("an attribute name"));
       skip_space();
       expect(')');
       selector.pseudo = pseudo_element::attr;
@@ -148,7 +135,7 @@ class parser {
     if (accept('*')) {
       any = true;
     } else if (is_name_char(peek()) || peek() == '\\') {
-      auto name = lower(identifier("an element name"));
+      auto name = ascii_lower(identifier("an element name"));
       result.tag = gumbo_tag_enum(name.c_str());
       if (result.tag == GUMBO_TAG_UNKNOWN) result.unknown_tag = name;
       any = true;
@@ -180,7 +167,7 @@ class parser {
   attribute_test attribute() {
     attribute_test test;
     skip_space();
-    test.name = lower(identifier("an attribute name"));
+    test.name = ascii_lower(identifier("an attribute name"));
     skip_space();
     if (accept(']')) return test;
     char op = peek();
@@ -196,11 +183,11 @@ class parser {
     skip_space();
     test.value = string_or_identifier();
     skip_space();
-    if (lower(peek()) == 'i' && (is_space(peek(1)) || peek(1) == ']')) {
+    if (ascii_lower(peek()) == 'i' && (is_ascii_space(peek(1)) || peek(1) == ']')) {
       ++pos_;
       test.ignore_case = true;
       skip_space();
-    } else if (lower(peek()) == 's' && (is_space(peek(1)) || peek(1) == ']')) {
+    } else if (ascii_lower(peek()) == 's' && (is_ascii_space(peek(1)) || peek(1) == ']')) {
       ++pos_;
       skip_space();
     }
@@ -218,7 +205,7 @@ class parser {
     expect(')');
     std::string compact;
     for (char c : text) {
-      if (!is_space(c)) compact += lower(c);
+      if (!is_ascii_space(c)) compact += ascii_lower(c);
     }
     if (compact == "odd") return {2, 1, of_type, from_end};
     if (compact == "even") return {2, 0, of_type, from_end};
@@ -252,7 +239,7 @@ class parser {
   }
 
   void pseudo_class(compound& result) {
-    auto name = lower(identifier("a pseudo-class"));
+    auto name = ascii_lower(identifier("a pseudo-class"));
     if (name == "first-child") {
       result.positions.push_back({0, 1, false, false});
     } else if (name == "last-child") {
@@ -329,11 +316,11 @@ bool nth_matches(const nth_test& test, int pos) {
 bool contains_word(std::string_view list, std::string_view word, bool ignore_case) {
   std::size_t i = 0;
   while (i < list.size()) {
-    while (i < list.size() && is_space(list[i])) ++i;
+    while (i < list.size() && is_ascii_space(list[i])) ++i;
     std::size_t start = i;
-    while (i < list.size() && !is_space(list[i])) ++i;
+    while (i < list.size() && !is_ascii_space(list[i])) ++i;
     auto token = list.substr(start, i - start);
-    if (!token.empty() && (ignore_case ? lower(token) == lower(word) : token == word)) {
+    if (!token.empty() && (ignore_case ? ascii_lower(token) == ascii_lower(word) : token == word)) {
       return true;
     }
   }
@@ -349,8 +336,8 @@ bool attribute_matches(const attribute_test& test, const GumboNode* element) {
   const char* raw = attribute_value(element, test.name);
   if (!raw) return false;
   if (test.op == 0) return true;
-  std::string value = test.ignore_case ? lower(raw) : std::string(raw);
-  std::string wanted = test.ignore_case ? lower(test.value) : test.value;
+  std::string value = test.ignore_case ? ascii_lower(raw) : std::string(raw);
+  std::string wanted = test.ignore_case ? ascii_lower(test.value) : test.value;
   switch (test.op) {
     case '=':
       return value == wanted;
@@ -464,7 +451,7 @@ std::string element_name(const GumboNode* element) {
   if (tag != GUMBO_TAG_UNKNOWN) return gumbo_normalized_tagname(tag);
   GumboStringPiece original = element->v.element.original_tag;
   gumbo_tag_from_original_text(&original);
-  return lower(std::string_view(original.data, original.length));
+  return ascii_lower(std::string_view(original.data, original.length));
 }
 
 }  // namespace crawler::detail
