@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <cmath>
 
 namespace crawler {
 namespace {
@@ -10,26 +11,44 @@ namespace {
 using json = nlohmann::json;
 using enum setting_type;
 
+// Ranges. Times are capped at a day (a delay or timeout longer than that is a typo, and it would
+// outlast a Ctrl-C); counts at what a machine can hold; priorities where int arithmetic is safe.
+constexpr double day = 86400;
+constexpr double huge_count = 9007199254740992.0;  // 2^53: every integer below is exact
+constexpr setting_range any_count{0, huge_count};
+constexpr setting_range at_least_one{1, 1e6};
+constexpr setting_range seconds{0, day};
+constexpr setting_range positive_seconds{0, day, true};
+constexpr setting_range priority{-1e6, 1e6};
+constexpr setting_range retries{0, 1000};
+
 // One flat table of documented defaults, as Scrapy's default_settings.py.
 const std::vector<setting_spec>& table() {
   static const std::vector<setting_spec> specs = {
       {"BOT_NAME", string, "scrapybot", "The bot's name, used in the default User-Agent."},
       {"USER_AGENT", string, "crawler/0.1 (+https://github.com/crawler-cpp)", "User-Agent header."},
-      {"CONCURRENT_REQUESTS", integer, 16, "Requests in flight at once, in all."},
-      {"CONCURRENT_REQUESTS_PER_DOMAIN", integer, 8, "Requests in flight at once per domain."},
-      {"DOWNLOAD_DELAY", number, 0, "Seconds between requests to one slot."},
+      {"CONCURRENT_REQUESTS", integer, 16, "Requests in flight at once, in all.", at_least_one},
+      {"CONCURRENT_REQUESTS_PER_DOMAIN", integer, 8, "Requests in flight at once per domain.",
+       at_least_one},
+      {"DOWNLOAD_DELAY", number, 0, "Seconds between requests to one slot.", seconds},
       {"RANDOMIZE_DOWNLOAD_DELAY", boolean, true, "Wait 0.5x to 1.5x DOWNLOAD_DELAY."},
-      {"DOWNLOAD_TIMEOUT", number, 180, "Seconds before a download is abandoned."},
-      {"DOWNLOAD_MAXSIZE", integer, 1073741824, "Largest body in bytes, after decompression."},
+      {"DOWNLOAD_TIMEOUT", number, 180, "Seconds before a download is abandoned.",
+       positive_seconds},
+      {"DOWNLOAD_MAXSIZE", integer, 1073741824, "Largest body in bytes, after decompression.",
+       any_count},
+      {"DOWNLOAD_SCHEMES", list, json::array({"http", "https", "file"}),
+       "URL schemes the crawler fetches; file:// only from start requests and file:// pages."},
       {"RETRY_ENABLED", boolean, true, "Retry failed downloads."},
-      {"RETRY_TIMES", integer, 2, "Retries after the first attempt."},
-      {"DOWNLOAD_WARNSIZE", integer, 33554432, "Warn about bodies larger than this many bytes."},
+      {"RETRY_TIMES", integer, 2, "Retries after the first attempt.", retries},
+      {"DOWNLOAD_WARNSIZE", integer, 33554432, "Warn about bodies larger than this many bytes.",
+       any_count},
       {"COOKIES_ENABLED", boolean, true, "Keep cookies for the whole crawl, as a browser would."},
       {"COMPRESSION_ENABLED", boolean, true, "Ask for and decode gzip, deflate and br bodies."},
       {"HTTPPROXY_ENABLED", boolean, true,
        "Use the proxy in meta \"proxy\" or the http_proxy/https_proxy environment."},
-      {"RETRY_PRIORITY_ADJUST", integer, -1, "Added to a retried request's priority."},
-      {"REDIRECT_PRIORITY_ADJUST", integer, 2, "Added to a redirected request's priority."},
+      {"RETRY_PRIORITY_ADJUST", integer, -1, "Added to a retried request's priority.", priority},
+      {"REDIRECT_PRIORITY_ADJUST", integer, 2, "Added to a redirected request's priority.",
+       priority},
       {"HTTPERROR_ALLOW_ALL", boolean, false, "Pass every status to callbacks."},
       {"DEPTH_STATS_VERBOSE", boolean, false, "Count requests per depth (request_depth_count/N)."},
       {"REFERER_ENABLED", boolean, true, "Send the page a link was found on as Referer."},
@@ -38,29 +57,34 @@ const std::vector<setting_spec>& table() {
       {"RETRY_HTTP_CODES", list, json::array({500, 502, 503, 504, 522, 524, 408, 429}),
        "Statuses that are retried."},
       {"REDIRECT_ENABLED", boolean, true, "Follow redirects through the scheduler."},
-      {"REDIRECT_MAX_TIMES", integer, 20, "Redirects followed per request."},
+      {"REDIRECT_MAX_TIMES", integer, 20, "Redirects followed per request.", retries},
       {"ROBOTSTXT_OBEY", boolean, false, "Honour robots.txt."},
       {"ROBOTSTXT_USER_AGENT", optional_string, nullptr,
        "User agent matched against robots.txt; the User-Agent header when unset."},
-      {"DEPTH_LIMIT", integer, 0, "Deepest request allowed; 0 means no limit."},
-      {"DEPTH_PRIORITY", integer, 0, "Priority adjustment per depth level."},
-      {"CLOSESPIDER_TIMEOUT", number, 0, "Close the spider after this many seconds."},
-      {"CLOSESPIDER_ITEMCOUNT", integer, 0, "Close the spider after this many items."},
-      {"CLOSESPIDER_PAGECOUNT", integer, 0, "Close the spider after this many responses."},
-      {"CLOSESPIDER_ERRORCOUNT", integer, 0, "Close the spider after this many errors."},
+      {"DEPTH_LIMIT", integer, 0, "Deepest request allowed; 0 means no limit.", any_count},
+      {"DEPTH_PRIORITY", integer, 0, "Priority adjustment per depth level.", priority},
+      {"CLOSESPIDER_TIMEOUT", number, 0, "Close the spider after this many seconds.", {0, 1e9}},
+      {"CLOSESPIDER_ITEMCOUNT", integer, 0, "Close the spider after this many items.", any_count},
+      {"CLOSESPIDER_PAGECOUNT", integer, 0, "Close the spider after this many responses.",
+       any_count},
+      {"CLOSESPIDER_ERRORCOUNT", integer, 0, "Close the spider after this many errors.", any_count},
       {"AUTOTHROTTLE_ENABLED", boolean, false, "Adapt delays to the server's latency."},
-      {"AUTOTHROTTLE_START_DELAY", number, 5.0, "Initial download delay."},
-      {"AUTOTHROTTLE_MAX_DELAY", number, 60.0, "Largest download delay."},
-      {"AUTOTHROTTLE_TARGET_CONCURRENCY", number, 1.0, "Requests in parallel per server."},
+      {"AUTOTHROTTLE_START_DELAY", number, 5.0, "Initial download delay.", seconds},
+      {"AUTOTHROTTLE_MAX_DELAY", number, 60.0, "Largest download delay.", seconds},
+      {"AUTOTHROTTLE_TARGET_CONCURRENCY",
+       number,
+       1.0,
+       "Requests in parallel per server.",
+       {0, 1e6, true}},
       {"AUTOTHROTTLE_DEBUG", boolean, false, "Log every throttling decision."},
       {"DEFAULT_REQUEST_HEADERS", dict,
        json{{"Accept", "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"},
             {"Accept-Language", "en"}},
        "Headers sent with every request."},
       {"HTTPERROR_ALLOWED_CODES", list, json::array(), "Non-2xx statuses passed to callbacks."},
-      {"URLLENGTH_LIMIT", integer, 2083, "Longest URL allowed."},
+      {"URLLENGTH_LIMIT", integer, 2083, "Longest URL allowed.", any_count},
       {"LOG_LEVEL", string, "DEBUG", "DEBUG, INFO, WARNING, ERROR or CRITICAL."},
-      {"LOGSTATS_INTERVAL", number, 60.0, "Seconds between progress lines."},
+      {"LOGSTATS_INTERVAL", number, 60.0, "Seconds between progress lines.", seconds},
       {"FEEDS", dict, json::object(), "Item feeds: URI -> options."},
       {"STATS_FILE", optional_string, nullptr, "Write the final stats here as JSON."},
       {"JOBDIR", optional_string, nullptr, "Folder that keeps a crawl's state between runs."},
@@ -70,18 +94,24 @@ const std::vector<setting_spec>& table() {
       {"DUPEFILTER_DEBUG", boolean, false, "Log every filtered duplicate, not only the first."},
       {"DUPEFILTER_KEY", string, "%(spider)s:dupefilter", "Redis key of the redis_set backend."},
       {"BLOOMFILTER_KEY", string, "%(spider)s:bloomfilter", "Redis key of the Bloom backends."},
-      {"BLOOMFILTER_CAPACITY", integer, 10000000,
-       "Expected distinct requests (bloom, redisbloom)."},
-      {"BLOOMFILTER_ERRORRATE", number, 0.001,
-       "False-positive rate at capacity (bloom, redisbloom)."},
-      {"BLOOMFILTER_BIT", integer, 30, "redis_bitmap: m = 2^BLOOMFILTER_BIT bits."},
-      {"BLOOMFILTER_HASH_NUMBER", integer, 6, "redis_bitmap: number of hash functions k."},
+      {"BLOOMFILTER_CAPACITY",
+       integer,
+       10000000,
+       "Expected distinct requests (bloom, redisbloom).",
+       {1, huge_count}},
+      {"BLOOMFILTER_ERRORRATE",
+       number,
+       0.001,
+       "False-positive rate at capacity (bloom, redisbloom).",
+       {0, 1, true, true}},
+      {"BLOOMFILTER_BIT", integer, 30, "redis_bitmap: m = 2^BLOOMFILTER_BIT bits.", {3, 32}},
+      {"BLOOMFILTER_HASH_NUMBER", integer, 6, "redis_bitmap: number of hash functions k.", {1, 64}},
       {"BLOOMFILTER_HASH", string, "sha1_double",
        "redis_bitmap bit positions: sha1_double, or scrapy_redis_bloomfilter for Python fleets."},
       {"REDIS_URL", optional_string, nullptr,
        "redis://[:password@]host[:port][/db]; wins over host/port."},
       {"REDIS_HOST", string, "localhost", "Redis host when REDIS_URL is unset."},
-      {"REDIS_PORT", integer, 6379, "Redis port when REDIS_URL is unset."},
+      {"REDIS_PORT", integer, 6379, "Redis port when REDIS_URL is unset.", {1, 65535}},
       {"REDIS_PARAMS", dict, json::object(),
        "Client options: socket_timeout, socket_connect_timeout (seconds), password, db."},
       {"SCHEDULER", string, "memory", "memory or redis."},
@@ -89,7 +119,11 @@ const std::vector<setting_spec>& table() {
       {"SCHEDULER_PERSIST", boolean, false, "Keep the Redis queue and dupefilter at close."},
       {"SCHEDULER_FLUSH_ON_START", boolean, false,
        "Delete the Redis queue and dupefilter at open."},
-      {"MAX_IDLE_TIME_BEFORE_CLOSE", integer, 0, "Seconds idle before a Redis spider closes."},
+      {"MAX_IDLE_TIME_BEFORE_CLOSE",
+       integer,
+       0,
+       "Seconds idle before a Redis spider closes.",
+       {0, 1e9}},
       {"REDIS_START_URLS_KEY", string, "%(name)s:start_urls", "Redis key of start URLs."},
       {"REDIS_START_URLS_AS_SET", boolean, false, "Start URLs are a set, not a list."},
   };
@@ -149,6 +183,28 @@ bool has_type(const json& value, setting_type type) {
       return value.is_object();
   }
   return false;
+}
+
+// "a finite number >= 0 and <= 86400", as the range error states what is accepted.
+std::string describe_range(const setting_spec& spec) {
+  auto number = [&](double value) {
+    if (spec.type == integer || value == std::floor(value))
+      return std::to_string(std::int64_t(value));
+    auto text = std::to_string(value);
+    while (text.back() == '0') text.pop_back();
+    return text;
+  };
+  const auto& range = spec.range;
+  return std::string(spec.type == integer ? "an integer " : "a finite number ") +
+         (range.min_exclusive ? "> " : ">= ") + number(range.min) + " and " +
+         (range.max_exclusive ? "< " : "<= ") + number(range.max);
+}
+
+bool in_range(const json& value, const setting_range& range) {
+  double number = value.get<double>();
+  if (!std::isfinite(number)) return false;
+  if (range.min_exclusive ? number <= range.min : number < range.min) return false;
+  return range.max_exclusive ? number < range.max : number <= range.max;
 }
 
 std::string origin(std::string_view where, std::string_view key) {
@@ -293,6 +349,15 @@ void settings::set(std::string_view key, json value, std::string_view where) {
   if (!has_type(value, spec->type)) {
     throw settings_error(origin(where, key) + ": expected " + std::string(describe(spec->type)) +
                          ", got " + value.type_name() + " " + value.dump());
+  }
+  if ((spec->type == integer || spec->type == number) && !in_range(value, spec->range)) {
+    // json dumps nan and inf as null; say what was given.
+    double number = value.get<double>();
+    std::string given = std::isnan(number)   ? "nan"
+                        : std::isinf(number) ? (number > 0 ? "inf" : "-inf")
+                                             : value.dump();
+    throw settings_error(origin(where, key) + ": expected " + describe_range(*spec) + ", got " +
+                         given);
   }
   values_.insert_or_assign(std::string(key), std::move(value));
 }

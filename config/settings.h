@@ -6,7 +6,8 @@
 //   auto capacity = s.get_int("BLOOMFILTER_CAPACITY");
 //
 // Every key must be declared (known_settings()); an unknown key is an error that suggests the
-// nearest known name, and a value of the wrong type names the key path and the expected type.
+// nearest known name, a value of the wrong type names the key path and the expected type, and a
+// number outside its range (or nan, inf) names the key path and the accepted range.
 // Values are checked when they are set, so a crawl never starts on a setting it cannot read.
 // A settings object is a value: copy it freely; it is not synchronised for concurrent writers.
 #pragma once
@@ -32,12 +33,23 @@ class settings_error : public std::runtime_error {
 /// The types a setting can hold. `optional_string` also accepts null (e.g. JOBDIR, REDIS_URL).
 enum class setting_type { boolean, integer, number, string, optional_string, list, dict };
 
-/// One declared setting: its name, type, built-in default and a one-line description.
+/// The values a numeric setting accepts. Numbers must also be finite: nan and inf are never a
+/// delay, a timeout or a count.
+struct setting_range {
+  double min = -1e300;
+  double max = 1e300;
+  bool min_exclusive = false;  // true: the value must be greater than min (a timeout of 0)
+  bool max_exclusive = false;  // true: the value must be less than max (an error rate of 1)
+};
+
+/// One declared setting: its name, type, built-in default, a one-line description and, for
+/// numbers, the range of values it accepts.
 struct setting_spec {
   std::string_view name;
   setting_type type;
   nlohmann::json default_value;
   std::string_view doc;
+  setting_range range{};
 };
 
 /// Every setting the framework knows, with Scrapy's defaults unless DESIGN.md says otherwise.

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "config/redact.h"
 #include "crawler/commands.h"
 #include "crawler/config_spider.h"
 #include "crawler/crawl.h"
@@ -41,7 +42,9 @@ std::string known_spiders() {
 }
 
 void add_common_options(CLI::App* command, crawl_options_cli& options) {
-  command->add_option("-s,--set", options.overrides, "setting override KEY=VALUE (repeatable)");
+  // One value per flag: `-s K=V NAME` leaves NAME to the positional argument.
+  command->add_option("-s,--set", options.overrides, "setting override KEY=VALUE (repeatable)")
+      ->allow_extra_args(false);
   command->add_option("-L,--loglevel", options.log_level,
                       "log level: DEBUG, INFO, WARNING, ERROR or CRITICAL");
   command->add_flag("--nolog", options.nolog, "log only critical messages");
@@ -77,10 +80,14 @@ int run_crawl_command(const crawl_options_cli& options) {
 }
 
 void add_feed_options(CLI::App* command, crawl_options_cli& options) {
-  command->add_option("-o,--output", options.append_feeds,
-                      "append scraped items to FILE (.jsonl, .jl, .json, .csv)");
-  command->add_option("-O,--overwrite-output", options.overwrite_feeds,
-                      "write scraped items to FILE, replacing it");
+  command
+      ->add_option("-o,--output", options.append_feeds,
+                   "append scraped items to FILE (.jsonl, .jl, .json, .csv)")
+      ->allow_extra_args(false);
+  command
+      ->add_option("-O,--overwrite-output", options.overwrite_feeds,
+                   "write scraped items to FILE, replacing it")
+      ->allow_extra_args(false);
 }
 
 int run_config_command(const std::string& file, const crawl_options_cli& options) {
@@ -137,14 +144,15 @@ void add_crawl_commands(CLI::App& app, int& exit_status) {
   CLI::App* command = app.add_subcommand("crawl", "Run the spider NAME");
   command->add_option("spider", crawl->spider, "the spider's name (see `crawler list`)")
       ->required();
-  command->add_option("-a", crawl->arguments, "spider argument NAME=VALUE (repeatable)");
+  command->add_option("-a", crawl->arguments, "spider argument NAME=VALUE (repeatable)")
+      ->allow_extra_args(false);
   add_feed_options(command, *crawl);
   add_common_options(command, *crawl);
   command->callback([crawl, &exit_status] {
     try {
       exit_status = run_crawl_command(*crawl);
     } catch (const std::exception& error) {
-      std::cerr << "crawler crawl: " << error.what() << '\n';
+      std::cerr << "crawler crawl: " << redact(error.what()) << '\n';
       exit_status = 2;
     }
   });
@@ -163,7 +171,7 @@ void add_crawl_commands(CLI::App& app, int& exit_status) {
     try {
       exit_status = run_config_command(run->file, run->common);
     } catch (const std::exception& error) {
-      std::cerr << "crawler run: " << error.what() << '\n';
+      std::cerr << "crawler run: " << redact(error.what()) << '\n';
       exit_status = 2;
     }
   });
@@ -194,7 +202,7 @@ void add_crawl_commands(CLI::App& app, int& exit_status) {
       run_crawl(spider, settings);
       exit_status = spider.fetched ? 0 : 1;
     } catch (const std::exception& error) {
-      std::cerr << "crawler fetch: " << error.what() << '\n';
+      std::cerr << "crawler fetch: " << redact(error.what()) << '\n';
       exit_status = 2;
     }
   });

@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "config/log.h"
+#include "config/redact.h"
 #include "config/settings.h"
 #include "config/stats.h"
 #include "crawler/commands.h"
@@ -38,7 +39,7 @@ class url_deduplicator {
       fingerprints_.push_back(dedup::request_fingerprint("GET", url, "", scheme_));
       urls_.push_back(url);
     } catch (const dedup::url_error& error) {
-      std::cerr << "crawler dedup: " << where << ": " << error.what() << '\n';
+      std::cerr << "crawler dedup: " << where << ": " << redact(error.what()) << '\n';
       return false;
     }
     if (urls_.size() == batch_size) flush();
@@ -70,6 +71,7 @@ int run(const dedup_options& options) {
   crawler::settings settings;
   settings.set("LOG_LEVEL", "INFO");
   for (const auto& override : options.overrides) settings.set_from_string(override);
+  remember_secrets(settings);
   configure_logging(settings);
   auto scheme = dedup::fingerprint_scheme_from(settings);
   auto log = get_logger("crawler");
@@ -136,7 +138,9 @@ void add_dedup_command(CLI::App& app, int& exit_status) {
   CLI::App* command = app.add_subcommand(
       "dedup",
       "Print the URLs of FILEs (or - for stdin) that the configured dupefilter has not seen");
-  command->add_option("-s,--set", options->overrides, "setting override KEY=VALUE (repeatable)");
+  // One value per -s: `-s K=V FILE` leaves FILE to the positional argument.
+  command->add_option("-s,--set", options->overrides, "setting override KEY=VALUE (repeatable)")
+      ->allow_extra_args(false);
   command->add_option("--spider", options->spider, "spider name used in Redis keys")
       ->capture_default_str();
   command->add_flag("--seed-scenario", options->seed_scenario,
@@ -147,7 +151,7 @@ void add_dedup_command(CLI::App& app, int& exit_status) {
     try {
       exit_status = run(*options);
     } catch (const std::exception& error) {
-      std::cerr << "crawler dedup: " << error.what() << '\n';
+      std::cerr << "crawler dedup: " << redact(error.what()) << '\n';
       exit_status = 2;
     }
   });

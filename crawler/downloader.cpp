@@ -8,6 +8,7 @@
 
 #include "config/log.h"
 #include "crawler/detail/curl_transfers.h"
+#include "crawler/scheme_policy.h"
 
 namespace crawler {
 namespace {
@@ -19,20 +20,6 @@ constexpr auto idle_slot_lifetime = std::chrono::seconds(60);  // as Scrapy's sl
 
 double seconds_since(clock::time_point then) {
   return std::chrono::duration<double>(clock::now() - then).count();
-}
-
-std::size_t positive(const settings& settings, std::string_view key) {
-  auto value = settings.get_int(key);
-  if (value < 1) {
-    throw settings_error(std::string(key) + ": must be at least 1, not " + std::to_string(value));
-  }
-  return std::size_t(value);
-}
-
-double non_negative(const settings& settings, std::string_view key) {
-  auto value = settings.get_double(key);
-  if (value < 0) throw settings_error(std::string(key) + ": must not be negative");
-  return value;
 }
 
 }  // namespace
@@ -57,28 +44,25 @@ struct downloader::slot {
 downloader::downloader(asio::any_io_executor executor, const settings& settings, stats& stats)
     : executor_(executor),
       stats_(stats),
-      total_concurrency_(positive(settings, "CONCURRENT_REQUESTS")),
-      per_slot_concurrency_(positive(settings, "CONCURRENT_REQUESTS_PER_DOMAIN")),
-      delay_(non_negative(settings, "DOWNLOAD_DELAY")),
+      total_concurrency_(std::size_t(settings.get_int("CONCURRENT_REQUESTS"))),
+      per_slot_concurrency_(std::size_t(settings.get_int("CONCURRENT_REQUESTS_PER_DOMAIN"))),
+      delay_(settings.get_double("DOWNLOAD_DELAY")),
       randomize_delay_(settings.get_bool("RANDOMIZE_DOWNLOAD_DELAY")),
       autothrottle_(settings.get_bool("AUTOTHROTTLE_ENABLED")),
-      autothrottle_start_delay_(non_negative(settings, "AUTOTHROTTLE_START_DELAY")),
-      autothrottle_max_delay_(non_negative(settings, "AUTOTHROTTLE_MAX_DELAY")),
+      autothrottle_start_delay_(settings.get_double("AUTOTHROTTLE_START_DELAY")),
+      autothrottle_max_delay_(settings.get_double("AUTOTHROTTLE_MAX_DELAY")),
       autothrottle_target_(settings.get_double("AUTOTHROTTLE_TARGET_CONCURRENCY")),
       autothrottle_debug_(settings.get_bool("AUTOTHROTTLE_DEBUG")),
       options_(std::make_unique<detail::transfer_options>()),
       transfers_(std::make_unique<detail::curl_transfers>(executor, stats,
                                                           settings.get_bool("COOKIES_ENABLED"))),
       logger_(get_logger("downloader")) {
-  if (autothrottle_ && autothrottle_target_ <= 0) {
-    throw settings_error("AUTOTHROTTLE_TARGET_CONCURRENCY: must be greater than 0");
-  }
-  options_->timeout_seconds = non_negative(settings, "DOWNLOAD_TIMEOUT");
-  options_->maxsize = std::size_t(std::max<std::int64_t>(0, settings.get_int("DOWNLOAD_MAXSIZE")));
-  options_->warnsize =
-      std::size_t(std::max<std::int64_t>(0, settings.get_int("DOWNLOAD_WARNSIZE")));
+  options_->timeout_seconds = settings.get_double("DOWNLOAD_TIMEOUT");
+  options_->maxsize = std::size_t(settings.get_int("DOWNLOAD_MAXSIZE"));
+  options_->warnsize = std::size_t(settings.get_int("DOWNLOAD_WARNSIZE"));
   options_->compression = settings.get_bool("COMPRESSION_ENABLED");
   options_->proxy_enabled = settings.get_bool("HTTPPROXY_ENABLED");
+  options_->protocols = scheme_policy(settings).curl_protocols();
 }
 
 downloader::~downloader() = default;

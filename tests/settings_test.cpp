@@ -71,3 +71,47 @@ TEST(settings, wrong_type_names_the_key_path_and_expected_type) {
   EXPECT_EQ(error_of([&] { s.set_from_string("NOEQUALS"); }),
             "-s NOEQUALS: expected KEY=VALUE, e.g. -s DUPEFILTER_CLASS=bloom");
 }
+
+TEST(settings, non_finite_numbers_are_refused_naming_the_setting_and_the_range) {
+  for (const char* given : {"nan", "inf", "-inf"}) {
+    settings s;
+    auto error = error_of([&] { s.set_from_string(std::string("DOWNLOAD_DELAY=") + given); });
+    EXPECT_EQ(
+        error,
+        std::string("-s DOWNLOAD_DELAY: expected a finite number >= 0 and <= 86400, got ") + given);
+  }
+}
+
+TEST(settings, out_of_range_values_are_refused_from_the_file_and_the_command_line) {
+  settings s;
+  EXPECT_EQ(error_of([&] { s.set_from_string("DOWNLOAD_DELAY=1e9"); }),
+            "-s DOWNLOAD_DELAY: expected a finite number >= 0 and <= 86400, got 1000000000.0");
+  for (const char* timeout : {"0", "-1"}) {
+    EXPECT_NE(error_of([&] {
+                s.set_from_string(std::string("DOWNLOAD_TIMEOUT=") + timeout);
+              }).find("-s DOWNLOAD_TIMEOUT: expected a finite number > 0 and <= 86400"),
+              std::string::npos);
+  }
+  EXPECT_EQ(error_of([&] {
+              s.merge_json({{"CONCURRENT_REQUESTS", 0}});
+            }),
+            "settings.CONCURRENT_REQUESTS: expected an integer >= 1 and <= 1000000, got 0");
+  EXPECT_EQ(error_of([&] {
+              s.merge_json({{"BLOOMFILTER_ERRORRATE", 1}});
+            }),
+            "settings.BLOOMFILTER_ERRORRATE: expected a finite number > 0 and < 1, got 1");
+  EXPECT_EQ(error_of([&] { s.set_from_string("RETRY_TIMES=-1"); }),
+            "-s RETRY_TIMES: expected an integer >= 0 and <= 1000, got -1");
+  // Values inside the range, the bounds included, are taken.
+  s.set_from_string("DOWNLOAD_DELAY=86400");
+  s.set_from_string("DOWNLOAD_TIMEOUT=0.5");
+  s.set_from_string("RETRY_TIMES=0");
+  EXPECT_DOUBLE_EQ(s.get_double("DOWNLOAD_TIMEOUT"), 0.5);
+}
+
+TEST(settings, every_numeric_default_is_inside_its_own_range) {
+  settings s;
+  for (const auto& spec : crawler::known_settings()) {
+    EXPECT_NO_THROW(s.set(spec.name, spec.default_value, "defaults")) << spec.name;
+  }
+}
