@@ -2,10 +2,11 @@
 
 #include <spdlog/pattern_formatter.h>
 #include <spdlog/sinks/base_sink.h>
-#include <spdlog/sinks/stdout_sinks.h>
 
+#include <cstdio>
 #include <mutex>
 
+#include "config/redact.h"
 #include "config/settings.h"
 #include "config/stats.h"
 
@@ -30,9 +31,22 @@ class scrapy_level_flag : public spdlog::custom_flag_formatter {
   }
 };
 
+// Standard error, with every credential redacted (redact.h) after the line is formatted, so
+// neither a message nor its arguments can leak one.
+class redacting_stderr_sink : public spdlog::sinks::base_sink<std::mutex> {
+ protected:
+  void sink_it_(const spdlog::details::log_msg& msg) override {
+    spdlog::memory_buf_t formatted;
+    formatter_->format(msg, formatted);
+    auto line = redact(std::string_view(formatted.data(), formatted.size()));
+    std::fwrite(line.data(), 1, line.size(), stderr);
+  }
+  void flush_() override { std::fflush(stderr); }
+};
+
 spdlog::sink_ptr shared_sink() {
   static spdlog::sink_ptr sink = [] {
-    auto s = std::make_shared<spdlog::sinks::stderr_sink_mt>();
+    auto s = std::make_shared<redacting_stderr_sink>();
     auto formatter = std::make_unique<spdlog::pattern_formatter>();
     formatter->add_flag<scrapy_level_flag>('*').set_pattern("%Y-%m-%d %H:%M:%S [%n] %*: %v");
     s->set_formatter(std::move(formatter));

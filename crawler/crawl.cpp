@@ -9,6 +9,7 @@
 #include <functional>
 
 #include "config/log.h"
+#include "config/redact.h"
 #include "config/stats.h"
 #include "crawler/engine.h"
 
@@ -85,6 +86,7 @@ settings settings_for(const spider& spider, const std::vector<std::string>& over
 }
 
 crawl_result run_crawl(spider& spider, const settings& settings, crawl_options options) {
+  remember_secrets(settings);
   configure_logging(settings);
   stats stats;
   count_log_messages(&stats);
@@ -93,7 +95,7 @@ crawl_result run_crawl(spider& spider, const settings& settings, crawl_options o
   } stop_counting;
   auto logger = get_logger("crawler");
   logger->info("crawler {} started (bot: {})", CRAWLER_VERSION, settings.get_string("BOT_NAME"));
-  logger->info("Overridden settings:\n{}", overridden(settings).dump(1));
+  logger->info("Overridden settings:\n{}", redacted_settings(overridden(settings)).dump(1));
 
   asio::io_context io(1);
   engine engine{io, settings, stats, spider};

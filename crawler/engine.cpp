@@ -3,6 +3,7 @@
 #include <cxxabi.h>
 
 #include <boost/asio/post.hpp>
+#include <boost/url/parse.hpp>
 #include <chrono>
 #include <thread>
 #include <typeinfo>
@@ -59,7 +60,8 @@ engine::engine(asio::io_context& io, const settings& settings, stats& stats, spi
       logger_(get_logger("engine")),
       scheduler_(scheduler::create({settings, stats, spider.name(), io.get_executor()})),
       downloader_(std::make_unique<downloader>(io.get_executor(), settings, stats)),
-      downloader_middlewares_(default_downloader_middlewares(settings, stats)),
+      schemes_(settings),
+      downloader_middlewares_(default_downloader_middlewares(settings, stats, spider)),
       spider_middlewares_(default_spider_middlewares(settings, stats, spider)),
       feeds_(std::make_unique<feed_exporter>(settings, stats)),
       closespider_timer_(io),
@@ -135,11 +137,33 @@ void engine::open() {
     } catch (const std::exception& error) {
       logger_->error("Error while obtaining start requests: {}", error.what());
     }
+    try {
+      for (const auto& request : start.requests) check_start_url(request.url);
+    } catch (...) {
+      return fail_startup(std::current_exception());
+    }
     for (auto& middleware : spider_middlewares_) middleware->process_start_requests(start);
     for (auto& item : start.items) export_item(std::move(item), nullptr);
     enqueue(std::move(start.requests));
     pump();
   });
+}
+
+// A start URL that is not one is the operator's typo: say so before anything is fetched, rather
+// than count a failed download.
+void engine::check_start_url(const std::string& url) const {
+  auto parsed = boost::urls::parse_uri(url);
+  if (!parsed) {
+    throw std::invalid_argument("start URL \"" + url +
+                                "\" is not an absolute URL such as https://example.org/");
+  }
+  if (!schemes_.fetches(url)) {
+    throw std::invalid_argument("start URL \"" + url + "\": scheme \"" + url_scheme(url) +
+                                "\" is not in DOWNLOAD_SCHEMES");
+  }
+  if (url_scheme(url) != "file" && parsed->host().empty()) {
+    throw std::invalid_argument("start URL \"" + url + "\" has no host");
+  }
 }
 
 void engine::enqueue(std::vector<request> requests) {
@@ -213,7 +237,21 @@ void engine::download(request request) {
 }
 
 void engine::send(request request, downloader::completion done) {
-  for (auto& middleware : downloader_middlewares_) middleware->process_request(request);
+  try {
+    for (auto& middleware : downloader_middlewares_) middleware->process_request(request);
+  } catch (const ignore_request& ignored) {
+    // Completed on the loop, never inside the caller (the robots gate may be mid-call); counted
+    // as held until then so the spider cannot go idle with the errback still to run.
+    download_result result{std::move(request)};
+    result.error_type = "IgnoreRequest";
+    result.error_message = ignored.what();
+    ++refused_;
+    asio::post(io_, [this, result = std::move(result), done = std::move(done)]() mutable {
+      --refused_;
+      done(std::move(result));
+    });
+    return;
+  }
   downloader_->fetch(std::move(request), std::move(done));
 }
 
@@ -258,7 +296,7 @@ void engine::on_downloaded(download_result result) {
   } else if (result.error_type.empty()) {
     handle_response(std::move(*result.response));
   } else {
-    if (!result.response) {
+    if (!result.response && result.error_type != "IgnoreRequest") {
       logger_->error("Error downloading {}: {}", result.request.describe(), result.error_message);
     }
     handle_failure({std::move(result.request), result.error_type, result.error_message,
@@ -268,7 +306,7 @@ void engine::on_downloaded(download_result result) {
 }
 
 std::size_t engine::held_outside_downloader() const {
-  return (robots_ ? robots_->waiting() : 0) + parsing_;
+  return (robots_ ? robots_->waiting() : 0) + parsing_ + refused_;
 }
 
 void engine::handle_response(response response) {

@@ -36,6 +36,7 @@
 #include "crawler/middleware.h"
 #include "crawler/pipeline.h"
 #include "crawler/robots.h"
+#include "crawler/scheme_policy.h"
 #include "crawler/spider.h"
 #include "scheduler/scheduler.h"
 
@@ -75,6 +76,7 @@ class engine {
   void handle_response(response response);
   void deliver(response response);
   std::size_t held_outside_downloader() const;
+  void check_start_url(const std::string& url) const;
   void handle_failure(failure failure);
   void run_callback(const response& response);
   void process_output(output& out, const response* from);
@@ -93,6 +95,7 @@ class engine {
   std::shared_ptr<spdlog::logger> logger_;
   std::unique_ptr<scheduler> scheduler_;
   std::unique_ptr<downloader> downloader_;
+  scheme_policy schemes_;
   std::vector<std::unique_ptr<downloader_middleware>> downloader_middlewares_;
   std::unique_ptr<robots_gate> robots_;  // with ROBOTSTXT_OBEY
   std::vector<std::unique_ptr<spider_middleware>> spider_middlewares_;
@@ -110,6 +113,7 @@ class engine {
   std::int64_t item_limit_, page_limit_, error_limit_;
   std::int64_t items_ = 0, pages_ = 0, errors_ = 0;
   std::size_t parsing_ = 0;
+  std::size_t refused_ = 0;  // requests a downloader middleware ignored, errback not yet run
   // Last, so it is joined before anything its jobs could touch is destroyed.
   std::unique_ptr<boost::asio::thread_pool> parsers_;  // with spider.parses_html
 };

@@ -3,6 +3,7 @@
 #include <string>
 #include <vector>
 
+#include "config/redact.h"
 #include "crawler/commands.h"
 #include "dedup/canonical_url.h"
 #include "dedup/fingerprint.h"
@@ -27,7 +28,7 @@ bool print_fingerprint(const fingerprint_options& options, dedup::fingerprint_sc
     std::cout << fp.hex() << '\t' << canonical << '\n';
     return true;
   } catch (const dedup::url_error& error) {
-    std::cerr << "crawler fingerprint: " << where << ": " << error.what() << '\n';
+    std::cerr << "crawler fingerprint: " << where << ": " << redact(error.what()) << '\n';
     return false;
   }
 }

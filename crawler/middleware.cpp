@@ -5,7 +5,9 @@
 #include <set>
 
 #include "config/log.h"
+#include "crawler/detail/text.h"
 #include "crawler/link_extractor.h"
+#include "crawler/scheme_policy.h"
 
 namespace crawler {
 
@@ -96,6 +98,12 @@ bool meta_lists_status(const request& request, int status) {
   return std::any_of(list->begin(), list->end(), [status](const auto& value) {
     return value.is_number_integer() && value.template get<int>() == status;
   });
+}
+
+void count_scheme_filtered(stats& stats, spdlog::logger& logger, std::string_view from,
+                           const request& request) {
+  stats.inc_value("scheme/filtered");
+  logger.debug("Filtered request to a scheme {} may not lead to: {}", from, request.describe());
 }
 
 class default_headers_middleware : public downloader_middleware {
@@ -192,8 +200,10 @@ class retry_middleware : public downloader_middleware {
 // Scrapy's RedirectMiddleware: the target goes back through the scheduler and the dupefilter.
 class redirect_middleware : public downloader_middleware {
  public:
-  explicit redirect_middleware(const settings& settings)
-      : max_times_(settings.get_int("REDIRECT_MAX_TIMES")),
+  redirect_middleware(const settings& settings, stats& stats)
+      : schemes_(settings),
+        stats_(stats),
+        max_times_(settings.get_int("REDIRECT_MAX_TIMES")),
         priority_adjust_(int(settings.get_int("REDIRECT_PRIORITY_ADJUST"))),
         logger_(get_logger("redirect")) {}
 
@@ -213,6 +223,12 @@ class redirect_middleware : public downloader_middleware {
       target = response.urljoin(location);
     } catch (const link_error& error) {
       throw ignore_request(std::string("bad redirect location: ") + error.what());
+    }
+    if (!schemes_.may_follow(request.url, target)) {
+      // As Scrapy 2.11.2 (GHSA-23j4-mw76-5v7h): a site cannot redirect the crawler to file://,
+      // gopher:// and the like.
+      count_scheme_filtered(stats_, *logger_, request.url, crawler::request{target});
+      throw ignore_request("redirect to a scheme " + request.url + " may not lead to: " + target);
     }
     auto ttl = meta_int(request.meta, "redirect_ttl", max_times_);
     auto times = meta_int(request.meta, "redirect_times", 0) + 1;
@@ -245,6 +261,8 @@ class redirect_middleware : public downloader_middleware {
   }
 
  private:
+  scheme_policy schemes_;
+  stats& stats_;
   std::int64_t max_times_;
   int priority_adjust_;
   std::shared_ptr<spdlog::logger> logger_;
@@ -280,35 +298,31 @@ class http_error_middleware : public spider_middleware {
   std::shared_ptr<spdlog::logger> logger_;
 };
 
-// Scrapy's OffsiteMiddleware: requests to hosts outside allowed_domains are dropped (and each
-// such host logged once), unless dont_filter. The domains are read once the start requests are
-// made, as Scrapy reads them at spider_opened, so a spider may set them from its arguments.
-class offsite_middleware : public spider_middleware {
+// Scrapy's offsite rules: a host outside allowed_domains is filtered (each such host logged
+// once). The domains are read on first use, once the start requests are made, as Scrapy reads
+// them at spider_opened, so a spider may set them from its arguments. The spider middleware
+// (links) and the downloader middleware (redirects) have one each, as in Scrapy.
+class offsite_rules {
  public:
-  offsite_middleware(const spider& spider, stats& stats)
+  offsite_rules(const spider& spider, stats& stats)
       : spider_(spider), stats_(stats), logger_(get_logger("offsite")) {}
 
-  void process_start_requests(output&) override { read_domains(); }
-
-  void process_spider_output(const response&, output& out) override {
+  /// True when `request` goes to an allowed host (or the spider allows every host); otherwise
+  /// counts it in offsite/filtered.
+  bool allows(const request& request) {
     read_domains();
-    if (domains_.empty()) return;
-    std::erase_if(out.requests, [this](const request& request) {
-      if (request.dont_filter) return false;
-      auto url = boost::urls::parse_uri(request.url);
-      std::string host = url ? std::string(url->host()) : std::string();
-      for (auto& c : host) c = char(std::tolower(static_cast<unsigned char>(c)));
-      if (host_in_domains(host, domains_)) return false;
-      if (seen_.insert(host).second) {
-        logger_->debug("Filtered offsite request to '{}': {}", host, request.describe());
-        stats_.inc_value("offsite/domains");
-      }
-      stats_.inc_value("offsite/filtered");
-      return true;
-    });
+    if (domains_.empty()) return true;
+    auto url = boost::urls::parse_uri(request.url);
+    std::string host = url ? detail::ascii_lower(url->host()) : std::string();
+    if (host_in_domains(host, domains_)) return true;
+    if (seen_.insert(host).second) {
+      logger_->debug("Filtered offsite request to '{}': {}", host, request.describe());
+      stats_.inc_value("offsite/domains");
+    }
+    stats_.inc_value("offsite/filtered");
+    return false;
   }
 
- private:
   void read_domains() {
     if (read_) return;
     read_ = true;
@@ -320,17 +334,73 @@ class offsite_middleware : public spider_middleware {
             domain);
         continue;
       }
-      std::string lower_domain;
-      for (char c : domain) lower_domain += char(std::tolower(static_cast<unsigned char>(c)));
-      domains_.push_back(lower_domain);
+      domains_.push_back(detail::ascii_lower(domain));
     }
   }
 
+ private:
   const spider& spider_;
   stats& stats_;
   bool read_ = false;
   std::vector<std::string> domains_;
   std::set<std::string> seen_;
+  std::shared_ptr<spdlog::logger> logger_;
+};
+
+// Scrapy's OffsiteMiddleware (spider side): links to other hosts are dropped unless dont_filter.
+class offsite_middleware : public spider_middleware {
+ public:
+  explicit offsite_middleware(std::shared_ptr<offsite_rules> rules) : rules_(std::move(rules)) {}
+
+  void process_start_requests(output&) override { rules_->read_domains(); }
+
+  void process_spider_output(const response&, output& out) override {
+    std::erase_if(out.requests, [this](const request& request) {
+      return !request.dont_filter && !rules_->allows(request);
+    });
+  }
+
+ private:
+  std::shared_ptr<offsite_rules> rules_;
+};
+
+// Scrapy's downloader-side OffsiteMiddleware, for what never passes the spider: a redirect (of a
+// page or of a robots.txt) to another host is dropped, even when its request was dont_filter (a
+// start request or a retry), since the site chose the target, not the spider. meta
+// "allow_offsite" lets one through, as in Scrapy.
+class offsite_redirect_middleware : public downloader_middleware {
+ public:
+  explicit offsite_redirect_middleware(std::shared_ptr<offsite_rules> rules)
+      : rules_(std::move(rules)) {}
+
+  void process_request(request& request) override {
+    bool redirected = request.meta.contains("redirect_urls");
+    if ((!redirected && request.dont_filter) || meta_flag(request, "allow_offsite")) return;
+    if (!rules_->allows(request)) throw ignore_request("Filtered offsite request");
+  }
+
+ private:
+  std::shared_ptr<offsite_rules> rules_;
+};
+
+// Only the schemes of DOWNLOAD_SCHEMES leave a page, and file:// never leaves an http(s) one
+// (scheme_policy.h says why). Runs before every other spider middleware, dont_filter or not.
+class scheme_middleware : public spider_middleware {
+ public:
+  scheme_middleware(const scheme_policy& schemes, stats& stats)
+      : schemes_(schemes), stats_(stats), logger_(get_logger("scheme")) {}
+
+  void process_spider_output(const response& response, output& out) override {
+    std::erase_if(out.requests, [&](const request& request) {
+      if (schemes_.may_follow(response.url, request.url)) return false;
+      count_scheme_filtered(stats_, *logger_, response.url, request);
+      return true;
+    });
+  }
+
+ private:
+  scheme_policy schemes_;
+  stats& stats_;
   std::shared_ptr<spdlog::logger> logger_;
 };
 
@@ -421,15 +491,17 @@ class depth_middleware : public spider_middleware {
 }  // namespace
 
 std::vector<std::unique_ptr<downloader_middleware>> default_downloader_middlewares(
-    const settings& settings, stats& stats) {
+    const settings& settings, stats& stats, const spider& spider) {
   std::vector<std::unique_ptr<downloader_middleware>> chain;
+  chain.push_back(std::make_unique<offsite_redirect_middleware>(
+      std::make_shared<offsite_rules>(spider, stats)));
   chain.push_back(std::make_unique<default_headers_middleware>(settings));
   chain.push_back(std::make_unique<user_agent_middleware>(settings));
   if (settings.get_bool("RETRY_ENABLED")) {
     chain.push_back(std::make_unique<retry_middleware>(settings, stats));
   }
   if (settings.get_bool("REDIRECT_ENABLED")) {
-    chain.push_back(std::make_unique<redirect_middleware>(settings));
+    chain.push_back(std::make_unique<redirect_middleware>(settings, stats));
   }
   return chain;
 }
@@ -438,8 +510,10 @@ std::vector<std::unique_ptr<spider_middleware>> default_spider_middlewares(const
                                                                            stats& stats,
                                                                            const spider& spider) {
   std::vector<std::unique_ptr<spider_middleware>> chain;
+  chain.push_back(std::make_unique<scheme_middleware>(scheme_policy(settings), stats));
   chain.push_back(std::make_unique<http_error_middleware>(settings, stats));
-  chain.push_back(std::make_unique<offsite_middleware>(spider, stats));
+  chain.push_back(
+      std::make_unique<offsite_middleware>(std::make_shared<offsite_rules>(spider, stats)));
   if (settings.get_bool("REFERER_ENABLED")) chain.push_back(std::make_unique<referer_middleware>());
   chain.push_back(std::make_unique<url_length_middleware>(settings, stats));
   chain.push_back(std::make_unique<depth_middleware>(settings, stats));

@@ -9,10 +9,12 @@
 //
 // Downloader middlewares see requests in order on the way out (process_request) and responses and
 // failures in reverse order on the way back, as Scrapy runs them by priority. The built-ins, by
-// Scrapy's priority: DefaultHeaders (400), UserAgent (500), Retry (550), Redirect (600); the
-// downloader itself counts `downloader/*` stats (Scrapy's DownloaderStats, 850). Spider
-// middlewares, by priority: HttpError (50), Offsite (500), Referer (700), UrlLength (800), Depth
-// (900).
+// Scrapy's priority: Offsite (50, redirects to other hosts), DefaultHeaders (400), UserAgent
+// (500), Retry (550), Redirect (600, only to schemes the page may lead to); the downloader itself
+// counts `downloader/*` stats (Scrapy's DownloaderStats, 850). Spider middlewares, by priority:
+// Scheme (ours, first: DOWNLOAD_SCHEMES, see scheme_policy.h), HttpError (50), Offsite (500),
+// Referer (700), UrlLength (800), Depth (900). A process_request that throws ignore_request sends
+// the request to its errback as an IgnoreRequest failure.
 #pragma once
 
 #include <memory>
@@ -61,7 +63,7 @@ class spider_middleware {
 
 /// The built-in downloader middlewares the settings enable, in process_request order.
 std::vector<std::unique_ptr<downloader_middleware>> default_downloader_middlewares(
-    const settings& settings, stats& stats);
+    const settings& settings, stats& stats, const spider& spider);
 /// The built-in spider middlewares, in process_spider_input order.
 std::vector<std::unique_ptr<spider_middleware>> default_spider_middlewares(const settings& settings,
                                                                            stats& stats,

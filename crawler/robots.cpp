@@ -83,6 +83,13 @@ void robots_gate::on_fetched(const std::string& key, const std::string& host,
     } else {
       entry.rules = robots_txt::allow_all();
     }
+  } else if (result.error_type == "IgnoreRequest") {
+    // Redirected where the crawl does not go (another host, another scheme): as a 3xx that
+    // leads nowhere, no robots.txt applies.
+    stats_.inc_value("robotstxt/exception_count/" + result.error_type);
+    logger_->info("Not following {} ({}): everything is allowed on {}", result.request.describe(),
+                  result.error_message, key);
+    entry.rules = robots_txt::allow_all();
   } else {
     stats_.inc_value("robotstxt/exception_count/" + result.error_type);
     logger_->error(

@@ -2,6 +2,7 @@
 
 #include <charconv>
 
+#include "config/redact.h"
 #include "config/settings.h"
 
 namespace crawler::redis {
@@ -31,7 +32,7 @@ std::string endpoint::address() const {
 
 endpoint parse_redis_url(std::string_view url) {
   auto fail = [&](const std::string& what) {
-    return redis_error("REDIS_URL '" + std::string(url) + "': " + what +
+    return redis_error("REDIS_URL '" + redact_url(url) + "': " + what +
                        " (expected redis://[:password@]host[:port][/db])");
   };
   constexpr std::string_view scheme = "redis://";

@@ -264,4 +264,67 @@ TEST(crawler_command, the_quotes_example_crawls_the_shipped_pages_offline) {
   EXPECT_EQ(rows, 30u);
 }
 
+TEST(crawler_command, no_output_of_a_crawl_holds_its_passwords) {
+  const std::string password = "Sw0rdf1sh-42";
+  redis_server redis({.password = password});
+  http_server server;
+  temp_dir dir;
+  auto stats_file = dir.path() / "stats.json";
+  auto feed = dir.path() / "items.jsonl";
+  auto redis_url = "redis://:" + password + "@127.0.0.1:" + std::to_string(redis.port()) + "/0";
+  std::vector<std::string> outputs;
+  {
+    child_process crawl(
+        {crawler_binary(), "crawl", "dupes", "-a", "base_url=" + server.url("/s?wd="), "-s",
+         "DUPEFILTER_CLASS=redis_set", "-s", "REDIS_URL=" + redis_url, "-s",
+         R"(REDIS_PARAMS={"socket_timeout": 5, "password": ")" + password + "\"}", "-s",
+         R"(DEFAULT_REQUEST_HEADERS={"Authorization": "Bearer )" + password + "\"}", "-s",
+         "STATS_FILE=" + stats_file.string(), "-O", feed.string(), "-L", "DEBUG"});
+    ASSERT_EQ(crawl.wait(), 0) << crawl.stderr_text();
+    EXPECT_NE(crawl.stderr_text().find("Overridden settings"), std::string::npos);
+    outputs.push_back(crawl.stdout_text());
+    outputs.push_back(crawl.stderr_text());
+    std::ifstream stats(stats_file), items(feed);
+    outputs.emplace_back(std::istreambuf_iterator<char>(stats), std::istreambuf_iterator<char>());
+    outputs.emplace_back(std::istreambuf_iterator<char>(items), std::istreambuf_iterator<char>());
+  }
+  {  // the same URL with a wrong password: the error names the server, not the password
+    auto wrong = "redis://:" + password + "x@127.0.0.1:" + std::to_string(redis.port()) + "/0";
+    child_process crawl({crawler_binary(), "crawl", "dupes", "-s", "DUPEFILTER_CLASS=redis_set",
+                         "-s", "REDIS_URL=" + wrong});
+    EXPECT_EQ(crawl.wait(), 2);
+    outputs.push_back(crawl.stdout_text());
+    outputs.push_back(crawl.stderr_text());
+  }
+  {  // a REDIS_URL the client cannot read is quoted without its password
+    child_process dedup({crawler_binary(), "dedup", "-s", "DUPEFILTER_CLASS=redis_set", "-s",
+                         "REDIS_URL=redis://:" + password + "@127.0.0.1:notaport/0", "-"});
+    EXPECT_EQ(dedup.wait(), 2);
+    EXPECT_NE(dedup.stderr_text().find("REDIS_URL"), std::string::npos) << dedup.stderr_text();
+    outputs.push_back(dedup.stdout_text());
+    outputs.push_back(dedup.stderr_text());
+  }
+  for (const auto& output : outputs) {
+    EXPECT_EQ(output.find(password), std::string::npos) << output;
+  }
+}
+
+TEST(crawler_command, dedup_takes_settings_before_the_files_as_readme_shows) {
+  temp_dir dir;
+  auto urls = dir.path() / "urls.txt";
+  std::ofstream(urls) << "http://a.example/1\nhttp://a.example/2\nhttp://a.example/1\n";
+  child_process dedup({crawler_binary(), "dedup", "-s", "DUPEFILTER_CLASS=bloom", urls.string()});
+  ASSERT_EQ(dedup.wait(), 0) << dedup.stderr_text();
+  EXPECT_EQ(dedup.stdout_text(), "http://a.example/1\nhttp://a.example/2\n");
+}
+
+TEST(crawler_command, a_start_url_that_is_not_a_url_is_one_line_before_anything_is_fetched) {
+  child_process crawl(
+      {crawler_binary(), "crawl", "site", "-a", "start=www.example.org/", "--nolog"});
+  EXPECT_EQ(crawl.wait(), 2);
+  EXPECT_EQ(crawl.stderr_text(),
+            "crawler crawl: start URL \"www.example.org/\" is not an absolute URL such as "
+            "https://example.org/\n");
+}
+
 }  // namespace

@@ -2,12 +2,14 @@
 #include "crawler/crawl.h"
 
 #include <gtest/gtest.h>
+#include <hiredis/hiredis.h>
 
 #include <filesystem>
 #include <fstream>
 #include <set>
 #include <thread>
 
+#include "crawler/downloader.h"
 #include "crawler/href_scanner.h"
 #include "http_server.h"
 #include "redis_server.h"
@@ -62,8 +64,7 @@ crawler::request get(const std::string& url) {
 }
 
 crawler::crawl_result crawl(recording_spider& spider, std::vector<std::string> overrides = {}) {
-  overrides.push_back("LOG_LEVEL=WARNING");
-  overrides.push_back("LOGSTATS_INTERVAL=0");
+  overrides.insert(overrides.begin(), {"LOG_LEVEL=WARNING", "LOGSTATS_INTERVAL=0"});
   auto settings = crawler::settings_for(spider, overrides);
   crawler::crawl_options options;
   options.handle_signals = false;
@@ -491,6 +492,131 @@ TEST(crawl, a_redis_dupefilter_that_cannot_connect_stops_the_crawl_before_it_sta
   EXPECT_THROW(crawl(spider, {"DUPEFILTER_CLASS=redis_set", "REDIS_URL=redis://127.0.0.1:1",
                               "REDIS_PARAMS={\"socket_connect_timeout\": 1}"}),
                std::exception);
+  EXPECT_EQ(server.total_hits(), 0u);
+}
+
+// A hostile site: what one crawled page must never make the crawler do.
+
+// The recording spider that follows every link of every page.
+struct following : recording_spider {
+  explicit following(std::vector<crawler::request> start) : recording_spider(std::move(start)) {
+    follow_links = true;
+  }
+};
+
+bool redis_has_key(int port, const char* key) {
+  auto* context = redisConnect("127.0.0.1", port);
+  if (!context || context->err) throw std::runtime_error("cannot reach the test's redis-server");
+  auto* reply = static_cast<redisReply*>(redisCommand(context, "EXISTS %s", key));
+  bool exists = reply && reply->type == REDIS_REPLY_INTEGER && reply->integer == 1;
+  freeReplyObject(reply);
+  redisFree(context);
+  return exists;
+}
+
+TEST(hostile_site, a_link_or_redirect_to_file_never_reads_the_machines_files) {
+  http_server server({.pages = {{"/evil", R"(<a href="file:///etc/passwd">x</a>
+                                            <a href="/to-passwd">y</a><a href="/s?wd=ok">z</a>)"}},
+                      .redirects = {{"/to-passwd", "file:///etc/passwd"}}});
+  following spider({get(server.url("/evil"))});
+  auto result = crawl(spider);
+  for (const auto& response : spider.responses) {
+    EXPECT_TRUE(response.url.starts_with("http://")) << response.url;
+    EXPECT_EQ(response.body.find("root:"), std::string::npos) << response.url;
+  }
+  EXPECT_EQ(server.hits("/s?wd=ok"), 1u);         // http links are still followed
+  EXPECT_EQ(stat(result, "scheme/filtered"), 2);  // the link and the redirect
+  ASSERT_EQ(spider.failures.size(), 1u);
+  EXPECT_EQ(spider.failures[0].type, "IgnoreRequest");
+}
+
+TEST(hostile_site, a_link_or_redirect_to_gopher_sends_nothing_to_a_local_redis) {
+  crawler::fixtures::redis_server redis;
+  auto gopher =
+      "gopher://127.0.0.1:" + std::to_string(redis.port()) + "/_SET%20pwned%201%0D%0AQUIT%0D%0A";
+  http_server server(
+      {.pages = {{"/evil", "<a href=\"" + gopher + "\">x</a>" +
+                               "<a href=\"dict://127.0.0.1:" + std::to_string(redis.port()) +
+                               "/x\">d</a>" + "<a href=\"/to-redis\">y</a>"}},
+       .redirects = {{"/to-redis", gopher}}});
+  following spider({get(server.url("/evil"))});
+  auto result = crawl(spider);
+  EXPECT_FALSE(redis_has_key(redis.port(), "pwned"));
+  EXPECT_EQ(stat(result, "scheme/filtered"), 3);
+}
+
+TEST(hostile_site, libcurl_itself_refuses_a_scheme_outside_download_schemes) {
+  // Past every middleware (a custom downloader middleware could rewrite a URL), curl is still
+  // restricted to DOWNLOAD_SCHEMES.
+  crawler::fixtures::redis_server redis;
+  auto settings = crawler::settings();
+  boost::asio::io_context io;
+  crawler::stats stats;
+  crawler::downloader downloader(io.get_executor(), settings, stats);
+  std::optional<crawler::download_result> result;
+  downloader.fetch(get("gopher://127.0.0.1:" + std::to_string(redis.port()) +
+                       "/_SET%20pwned%201%0D%0AQUIT%0D%0A"),
+                   [&](crawler::download_result done) { result = std::move(done); });
+  while (!result && io.run_one()) {
+  }
+  ASSERT_TRUE(result);
+  EXPECT_EQ(result->error_type, "NotSupported");
+  EXPECT_FALSE(redis_has_key(redis.port(), "pwned"));
+}
+
+TEST(hostile_site, file_pages_may_link_file_pages_as_the_offline_examples_do) {
+  crawler::fixtures::temp_dir dir;
+  std::ofstream(dir.path() / "a.html") << "<a href=\"b.html\">b</a>";
+  std::ofstream(dir.path() / "b.html") << "<p>b</p>";
+  following spider({get("file://" + (dir.path() / "a.html").string())});
+  auto result = crawl(spider);
+  EXPECT_EQ(spider.responses.size(), 2u);
+  EXPECT_EQ(stat(result, "scheme/filtered"), 0);
+}
+
+TEST(hostile_site, download_schemes_is_checked_against_what_libcurl_can_fetch) {
+  recording_spider spider({get("http://127.0.0.1:1/")});
+  try {
+    crawl(spider, {"DOWNLOAD_SCHEMES=http,https,nosuch"});
+    FAIL() << "accepted a scheme libcurl does not have";
+  } catch (const crawler::settings_error& error) {
+    EXPECT_NE(std::string(error.what()).find("DOWNLOAD_SCHEMES: \"nosuch\""), std::string::npos)
+        << error.what();
+  }
+}
+
+TEST(hostile_site, a_redirect_to_another_host_is_offsite_even_for_a_start_request) {
+  http_server server(
+      {.redirects = {{"/away", "http://localhost:{port}/s?wd=away"}, {"/home", "/s?wd=home"}}});
+  following spider({get(server.url("/away")), get(server.url("/home"))});
+  spider.allowed_domains = {"127.0.0.1"};
+  auto result = crawl(spider);
+  EXPECT_EQ(server.hits("/s?wd=away"), 0u);
+  EXPECT_EQ(server.hits("/s?wd=home"), 1u);
+  EXPECT_EQ(stat(result, "offsite/filtered"), 1);
+}
+
+TEST(hostile_site, a_robots_txt_redirect_to_another_host_is_not_followed_and_allows_all) {
+  http_server server({.redirects = {{"/robots.txt", "http://localhost:{port}/elsewhere.txt"}}});
+  recording_spider spider({get(server.url("/s?wd=1"))});
+  spider.allowed_domains = {"127.0.0.1"};
+  auto result = crawl(spider, {"ROBOTSTXT_OBEY=true"});
+  EXPECT_EQ(server.hits("/elsewhere.txt"), 0u);
+  EXPECT_EQ(stat(result, "offsite/filtered"), 1);
+  EXPECT_EQ(server.hits("/s?wd=1"), 1u);
+}
+
+TEST(hostile_site, start_urls_that_are_not_urls_stop_the_crawl_before_anything_is_fetched) {
+  http_server server;
+  for (std::string bad : {"127.0.0.1/s?wd=1", "htp:/x", "http://", "gopher://127.0.0.1/"}) {
+    recording_spider spider({get(server.url("/s?wd=1")), get(bad)});
+    try {
+      crawl(spider);
+      ADD_FAILURE() << "started with " << bad;
+    } catch (const std::exception& error) {
+      EXPECT_NE(std::string(error.what()).find(bad), std::string::npos) << error.what();
+    }
+  }
   EXPECT_EQ(server.total_hits(), 0u);
 }
 

@@ -3,14 +3,17 @@
 #include <curl/curl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <chrono>
+#include <cmath>
 #include <mutex>
 #include <unordered_map>
 
 #include "config/log.h"
+#include "config/redact.h"
 
 namespace crawler::detail {
 namespace {
@@ -286,7 +289,17 @@ struct curl_transfers::state : std::enable_shared_from_this<state> {
     curl_easy_setopt(easy, CURLOPT_CLOSESOCKETFUNCTION, &state::on_close_socket);
     curl_easy_setopt(easy, CURLOPT_CLOSESOCKETDATA, this);
     curl_easy_setopt(easy, CURLOPT_SHARE, share);
-    auto timeout_ms = static_cast<long>(options.timeout_seconds * 1000);
+    // Whatever the URL says, curl speaks only the crawl's schemes, and never follows a redirect
+    // itself (the redirect middleware does, through the scheduler); should it ever, only to
+    // http(s).
+    curl_easy_setopt(easy, CURLOPT_PROTOCOLS_STR, options.protocols.c_str());
+    curl_easy_setopt(easy, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
+    curl_easy_setopt(easy, CURLOPT_FOLLOWLOCATION, 0L);
+    // meta "download_timeout" comes from spider code: keep it within what curl can count.
+    double timeout_seconds = std::isfinite(options.timeout_seconds)
+                                 ? std::clamp(options.timeout_seconds, 0.001, 86400.0)
+                                 : 180.0;
+    auto timeout_ms = static_cast<long>(timeout_seconds * 1000);
     curl_easy_setopt(easy, CURLOPT_TIMEOUT_MS, timeout_ms);
     curl_easy_setopt(easy, CURLOPT_CONNECTTIMEOUT_MS, timeout_ms);
     // Scrapy does not verify certificates: a crawler wants the page, whoever signed it.
@@ -299,7 +312,9 @@ struct curl_transfers::state : std::enable_shared_from_this<state> {
     if (!options.proxy_enabled) {
       curl_easy_setopt(easy, CURLOPT_PROXY, "");
     } else if (auto proxy = r.meta.find("proxy"); proxy != r.meta.end() && proxy->is_string()) {
-      curl_easy_setopt(easy, CURLOPT_PROXY, proxy->get_ref<const std::string&>().c_str());
+      const auto& proxy_url = proxy->get_ref<const std::string&>();
+      remember_url_secrets(proxy_url);  // curl's messages may quote the proxy
+      curl_easy_setopt(easy, CURLOPT_PROXY, proxy_url.c_str());
     }
     if (r.method == "HEAD") {
       curl_easy_setopt(easy, CURLOPT_NOBODY, 1L);

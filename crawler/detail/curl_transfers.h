@@ -27,6 +27,8 @@ struct transfer_options {
   std::size_t warnsize = 0;  // 0: no warning
   bool compression = true;
   bool proxy_enabled = true;
+  /// CURLOPT_PROTOCOLS_STR: the schemes curl may fetch (scheme_policy::curl_protocols()).
+  std::string protocols = "http,https";
 };
 
 /// A completed transfer: the result and the time to the first response byte (for AUTOTHROTTLE).
