@@ -61,6 +61,8 @@ engine::engine(asio::io_context& io, const settings& settings, stats& stats, spi
       scheduler_(scheduler::create({settings, stats, spider.name(), io.get_executor()})),
       downloader_(std::make_unique<downloader>(io.get_executor(), settings, stats)),
       schemes_(settings),
+      html_limits_{std::size_t(settings.get_int("HTML_MAX_SIZE")),
+                   std::size_t(settings.get_int("HTML_MAX_DEPTH"))},
       downloader_middlewares_(default_downloader_middlewares(settings, stats, spider)),
       spider_middlewares_(default_spider_middlewares(settings, stats, spider)),
       feeds_(std::make_unique<feed_exporter>(settings, stats)),
@@ -310,12 +312,17 @@ std::size_t engine::held_outside_downloader() const {
 }
 
 void engine::handle_response(response response) {
+  response.parse_limits = html_limits_;
   if (!parsers_ || response.status < 200 || response.status >= 300 || !is_markup(response)) {
     return deliver(std::move(response));
   }
   ++parsing_;
   asio::post(*parsers_, [this, response = std::move(response)]() mutable {
-    response.document();  // Gumbo, off the loop; the callback finds the tree ready
+    try {
+      response.document();  // Gumbo, off the loop; the callback finds the tree ready
+    } catch (const page_too_complex&) {
+      // Measured again, cheaply, when the callback asks for the tree, and skipped there.
+    }
     asio::post(io_, [this, response = std::move(response)]() mutable {
       --parsing_;
       deliver(std::move(response));
@@ -345,6 +352,11 @@ void engine::run_callback(const response& response) {
   output out;
   try {
     spider_.call(response.request.callback, response, out);
+  } catch (const page_too_complex& skipped) {
+    // A hostile or broken page is the site's doing, not a spider error: skipped and counted.
+    logger_->warn("Skipped {}: {}", response.request.describe(), skipped.what());
+    stats_.inc_value("html/skipped_count");
+    stats_.inc_value("html/skipped_reason_count/" + skipped.reason());
   } catch (const std::exception& error) {
     logger_->error("Spider error processing {} (referer: {})\n{}: {}", response.request.describe(),
                    referer_of(response.request), type_name(error), error.what());

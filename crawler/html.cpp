@@ -92,6 +92,36 @@ bool is_utf8_name(std::string_view name) {
   return name == "utf-8";
 }
 
+// Elements that never nest: void ones, and ones a following sibling closes (an unclosed <p> or
+// <li> does not make the page deeper).
+bool leaves_depth_alone(std::string_view name) {
+  static constexpr std::string_view names[] = {
+      "area",  "base", "basefont", "bgsound", "br",    "col",   "embed",  "frame",
+      "hr",    "img",  "input",    "keygen",  "link",  "meta",  "param",  "source",
+      "track", "wbr",  "p",        "li",      "dt",    "dd",    "option", "optgroup",
+      "tr",    "td",   "th",       "thead",   "tbody", "tfoot", "rb",     "rt",
+      "rtc",   "rp",   "colgroup", "caption", "html",  "head",  "body",   "!doctype"};
+  return std::find(std::begin(names), std::end(names), name) != std::end(names);
+}
+
+// Elements whose content is text up to their end tag, whatever it looks like.
+bool is_raw_text(std::string_view name) {
+  return name == "script" || name == "style" || name == "textarea" || name == "title" ||
+         name == "xmp" || name == "iframe" || name == "noembed" || name == "noframes";
+}
+
+std::size_t find_ascii_case_insensitive(std::string_view text, std::string_view lower_needle,
+                                        std::size_t from) {
+  for (auto at = from; at + lower_needle.size() <= text.size(); ++at) {
+    bool same = true;
+    for (std::size_t i = 0; i < lower_needle.size() && same; ++i) {
+      same = detail::ascii_lower(text[at + i]) == lower_needle[i];
+    }
+    if (same) return at;
+  }
+  return std::string_view::npos;
+}
+
 }  // namespace
 
 std::string sniff_encoding(std::string_view body, std::string_view content_type) {
@@ -181,10 +211,80 @@ struct html_document::arena {
   static void gumbo_free(void*, void*) {}
 };
 
+std::size_t estimate_nesting_depth(std::string_view markup) {
+  std::size_t depth = 0, deepest = 0, foreign = 0;  // foreign: inside <svg> or <math>
+  std::size_t at = 0;
+  while ((at = markup.find('<', at)) != std::string_view::npos) {
+    ++at;
+    if (markup.substr(at).starts_with("!--")) {
+      auto end = markup.find("-->", at + 3);
+      if (end == std::string_view::npos) break;
+      at = end + 3;
+      continue;
+    }
+    bool closing = at < markup.size() && markup[at] == '/';
+    if (closing) ++at;
+    auto name_end = at;
+    while (name_end < markup.size() && !detail::is_ascii_space(markup[name_end]) &&
+           markup[name_end] != '>' && markup[name_end] != '/') {
+      ++name_end;
+    }
+    if (name_end == at) continue;  // "<" or "</" alone is text
+    char first = markup[at];
+    bool letter = (first >= 'a' && first <= 'z') || (first >= 'A' && first <= 'Z');
+    if (!letter && first != '!') continue;
+    auto name = detail::ascii_lower(markup.substr(at, name_end - at));
+    // The end of the tag: the first '>' outside a quoted attribute value.
+    auto end = name_end;
+    for (char quote = 0; end < markup.size(); ++end) {
+      char c = markup[end];
+      if (quote) {
+        if (c == quote) quote = 0;
+      } else if (c == '"' || c == '\'') {
+        quote = c;
+      } else if (c == '>') {
+        break;
+      }
+    }
+    if (end >= markup.size()) break;
+    bool self_closing = markup[end - 1] == '/';
+    at = end + 1;
+    if (name.starts_with('!')) continue;  // <!DOCTYPE>, <![CDATA[
+    bool foreign_root = name == "svg" || name == "math";
+    if (closing) {
+      if (foreign_root && foreign > 0) --foreign;
+      if (!leaves_depth_alone(name) && depth > 0) --depth;
+      continue;
+    }
+    if (leaves_depth_alone(name)) continue;
+    // In HTML, <div/> opens a div; only SVG and MathML elements close themselves.
+    if (self_closing && (foreign > 0 || foreign_root)) continue;
+    deepest = std::max(deepest, ++depth);
+    if (foreign_root) ++foreign;
+    if (is_raw_text(name)) {
+      auto close = find_ascii_case_insensitive(markup, "</" + name, at);
+      if (close == std::string_view::npos) break;
+      at = close;
+    }
+  }
+  return deepest;
+}
+
 html_document::html_document() = default;
 
 std::shared_ptr<const html_document> html_document::parse(std::string_view body,
-                                                          std::string_view content_type) {
+                                                          std::string_view content_type,
+                                                          const html_limits& limits) {
+  if (body.size() > limits.max_bytes) {
+    throw page_too_complex("too_large", "the page is " + std::to_string(body.size()) +
+                                            " bytes, more than HTML_MAX_SIZE (" +
+                                            std::to_string(limits.max_bytes) + ")");
+  }
+  if (auto depth = estimate_nesting_depth(body); depth > limits.max_depth) {
+    throw page_too_complex("too_deep", "the page nests elements " + std::to_string(depth) +
+                                           " deep, more than HTML_MAX_DEPTH (" +
+                                           std::to_string(limits.max_depth) + ")");
+  }
   std::shared_ptr<html_document> document(new html_document);
   document->encoding_ = sniff_encoding(body, content_type);
   document->utf8_ = decode_to_utf8(body, document->encoding_);

@@ -10,7 +10,9 @@
 // and nothing crashes. A document is immutable once parsed and may be shared between threads.
 #pragma once
 
+#include <cstddef>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 
@@ -19,11 +21,39 @@ struct GumboInternalNode;
 
 namespace crawler {
 
+/// What a page may cost before it is parsed (HTML_MAX_SIZE, HTML_MAX_DEPTH). Gumbo's time grows
+/// with the square of the nesting depth (100,000 nested <div>s take it about 17 s), so a page
+/// is measured before Gumbo sees it, and one over budget is refused.
+struct html_limits {
+  std::size_t max_bytes = 32u << 20;
+  std::size_t max_depth = 2000;
+};
+
+/// A page over an html_limits budget. what() says which budget and by how much; reason() is
+/// "too_large" or "too_deep", for stats.
+class page_too_complex : public std::runtime_error {
+ public:
+  page_too_complex(std::string reason, const std::string& message)
+      : std::runtime_error(message), reason_(std::move(reason)) {}
+  const std::string& reason() const { return reason_; }
+
+ private:
+  std::string reason_;
+};
+
+/// How deep `markup` nests elements, estimated from its tags in one pass without parsing: start
+/// tags count, end tags uncount, void elements and the ones HTML closes by itself (p, li, td,
+/// option, ...) do not count, script/style/textarea/title bodies and comments are skipped. An
+/// upper bound for well-formed pages; a page whose tags are left open counts them all.
+std::size_t estimate_nesting_depth(std::string_view markup);
+
 class html_document {
  public:
   /// Decodes and parses `body`. `content_type` is the response's Content-Type header, if any.
+  /// Throws page_too_complex, before parsing, when `body` is over a budget of `limits`.
   static std::shared_ptr<const html_document> parse(std::string_view body,
-                                                    std::string_view content_type = {});
+                                                    std::string_view content_type = {},
+                                                    const html_limits& limits = {});
   ~html_document();
   html_document(const html_document&) = delete;
   html_document& operator=(const html_document&) = delete;

@@ -71,7 +71,7 @@ std::string response::urljoin(std::string_view link) const {
 }
 
 const std::shared_ptr<const html_document>& response::document() const {
-  if (!document_) document_ = html_document::parse(body, header("Content-Type"));
+  if (!document_) document_ = html_document::parse(body, header("Content-Type"), parse_limits);
   return document_;
 }
 

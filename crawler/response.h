@@ -19,6 +19,7 @@
 #include <string>
 #include <string_view>
 
+#include "crawler/html.h"
 #include "crawler/selector.h"
 #include "scheduler/request.h"
 
@@ -40,6 +41,8 @@ struct response {
   /// "HTTP/1.1", "HTTP/2", or "" for file://.
   std::string protocol;
   crawler::request request;
+  /// The budgets document() holds the page to (HTML_MAX_SIZE, HTML_MAX_DEPTH, set by the engine).
+  html_limits parse_limits;
 
   const nlohmann::json& meta() const { return request.meta; }
   /// The value of the first header called `name` (any case), or "".
@@ -54,7 +57,9 @@ struct response {
   /// A request for `link` (resolved with urljoin) whose response goes to `callback`.
   crawler::request follow(std::string_view link, std::string callback = {}) const;
 
-  /// The body parsed as HTML, on first use; later calls share the same tree.
+  /// The body parsed as HTML, on first use; later calls share the same tree. Throws
+  /// page_too_complex when the page is over parse_limits; the engine then skips the page with a
+  /// warning and the stat html/skipped_count.
   const std::shared_ptr<const html_document>& document() const;
   /// `query` over the page (see selector.h). Throws selector_error for a bad selector.
   selector_list css(std::string_view query) const { return select(document(), query); }

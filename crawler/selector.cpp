@@ -53,15 +53,29 @@ void emit(const std::vector<complex_selector>& group, const GumboNode* element,
   }
 }
 
-// Descendant-or-self, in document order.
-void walk(const std::vector<complex_selector>& group, const GumboNode* node,
-          const std::shared_ptr<const html_document>& document, selector_list& out) {
-  if (is_element(node)) emit(group, node, document, out);
-  if (const auto* children = children_of(node)) {
-    for (unsigned i = 0; i < children->length; ++i) {
-      walk(group, static_cast<const GumboNode*>(children->data[i]), document, out);
+// Calls visit(node) for `root` and every node under it, in document order. An explicit stack,
+// not recursion: a hostile page can nest elements as deep as it likes.
+template <typename Visit>
+void for_each_node(const GumboNode* root, Visit&& visit) {
+  std::vector<const GumboNode*> stack{root};
+  while (!stack.empty()) {
+    const auto* node = stack.back();
+    stack.pop_back();
+    visit(node);
+    if (const auto* children = children_of(node)) {
+      for (unsigned i = children->length; i-- > 0;) {
+        stack.push_back(static_cast<const GumboNode*>(children->data[i]));
+      }
     }
   }
+}
+
+// Descendant-or-self, in document order.
+void walk(const std::vector<complex_selector>& group, const GumboNode* root,
+          const std::shared_ptr<const html_document>& document, selector_list& out) {
+  for_each_node(root, [&](const GumboNode* node) {
+    if (is_element(node)) emit(group, node, document, out);
+  });
 }
 
 bool is_void(GumboTag tag) {
@@ -107,7 +121,9 @@ void escape(std::string_view text, bool attribute, std::string& out) {
   }
 }
 
-void serialize(const GumboNode* node, std::string& out, bool raw_text) {
+// One node's markup, without its children's: the text of a leaf, or an element's start tag.
+// Returns true when the node is an element whose children and end tag follow.
+bool open_node(const GumboNode* node, std::string& out, bool raw_text) {
   switch (node->type) {
     case GUMBO_NODE_TEXT:
     case GUMBO_NODE_WHITESPACE:
@@ -116,28 +132,24 @@ void serialize(const GumboNode* node, std::string& out, bool raw_text) {
       } else {
         escape(node->v.text.text, false, out);
       }
-      return;
+      return false;
     case GUMBO_NODE_CDATA:
       out += "<![CDATA[";
       out += node->v.text.text;
       out += "]]>";
-      return;
+      return false;
     case GUMBO_NODE_COMMENT:
       out += "<!--";
       out += node->v.text.text;
       out += "-->";
-      return;
+      return false;
     case GUMBO_NODE_DOCUMENT:
-      for (unsigned i = 0; i < node->v.document.children.length; ++i) {
-        serialize(static_cast<const GumboNode*>(node->v.document.children.data[i]), out, false);
-      }
-      return;
+      return true;
     default:
       break;
   }
-  auto name = detail::element_name(node);
   out += '<';
-  out += name;
+  out += detail::element_name(node);
   const auto& attributes = node->v.element.attributes;
   for (unsigned i = 0; i < attributes.length; ++i) {
     auto* attribute = static_cast<const GumboAttribute*>(attributes.data[i]);
@@ -148,28 +160,43 @@ void serialize(const GumboNode* node, std::string& out, bool raw_text) {
     out += '"';
   }
   out += '>';
-  auto tag = node->v.element.tag;
-  if (is_void(tag)) return;
-  bool raw = tag == GUMBO_TAG_SCRIPT || tag == GUMBO_TAG_STYLE;
-  const auto& children = node->v.element.children;
-  for (unsigned i = 0; i < children.length; ++i) {
-    serialize(static_cast<const GumboNode*>(children.data[i]), out, raw);
-  }
-  out += "</";
-  out += name;
-  out += '>';
+  return !is_void(node->v.element.tag);
 }
 
-void collect_text(const GumboNode* node, std::string& out) {
-  if (is_text(node)) {
-    out += node->v.text.text;
-    return;
-  }
-  if (const auto* children = children_of(node)) {
-    for (unsigned i = 0; i < children->length; ++i) {
-      collect_text(static_cast<const GumboNode*>(children->data[i]), out);
+// The markup of `root` and everything under it, with an explicit stack (see for_each_node).
+void serialize(const GumboNode* root, std::string& out) {
+  struct frame {
+    const GumboNode* node;
+    unsigned next_child;
+    bool raw_text;  // the children of <script> and <style> are not escaped
+  };
+  std::vector<frame> stack;
+  if (open_node(root, out, false)) stack.push_back({root, 0, false});
+  while (!stack.empty()) {
+    auto& top = stack.back();
+    const auto* children = children_of(top.node);
+    if (top.next_child < children->length) {
+      auto* child = static_cast<const GumboNode*>(children->data[top.next_child++]);
+      bool raw = top.raw_text;
+      if (open_node(child, out, raw)) {
+        auto tag = child->v.element.tag;
+        stack.push_back({child, 0, tag == GUMBO_TAG_SCRIPT || tag == GUMBO_TAG_STYLE});
+      }
+      continue;
     }
+    if (top.node->type != GUMBO_NODE_DOCUMENT) {
+      out += "</";
+      out += detail::element_name(top.node);
+      out += '>';
+    }
+    stack.pop_back();
   }
+}
+
+void collect_text(const GumboNode* root, std::string& out) {
+  for_each_node(root, [&](const GumboNode* node) {
+    if (is_text(node)) out += node->v.text.text;
+  });
 }
 
 std::string normalize_space(std::string_view text) {
@@ -218,7 +245,7 @@ selector_list selector::css(std::string_view query) const {
 std::string selector::get() const {
   if (!node_) return text_;
   std::string html;
-  serialize(node_, html, false);
+  serialize(node_, html);
   return html;
 }
 

@@ -2,6 +2,9 @@
 
 #include <zlib.h>
 
+#include <algorithm>
+#include <cstdlib>
+
 #include "config/log.h"
 #include "crawler/detail/text.h"
 #include "crawler/robots_txt.h"
@@ -9,24 +12,188 @@
 namespace crawler {
 namespace {
 
-std::string gunzip(std::string_view data, std::size_t max_size) {
+// Reads sitemap XML as a stream of tags, keeping only what it needs: the element names at the
+// top three levels and the text of a <loc> being read. Memory does not grow with the sitemap
+// (a 50 MB one would take over a gigabyte as a tree), nor with how deep it nests. Namespace
+// prefixes are dropped, as Scrapy's Sitemap does ("<s:loc>" is a loc).
+class sitemap_scanner {
+ public:
+  explicit sitemap_scanner(sitemap& out) : out_(out) {}
+
+  /// Takes the next bytes of the document; they may end anywhere, even inside a tag.
+  void feed(std::string_view bytes) {
+    if (pending_.empty()) {
+      pending_.append(bytes.substr(scan(bytes)));
+    } else {
+      pending_.append(bytes);
+      pending_.erase(0, scan(pending_));
+    }
+    // A tag or a comment is never this long in a real sitemap: drop what cannot be one.
+    if (pending_.size() > max_pending) pending_.clear();
+  }
+
+ private:
+  static constexpr std::size_t max_pending = 1 << 20;
+  static constexpr std::size_t max_loc = 64 << 10;  // far past any URL a crawl would keep
+
+  // Scans complete markup of `text`; returns how many bytes were consumed.
+  std::size_t scan(std::string_view text) {
+    std::size_t at = 0;
+    while (at < text.size()) {
+      if (text[at] != '<') {
+        auto next = text.find('<', at);
+        if (next == std::string_view::npos) {
+          append_loc(text.substr(at));
+          return text.size();
+        }
+        append_loc(text.substr(at, next - at));
+        at = next;
+        continue;
+      }
+      auto rest = text.substr(at);
+      std::string_view close;
+      if (rest.starts_with("<!--")) {
+        close = "-->";
+      } else if (rest.starts_with("<![CDATA[")) {
+        auto end = rest.find("]]>");
+        if (end == std::string_view::npos) return at;
+        // CDATA is literal: its '&' is escaped so that decoding the text gives it back.
+        for (char c : rest.substr(9, end - 9)) {
+          append_loc(c == '&' ? std::string_view("&amp;") : std::string_view(&c, 1));
+        }
+        at += end + 3;
+        continue;
+      } else {
+        close = ">";
+      }
+      auto end = rest.find(close);
+      if (end == std::string_view::npos) return at;  // the rest arrives with the next bytes
+      if (close == ">") tag(rest.substr(1, end - 1));
+      at += end + close.size();
+    }
+    return at;
+  }
+
+  void append_loc(std::string_view text) {
+    if (in_loc_ && loc_text_.size() <= max_loc) loc_text_.append(text);
+  }
+
+  void tag(std::string_view inside) {
+    if (inside.empty() || inside.front() == '?' || inside.front() == '!') return;
+    bool closing = inside.front() == '/';
+    if (closing) inside.remove_prefix(1);
+    bool empty_element = !closing && inside.back() == '/';
+    auto name_end = inside.find_first_of(" \t\r\n/");
+    auto name = inside.substr(0, name_end);
+    if (auto colon = name.find(':'); colon != std::string_view::npos) name.remove_prefix(colon + 1);
+    if (closing) {
+      if (depth_ == 3 && in_loc_) take_loc();
+      if (depth_ > 0) --depth_;
+      return;
+    }
+    ++depth_;
+    if (depth_ <= 3) names_[depth_ - 1] = detail::ascii_lower(name);
+    in_loc_ = depth_ == 3 && names_[2] == "loc" &&
+              ((names_[0] == "urlset" && names_[1] == "url") ||
+               (names_[0] == "sitemapindex" && names_[1] == "sitemap"));
+    if (empty_element) {
+      in_loc_ = false;
+      --depth_;
+    }
+  }
+
+  void take_loc() {
+    in_loc_ = false;
+    auto url = decode_entities(loc_text_);
+    loc_text_.clear();
+    auto trimmed = detail::trim_ascii_space(url);
+    if (trimmed.empty() || trimmed.size() > max_loc) return;
+    (names_[0] == "urlset" ? out_.urls : out_.sitemaps).emplace_back(trimmed);
+  }
+
+  // XML's five named entities and numeric character references.
+  static std::string decode_entities(std::string_view text) {
+    std::string out;
+    for (std::size_t i = 0; i < text.size(); ++i) {
+      if (text[i] != '&') {
+        out += text[i];
+        continue;
+      }
+      auto semicolon = text.find(';', i);
+      if (semicolon == std::string_view::npos || semicolon - i > 10) {
+        out += '&';
+        continue;
+      }
+      auto entity = text.substr(i + 1, semicolon - i - 1);
+      if (entity == "amp")
+        out += '&';
+      else if (entity == "lt")
+        out += '<';
+      else if (entity == "gt")
+        out += '>';
+      else if (entity == "quot")
+        out += '"';
+      else if (entity == "apos")
+        out += '\'';
+      else if (entity.starts_with('#') && entity.size() > 1) {
+        bool hex = entity[1] == 'x' || entity[1] == 'X';
+        unsigned long code =
+            std::strtoul(std::string(entity.substr(hex ? 2 : 1)).c_str(), nullptr, hex ? 16 : 10);
+        append_utf8(code, out);
+      } else {
+        out.append(text.substr(i, semicolon - i + 1));
+      }
+      i = semicolon;
+    }
+    return out;
+  }
+
+  static void append_utf8(unsigned long code, std::string& out) {
+    if (code == 0 || code > 0x10FFFF) code = 0xFFFD;
+    if (code < 0x80) {
+      out += char(code);
+    } else if (code < 0x800) {
+      out += char(0xC0 | (code >> 6));
+      out += char(0x80 | (code & 0x3F));
+    } else if (code < 0x10000) {
+      out += char(0xE0 | (code >> 12));
+      out += char(0x80 | ((code >> 6) & 0x3F));
+      out += char(0x80 | (code & 0x3F));
+    } else {
+      out += char(0xF0 | (code >> 18));
+      out += char(0x80 | ((code >> 12) & 0x3F));
+      out += char(0x80 | ((code >> 6) & 0x3F));
+      out += char(0x80 | (code & 0x3F));
+    }
+  }
+
+  sitemap& out_;
+  std::string pending_;
+  std::size_t depth_ = 0;
+  std::string names_[3];
+  bool in_loc_ = false;
+  std::string loc_text_;  // raw, entities and all, until </loc>
+};
+
+// Inflates a gzip body chunk by chunk into the scanner, up to `max_size` bytes of XML.
+void scan_gunzipped(std::string_view data, std::size_t max_size, sitemap_scanner& scanner) {
   z_stream stream{};
-  if (inflateInit2(&stream, 15 + 32) != Z_OK) return {};
-  std::string out;
-  char buffer[16384];
+  if (inflateInit2(&stream, 15 + 32) != Z_OK) return;
+  char buffer[65536];
   stream.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));
   stream.avail_in = static_cast<uInt>(data.size());
+  std::size_t inflated = 0;
   int status = Z_OK;
-  while (status == Z_OK && out.size() < max_size) {
+  while (status == Z_OK && inflated < max_size) {
     stream.next_out = reinterpret_cast<Bytef*>(buffer);
     stream.avail_out = sizeof buffer;
     status = inflate(&stream, Z_NO_FLUSH);
-    out.append(buffer, sizeof buffer - stream.avail_out);
+    std::size_t produced = std::min(sizeof buffer - stream.avail_out, max_size - inflated);
+    inflated += produced;
+    scanner.feed(std::string_view(buffer, produced));
     if (status == Z_BUF_ERROR && stream.avail_in == 0) break;
   }
   inflateEnd(&stream);
-  if (out.size() > max_size) out.resize(max_size);
-  return out;
 }
 
 }  // namespace
@@ -46,17 +213,11 @@ sitemap read_sitemap(const response& page, std::size_t max_size) {
   }
   bool gzipped = page.body.size() >= 2 && static_cast<unsigned char>(page.body[0]) == 0x1f &&
                  static_cast<unsigned char>(page.body[1]) == 0x8b;
-  // The HTML parser reads sitemap XML well enough: unknown elements keep their names. A plain
-  // sitemap reuses the response's parse; a gzip one is parsed once inflated.
-  auto document =
-      gzipped ? html_document::parse(gunzip(page.body, max_size), "text/xml") : page.document();
-  for (auto& loc : select(document, "urlset url loc")) {
-    auto text = loc.text_content();  // named: the trimmed view points into it
-    if (auto url = detail::trim_ascii_space(text); !url.empty()) result.urls.emplace_back(url);
-  }
-  for (auto& loc : select(document, "sitemapindex sitemap loc")) {
-    auto text = loc.text_content();  // named: the trimmed view points into it
-    if (auto url = detail::trim_ascii_space(text); !url.empty()) result.sitemaps.emplace_back(url);
+  sitemap_scanner scanner(result);
+  if (gzipped) {
+    scan_gunzipped(page.body, max_size, scanner);
+  } else {
+    scanner.feed(page.body);
   }
   return result;
 }

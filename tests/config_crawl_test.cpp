@@ -194,6 +194,30 @@ TEST(crawler_run, a_sitemap_index_with_a_gzip_sitemap_reaches_every_page) {
   EXPECT_EQ(server.hits("/sitemap-odd.xml.gz"), 1u);
 }
 
+TEST(crawler_run, sitemap_entries_on_other_hosts_are_offsite) {
+  http_server server(
+      {.pages = {{"/own.xml",
+                  "<urlset><url><loc>http://127.0.0.1:{port}/s?wd=here</loc></url>"
+                  "<url><loc>http://localhost:{port}/s?wd=away</loc></url></urlset>"},
+                 {"/index.xml",
+                  "<sitemapindex><sitemap><loc>http://localhost:{port}/own.xml</loc>"
+                  "</sitemap></sitemapindex>"}}});
+  temp_dir dir;
+  auto document =
+      json::parse(R"json({"spider": {"name": "sitemap", "allowed_domains": ["127.0.0.1"],
+    "callbacks": {"page": {"fields": {"url": "$url"}}}, "rules": [{"allow": ["/nothing"]}]}})json");
+  document["spider"]["start_urls"] = {{{"sitemap", server.url("/own.xml")}},
+                                      {{"sitemap", server.url("/index.xml")}}};
+  auto stats_path = (dir.path() / "stats.json").string();
+  child_process run({crawler_binary(), "run", write_config(dir, document), "-s",
+                     "STATS_FILE=" + stats_path, "--nolog"});
+  ASSERT_EQ(run.wait(), 0) << run.stderr_text();
+  auto stats = json::parse(std::ifstream(stats_path));
+  EXPECT_EQ(server.hits("/s?wd=here"), 1u);
+  EXPECT_EQ(server.hits("/s?wd=away"), 0u);
+  EXPECT_EQ(stats["offsite/filtered"], 2);  // the page and the nested sitemap on localhost
+}
+
 TEST(crawler_run, robots_txt_sitemap_lines_start_a_crawl_that_obeys_its_rules) {
   constexpr std::size_t pages = 50;
   http_server server({.site_pages = pages,
