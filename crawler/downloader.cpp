@@ -204,15 +204,22 @@ void downloader::sweep_idle_slots() {
   });
 }
 
-std::vector<request> downloader::abort_all() {
-  auto requests = transfers_->abort_all();
+std::vector<request> downloader::take_waiting() {
+  std::vector<request> requests;
   for (auto& [key, slot] : slots_) {
     slot->timer.cancel();
     slot->timer_armed = false;
     for (auto& waiting : slot->queue) requests.push_back(std::move(waiting.request));
+    active_ -= slot->queue.size();
     slot->queue.clear();
-    slot->transferring = 0;
   }
+  return requests;
+}
+
+std::vector<request> downloader::abort_all() {
+  auto requests = transfers_->abort_all();
+  for (auto& request : take_waiting()) requests.push_back(std::move(request));
+  for (auto& [key, slot] : slots_) slot->transferring = 0;
   if (sweep_timer_) sweep_timer_->cancel();
   active_ = 0;
   return requests;

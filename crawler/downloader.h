@@ -84,6 +84,11 @@ class downloader {
   /// Crawl-delay): DOWNLOAD_DELAY and AutoThrottle never go below it.
   void set_crawl_delay(const std::string& host, double seconds);
 
+  /// Returns the requests still waiting in their slots (for a delay or a free transfer), which
+  /// a graceful close puts back in the queue instead of waiting out DOWNLOAD_DELAY. Their
+  /// completions never run; transfers under way go on.
+  std::vector<request> take_waiting();
+
   /// Stops every transfer and returns every accepted request whose completion has not run, so a
   /// forced shutdown can put them back in the queue. Their completions never run.
   std::vector<request> abort_all();

@@ -450,6 +450,17 @@ void engine::begin_close(const std::string& reason) {
   logger_->info("Closing spider ({})", reason);
   close_reason_ = reason;
   phase_ = phase::closing;
+  // Downloads under way finish; requests still waiting for their slot's delay go back to the
+  // queue (and to JOBDIR), so a long DOWNLOAD_DELAY cannot hold the close.
+  auto waiting = downloader_->take_waiting();
+  std::erase_if(waiting, robots_gate::is_robots_request);
+  if (robots_) {
+    for (auto& request : robots_->take_waiting()) waiting.push_back(std::move(request));
+  }
+  for (auto& request : waiting) scheduler_->restore(std::move(request));
+  if (!waiting.empty()) {
+    logger_->info("Put {} requests waiting for a download slot back in the queue", waiting.size());
+  }
   check_idle();
 }
 

@@ -647,4 +647,15 @@ TEST(hostile_site, a_page_nested_100000_deep_is_skipped_and_counted_and_the_craw
   }
 }
 
+TEST(crawl, a_close_does_not_wait_out_download_delay_for_requests_still_in_their_slot) {
+  http_server server;
+  recording_spider spider(
+      {get(server.url("/s?wd=1")), get(server.url("/s?wd=2")), get(server.url("/s?wd=3"))});
+  auto started = std::chrono::steady_clock::now();
+  auto result = crawl(spider, {"DOWNLOAD_DELAY=600", "CLOSESPIDER_PAGECOUNT=1"});
+  EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(10));
+  EXPECT_EQ(result.finish_reason, "closespider_pagecount");
+  EXPECT_EQ(server.total_hits(), 1u);
+}
+
 }  // namespace
