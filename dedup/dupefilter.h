@@ -32,6 +32,7 @@
 #include <boost/asio/async_result.hpp>
 #include <cstdint>
 #include <exception>
+#include <functional>
 #include <memory>
 #include <span>
 #include <stdexcept>
@@ -76,6 +77,18 @@ struct dupefilter_context {
   std::shared_ptr<redis::client> redis = nullptr;
 };
 
+/// How a Redis backend marks a fingerprint as seen from inside a Redis script, so that a fleet's
+/// scheduler can check a request and queue it in one atomic step (a crash between the two would
+/// leave a URL seen but never queued).
+struct redis_marking {
+  /// "set": SADD key argument; "bitmap": SETBIT key offset 1 for each offset in argument (comma
+  /// separated), new when any old bit was 0; "bloom": BF.ADD key argument.
+  std::string mode;
+  std::string key;
+  /// The script argument for one fingerprint.
+  std::function<std::string(const fingerprint&)> argument;
+};
+
 class rfp_dupefilter {
  public:
   virtual ~rfp_dupefilter();
@@ -112,6 +125,9 @@ class rfp_dupefilter {
   /// logs the first duplicate only ("no more duplicates will be shown") unless DUPEFILTER_DEBUG.
   /// `request` is the request as Scrapy prints it, e.g. "<GET http://example.com/>".
   void log(std::string_view request, std::string_view referer = "None");
+
+  /// How this backend marks a fingerprint inside a Redis script; null for local backends.
+  virtual const redis_marking* marking() const { return nullptr; }
 
   /// The DUPEFILTER_CLASS value this backend answers to ("set", "bloom", ...).
   std::string_view backend() const { return backend_; }

@@ -98,6 +98,7 @@ class redis_dupefilter : public rfp_dupefilter {
   std::shared_ptr<redis::client> client_;
   asio::any_io_executor executor_;
   std::vector<std::string> keys_;  // what close() deletes unless SCHEDULER_PERSIST
+  redis_marking marking_;
 };
 
 // scrapy-redis's RFPDupeFilter: SADD <spider>:dupefilter <40-hex>; 1 means new.
@@ -107,7 +108,10 @@ class redis_set_dupefilter final : public redis_dupefilter {
       : redis_dupefilter(context, std::move(client), "redis_set", "dupefilter"),
         key_(redis_key("DUPEFILTER_KEY")) {
     keys_ = {key_};
+    marking_ = {"set", key_, [](const fingerprint& fp) { return fp.hex(); }};
   }
+
+  const redis_marking* marking() const override { return &marking_; }
 
  private:
   void do_open(asio::any_completion_handler<done_signature> handler) override {
@@ -168,7 +172,19 @@ class redis_bitmap_dupefilter final : public redis_dupefilter {
     hashes_ = static_cast<int>(hashes);
     hash_ = *hash;
     rate_ = settings_.get_double("BLOOMFILTER_ERRORRATE");
+    marking_ = {"bitmap", key_, [this](const fingerprint& fp) {
+                  std::vector<std::uint64_t> offsets;
+                  bitmap_offsets(fp, bit_, hashes_, hash_, offsets);
+                  std::string argument;
+                  for (auto offset : offsets) {
+                    if (!argument.empty()) argument += ',';
+                    argument += std::to_string(offset);
+                  }
+                  return argument;
+                }};
   }
+
+  const redis_marking* marking() const override { return &marking_; }
 
  private:
   std::uint64_t bits() const { return std::uint64_t{1} << bit_; }
@@ -284,7 +300,10 @@ class redisbloom_dupefilter final : public redis_dupefilter {
     auto capacity = bloom_capacity_from(settings_);
     capacity_ = static_cast<long long>(capacity.capacity);
     rate_ = capacity.error_rate;
+    marking_ = {"bloom", key_, [](const fingerprint& fp) { return fp.hex(); }};
   }
+
+  const redis_marking* marking() const override { return &marking_; }
 
  private:
   void do_open(asio::any_completion_handler<done_signature> handler) override {

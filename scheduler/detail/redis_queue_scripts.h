@@ -1,0 +1,169 @@
+// The Lua scripts behind redis_queue: one script per transition of a request, each atomic, with
+// its keys listed at the top (BullMQ's shape). Entries are "<16-digit id>|<request JSON>": in the
+// sorted set, the id orders equal priorities first in, first out.
+//
+// Keys: the queue (sorted set scored -priority, or a list), <queue>:leased (hash lease id ->
+// "<worker>|<score>|<entry>"), <queue>:deadlines (sorted set lease id -> deadline in ms, on
+// Redis's clock), <queue>:seq (the counter behind entry and lease ids).
+#pragma once
+
+namespace crawler::detail {
+
+// Shared by every script: the server's clock, and putting a leased entry back in the queue where
+// it is taken next.
+inline constexpr const char* redis_queue_prelude = R"lua(
+local function now_ms()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+local function parse_lease(lease)
+  local bar1 = string.find(lease, '|', 1, true)
+  local bar2 = string.find(lease, '|', bar1 + 1, true)
+  return string.sub(lease, 1, bar1 - 1), string.sub(lease, bar1 + 1, bar2 - 1),
+         string.sub(lease, bar2 + 1)
+end
+local function put_back(queue, order, score, entry)
+  if order == 'priority' then
+    redis.call('ZADD', queue, score, entry)
+  elseif order == 'fifo' then
+    redis.call('LPUSH', queue, entry)
+  else
+    redis.call('RPUSH', queue, entry)
+  end
+end
+)lua";
+
+// take: KEYS queue, leased, deadlines, seq; ARGV order, worker, count, lease_ms.
+// Leases past their deadline go back to the queue first (their worker stopped renewing), then up
+// to `count` entries move from the queue to the worker's leases, each under a new lease id (not
+// the entry's own, which a poisoned entry could forge). Returns {reclaimed, id, entry, ...}.
+inline constexpr const char* redis_queue_take = R"lua(
+local queue, leased, deadlines, seq = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local order, worker, count, lease_ms = ARGV[1], ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4])
+local now = now_ms()
+local expired = redis.call('ZRANGEBYSCORE', deadlines, '-inf', now, 'LIMIT', 0, 1000)
+for _, id in ipairs(expired) do
+  local lease = redis.call('HGET', leased, id)
+  if lease then
+    local _, score, entry = parse_lease(lease)
+    put_back(queue, order, score, entry)
+    redis.call('HDEL', leased, id)
+  end
+  redis.call('ZREM', deadlines, id)
+end
+local taken = {}
+if order == 'priority' then
+  local popped = redis.call('ZPOPMIN', queue, count)
+  for i = 1, #popped, 2 do taken[#taken + 1] = {popped[i], popped[i + 1]} end
+else
+  local popped
+  if order == 'fifo' then popped = redis.call('LPOP', queue, count)
+  else popped = redis.call('RPOP', queue, count) end
+  if popped then
+    for _, entry in ipairs(popped) do taken[#taken + 1] = {entry, '0'} end
+  end
+end
+local out = {#expired}
+for _, item in ipairs(taken) do
+  local entry, score = item[1], item[2]
+  local id = 'L' .. redis.call('INCR', seq)
+  redis.call('HSET', leased, id, worker .. '|' .. score .. '|' .. entry)
+  redis.call('ZADD', deadlines, now + lease_ms, id)
+  out[#out + 1] = id
+  out[#out + 1] = entry
+end
+return out
+)lua";
+
+// renew: KEYS leased, deadlines; ARGV worker, lease_ms, id... Moves the deadline of each lease
+// the worker still holds. Returns how many it holds.
+inline constexpr const char* redis_queue_renew = R"lua(
+local leased, deadlines = KEYS[1], KEYS[2]
+local worker, lease_ms = ARGV[1], tonumber(ARGV[2])
+local deadline = now_ms() + lease_ms
+local held = 0
+for i = 3, #ARGV do
+  local lease = redis.call('HGET', leased, ARGV[i])
+  if lease and parse_lease(lease) == worker then
+    redis.call('ZADD', deadlines, deadline, ARGV[i])
+    held = held + 1
+  end
+end
+return held
+)lua";
+
+// release: KEYS queue, leased, deadlines; ARGV order, worker, id... Puts the worker's leased
+// entries back in the queue, not crawled (a stop). Returns how many.
+inline constexpr const char* redis_queue_release = R"lua(
+local queue, leased, deadlines = KEYS[1], KEYS[2], KEYS[3]
+local order, worker = ARGV[1], ARGV[2]
+local released = 0
+for i = 3, #ARGV do
+  local lease = redis.call('HGET', leased, ARGV[i])
+  if lease then
+    local owner, score, entry = parse_lease(lease)
+    if owner == worker then
+      put_back(queue, order, score, entry)
+      redis.call('HDEL', leased, ARGV[i])
+      redis.call('ZREM', deadlines, ARGV[i])
+      released = released + 1
+    end
+  end
+end
+return released
+)lua";
+
+// settle: KEYS queue, leased, deadlines, seq, dupefilter, items;
+// ARGV order, worker, lease id ('' for none), marking mode ('' for none), child count, then per
+// child: request JSON, priority, dont_filter ('1' or '0'), marking argument; then the items.
+// In one step: each child is marked seen and queued unless the dupefilter has seen it, the items
+// are appended, and the parent's lease is settled. So no URL is ever seen without being queued,
+// leased or crawled. Returns {queued, duplicates, settled (1, or 0 when the lease was lost)}.
+inline constexpr const char* redis_queue_settle = R"lua(
+local queue, leased, deadlines, seq, filter, items = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
+local order, worker, lease_id, mode = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+local children = tonumber(ARGV[5])
+local queued, duplicates = 0, 0
+local at = 6
+for _ = 1, children do
+  local body, priority, dont_filter, mark = ARGV[at], ARGV[at + 1], ARGV[at + 2], ARGV[at + 3]
+  at = at + 4
+  local new = true
+  if dont_filter ~= '1' and mode ~= '' then
+    if mode == 'set' then
+      new = redis.call('SADD', filter, mark) == 1
+    elseif mode == 'bitmap' then
+      new = false
+      for offset in string.gmatch(mark, '%d+') do
+        if redis.call('SETBIT', filter, offset, 1) == 0 then new = true end
+      end
+    elseif mode == 'bloom' then
+      new = redis.call('BF.ADD', filter, mark) == 1
+    end
+  end
+  if new then
+    local entry = string.format('%016d', redis.call('INCR', seq)) .. '|' .. body
+    if order == 'priority' then
+      redis.call('ZADD', queue, -tonumber(priority), entry)
+    else
+      redis.call('RPUSH', queue, entry)
+    end
+    queued = queued + 1
+  else
+    duplicates = duplicates + 1
+  end
+end
+for i = at, #ARGV do redis.call('RPUSH', items, ARGV[i]) end
+local settled = 0
+if lease_id ~= '' then
+  local lease = redis.call('HGET', leased, lease_id)
+  if lease and parse_lease(lease) == worker then
+    redis.call('HDEL', leased, lease_id)
+    redis.call('ZREM', deadlines, lease_id)
+    settled = 1
+  end
+end
+return {queued, duplicates, settled}
+)lua";
+
+}  // namespace crawler::detail

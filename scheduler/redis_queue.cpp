@@ -1,0 +1,179 @@
+#include "scheduler/redis_queue.h"
+
+#include "config/settings.h"
+#include "scheduler/detail/redis_queue_scripts.h"
+
+namespace crawler {
+namespace {
+
+// A reply that must be neither an error nor missing; the message names the script and server.
+const redis::reply& expect(const redis::reply& answer, std::string_view what,
+                           const redis::client& client) {
+  if (answer.is_error()) {
+    throw std::runtime_error("redis queue at " + client.where().address() + ": " +
+                             std::string(what) + " failed: " + answer.str);
+  }
+  return answer;
+}
+
+}  // namespace
+
+redis_queue::redis_queue(std::shared_ptr<redis::client> client, redis_queue_options options)
+    : client_(std::move(client)),
+      options_(std::move(options)),
+      leased_key_(options_.key + ":leased"),
+      deadlines_key_(options_.key + ":deadlines"),
+      seq_key_(options_.key + ":seq"),
+      bad_key_(options_.key + ":bad") {
+  if (options_.order != "priority" && options_.order != "fifo" && options_.order != "lifo") {
+    throw settings_error("SCHEDULER_QUEUE_CLASS: unknown queue \"" + options_.order +
+                         "\"; valid values are priority, fifo, lifo");
+  }
+  if (options_.worker.empty() || options_.worker.find('|') != std::string::npos) {
+    throw std::invalid_argument("redis_queue: a worker id is required and holds no '|'");
+  }
+}
+
+void redis_queue::run_script(const char* body, std::vector<std::string> keys,
+                             std::vector<std::string> args,
+                             std::function<void(std::exception_ptr, redis::reply)> done) {
+  redis::command command{"EVAL", std::string(detail::redis_queue_prelude) + body,
+                         std::to_string(keys.size())};
+  command.insert(command.end(), std::make_move_iterator(keys.begin()),
+                 std::make_move_iterator(keys.end()));
+  command.insert(command.end(), std::make_move_iterator(args.begin()),
+                 std::make_move_iterator(args.end()));
+  client_->async_command(std::move(command), std::move(done));
+}
+
+void redis_queue::async_take(std::size_t count, take_handler done) {
+  run_script(detail::redis_queue_take, {options_.key, leased_key_, deadlines_key_, seq_key_},
+             {options_.order, options_.worker, std::to_string(count),
+              std::to_string(options_.lease.count())},
+             [this, done = std::move(done)](std::exception_ptr error, redis::reply answer) {
+               std::vector<leased_request> taken;
+               std::vector<redis::command> poisoned;
+               try {
+                 if (error) std::rethrow_exception(error);
+                 expect(answer, "take", *client_);
+                 if (!answer.elements.empty())
+                   reclaimed_ += std::size_t(answer.elements[0].integer);
+                 for (std::size_t i = 1; i + 1 < answer.elements.size(); i += 2) {
+                   const auto& id = answer.elements[i].str;
+                   const auto& entry = answer.elements[i + 1].str;
+                   try {
+                     auto bar = entry.find('|');
+                     if (bar == std::string::npos)
+                       throw std::invalid_argument("no '|' after the id");
+                     auto json = nlohmann::json::parse(entry.substr(bar + 1));
+                     taken.push_back({id, request::from_json(json, options_.key + " entry " + id)});
+                   } catch (const std::exception& bad) {
+                     // Never run what does not decode; keep it, with why, for a person to look at.
+                     ++bad_;
+                     poisoned.push_back(
+                         {"RPUSH", bad_key_,
+                          nlohmann::json{
+                              {"entry", entry}, {"reason", bad.what()}, {"worker", options_.worker}}
+                              .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)});
+                     poisoned.push_back({"HDEL", leased_key_, id});
+                     poisoned.push_back({"ZREM", deadlines_key_, id});
+                   }
+                 }
+               } catch (...) {
+                 return done(std::current_exception(), {});
+               }
+               if (poisoned.empty()) return done(nullptr, std::move(taken));
+               // If this worker dies before the pipeline lands, the lease expires, the entry comes
+               // back and is found bad again: nothing runs and nothing is lost.
+               client_->async_pipeline(std::move(poisoned), [done, taken = std::move(taken)](
+                                                                std::exception_ptr error,
+                                                                std::vector<redis::reply>) mutable {
+                 done(error, error ? std::vector<leased_request>{} : std::move(taken));
+               });
+             });
+}
+
+void redis_queue::async_renew(const std::vector<std::string>& lease_ids, count_handler done) {
+  std::vector<std::string> args{options_.worker, std::to_string(options_.lease.count())};
+  args.insert(args.end(), lease_ids.begin(), lease_ids.end());
+  run_script(detail::redis_queue_renew, {leased_key_, deadlines_key_}, std::move(args),
+             [this, done = std::move(done)](std::exception_ptr error, redis::reply answer) {
+               try {
+                 if (error) std::rethrow_exception(error);
+                 done(nullptr, std::size_t(expect(answer, "renew", *client_).integer));
+               } catch (...) {
+                 done(std::current_exception(), 0);
+               }
+             });
+}
+
+void redis_queue::async_release(const std::vector<std::string>& lease_ids, count_handler done) {
+  std::vector<std::string> args{options_.order, options_.worker};
+  args.insert(args.end(), lease_ids.begin(), lease_ids.end());
+  run_script(detail::redis_queue_release, {options_.key, leased_key_, deadlines_key_},
+             std::move(args),
+             [this, done = std::move(done)](std::exception_ptr error, redis::reply answer) {
+               try {
+                 if (error) std::rethrow_exception(error);
+                 done(nullptr, std::size_t(expect(answer, "release", *client_).integer));
+               } catch (...) {
+                 done(std::current_exception(), 0);
+               }
+             });
+}
+
+void redis_queue::async_push(std::vector<request> requests, const dedup::redis_marking* marking,
+                             dedup::fingerprint_scheme scheme, settle_handler done) {
+  async_settle("", std::move(requests), {}, marking, scheme, std::move(done));
+}
+
+void redis_queue::async_settle(const std::string& lease_id, std::vector<request> children,
+                               const std::vector<nlohmann::json>& items,
+                               const dedup::redis_marking* marking,
+                               dedup::fingerprint_scheme scheme, settle_handler done) {
+  std::vector<std::string> args{options_.order, options_.worker, lease_id,
+                                marking ? marking->mode : std::string(), "0"};
+  std::size_t count = 0;
+  for (const auto& child : children) {
+    std::string mark;
+    if (marking && !child.dont_filter) {
+      try {
+        mark = marking->argument(fingerprint_of(child, scheme));
+      } catch (const std::exception&) {
+        continue;  // a URL that cannot be fingerprinted cannot be fetched either
+      }
+    }
+    args.push_back(child.to_json().dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+    args.push_back(std::to_string(child.priority));
+    args.push_back(child.dont_filter ? "1" : "0");
+    args.push_back(std::move(mark));
+    ++count;
+  }
+  args[4] = std::to_string(count);
+  for (const auto& item : items) {
+    args.push_back(item.dump(-1, ' ', true, nlohmann::json::error_handler_t::replace));
+  }
+  auto filter_key = marking ? marking->key : options_.key;
+  auto items_key = options_.items_key.empty() ? options_.key + ":items" : options_.items_key;
+  run_script(detail::redis_queue_settle,
+             {options_.key, leased_key_, deadlines_key_, seq_key_, filter_key, items_key},
+             std::move(args),
+             [this, done = std::move(done)](std::exception_ptr error, redis::reply answer) {
+               settle_result result;
+               try {
+                 if (error) std::rethrow_exception(error);
+                 expect(answer, "settle", *client_);
+                 if (answer.elements.size() != 3) {
+                   throw std::runtime_error("redis queue: settle answered " + answer.describe());
+                 }
+                 result.queued = std::size_t(answer.elements[0].integer);
+                 result.duplicates = std::size_t(answer.elements[1].integer);
+                 result.settled = answer.elements[2].integer == 1;
+               } catch (...) {
+                 return done(std::current_exception(), {});
+               }
+               done(nullptr, result);
+             });
+}
+
+}  // namespace crawler

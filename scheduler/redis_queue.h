@@ -1,0 +1,99 @@
+// The fleet's shared request queue in Redis, with leases instead of deletions.
+//
+//   crawler::redis_queue queue{client, {.key = "books:requests", .worker = "host:4242"}};
+//   queue.async_push(start_requests, dupefilter.marking(), scheme, handler);    // deduplicated
+//   queue.async_take(8, [](std::exception_ptr, std::vector<crawler::leased_request> taken) {...});
+//   queue.async_renew(lease_ids, handler);                 // the heartbeat, every lease_ms / 3
+//   queue.async_settle(lease_id, children, items, ...);    // one round trip per crawled page
+//   queue.async_release(lease_ids, handler);               // not crawled: back to the queue
+//
+// Taking a request moves it, in one script, to <key>:leased with the worker's id and a deadline
+// on Redis's clock; it leaves Redis only when its outcome is stored. Settling is one script too:
+// the page's new requests are marked in the dupefilter and queued, its items appended, and its
+// lease removed, together. So a worker killed at any instant loses nothing: what it held goes
+// back to the queue when its leases expire (the next take of any worker reclaims them), and no
+// URL is ever marked seen without being queued, leased or crawled.
+//
+// Order (SCHEDULER_QUEUE_CLASS): "priority" (a sorted set scored -priority; equal priorities
+// first in, first out; two equal dont_filter requests stay two entries), "fifo" or "lifo"
+// (lists). Entries are versioned JSON (request::to_json), never pickle: an entry that does not
+// decode goes to <key>:bad with the reason, and is never run.
+// Completions run on the client's executor. Not thread-safe: one owner, one loop.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "dedup/dupefilter.h"
+#include "redis/client.h"
+#include "scheduler/request.h"
+
+namespace crawler {
+
+struct redis_queue_options {
+  std::string key;                 // SCHEDULER_QUEUE_KEY, e.g. "books:requests"
+  std::string order = "priority";  // SCHEDULER_QUEUE_CLASS: priority, fifo or lifo
+  std::string worker;              // this worker's id, unique in the fleet
+  std::chrono::milliseconds lease{600000};
+  std::string items_key;  // where settle appends items, e.g. "books:items"
+};
+
+/// A request taken from the queue: the lease that holds it, and the request.
+struct leased_request {
+  std::string lease_id;
+  crawler::request request;
+};
+
+/// What a settle (or push) did.
+struct settle_result {
+  std::size_t queued = 0;
+  std::size_t duplicates = 0;
+  bool settled = false;  // false: the lease had expired and was reclaimed (counted, not an error)
+};
+
+class redis_queue {
+ public:
+  using take_handler = std::function<void(std::exception_ptr, std::vector<leased_request>)>;
+  using settle_handler = std::function<void(std::exception_ptr, settle_result)>;
+  using count_handler = std::function<void(std::exception_ptr, std::size_t)>;
+
+  /// Throws settings_error for an unknown order.
+  redis_queue(std::shared_ptr<redis::client> client, redis_queue_options options);
+
+  /// Queues `requests` that `marking` (the shared dupefilter; null: no filtering) has not seen,
+  /// with no parent lease: start URLs, `crawler push`.
+  void async_push(std::vector<request> requests, const dedup::redis_marking* marking,
+                  dedup::fingerprint_scheme scheme, settle_handler done);
+  /// Takes up to `count` requests, after reclaiming expired leases.
+  void async_take(std::size_t count, take_handler done);
+  /// Extends the leases this worker still holds; completes with how many it holds.
+  void async_renew(const std::vector<std::string>& lease_ids, count_handler done);
+  /// Stores a crawled page's outcome and settles its lease, in one step (see the file comment).
+  void async_settle(const std::string& lease_id, std::vector<request> children,
+                    const std::vector<nlohmann::json>& items, const dedup::redis_marking* marking,
+                    dedup::fingerprint_scheme scheme, settle_handler done);
+  /// Puts leased requests back in the queue, not crawled; completes with how many.
+  void async_release(const std::vector<std::string>& lease_ids, count_handler done);
+
+  /// How many leases the last takes found expired and put back (a worker died or stalled).
+  std::size_t reclaimed() const { return reclaimed_; }
+  /// Entries that did not decode and went to <key>:bad.
+  std::size_t bad() const { return bad_; }
+
+ private:
+  void run_script(const char* body, std::vector<std::string> keys, std::vector<std::string> args,
+                  std::function<void(std::exception_ptr, redis::reply)> done);
+
+  std::shared_ptr<redis::client> client_;
+  redis_queue_options options_;
+  std::string leased_key_, deadlines_key_, seq_key_, bad_key_;
+  std::size_t reclaimed_ = 0, bad_ = 0;
+};
+
+}  // namespace crawler

@@ -1,0 +1,253 @@
+// The fleet's request queue against a real redis-server: leases, reclaiming, atomic settlement
+// through each Redis dupefilter, poisoned entries.
+#include "scheduler/redis_queue.h"
+
+#include <gtest/gtest.h>
+#include <hiredis/hiredis.h>
+
+#include <boost/asio/use_future.hpp>
+#include <future>
+#include <thread>
+
+#include "event_loop.h"
+#include "redis_server.h"
+
+namespace {
+
+using namespace std::chrono_literals;
+using crawler::leased_request;
+using crawler::redis_queue;
+using crawler::request;
+using crawler::settle_result;
+using crawler::fixtures::event_loop;
+using crawler::fixtures::redis_server;
+
+// A synchronous view of the server, to look at keys the way an operator would.
+class inspector {
+ public:
+  explicit inspector(int port) : context_(redisConnect("127.0.0.1", port)) {
+    if (!context_ || context_->err) throw std::runtime_error("cannot reach the test's redis");
+  }
+  ~inspector() { redisFree(context_); }
+  long long integer(const std::string& command) {
+    auto* reply = static_cast<redisReply*>(redisCommand(context_, command.c_str()));
+    long long value = reply && reply->type == REDIS_REPLY_INTEGER ? reply->integer : -1;
+    freeReplyObject(reply);
+    return value;
+  }
+  std::vector<std::string> strings(const std::string& command) {
+    auto* reply = static_cast<redisReply*>(redisCommand(context_, command.c_str()));
+    std::vector<std::string> values;
+    if (reply && reply->type == REDIS_REPLY_ARRAY) {
+      for (std::size_t i = 0; i < reply->elements; ++i) values.emplace_back(reply->element[i]->str);
+    }
+    freeReplyObject(reply);
+    return values;
+  }
+  void command(const std::string& command) {
+    freeReplyObject(redisCommand(context_, command.c_str()));
+  }
+
+ private:
+  redisContext* context_;
+};
+
+struct fixture {
+  redis_server server;
+  event_loop loop;
+  std::shared_ptr<crawler::redis::client> client = crawler::redis::client::create(
+      loop.executor(), crawler::redis::parse_redis_url(server.url()));
+
+  explicit fixture(redis_server::options options = {}) : server(options) {}
+
+  redis_queue queue(const std::string& worker, std::string order = "priority",
+                    std::chrono::milliseconds lease = 60s) {
+    return redis_queue(client, {.key = "spider:requests",
+                                .order = std::move(order),
+                                .worker = worker,
+                                .lease = lease,
+                                .items_key = "spider:items"});
+  }
+};
+
+std::vector<leased_request> take(redis_queue& queue, std::size_t count) {
+  std::promise<std::vector<leased_request>> result;
+  queue.async_take(count, [&](std::exception_ptr error, std::vector<leased_request> taken) {
+    if (error) return result.set_exception(error);
+    result.set_value(std::move(taken));
+  });
+  return result.get_future().get();
+}
+
+settle_result settle(redis_queue& queue, const std::string& lease, std::vector<request> children,
+                     std::vector<nlohmann::json> items = {},
+                     const crawler::dedup::redis_marking* marking = nullptr) {
+  std::promise<settle_result> result;
+  auto done = [&](std::exception_ptr error, settle_result settled) {
+    if (error) return result.set_exception(error);
+    result.set_value(settled);
+  };
+  if (lease.empty()) {
+    queue.async_push(std::move(children), marking, crawler::dedup::fingerprint_scheme::scrapy_2_7,
+                     done);
+  } else {
+    queue.async_settle(lease, std::move(children), items, marking,
+                       crawler::dedup::fingerprint_scheme::scrapy_2_7, done);
+  }
+  return result.get_future().get();
+}
+
+std::size_t counted(std::function<void(redis_queue::count_handler)> call) {
+  std::promise<std::size_t> result;
+  call([&](std::exception_ptr error, std::size_t count) {
+    if (error) return result.set_exception(error);
+    result.set_value(count);
+  });
+  return result.get_future().get();
+}
+
+request with_priority(std::string url, int priority, bool dont_filter = false) {
+  request r{std::move(url)};
+  r.priority = priority;
+  r.dont_filter = dont_filter;
+  return r;
+}
+
+std::vector<std::string> urls(const std::vector<leased_request>& taken) {
+  std::vector<std::string> out;
+  for (const auto& leased : taken) out.push_back(leased.request.url);
+  return out;
+}
+
+TEST(redis_queue, higher_priority_first_then_first_in_first_out_and_equal_entries_stay_two) {
+  fixture f;
+  auto queue = f.queue("w1");
+  settle(queue, "",
+         {with_priority("http://a/1", 0), with_priority("http://a/2", 5),
+          with_priority("http://a/3", 0), with_priority("http://a/same", 0, true),
+          with_priority("http://a/same", 0, true)});
+  EXPECT_EQ(urls(take(queue, 10)),
+            (std::vector<std::string>{"http://a/2", "http://a/1", "http://a/3", "http://a/same",
+                                      "http://a/same"}));
+}
+
+TEST(redis_queue, fifo_and_lifo_lists_keep_their_order) {
+  fixture f;
+  auto fifo = f.queue("w1", "fifo");
+  settle(fifo, "", {request{"http://a/1"}, request{"http://a/2"}});
+  EXPECT_EQ(urls(take(fifo, 10)), (std::vector<std::string>{"http://a/1", "http://a/2"}));
+  inspector(f.server.port()).command("DEL spider:requests");
+  auto lifo = f.queue("w1", "lifo");
+  settle(lifo, "", {request{"http://a/1"}, request{"http://a/2"}});
+  EXPECT_EQ(urls(take(lifo, 10)), (std::vector<std::string>{"http://a/2", "http://a/1"}));
+}
+
+TEST(redis_queue, a_taken_request_is_leased_and_comes_back_when_its_worker_stops_renewing) {
+  fixture f;
+  auto dead = f.queue("dead", "priority", 300ms);
+  auto alive = f.queue("alive", "priority", 300ms);
+  settle(dead, "", {request{"http://a/1"}, request{"http://a/2"}});
+  ASSERT_EQ(take(dead, 10).size(), 2u);
+  inspector redis(f.server.port());
+  EXPECT_EQ(redis.integer("HLEN spider:requests:leased"), 2);
+  EXPECT_TRUE(take(alive, 10).empty());  // held, not lost and not shared
+  std::this_thread::sleep_for(400ms);    // "dead" never renews
+  auto reclaimed = take(alive, 10);
+  EXPECT_EQ(urls(reclaimed), (std::vector<std::string>{"http://a/1", "http://a/2"}));
+  EXPECT_EQ(alive.reclaimed(), 2u);
+}
+
+TEST(redis_queue, renewed_leases_are_not_reclaimed) {
+  fixture f;
+  auto worker = f.queue("worker", "priority", 300ms);
+  auto other = f.queue("other", "priority", 300ms);
+  settle(worker, "", {request{"http://a/1"}});
+  auto taken = take(worker, 1);
+  ASSERT_EQ(taken.size(), 1u);
+  for (int beat = 0; beat < 6; ++beat) {
+    std::this_thread::sleep_for(100ms);
+    EXPECT_EQ(counted([&](auto done) { worker.async_renew({taken[0].lease_id}, done); }), 1u);
+  }
+  EXPECT_TRUE(take(other, 1).empty());  // 600 ms after the take, twice the lease
+  // Another worker cannot renew (or release) a lease it does not hold.
+  EXPECT_EQ(counted([&](auto done) { other.async_renew({taken[0].lease_id}, done); }), 0u);
+  EXPECT_EQ(counted([&](auto done) { other.async_release({taken[0].lease_id}, done); }), 0u);
+}
+
+TEST(redis_queue, released_requests_are_taken_again_first) {
+  fixture f;
+  auto queue = f.queue("w1", "fifo");
+  settle(queue, "", {request{"http://a/1"}, request{"http://a/2"}, request{"http://a/3"}});
+  auto taken = take(queue, 2);
+  ASSERT_EQ(taken.size(), 2u);
+  EXPECT_EQ(counted([&](auto done) { queue.async_release({taken[1].lease_id}, done); }), 1u);
+  EXPECT_EQ(urls(take(queue, 10)), (std::vector<std::string>{"http://a/2", "http://a/3"}));
+}
+
+TEST(redis_queue, entries_that_do_not_decode_go_to_bad_and_are_never_returned) {
+  fixture f;
+  auto queue = f.queue("w1", "fifo");
+  inspector redis(f.server.port());
+  redis.command("RPUSH spider:requests 0000000000000001|not-json");
+  redis.command("RPUSH spider:requests 0000000000000002|{\"url\":5}");
+  settle(queue, "", {request{"http://a/good"}});
+  EXPECT_EQ(urls(take(queue, 10)), std::vector<std::string>{"http://a/good"});
+  EXPECT_EQ(queue.bad(), 2u);
+  EXPECT_EQ(redis.integer("LLEN spider:requests:bad"), 2);
+  EXPECT_EQ(redis.integer("HLEN spider:requests:leased"), 1);  // only the good one
+}
+
+class settle_through : public testing::TestWithParam<std::string> {};
+
+TEST_P(settle_through, new_children_are_queued_once_items_appended_and_the_lease_settled) {
+  fixture f({.load_redisbloom = GetParam() == "redisbloom"});
+  crawler::settings settings;
+  settings.set("DUPEFILTER_CLASS", GetParam());
+  settings.set("BLOOMFILTER_BIT", 20);
+  settings.set("BLOOMFILTER_CAPACITY", 10000);
+  crawler::stats stats;
+  auto dupefilter =
+      crawler::dedup::make_dupefilter({settings, stats, "spider", f.loop.executor(), f.client});
+  dupefilter->async_open(boost::asio::use_future).get();
+  const auto* marking = dupefilter->marking();
+  ASSERT_NE(marking, nullptr);
+  auto queue = f.queue("w1", "fifo");
+  auto pushed =
+      settle(queue, "", {request{"http://a/start"}, request{"http://a/start"}}, {}, marking);
+  EXPECT_EQ(pushed.queued, 1u);  // the same start URL pushed twice is crawled once
+  EXPECT_EQ(pushed.duplicates, 1u);
+  auto parent = take(queue, 1);
+  ASSERT_EQ(parent.size(), 1u);
+  auto result = settle(queue, parent[0].lease_id,
+                       {request{"http://a/1"}, request{"http://a/start"}, request{"http://a/1"},
+                        with_priority("http://a/start", 0, true)},
+                       {{{"title", "caf\u00e9"}}}, marking);
+  EXPECT_EQ(result.queued, 2u);  // a/1 once, and the dont_filter start
+  EXPECT_EQ(result.duplicates, 2u);
+  EXPECT_TRUE(result.settled);
+  inspector redis(f.server.port());
+  EXPECT_EQ(redis.integer("HLEN spider:requests:leased"), 0);
+  EXPECT_EQ(redis.strings("LRANGE spider:items 0 -1"),
+            std::vector<std::string>{R"({"title":"caf\u00e9"})"});
+  EXPECT_EQ(urls(take(queue, 10)), (std::vector<std::string>{"http://a/1", "http://a/start"}));
+}
+
+INSTANTIATE_TEST_SUITE_P(every_redis_dupefilter, settle_through,
+                         testing::Values("redis_set", "redis_bitmap", "redisbloom"),
+                         [](const auto& info) { return info.param; });
+
+TEST(redis_queue, a_lost_lease_still_stores_the_outcome_and_says_it_was_lost) {
+  fixture f;
+  auto slow = f.queue("slow", "fifo", 200ms);
+  auto fast = f.queue("fast", "fifo", 200ms);
+  settle(slow, "", {request{"http://a/1"}});
+  auto taken = take(slow, 1);
+  std::this_thread::sleep_for(300ms);
+  ASSERT_EQ(take(fast, 1).size(), 1u);  // reclaimed by another worker
+  auto late = settle(slow, taken[0].lease_id, {request{"http://a/child"}});
+  EXPECT_FALSE(late.settled);
+  EXPECT_EQ(late.queued, 1u);
+  EXPECT_EQ(inspector(f.server.port()).integer("HLEN spider:requests:leased"), 1);  // fast's
+}
+
+}  // namespace
