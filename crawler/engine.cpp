@@ -69,7 +69,8 @@ engine::engine(asio::io_context& io, const settings& settings, stats& stats, spi
       closespider_timer_(io),
       item_limit_(settings.get_int("CLOSESPIDER_ITEMCOUNT")),
       page_limit_(settings.get_int("CLOSESPIDER_PAGECOUNT")),
-      error_limit_(settings.get_int("CLOSESPIDER_ERRORCOUNT")) {
+      error_limit_(settings.get_int("CLOSESPIDER_ERRORCOUNT")),
+      store_items_(settings.get_bool("REDIS_PIPELINE")) {
   if (settings.get_bool("ROBOTSTXT_OBEY")) {
     robots_ = std::make_unique<robots_gate>(
         settings, stats,
@@ -80,6 +81,7 @@ engine::engine(asio::io_context& io, const settings& settings, stats& stats, spi
           downloader_->set_crawl_delay(host, seconds);
         });
   }
+  scheduler_->on_ready([this] { pump(); });
   if (spider.parses_html) {
     parsers_ =
         std::make_unique<asio::thread_pool>(std::max(1u, std::thread::hardware_concurrency()));
@@ -168,42 +170,46 @@ void engine::check_start_url(const std::string& url) const {
   }
 }
 
-void engine::enqueue(std::vector<request> requests) {
-  if (requests.empty()) return;
+void engine::enqueue(std::vector<request> requests, std::string parent_lease,
+                     std::vector<nlohmann::json> items) {
+  if (requests.empty() && parent_lease.empty() && items.empty()) return;
   ++pending_enqueues_;
-  scheduler_->async_enqueue(std::move(requests), [this](std::exception_ptr error, std::size_t,
-                                                        std::vector<request> batch) {
-    if (error) {
-      std::string what = "unknown error";
-      try {
-        std::rethrow_exception(error);
-      } catch (const std::exception& e) {
-        what = e.what();
-      }
-      if (phase_ == phase::running) {
-        // The dupefilter could not answer (Redis away): keep the batch and ask again; the
-        // spider stays open meanwhile, since pending_enqueues_ still counts this batch.
-        logger_->error("Could not check {} requests with the dupefilter, retrying: {}",
-                       batch.size(), what);
-        auto timer = std::make_shared<asio::steady_timer>(io_, std::chrono::seconds(1));
-        timer->async_wait(
-            [this, timer, batch = std::move(batch)](boost::system::error_code cancelled) mutable {
-              --pending_enqueues_;
-              if (!cancelled) enqueue(std::move(batch));
-              check_idle();
-            });
-        return;
-      }
-      // Closing: queue them unchecked rather than lose them; the next run filters them.
-      logger_->error(
-          "Could not check {} requests with the dupefilter while closing; queued "
-          "them unchecked: {}",
-          batch.size(), what);
-      for (auto& request : batch) scheduler_->restore(std::move(request));
-    }
-    --pending_enqueues_;
-    pump();
-  });
+  scheduler_->async_enqueue(
+      std::move(requests), parent_lease, items,
+      [this, parent_lease, items](std::exception_ptr error, std::size_t,
+                                  std::vector<request> batch) mutable {
+        if (error) {
+          std::string what = "unknown error";
+          try {
+            std::rethrow_exception(error);
+          } catch (const std::exception& e) {
+            what = e.what();
+          }
+          if (phase_ == phase::running) {
+            // The dupefilter could not answer (Redis away): keep the batch and ask again; the
+            // spider stays open meanwhile, since pending_enqueues_ still counts this batch.
+            logger_->error("Could not check {} requests with the dupefilter, retrying: {}",
+                           batch.size(), what);
+            auto timer = std::make_shared<asio::steady_timer>(io_, std::chrono::seconds(1));
+            timer->async_wait(
+                [this, timer, batch = std::move(batch), parent_lease,
+                 items = std::move(items)](boost::system::error_code cancelled) mutable {
+                  --pending_enqueues_;
+                  if (!cancelled) enqueue(std::move(batch), parent_lease, std::move(items));
+                  check_idle();
+                });
+            return;
+          }
+          // Closing: queue them unchecked rather than lose them; the next run filters them.
+          logger_->error(
+              "Could not check {} requests with the dupefilter while closing; queued "
+              "them unchecked: {}",
+              batch.size(), what);
+          for (auto& request : batch) scheduler_->restore(std::move(request));
+        }
+        --pending_enqueues_;
+        pump();
+      });
 }
 
 void engine::pump() {
@@ -294,7 +300,8 @@ std::optional<request> engine::process_download(download_result& result) {
 void engine::on_downloaded(download_result result) {
   if (phase_ == phase::closed) return;
   if (auto next = process_download(result)) {
-    enqueue({std::move(*next)});
+    auto lease = result.request.lease;
+    enqueue({std::move(*next)}, std::move(lease));
   } else if (result.error_type.empty()) {
     handle_response(std::move(*result.response));
   } else {
@@ -363,11 +370,11 @@ void engine::run_callback(const response& response) {
     stats_.inc_value("spider_exceptions/" + type_name(error));
     count_error();
   }
-  process_output(out, &response);
+  process_output(out, &response, response.request.lease);
 }
 
 void engine::handle_failure(failure failure) {
-  if (failure.request.errback.empty()) return;
+  if (failure.request.errback.empty()) return enqueue({}, failure.request.lease);
   output out;
   try {
     if (!spider_.call_errback(failure.request.errback, failure, out)) {
@@ -381,10 +388,10 @@ void engine::handle_failure(failure failure) {
     stats_.inc_value("spider_exceptions/" + type_name(error));
     count_error();
   }
-  process_output(out, failure.response ? &*failure.response : nullptr);
+  process_output(out, failure.response ? &*failure.response : nullptr, failure.request.lease);
 }
 
-void engine::process_output(output& out, const response* from) {
+void engine::process_output(output& out, const response* from, const std::string& parent_lease) {
   for (auto& middleware : spider_middlewares_) {
     if (from) {
       middleware->process_spider_output(*from, out);
@@ -392,11 +399,16 @@ void engine::process_output(output& out, const response* from) {
       middleware->process_start_requests(out);
     }
   }
-  for (auto& item : out.items) export_item(std::move(item), from);
-  enqueue(std::move(out.requests));
+  std::vector<nlohmann::json> stored;  // REDIS_PIPELINE: settled with the page in Redis
+  for (auto& item : out.items) {
+    if (auto exported = export_item(std::move(item), from); exported && store_items_) {
+      stored.push_back(std::move(*exported));
+    }
+  }
+  enqueue(std::move(out.requests), parent_lease, std::move(stored));
 }
 
-void engine::export_item(nlohmann::json item, const response* from) {
+std::optional<nlohmann::json> engine::export_item(nlohmann::json item, const response* from) {
   for (auto& pipeline : pipelines_) {
     try {
       pipeline->process_item(item, spider_);
@@ -405,12 +417,12 @@ void engine::export_item(nlohmann::json item, const response* from) {
       stats_.inc_value("item_dropped_reasons_count/DropItem");
       logger_->warn("Dropped: {}\n{}", dropped.what(),
                     item.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
-      return;
+      return std::nullopt;
     } catch (const std::exception& error) {
       logger_->error("Error processing {}\n{}: {}",
                      item.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
                      type_name(error), error.what());
-      return;
+      return std::nullopt;
     }
   }
   feeds_->export_item(item);
@@ -422,6 +434,7 @@ void engine::export_item(nlohmann::json item, const response* from) {
   }
   ++items_;
   if (item_limit_ > 0 && items_ == item_limit_) begin_close("closespider_itemcount");
+  return item;
 }
 
 void engine::count_error() {

@@ -79,9 +79,12 @@ class engine {
   void check_start_url(const std::string& url) const;
   void handle_failure(failure failure);
   void run_callback(const response& response);
-  void process_output(output& out, const response* from);
-  void export_item(nlohmann::json item, const response* from);
-  void enqueue(std::vector<request> requests);
+  // `parent_lease`: the finished request's lease (SCHEDULER=redis), settled with its outcome.
+  void process_output(output& out, const response* from, const std::string& parent_lease = {});
+  // The item as the pipelines left it, or nullopt when one dropped it.
+  std::optional<nlohmann::json> export_item(nlohmann::json item, const response* from);
+  void enqueue(std::vector<request> requests, std::string parent_lease = {},
+               std::vector<nlohmann::json> items = {});
   void check_idle();
   void begin_close(const std::string& reason);
   void finish();
@@ -113,6 +116,7 @@ class engine {
   bool pump_again_ = false;
   std::int64_t item_limit_, page_limit_, error_limit_;
   std::int64_t items_ = 0, pages_ = 0, errors_ = 0;
+  bool store_items_;  // REDIS_PIPELINE
   std::size_t parsing_ = 0;
   std::size_t refused_ = 0;  // requests a downloader middleware ignored, errback not yet run
   // Last, so it is joined before anything its jobs could touch is destroyed.

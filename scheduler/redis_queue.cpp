@@ -134,15 +134,19 @@ void redis_queue::async_settle(const std::string& lease_id, std::vector<request>
   std::vector<std::string> args{options_.order, options_.worker, lease_id,
                                 marking ? marking->mode : std::string(), "0"};
   std::size_t count = 0;
-  for (const auto& child : children) {
+  std::vector<std::size_t> sent, unfingerprintable;  // positions in `children`
+  for (std::size_t position = 0; position < children.size(); ++position) {
+    const auto& child = children[position];
     std::string mark;
     if (marking && !child.dont_filter) {
       try {
         mark = marking->argument(fingerprint_of(child, scheme));
       } catch (const std::exception&) {
-        continue;  // a URL that cannot be fingerprinted cannot be fetched either
+        unfingerprintable.push_back(position);  // cannot be fetched either
+        continue;
       }
     }
+    sent.push_back(position);
     args.push_back(child.to_json().dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
     args.push_back(std::to_string(child.priority));
     args.push_back(child.dont_filter ? "1" : "0");
@@ -158,17 +162,24 @@ void redis_queue::async_settle(const std::string& lease_id, std::vector<request>
   run_script(detail::redis_queue_settle,
              {options_.key, leased_key_, deadlines_key_, seq_key_, filter_key, items_key},
              std::move(args),
-             [this, done = std::move(done)](std::exception_ptr error, redis::reply answer) {
+             [this, done = std::move(done), sent = std::move(sent),
+              unfingerprintable = std::move(unfingerprintable)](std::exception_ptr error,
+                                                                redis::reply answer) {
                settle_result result;
                try {
                  if (error) std::rethrow_exception(error);
                  expect(answer, "settle", *client_);
-                 if (answer.elements.size() != 3) {
+                 if (answer.elements.size() != 4 || answer.elements[3].str.size() != sent.size()) {
                    throw std::runtime_error("redis queue: settle answered " + answer.describe());
                  }
                  result.queued = std::size_t(answer.elements[0].integer);
                  result.duplicates = std::size_t(answer.elements[1].integer);
                  result.settled = answer.elements[2].integer == 1;
+                 const auto& flags = answer.elements[3].str;
+                 for (std::size_t i = 0; i < flags.size(); ++i) {
+                   if (flags[i] == '1') result.duplicate_positions.push_back(sent[i]);
+                 }
+                 result.unfingerprintable_positions = unfingerprintable;
                } catch (...) {
                  return done(std::current_exception(), {});
                }

@@ -55,6 +55,10 @@ struct settle_result {
   std::size_t queued = 0;
   std::size_t duplicates = 0;
   bool settled = false;  // false: the lease had expired and was reclaimed (counted, not an error)
+  /// The children the dupefilter had seen, by their position in the call's list.
+  std::vector<std::size_t> duplicate_positions;
+  /// Children whose URL cannot be fingerprinted (never queued), by position.
+  std::vector<std::size_t> unfingerprintable_positions;
 };
 
 class redis_queue {

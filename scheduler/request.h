@@ -46,6 +46,9 @@ struct request {
   std::string callback;
   /// The spider callback for a failure (download error, ignored HTTP status); empty means none.
   std::string errback;
+  /// With SCHEDULER=redis, the lease that holds this request in the fleet's queue while this
+  /// worker crawls it; the scheduler settles it with the request's outcome. Not serialized.
+  std::string lease;
 
   request() = default;
   explicit request(std::string url_, std::string callback_ = {})

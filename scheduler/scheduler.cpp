@@ -6,29 +6,31 @@
 
 #include "config/log.h"
 #include "dedup/canonical_url.h"
+#include "scheduler/redis_scheduler.h"
 
 namespace crawler {
 namespace {
 
 constexpr const char* queue_file = "requests.queue.jsonl";
 
-// SCHEDULER picks where the queue lives. Only the in-process queue exists so far; the Redis queue
-// for fleets is its own piece of work, and a fleet must not silently fall back to a local queue.
-void check_scheduler_setting(const settings& settings) {
+// SCHEDULER picks where the queue lives: in this process, or in the fleet's Redis.
+bool wants_redis(const settings& settings) {
   auto name = settings.get_string("SCHEDULER");
-  if (name == "memory" || name == "scrapy.core.scheduler.Scheduler") return;
-  if (name == "redis" || name == "scrapy_redis.scheduler.Scheduler") {
-    throw settings_error("SCHEDULER=" + name +
-                         ": the shared Redis request queue is not available in this build; use "
-                         "SCHEDULER=memory");
-  }
-  throw settings_error("SCHEDULER: unknown scheduler \"" + name + "\"; valid values are memory");
+  if (name == "memory" || name == "scrapy.core.scheduler.Scheduler") return false;
+  if (name == "redis" || name == "scrapy_redis.scheduler.Scheduler") return true;
+  throw settings_error("SCHEDULER: unknown scheduler \"" + name +
+                       "\"; valid values are memory, redis");
 }
 
 }  // namespace
 
 std::unique_ptr<scheduler> scheduler::create(const scheduler_context& context) {
-  check_scheduler_setting(context.settings);
+  if (wants_redis(context.settings)) return redis_scheduler::create(context);
+  if (context.settings.get_bool("REDIS_PIPELINE")) {
+    throw settings_error(
+        "REDIS_PIPELINE: items go to Redis with the page that yielded them, which needs "
+        "SCHEDULER=redis");
+  }
   auto dupefilter = dedup::make_dupefilter(
       {context.settings, context.stats, context.spider_name, context.executor, context.redis});
   return std::unique_ptr<scheduler>(new scheduler(context, std::move(dupefilter)));
@@ -55,7 +57,7 @@ void scheduler::do_open(asio::any_completion_handler<done_signature> handler) {
   dupefilter_->async_open(std::move(handler));
 }
 
-void scheduler::do_enqueue(std::vector<request> requests,
+void scheduler::do_enqueue(std::vector<request> requests, std::string, std::vector<nlohmann::json>,
                            asio::any_completion_handler<enqueue_signature> handler) {
   std::vector<dedup::fingerprint> fingerprints;
   std::vector<std::size_t> filtered_positions;  // requests[i] that go through the dupefilter

@@ -22,6 +22,7 @@
 #include <boost/asio/async_result.hpp>
 #include <cstddef>
 #include <exception>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -58,7 +59,7 @@ class scheduler {
   /// Builds the queue SCHEDULER and SCHEDULER_MEMORY_QUEUE select and the dupefilter
   /// DUPEFILTER_CLASS selects. Throws settings_error naming the setting when one is invalid.
   static std::unique_ptr<scheduler> create(const scheduler_context& context);
-  ~scheduler();
+  virtual ~scheduler();
 
   /// Opens the dupefilter and, with JOBDIR, loads the saved queue.
   template <asio::completion_token_for<done_signature> Token>
@@ -68,25 +69,41 @@ class scheduler {
   }
 
   /// Filters `requests` through the dupefilter as one batch and queues the new ones; completes
-  /// with how many were queued.
+  /// with how many were queued. `parent_lease` is the lease of the request they came from
+  /// (request::lease, SCHEDULER=redis): its outcome is stored and its lease settled in the same
+  /// step, so this is called, with no requests, for every finished leased request too.
+  /// `items` (REDIS_PIPELINE, SCHEDULER=redis only) are stored in the same step.
+  template <asio::completion_token_for<enqueue_signature> Token>
+  auto async_enqueue(std::vector<request> requests, std::string parent_lease,
+                     std::vector<nlohmann::json> items, Token&& token) {
+    return asio::async_initiate<Token, enqueue_signature>(
+        [this](auto handler, std::vector<request> batch, std::string lease,
+               std::vector<nlohmann::json> items) {
+          do_enqueue(std::move(batch), std::move(lease), std::move(items), std::move(handler));
+        },
+        token, std::move(requests), std::move(parent_lease), std::move(items));
+  }
   template <asio::completion_token_for<enqueue_signature> Token>
   auto async_enqueue(std::vector<request> requests, Token&& token) {
-    return asio::async_initiate<Token, enqueue_signature>(
-        [this](auto handler, std::vector<request> batch) {
-          do_enqueue(std::move(batch), std::move(handler));
-        },
-        token, std::move(requests));
+    return async_enqueue(std::move(requests), std::string(), {}, std::forward<Token>(token));
   }
 
-  /// The next request to download, or nullopt when the queue is empty.
-  std::optional<request> next_request();
+  /// The next request to download, or nullopt when none is at hand (with SCHEDULER=redis, one
+  /// may arrive later: see on_ready).
+  virtual std::optional<request> next_request();
 
   /// Puts back a request that was taken but not crawled (a forced shutdown), without the
-  /// dupefilter and without counting it again, so JOBDIR keeps it.
-  void restore(request request);
+  /// dupefilter and without counting it again, so JOBDIR (or the fleet's queue) keeps it.
+  virtual void restore(request request);
 
   std::size_t size() const { return queue_.size(); }
-  bool has_pending_requests() const { return !queue_.empty(); }
+  /// False once there is nothing left to crawl (SCHEDULER=redis: for the whole fleet, for
+  /// MAX_IDLE_TIME_BEFORE_CLOSE seconds).
+  virtual bool has_pending_requests() const { return !queue_.empty(); }
+
+  /// Called when requests arrive that next_request() had not (SCHEDULER=redis takes them from
+  /// Redis in the background), or when has_pending_requests() changes: the engine pumps again.
+  void on_ready(std::function<void()> ready) { ready_ = std::move(ready); }
 
   /// Saves the queue (JOBDIR) and closes the dupefilter.
   template <asio::completion_token_for<done_signature> Token>
@@ -97,13 +114,17 @@ class scheduler {
 
   dedup::rfp_dupefilter& dupefilter() { return *dupefilter_; }
 
- private:
+ protected:
   scheduler(const scheduler_context& context, std::unique_ptr<dedup::rfp_dupefilter> dupefilter);
 
-  void do_open(asio::any_completion_handler<done_signature> handler);
-  void do_enqueue(std::vector<request> requests,
-                  asio::any_completion_handler<enqueue_signature> handler);
-  void do_close(asio::any_completion_handler<done_signature> handler);
+  virtual void do_open(asio::any_completion_handler<done_signature> handler);
+  virtual void do_enqueue(std::vector<request> requests, std::string parent_lease,
+                          std::vector<nlohmann::json> items,
+                          asio::any_completion_handler<enqueue_signature> handler);
+  virtual void do_close(asio::any_completion_handler<done_signature> handler);
+  void ready() {
+    if (ready_) ready_();
+  }
   std::size_t queue_new(std::vector<request>& requests, const dedup::seen_flags& flags,
                         const std::vector<std::size_t>& filtered_positions);
   void load_queue();
@@ -116,6 +137,7 @@ class scheduler {
   memory_queue queue_;
   std::unique_ptr<dedup::rfp_dupefilter> dupefilter_;
   std::shared_ptr<spdlog::logger> logger_;
+  std::function<void()> ready_;
 };
 
 }  // namespace crawler

@@ -118,12 +118,14 @@ return released
 // child: request JSON, priority, dont_filter ('1' or '0'), marking argument; then the items.
 // In one step: each child is marked seen and queued unless the dupefilter has seen it, the items
 // are appended, and the parent's lease is settled. So no URL is ever seen without being queued,
-// leased or crawled. Returns {queued, duplicates, settled (1, or 0 when the lease was lost)}.
+// leased or crawled. Returns {queued, duplicates, settled (1, or 0 when the lease was lost),
+// one '1' (duplicate) or '0' (queued) per child}.
 inline constexpr const char* redis_queue_settle = R"lua(
 local queue, leased, deadlines, seq, filter, items = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local order, worker, lease_id, mode = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local children = tonumber(ARGV[5])
 local queued, duplicates = 0, 0
+local flags = {}
 local at = 6
 for _ = 1, children do
   local body, priority, dont_filter, mark = ARGV[at], ARGV[at + 1], ARGV[at + 2], ARGV[at + 3]
@@ -149,8 +151,10 @@ for _ = 1, children do
       redis.call('RPUSH', queue, entry)
     end
     queued = queued + 1
+    flags[#flags + 1] = '0'
   else
     duplicates = duplicates + 1
+    flags[#flags + 1] = '1'
   end
 end
 for i = at, #ARGV do redis.call('RPUSH', items, ARGV[i]) end
@@ -163,7 +167,7 @@ if lease_id ~= '' then
     settled = 1
   end
 end
-return {queued, duplicates, settled}
+return {queued, duplicates, settled, table.concat(flags)}
 )lua";
 
 }  // namespace crawler::detail

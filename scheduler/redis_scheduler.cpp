@@ -1,0 +1,305 @@
+#include "scheduler/redis_scheduler.h"
+
+#include <unistd.h>
+
+#include <random>
+
+#include "config/log.h"
+#include "redis/endpoint.h"
+
+namespace crawler {
+namespace {
+
+std::chrono::milliseconds milliseconds_of(const settings& settings, std::string_view key) {
+  return std::chrono::milliseconds(std::int64_t(settings.get_double(key) * 1000));
+}
+
+// host:pid:random, unique in the fleet even when a pid is reused after a restart.
+std::string new_worker_id() {
+  char host[256] = {};
+  gethostname(host, sizeof host - 1);
+  std::string name(host);
+  std::erase(name, '|');
+  std::random_device random;
+  return name + ":" + std::to_string(getpid()) + ":" + std::to_string(random() % 1000000);
+}
+
+std::string spider_key(std::string text, const std::string& spider) {
+  for (std::string_view placeholder : {"%(spider)s", "%(name)s"}) {
+    for (std::size_t at; (at = text.find(placeholder)) != std::string::npos;)
+      text.replace(at, placeholder.size(), spider);
+  }
+  return text;
+}
+
+}  // namespace
+
+std::unique_ptr<scheduler> redis_scheduler::create(const scheduler_context& context) {
+  const auto& settings = context.settings;
+  if (settings.get_bool("SCHEDULER_FLUSH_ON_START")) {
+    throw settings_error(
+        "SCHEDULER_FLUSH_ON_START: not available with SCHEDULER=redis yet (a worker would flush "
+        "the fleet's queue under the others); delete the keys before starting the fleet");
+  }
+  if (settings.get_double("SCHEDULER_HEARTBEAT_INTERVAL") * 3 >
+      settings.get_double("SCHEDULER_LEASE_TIME")) {
+    throw settings_error(
+        "SCHEDULER_HEARTBEAT_INTERVAL: must be at most a third of SCHEDULER_LEASE_TIME, so a "
+        "live worker's lease never expires between two renewals");
+  }
+  // The dupefilter's keys belong to the fleet: this scheduler decides when they go.
+  auto own = std::make_unique<crawler::settings>(settings);
+  own->set("SCHEDULER_PERSIST", true);
+  auto client = context.redis
+                    ? context.redis
+                    : redis::client::create(context.executor, redis::endpoint_from(settings));
+  auto dupefilter =
+      dedup::make_dupefilter({*own, context.stats, context.spider_name, context.executor, client});
+  if (!dupefilter->marking()) {
+    throw settings_error("SCHEDULER=redis needs a dupefilter the fleet shares: DUPEFILTER_CLASS=" +
+                         std::string(dupefilter->backend()) +
+                         " is local to one worker (use redis_set, redis_bitmap or redisbloom)");
+  }
+  return std::unique_ptr<scheduler>(
+      new redis_scheduler(context, std::move(own), std::move(dupefilter), std::move(client)));
+}
+
+redis_scheduler::redis_scheduler(const scheduler_context& context,
+                                 std::unique_ptr<crawler::settings> own,
+                                 std::unique_ptr<dedup::rfp_dupefilter> dupefilter,
+                                 std::shared_ptr<redis::client> client)
+    : scheduler(context, std::move(dupefilter)),
+      own_settings_(std::move(own)),
+      client_(client),
+      queue_key_(
+          spider_key(context.settings.get_string("SCHEDULER_QUEUE_KEY"), context.spider_name)),
+      queue_(client, {.key = queue_key_,
+                      .order = context.settings.get_string("SCHEDULER_QUEUE_CLASS"),
+                      .worker = new_worker_id(),
+                      .lease = milliseconds_of(context.settings, "SCHEDULER_LEASE_TIME"),
+                      .items_key = spider_key(context.settings.get_string("REDIS_ITEMS_KEY"),
+                                              context.spider_name)}),
+      executor_(context.executor),
+      batch_size_(std::size_t(context.settings.get_int("CONCURRENT_REQUESTS"))),
+      heartbeat_interval_(milliseconds_of(context.settings, "SCHEDULER_HEARTBEAT_INTERVAL")),
+      max_idle_(context.settings.get_int("MAX_IDLE_TIME_BEFORE_CLOSE")),
+      persist_(context.settings.get_bool("SCHEDULER_PERSIST")),
+      poll_timer_(context.executor),
+      heartbeat_timer_(context.executor) {
+  if (!jobdir_.empty()) {
+    logger_->warn("JOBDIR is ignored with SCHEDULER=redis: the fleet's state is in Redis");
+    jobdir_.clear();
+  }
+}
+
+redis_scheduler::~redis_scheduler() {
+  *alive_ = false;
+}
+
+void redis_scheduler::do_open(asio::any_completion_handler<done_signature> handler) {
+  dupefilter_->async_open(
+      [this, alive = alive_, handler = std::move(handler)](std::exception_ptr error) mutable {
+        if (!*alive) return;
+        if (!error) {
+          open_ = true;
+          idle_since_ = std::chrono::steady_clock::now();
+          heartbeat();
+          take_more();
+        }
+        std::move(handler)(error);
+      });
+}
+
+void redis_scheduler::take_more() {
+  if (!open_ || taking_ || buffer_.size() >= batch_size_) return;
+  taking_ = true;
+  queue_.async_take(
+      batch_size_ - buffer_.size(),
+      [this, alive = alive_](std::exception_ptr error, std::vector<leased_request> taken) {
+        if (!*alive) return;
+        taking_ = false;
+        if (error) {
+          logger_->error("Could not take requests from the fleet's queue, retrying: {}", [&] {
+            try {
+              std::rethrow_exception(error);
+            } catch (const std::exception& e) {
+              return std::string(e.what());
+            }
+          }());
+          return after_empty_take();
+        }
+        if (taken.empty()) return after_empty_take();
+        idle_backoff_ = std::chrono::milliseconds(50);
+        idle_since_ = std::chrono::steady_clock::now();
+        fleet_done_ = false;
+        for (auto& leased : taken) {
+          held_.insert(leased.lease_id);
+          leased.request.lease = leased.lease_id;
+          buffer_.push_back(std::move(leased));
+        }
+        ready();
+      });
+}
+
+// Nothing to take: poll again after a backoff (50 ms doubling to 500 ms), and with
+// MAX_IDLE_TIME_BEFORE_CLOSE, find out whether the whole fleet is out of work.
+void redis_scheduler::after_empty_take() {
+  if (!open_) return;
+  poll_timer_.expires_after(idle_backoff_);
+  idle_backoff_ = std::min(idle_backoff_ * 2, std::chrono::milliseconds(500));
+  poll_timer_.async_wait([this, alive = alive_](boost::system::error_code cancelled) {
+    if (!*alive || cancelled) return;
+    take_more();
+  });
+  if (max_idle_.count() == 0 || !held_.empty() || !buffer_.empty()) {
+    idle_since_ = std::chrono::steady_clock::now();
+    return;
+  }
+  client_->async_pipeline(
+      {{"EXISTS", queue_key_}, {"HLEN", queue_key_ + ":leased"}},
+      [this, alive = alive_](std::exception_ptr error, std::vector<redis::reply> replies) {
+        if (!*alive || error || replies.size() != 2) return;
+        bool fleet_idle = replies[0].integer == 0 && replies[1].integer == 0;
+        auto now = std::chrono::steady_clock::now();
+        if (!fleet_idle) {
+          idle_since_ = now;
+          return;
+        }
+        if (now - idle_since_ >= max_idle_ && !fleet_done_) {
+          fleet_done_ = true;
+          ready();
+        }
+      });
+}
+
+void redis_scheduler::heartbeat() {
+  if (!open_) return;
+  if (!held_.empty()) {
+    std::vector<std::string> leases(held_.begin(), held_.end());
+    queue_.async_renew(leases, [this, alive = alive_, asked = leases.size()](
+                                   std::exception_ptr error, std::size_t held) {
+      if (!*alive) return;
+      if (error) {
+        logger_->error("Could not renew {} leases; they expire unless a renewal gets through",
+                       asked);
+      } else if (held < asked) {
+        // Settled meanwhile, or expired and reclaimed (this worker stalled): counted, and the
+        // request's outcome is still stored when it finishes.
+        stats_.inc_value("scheduler/lease_renewals_missed", std::int64_t(asked - held));
+      }
+    });
+  }
+  heartbeat_timer_.expires_after(heartbeat_interval_);
+  heartbeat_timer_.async_wait([this, alive = alive_](boost::system::error_code cancelled) {
+    if (!*alive || cancelled) return;
+    heartbeat();
+  });
+}
+
+std::optional<request> redis_scheduler::next_request() {
+  if (buffer_.empty()) {
+    take_more();
+    return std::nullopt;
+  }
+  auto next = std::move(buffer_.front().request);
+  buffer_.pop_front();
+  stats_.inc_value("scheduler/dequeued/redis");
+  stats_.inc_value("scheduler/dequeued");
+  return next;
+}
+
+void redis_scheduler::restore(request request) {
+  if (!request.lease.empty()) to_release_.push_back(std::move(request.lease));
+}
+
+bool redis_scheduler::has_pending_requests() const {
+  return !buffer_.empty() || !fleet_done_;
+}
+
+void redis_scheduler::do_enqueue(std::vector<request> requests, std::string parent_lease,
+                                 std::vector<nlohmann::json> items,
+                                 asio::any_completion_handler<enqueue_signature> handler) {
+  if (parent_lease.empty()) {
+    // Start requests: every worker yields the same ones, and the fleet crawls each once.
+    for (auto& request : requests) request.dont_filter = false;
+  }
+  auto copy = requests;  // given back untouched if Redis cannot answer
+  // std::function wants a copyable target; the handler is move-only.
+  auto shared =
+      std::make_shared<asio::any_completion_handler<enqueue_signature>>(std::move(handler));
+  queue_.async_settle(
+      parent_lease, std::move(requests), items, dupefilter_->marking(), scheme_,
+      [this, alive = alive_, parent_lease, batch = std::move(copy), shared](
+          std::exception_ptr error, settle_result result) mutable {
+        if (!*alive) return;
+        auto& handler = *shared;
+        if (error) return std::move(handler)(error, std::size_t{0}, std::move(batch));
+        if (!parent_lease.empty()) {
+          held_.erase(parent_lease);
+          if (!result.settled) stats_.inc_value("scheduler/lease_lost");
+        }
+        for (auto position : result.unfingerprintable_positions) {
+          logger_->error("Dropped {}: its URL cannot be fingerprinted", batch[position].describe());
+        }
+        for (auto position : result.duplicate_positions) {
+          auto referer = find_header(batch[position].headers, "Referer");
+          dupefilter_->log(batch[position].describe(), referer.empty() ? "None" : referer);
+        }
+        if (result.queued) {
+          stats_.inc_value("scheduler/enqueued/redis", std::int64_t(result.queued));
+          stats_.inc_value("scheduler/enqueued", std::int64_t(result.queued));
+        }
+        std::move(handler)(nullptr, result.queued, std::vector<request>{});
+        // A worker that just queued work need not wait out its idle backoff.
+        if (result.queued && buffer_.empty()) take_more();
+      });
+}
+
+void redis_scheduler::do_close(asio::any_completion_handler<done_signature> handler) {
+  open_ = false;
+  poll_timer_.cancel();
+  heartbeat_timer_.cancel();
+  // What was taken and not crawled goes back to the queue now, not when its lease expires.
+  for (auto& leased : buffer_) to_release_.push_back(leased.lease_id);
+  buffer_.clear();
+  auto leases = std::move(to_release_);
+  to_release_.clear();
+  auto shared = std::make_shared<asio::any_completion_handler<done_signature>>(std::move(handler));
+  auto finish = [this, alive = alive_, shared](std::exception_ptr error, std::size_t released) {
+    if (!*alive) return;
+    if (error) return std::move(*shared)(error);
+    if (released) logger_->info("Put {} requests back in the fleet's queue", released);
+    delete_fleet_keys_if_done(std::move(*shared));
+  };
+  if (leases.empty()) return finish(nullptr, 0);
+  for (const auto& lease : leases) held_.erase(lease);
+  queue_.async_release(leases, std::move(finish));
+}
+
+// SCHEDULER_PERSIST=false deletes the fleet's queue and dupefilter, but only once the crawl is
+// over for everyone: nothing queued, nothing leased. A worker that stops early leaves them.
+void redis_scheduler::delete_fleet_keys_if_done(
+    asio::any_completion_handler<done_signature> handler) {
+  auto close_dupefilter = [this](asio::any_completion_handler<done_signature> handler) {
+    dupefilter_->async_close(std::move(handler));
+  };
+  if (persist_) return close_dupefilter(std::move(handler));
+  const auto* marking = dupefilter_->marking();
+  std::vector<redis::command> script{
+      {"EVAL",
+       "if redis.call('EXISTS', KEYS[1]) == 0 and redis.call('HLEN', KEYS[2]) == 0 then "
+       "return redis.call('DEL', unpack(KEYS)) end return -1",
+       "6", queue_key_, queue_key_ + ":leased", queue_key_ + ":deadlines", queue_key_ + ":seq",
+       marking->key, marking->key + ":params"}};
+  client_->async_pipeline(
+      std::move(script), [this, alive = alive_, close_dupefilter, handler = std::move(handler)](
+                             std::exception_ptr error, std::vector<redis::reply> replies) mutable {
+        if (!*alive) return;
+        if (!error && !replies.empty() && replies[0].integer >= 0) {
+          logger_->info("The fleet's crawl is over: deleted its queue and dupefilter keys");
+        }
+        close_dupefilter(std::move(handler));
+      });
+}
+
+}  // namespace crawler

@@ -1,0 +1,75 @@
+// SCHEDULER=redis: the scheduler of one worker in a fleet that shares a Redis queue and
+// dupefilter (redis_queue.h says how a request is held and settled).
+//
+// The worker takes requests in batches of CONCURRENT_REQUESTS when it has none at hand (so a
+// worker holds at most twice its concurrency: the batch and the downloads under way),
+// renews the leases it holds every SCHEDULER_HEARTBEAT_INTERVAL, and settles each finished
+// request with its new requests in one round trip. An idle worker polls with a backoff up to
+// half a second. With MAX_IDLE_TIME_BEFORE_CLOSE > 0 it reports nothing pending once the fleet's
+// queue and leases have been empty that long; 0 waits for work forever, as scrapy-redis. At close
+// it puts back what it took and did not crawl; with SCHEDULER_PERSIST false it deletes the queue
+// and the dupefilter only when nothing is queued or leased by anyone.
+//
+// Requests the spider starts with (no parent) are pushed through the dupefilter even when they
+// are dont_filter, so a fleet whose workers all start from the same URLs crawls them once.
+// Built by scheduler::create; used from the engine's loop only.
+#pragma once
+
+#include <boost/asio/steady_timer.hpp>
+#include <chrono>
+#include <deque>
+#include <memory>
+#include <set>
+
+#include "scheduler/redis_queue.h"
+#include "scheduler/scheduler.h"
+
+namespace crawler {
+
+class redis_scheduler final : public scheduler {
+ public:
+  /// Throws settings_error when DUPEFILTER_CLASS is not a Redis backend or a setting conflicts.
+  static std::unique_ptr<scheduler> create(const scheduler_context& context);
+  ~redis_scheduler() override;
+
+  std::optional<request> next_request() override;
+  void restore(request request) override;
+  bool has_pending_requests() const override;
+
+ private:
+  redis_scheduler(const scheduler_context& context, std::unique_ptr<crawler::settings> own,
+                  std::unique_ptr<dedup::rfp_dupefilter> dupefilter,
+                  std::shared_ptr<redis::client> client);
+
+  void do_open(asio::any_completion_handler<done_signature> handler) override;
+  void do_enqueue(std::vector<request> requests, std::string parent_lease,
+                  std::vector<nlohmann::json> items,
+                  asio::any_completion_handler<enqueue_signature> handler) override;
+  void do_close(asio::any_completion_handler<done_signature> handler) override;
+
+  void take_more();
+  void after_empty_take();
+  void heartbeat();
+  void delete_fleet_keys_if_done(asio::any_completion_handler<done_signature> handler);
+
+  std::unique_ptr<crawler::settings> own_settings_;  // the dupefilter's: persistence is ours
+  std::shared_ptr<redis::client> client_;
+  std::string queue_key_;
+  redis_queue queue_;
+  asio::any_io_executor executor_;
+  std::size_t batch_size_;
+  std::chrono::milliseconds heartbeat_interval_;
+  std::chrono::seconds max_idle_;
+  bool persist_;
+  std::deque<leased_request> buffer_;
+  std::set<std::string> held_;           // leases taken and not yet settled or released
+  std::vector<std::string> to_release_;  // restored by the engine; released at close
+  bool open_ = false, taking_ = false, fleet_done_ = false;
+  std::chrono::milliseconds idle_backoff_{50};
+  std::chrono::steady_clock::time_point idle_since_{};
+  asio::steady_timer poll_timer_, heartbeat_timer_;
+  // Redis answers may arrive after the scheduler is gone: they check this first.
+  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
+};
+
+}  // namespace crawler
