@@ -1,5 +1,7 @@
 #include "scheduler/redis_queue.h"
 
+#include <openssl/sha.h>
+
 #include "config/settings.h"
 #include "scheduler/detail/redis_queue_scripts.h"
 
@@ -14,6 +16,18 @@ const redis::reply& expect(const redis::reply& answer, std::string_view what,
                              std::string(what) + " failed: " + answer.str);
   }
   return answer;
+}
+
+std::string sha1_hex(std::string_view text) {
+  unsigned char digest[SHA_DIGEST_LENGTH];
+  SHA1(reinterpret_cast<const unsigned char*>(text.data()), text.size(), digest);
+  static constexpr char hex[] = "0123456789abcdef";
+  std::string out;
+  for (unsigned char byte : digest) {
+    out += hex[byte >> 4];
+    out += hex[byte & 15];
+  }
+  return out;
 }
 
 }  // namespace
@@ -34,16 +48,31 @@ redis_queue::redis_queue(std::shared_ptr<redis::client> client, redis_queue_opti
   }
 }
 
+// Scripts go by their SHA-1 (EVALSHA): a few kilobytes less to send and hash per page. A server
+// that does not have one yet (new, restarted, SCRIPT FLUSH) answers NOSCRIPT, and the same call
+// goes again with the script's text, which also caches it.
 void redis_queue::run_script(const char* body, std::vector<std::string> keys,
                              std::vector<std::string> args,
                              std::function<void(std::exception_ptr, redis::reply)> done) {
-  redis::command command{"EVAL", std::string(detail::redis_queue_prelude) + body,
-                         std::to_string(keys.size())};
+  auto text = std::string(detail::redis_queue_prelude) + body;
+  auto& sha = script_shas_[body];
+  if (sha.empty()) sha = sha1_hex(text);
+  redis::command command{"EVALSHA", sha, std::to_string(keys.size())};
   command.insert(command.end(), std::make_move_iterator(keys.begin()),
                  std::make_move_iterator(keys.end()));
   command.insert(command.end(), std::make_move_iterator(args.begin()),
                  std::make_move_iterator(args.end()));
-  client_->async_command(std::move(command), std::move(done));
+  auto retry = command;
+  retry[0] = "EVAL";
+  retry[1] = std::move(text);
+  client_->async_command(std::move(command),
+                         [client = client_, retry = std::move(retry), done = std::move(done)](
+                             std::exception_ptr error, redis::reply answer) mutable {
+                           if (!error && answer.is_error() && answer.str.starts_with("NOSCRIPT")) {
+                             return client->async_command(std::move(retry), std::move(done));
+                           }
+                           done(error, std::move(answer));
+                         });
 }
 
 void redis_queue::async_take(std::size_t count, take_handler done) {

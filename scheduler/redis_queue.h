@@ -25,6 +25,7 @@
 #include <cstddef>
 #include <exception>
 #include <functional>
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -98,6 +99,7 @@ class redis_queue {
   redis_queue_options options_;
   std::string leased_key_, deadlines_key_, seq_key_, bad_key_;
   std::size_t reclaimed_ = 0, bad_ = 0;
+  std::map<const char*, std::string> script_shas_;  // script -> its SHA-1, for EVALSHA
 };
 
 }  // namespace crawler

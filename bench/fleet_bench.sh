@@ -1,0 +1,105 @@
+#!/usr/bin/env bash
+# Fleet benchmark: the same site crawled by one `crawler crawl site` with the memory scheduler
+# (the baseline) and by 1 and 2 workers with SCHEDULER=redis, all against one redis-server and a
+# static site served by nginx on loopback. Prints pages/s, the ratio to the baseline, and what
+# Redis saw per crawled page (INFO commandstats: commands, script calls, Redis CPU).
+#
+#   bash bench/fleet_bench.sh [BUILD_DIR] [PAGES]        # defaults: build 5000
+set -euo pipefail
+build=${1:-build}
+pages=${2:-5000}
+here=$(cd "$(dirname "$0")" && pwd)
+crawler=$(cd "$build" && pwd)/crawler/crawler
+work=$(mktemp -d)
+chmod 755 "$work"  # nginx workers drop root and must read the site
+cleanup() {
+  kill "$(cat "$work/nginx.pid" 2>/dev/null)" 2>/dev/null || true
+  [ -n "${redis_pid:-}" ] && kill "$redis_pid" 2>/dev/null || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+command -v nginx >/dev/null || { echo "needs nginx: apt-get install nginx-light" >&2; exit 1; }
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+python3 "$here/make_site.py" "$work/site" "$pages"
+port=$(free_port)
+mkdir -p "$work/nginx"
+cat > "$work/nginx.conf" <<CONF
+worker_processes 1;
+pid $work/nginx.pid;
+error_log $work/nginx/error.log;
+daemon on;
+events { worker_connections 1024; }
+http {
+  access_log off;
+  client_body_temp_path $work/nginx; proxy_temp_path $work/nginx; fastcgi_temp_path $work/nginx;
+  uwsgi_temp_path $work/nginx; scgi_temp_path $work/nginx;
+  keepalive_requests 1000000;
+  sendfile on;
+  types { text/html html; }
+  server { listen 127.0.0.1:$port; root $work/site; }
+}
+CONF
+nginx -c "$work/nginx.conf" -p "$work"
+start="http://127.0.0.1:$port/0.html"
+
+redis_port=$(free_port)
+redis-server --port "$redis_port" --bind 127.0.0.1 --save '' --appendonly no --dir "$work" \
+  > "$work/redis.log" 2>&1 &
+redis_pid=$!
+for _ in $(seq 50); do redis-cli -p "$redis_port" ping > /dev/null 2>&1 && break; sleep 0.1; done
+redis_url="redis://127.0.0.1:$redis_port/0"
+
+# worker NAME EXTRA...: one crawl in the background, its stats in $work/NAME.stats.json.
+worker() {
+  local name=$1; shift
+  "$crawler" crawl site -a "start=$start" -s LOG_LEVEL=WARNING -s LOGSTATS_INTERVAL=0 \
+    -s CONCURRENT_REQUESTS=32 -s CONCURRENT_REQUESTS_PER_DOMAIN=32 \
+    -s DUPEFILTER_CLASS=redis_set -s REDIS_URL="$redis_url" \
+    -s STATS_FILE="$work/$name.stats.json" "$@" > /dev/null 2> "$work/$name.log" &
+  workers+=($!)
+}
+
+# run LABEL WORKERS EXTRA...: a fresh Redis, WORKERS workers, then the figures.
+run() {
+  local label=$1 count=$2; shift 2
+  redis-cli -p "$redis_port" flushall > /dev/null
+  redis-cli -p "$redis_port" config resetstat > /dev/null
+  local begin end
+  begin=$(date +%s.%N)
+  workers=()
+  for i in $(seq "$count"); do worker "$label-$i" "$@"; done
+  wait "${workers[@]}"
+  end=$(date +%s.%N)
+  redis-cli -p "$redis_port" info commandstats > "$work/$label.commandstats"
+  redis-cli -p "$redis_port" info cpu > "$work/$label.cpu"
+  python3 - "$label" "$count" "$begin" "$end" "$work" <<'PY'
+import glob, json, re, sys
+label, count, begin, end, work = sys.argv[1], int(sys.argv[2]), *map(float, sys.argv[3:5]), sys.argv[5]
+pages = sum(json.load(open(f)).get("response_received_count", 0)
+            for f in glob.glob(f"{work}/{label}-*.stats.json"))
+stats = open(f"{work}/{label}.commandstats").read()
+calls = {m[0]: int(m[1]) for m in re.findall(r"cmdstat_(\w+):calls=(\d+)", stats)}
+commands = sum(calls.values()) - calls.get("config", 0) - calls.get("info", 0) - calls.get("flushall", 0)
+scripts = calls.get("eval", 0) + calls.get("evalsha", 0)
+cpu = open(f"{work}/{label}.cpu").read()
+redis_cpu = sum(float(v) for v in re.findall(r"used_cpu_(?:sys|user):([\d.]+)", cpu))
+wall = end - begin
+rate = pages / wall
+open(f"{work}/{label}.rate", "w").write(str(rate))
+print(f"{label:16s} {count} worker(s): {pages:6d} pages in {wall:6.2f} s = {rate:7.0f} pages/s; "
+      f"Redis per page: {commands / pages:5.2f} commands, {scripts / pages:5.2f} scripts; "
+      f"Redis CPU {redis_cpu / pages * 1000:6.3f} s per 1000 pages")
+PY
+}
+
+run memory 1
+run redis 1 -s SCHEDULER=redis -s MAX_IDLE_TIME_BEFORE_CLOSE=1
+run redis-2-workers 2 -s SCHEDULER=redis -s MAX_IDLE_TIME_BEFORE_CLOSE=1
+python3 - "$work" <<'PY'
+import sys
+work = sys.argv[1]
+rate = lambda name: float(open(f"{work}/{name}.rate").read())
+print(f"SCHEDULER=redis with one worker: {rate('redis') / rate('memory'):.2f}x the memory "
+      f"scheduler's pages/s (the wall time includes MAX_IDLE_TIME_BEFORE_CLOSE=1)")
+PY
