@@ -25,4 +25,8 @@ void add_fingerprint_command(CLI::App& app, int& exit_status);
 /// Exit status 2 when the dupefilter cannot start (bad setting, Redis unreachable).
 void add_dedup_command(CLI::App& app, int& exit_status);
 
+/// `crawler push NAME [-s KEY=VALUE]... URL... | -`: appends start URLs (or JSON requests) to the
+/// fleet's REDIS_START_URLS_KEY in one round trip per thousand; every entry is checked first.
+void add_push_command(CLI::App& app, int& exit_status);
+
 }  // namespace crawler::cli

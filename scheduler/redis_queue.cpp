@@ -2,6 +2,9 @@
 
 #include <openssl/sha.h>
 
+#include <boost/url/parse.hpp>
+#include <cstdlib>
+
 #include "config/settings.h"
 #include "scheduler/detail/redis_queue_scripts.h"
 
@@ -120,6 +123,110 @@ void redis_queue::async_take(std::size_t count, take_handler done) {
                  done(error, error ? std::vector<leased_request>{} : std::move(taken));
                });
              });
+}
+
+request start_request_from(std::string_view entry) {
+  auto text = entry;
+  while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
+  auto absolute = [](std::string_view url) {
+    if (!boost::urls::parse_uri(url)) {
+      throw std::invalid_argument("\"" + std::string(url) + "\" is not an absolute URL");
+    }
+  };
+  if (!text.starts_with('{')) {
+    absolute(text);
+    return request{std::string(text)};
+  }
+  auto json = nlohmann::json::parse(text, nullptr, false);
+  if (json.is_discarded() || !json.is_object()) throw std::invalid_argument("not a JSON object");
+  auto url = json.find("url");
+  if (url == json.end() || !url->is_string()) {
+    throw std::invalid_argument("\"url\" must be a string");
+  }
+  absolute(url->get<std::string>());
+  request start{url->get<std::string>()};
+  auto string_field = [&](const char* key, std::string& out) {
+    if (auto value = json.find(key); value != json.end()) {
+      if (!value->is_string()) throw std::invalid_argument(std::string(key) + " must be a string");
+      out = value->get<std::string>();
+    }
+  };
+  string_field("callback", start.callback);
+  string_field("errback", start.errback);
+  string_field("method", start.method);
+  if (auto meta = json.find("meta"); meta != json.end()) {
+    if (!meta->is_object()) throw std::invalid_argument("\"meta\" must be an object");
+    start.meta = *meta;
+  }
+  if (auto priority = json.find("priority"); priority != json.end()) {
+    if (!priority->is_number_integer() || std::abs(priority->get<std::int64_t>()) > 1000000) {
+      throw std::invalid_argument("\"priority\" must be an integer within +-1000000");
+    }
+    start.priority = priority->get<int>();
+  }
+  if (auto dont_filter = json.find("dont_filter"); dont_filter != json.end()) {
+    if (!dont_filter->is_boolean())
+      throw std::invalid_argument("\"dont_filter\" must be a boolean");
+    start.dont_filter = dont_filter->get<bool>();
+  }
+  return start;
+}
+
+void redis_queue::async_feed(std::size_t count, const dedup::redis_marking* marking,
+                             dedup::fingerprint_scheme scheme, settle_handler done) {
+  const auto& key = options_.start_urls_key;
+  redis::command read;
+  if (options_.start_urls_as_set) {
+    read = {"SRANDMEMBER", key, std::to_string(count)};
+  } else {
+    read = {"LRANGE", key, "0", std::to_string(count - 1)};
+  }
+  client_->async_command(std::move(read), [this, marking, scheme, done = std::move(done)](
+                                              std::exception_ptr error, redis::reply answer) {
+    if (!error && answer.is_error()) {
+      error = std::make_exception_ptr(std::runtime_error(
+          "redis queue: reading " + options_.start_urls_key + " failed: " + answer.str));
+    }
+    if (error) return done(error, {});
+    if (answer.elements.empty()) return done(nullptr, {});
+    std::vector<std::string> args{options_.order, options_.start_urls_as_set ? "1" : "0",
+                                  marking ? marking->mode : std::string()};
+    for (const auto& element : answer.elements) {
+      const auto& raw = element.str;
+      std::string body, mark, reason, priority = "0", dont_filter = "0";
+      try {
+        auto start = start_request_from(raw);
+        if (marking && !start.dont_filter) mark = marking->argument(fingerprint_of(start, scheme));
+        body = start.to_json().dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+        priority = std::to_string(start.priority);
+        dont_filter = start.dont_filter ? "1" : "0";
+      } catch (const std::exception& bad) {
+        body.clear();
+        reason = bad.what();
+      }
+      args.insert(args.end(), {raw, body, priority, dont_filter, mark, reason});
+    }
+    auto filter_key = marking ? marking->key : options_.key;
+    run_script(detail::redis_queue_feed,
+               {options_.start_urls_key, options_.key, seq_key_, filter_key,
+                options_.start_urls_key + ":bad"},
+               std::move(args), [this, done](std::exception_ptr error, redis::reply answer) {
+                 settle_result result;
+                 try {
+                   if (error) std::rethrow_exception(error);
+                   expect(answer, "feed", *client_);
+                   if (answer.elements.size() != 3) {
+                     throw std::runtime_error("redis queue: feed answered " + answer.describe());
+                   }
+                   result.queued = std::size_t(answer.elements[0].integer);
+                   result.duplicates = std::size_t(answer.elements[1].integer);
+                   bad_ += std::size_t(answer.elements[2].integer);
+                 } catch (...) {
+                   return done(std::current_exception(), {});
+                 }
+                 done(nullptr, result);
+               });
+  });
 }
 
 void redis_queue::async_renew(const std::vector<std::string>& lease_ids, count_handler done) {

@@ -42,8 +42,15 @@ struct redis_queue_options {
   std::string order = "priority";  // SCHEDULER_QUEUE_CLASS: priority, fifo or lifo
   std::string worker;              // this worker's id, unique in the fleet
   std::chrono::milliseconds lease{600000};
-  std::string items_key;  // where settle appends items, e.g. "books:items"
+  std::string items_key;           // where settle appends items, e.g. "books:items"
+  std::string start_urls_key;      // REDIS_START_URLS_KEY, e.g. "books:start_urls"
+  bool start_urls_as_set = false;  // REDIS_START_URLS_AS_SET
 };
+
+/// A start URL entry as `crawler push` and scrapy-redis users write them: a plain URL, or JSON
+/// {"url", "meta", "priority", "callback", "errback", "method", "dont_filter"}. Throws
+/// std::invalid_argument saying what is wrong.
+request start_request_from(std::string_view entry);
 
 /// A request taken from the queue: the lease that holds it, and the request.
 struct leased_request {
@@ -83,6 +90,11 @@ class redis_queue {
   void async_settle(const std::string& lease_id, std::vector<request> children,
                     const std::vector<nlohmann::json>& items, const dedup::redis_marking* marking,
                     dedup::fingerprint_scheme scheme, settle_handler done);
+  /// Moves up to `count` start URLs from the start key into the queue, through `marking`, each
+  /// in the same atomic step that removes it; bad entries go to <start key>:bad. Completes with
+  /// what was queued.
+  void async_feed(std::size_t count, const dedup::redis_marking* marking,
+                  dedup::fingerprint_scheme scheme, settle_handler done);
   /// Puts leased requests back in the queue, not crawled; completes with how many.
   void async_release(const std::vector<std::string>& lease_ids, count_handler done);
 

@@ -24,6 +24,16 @@ std::string new_worker_id() {
   return name + ":" + std::to_string(getpid()) + ":" + std::to_string(random() % 1000000);
 }
 
+std::string describe(std::exception_ptr error) {
+  try {
+    std::rethrow_exception(error);
+  } catch (const std::exception& e) {
+    return e.what();
+  } catch (...) {
+    return "unknown error";
+  }
+}
+
 std::string spider_key(std::string text, const std::string& spider) {
   for (std::string_view placeholder : {"%(spider)s", "%(name)s"}) {
     for (std::size_t at; (at = text.find(placeholder)) != std::string::npos;)
@@ -73,12 +83,16 @@ redis_scheduler::redis_scheduler(const scheduler_context& context,
       client_(client),
       queue_key_(
           spider_key(context.settings.get_string("SCHEDULER_QUEUE_KEY"), context.spider_name)),
+      start_urls_key_(
+          spider_key(context.settings.get_string("REDIS_START_URLS_KEY"), context.spider_name)),
       queue_(client, {.key = queue_key_,
                       .order = context.settings.get_string("SCHEDULER_QUEUE_CLASS"),
                       .worker = new_worker_id(),
                       .lease = milliseconds_of(context.settings, "SCHEDULER_LEASE_TIME"),
                       .items_key = spider_key(context.settings.get_string("REDIS_ITEMS_KEY"),
-                                              context.spider_name)}),
+                                              context.spider_name),
+                      .start_urls_key = start_urls_key_,
+                      .start_urls_as_set = context.settings.get_bool("REDIS_START_URLS_AS_SET")}),
       executor_(context.executor),
       batch_size_(std::size_t(context.settings.get_int("CONCURRENT_REQUESTS"))),
       heartbeat_interval_(milliseconds_of(context.settings, "SCHEDULER_HEARTBEAT_INTERVAL")),
@@ -110,22 +124,33 @@ void redis_scheduler::do_open(asio::any_completion_handler<done_signature> handl
       });
 }
 
+// Start URLs first (whenever there is room, not only when idle), then the queue.
 void redis_scheduler::take_more() {
   if (!open_ || taking_ || buffer_.size() >= batch_size_) return;
   taking_ = true;
+  queue_.async_feed(batch_size_, dupefilter_->marking(), scheme_,
+                    [this, alive = alive_](std::exception_ptr error, settle_result fed) {
+                      if (!*alive) return;
+                      if (error) {
+                        logger_->error("Could not read the fleet's start URLs: {}",
+                                       describe(error));
+                      } else if (fed.queued) {
+                        stats_.inc_value("scheduler/enqueued/redis", std::int64_t(fed.queued));
+                        stats_.inc_value("scheduler/enqueued", std::int64_t(fed.queued));
+                      }
+                      take_leased();
+                    });
+}
+
+void redis_scheduler::take_leased() {
   queue_.async_take(
       batch_size_ - buffer_.size(),
       [this, alive = alive_](std::exception_ptr error, std::vector<leased_request> taken) {
         if (!*alive) return;
         taking_ = false;
         if (error) {
-          logger_->error("Could not take requests from the fleet's queue, retrying: {}", [&] {
-            try {
-              std::rethrow_exception(error);
-            } catch (const std::exception& e) {
-              return std::string(e.what());
-            }
-          }());
+          logger_->error("Could not take requests from the fleet's queue, retrying: {}",
+                         describe(error));
           return after_empty_take();
         }
         if (taken.empty()) return after_empty_take();
@@ -156,7 +181,7 @@ void redis_scheduler::after_empty_take() {
     return;
   }
   client_->async_pipeline(
-      {{"EXISTS", queue_key_}, {"HLEN", queue_key_ + ":leased"}},
+      {{"EXISTS", queue_key_, start_urls_key_}, {"HLEN", queue_key_ + ":leased"}},
       [this, alive = alive_](std::exception_ptr error, std::vector<redis::reply> replies) {
         if (!*alive || error || replies.size() != 2) return;
         bool fleet_idle = replies[0].integer == 0 && replies[1].integer == 0;

@@ -11,7 +11,9 @@
 // and the dupefilter only when nothing is queued or leased by anyone.
 //
 // Requests the spider starts with (no parent) are pushed through the dupefilter even when they
-// are dont_filter, so a fleet whose workers all start from the same URLs crawls them once.
+// are dont_filter, so a fleet whose workers all start from the same URLs crawls them once. Start
+// URLs pushed to REDIS_START_URLS_KEY (`crawler push`) are moved into the queue, through the
+// dupefilter, before each take.
 // Built by scheduler::create; used from the engine's loop only.
 #pragma once
 
@@ -48,13 +50,14 @@ class redis_scheduler final : public scheduler {
   void do_close(asio::any_completion_handler<done_signature> handler) override;
 
   void take_more();
+  void take_leased();
   void after_empty_take();
   void heartbeat();
   void delete_fleet_keys_if_done(asio::any_completion_handler<done_signature> handler);
 
   std::unique_ptr<crawler::settings> own_settings_;  // the dupefilter's: persistence is ours
   std::shared_ptr<redis::client> client_;
-  std::string queue_key_;
+  std::string queue_key_, start_urls_key_;
   redis_queue queue_;
   asio::any_io_executor executor_;
   std::size_t batch_size_;

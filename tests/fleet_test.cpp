@@ -153,4 +153,33 @@ INSTANTIATE_TEST_SUITE_P(every_redis_dupefilter, killed_workers,
                          testing::Values("redis_set", "redis_bitmap", "redisbloom"),
                          [](const auto& info) { return info.param; });
 
+TEST(fleet, pushed_start_urls_are_crawled_once_and_bad_ones_are_set_aside) {
+  http_server site({.site_pages = 5});
+  redis_server redis;
+  temp_dir dir;
+  child_process push({crawler_binary(), "push", "site", "-s", "REDIS_URL=" + redis.url(),
+                      site.url("/s?wd=a"), site.url("/s?wd=a"),
+                      R"({"url": ")" + site.url("/s?wd=b") + R"(", "meta": {"from": "push"}})"});
+  ASSERT_EQ(push.wait(), 0) << push.stderr_text();
+  EXPECT_EQ(push.stdout_text(), "Pushed 3 start URLs to site:start_urls\n");
+  child_process typo({crawler_binary(), "push", "site", "-s", "REDIS_URL=" + redis.url(),
+                      site.url("/s?wd=c"), R"({"url": 5})"});
+  EXPECT_EQ(typo.wait(), 2);
+  EXPECT_EQ(typo.stderr_text(), "crawler push: argument 2: \"url\" must be a string\n");
+  // An entry someone else wrote, that no worker can run.
+  auto* context = redisConnect("127.0.0.1", redis.port());
+  freeReplyObject(redisCommand(context, "RPUSH site:start_urls %s", "{not json"));
+  redisFree(context);
+
+  auto fleet = worker(site, redis, dir.path() / "items.jsonl");
+  EXPECT_EQ(fleet->wait(), 0) << fleet->stderr_text();
+  EXPECT_EQ(site.hits("/s?wd=a"), 1u);
+  EXPECT_EQ(site.hits("/s?wd=b"), 1u);
+  EXPECT_EQ(site.hits("/s?wd=c"), 0u);  // the push with a typo sent nothing
+  EXPECT_EQ(redis_list(redis.port(), "site:start_urls").size(), 0u);
+  auto bad = redis_list(redis.port(), "site:start_urls:bad");
+  ASSERT_EQ(bad.size(), 1u);
+  EXPECT_EQ(nlohmann::json::parse(bad[0])["entry"], "{not json");
+}
+
 }  // namespace

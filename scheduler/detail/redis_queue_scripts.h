@@ -22,6 +22,31 @@ local function parse_lease(lease)
   return string.sub(lease, 1, bar1 - 1), string.sub(lease, bar1 + 1, bar2 - 1),
          string.sub(lease, bar2 + 1)
 end
+-- Marks `mark` in the dupefilter (unless dont_filter) and queues `body` when it was new.
+local function queue_new(queue, order, seq, mode, filter, body, priority, dont_filter, mark)
+  local new = true
+  if dont_filter ~= '1' and mode ~= '' then
+    if mode == 'set' then
+      new = redis.call('SADD', filter, mark) == 1
+    elseif mode == 'bitmap' then
+      new = false
+      for offset in string.gmatch(mark, '%d+') do
+        if redis.call('SETBIT', filter, offset, 1) == 0 then new = true end
+      end
+    elseif mode == 'bloom' then
+      new = redis.call('BF.ADD', filter, mark) == 1
+    end
+  end
+  if new then
+    local entry = string.format('%016d', redis.call('INCR', seq)) .. '|' .. body
+    if order == 'priority' then
+      redis.call('ZADD', queue, -tonumber(priority), entry)
+    else
+      redis.call('RPUSH', queue, entry)
+    end
+  end
+  return new
+end
 local function put_back(queue, order, score, entry)
   if order == 'priority' then
     redis.call('ZADD', queue, score, entry)
@@ -128,34 +153,14 @@ local queued, duplicates = 0, 0
 local flags = {}
 local at = 6
 for _ = 1, children do
-  local body, priority, dont_filter, mark = ARGV[at], ARGV[at + 1], ARGV[at + 2], ARGV[at + 3]
-  at = at + 4
-  local new = true
-  if dont_filter ~= '1' and mode ~= '' then
-    if mode == 'set' then
-      new = redis.call('SADD', filter, mark) == 1
-    elseif mode == 'bitmap' then
-      new = false
-      for offset in string.gmatch(mark, '%d+') do
-        if redis.call('SETBIT', filter, offset, 1) == 0 then new = true end
-      end
-    elseif mode == 'bloom' then
-      new = redis.call('BF.ADD', filter, mark) == 1
-    end
-  end
-  if new then
-    local entry = string.format('%016d', redis.call('INCR', seq)) .. '|' .. body
-    if order == 'priority' then
-      redis.call('ZADD', queue, -tonumber(priority), entry)
-    else
-      redis.call('RPUSH', queue, entry)
-    end
+  if queue_new(queue, order, seq, mode, filter, ARGV[at], ARGV[at + 1], ARGV[at + 2], ARGV[at + 3]) then
     queued = queued + 1
     flags[#flags + 1] = '0'
   else
     duplicates = duplicates + 1
     flags[#flags + 1] = '1'
   end
+  at = at + 4
 end
 for i = at, #ARGV do redis.call('RPUSH', items, ARGV[i]) end
 local settled = 0
@@ -168,6 +173,35 @@ if lease_id ~= '' then
   end
 end
 return {queued, duplicates, settled, table.concat(flags)}
+)lua";
+
+// feed: KEYS start_urls, queue, seq, dupefilter, bad; ARGV order, as_set ('1' or '0'), marking
+// mode, then per start URL: the entry as stored, request JSON ('' when it does not decode),
+// priority, dont_filter, marking argument, reason it is bad. Each entry still in the start key is
+// removed from it and, in the same step, queued through the dupefilter (or moved to `bad`): a
+// worker that read it but died before this step leaves it for the others; two workers never
+// queue it twice. Returns {queued, duplicates, bad}.
+inline constexpr const char* redis_queue_feed = R"lua(
+local start, queue, seq, filter, bad = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local order, as_set, mode = ARGV[1], ARGV[2], ARGV[3]
+local queued, duplicates, bads = 0, 0, 0
+for at = 4, #ARGV, 6 do
+  local raw, body = ARGV[at], ARGV[at + 1]
+  local removed
+  if as_set == '1' then removed = redis.call('SREM', start, raw)
+  else removed = redis.call('LREM', start, 1, raw) end
+  if removed == 1 then
+    if body == '' then
+      redis.call('RPUSH', bad, cjson.encode({entry = raw, reason = ARGV[at + 5]}))
+      bads = bads + 1
+    elseif queue_new(queue, order, seq, mode, filter, body, ARGV[at + 2], ARGV[at + 3], ARGV[at + 4]) then
+      queued = queued + 1
+    else
+      duplicates = duplicates + 1
+    end
+  end
+end
+return {queued, duplicates, bads}
 )lua";
 
 }  // namespace crawler::detail
