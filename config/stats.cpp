@@ -7,9 +7,22 @@ void stats::inc_value(std::string_view key, std::int64_t count) {
   auto it = values_.find(key);
   if (it == values_.end()) {
     values_.emplace(std::string(key), count);
+    counter_keys_.emplace(key);
   } else {
     it->second = it->second.get<std::int64_t>() + count;
   }
+}
+
+std::map<std::string, std::int64_t> stats::counters() const {
+  std::lock_guard lock(mutex_);
+  std::map<std::string, std::int64_t> out;
+  for (const auto& key : counter_keys_) {
+    auto it = values_.find(key);
+    if (it != values_.end() && it->second.is_number_integer()) {
+      out.emplace(key, it->second.get<std::int64_t>());
+    }
+  }
+  return out;
 }
 
 void stats::set_value(std::string_view key, nlohmann::json value) {
@@ -51,6 +64,7 @@ nlohmann::json stats::to_json() const {
 void stats::clear() {
   std::lock_guard lock(mutex_);
   values_.clear();
+  counter_keys_.clear();
 }
 
 }  // namespace crawler

@@ -14,6 +14,7 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 
@@ -31,6 +32,10 @@ class stats {
   /// The integer value of `key`, or `fallback` when it was never set.
   std::int64_t get_int(std::string_view key, std::int64_t fallback = 0) const;
 
+  /// The stats only inc_value has written: counts that add up across a fleet's workers (not
+  /// maxima, times or reasons).
+  std::map<std::string, std::int64_t> counters() const;
+
   /// Every stat as one JSON object with sorted keys (what STATS_FILE holds).
   nlohmann::json to_json() const;
   void clear();
@@ -38,6 +43,7 @@ class stats {
  private:
   mutable std::mutex mutex_;
   std::map<std::string, nlohmann::json, std::less<>> values_;
+  std::set<std::string, std::less<>> counter_keys_;
 };
 
 }  // namespace crawler

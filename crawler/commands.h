@@ -29,4 +29,7 @@ void add_dedup_command(CLI::App& app, int& exit_status);
 /// fleet's REDIS_START_URLS_KEY in one round trip per thousand; every entry is checked first.
 void add_push_command(CLI::App& app, int& exit_status);
 
+/// `crawler stats NAME [-s KEY=VALUE]...`: the fleet's summed counters (<spider>:stats) as JSON.
+void add_stats_command(CLI::App& app, int& exit_status);
+
 }  // namespace crawler::cli

@@ -85,6 +85,7 @@ redis_scheduler::redis_scheduler(const scheduler_context& context,
           spider_key(context.settings.get_string("SCHEDULER_QUEUE_KEY"), context.spider_name)),
       start_urls_key_(
           spider_key(context.settings.get_string("REDIS_START_URLS_KEY"), context.spider_name)),
+      stats_key_(context.spider_name + ":stats"),
       queue_(client, {.key = queue_key_,
                       .order = context.settings.get_string("SCHEDULER_QUEUE_CLASS"),
                       .worker = new_worker_id(),
@@ -197,8 +198,36 @@ void redis_scheduler::after_empty_take() {
       });
 }
 
+void redis_scheduler::flush_stats(std::function<void()> then) {
+  std::vector<redis::command> increments;
+  std::vector<std::pair<std::string, std::int64_t>> gains;
+  for (const auto& [key, value] : stats_.counters()) {
+    auto& flushed = flushed_[key];
+    if (value == flushed) continue;
+    gains.emplace_back(key, value - flushed);
+    increments.push_back({"HINCRBY", stats_key_, key, std::to_string(value - flushed)});
+    flushed = value;  // now, not on the answer: a second flush meanwhile must not add it again
+  }
+  if (increments.empty()) {
+    if (then) then();
+    return;
+  }
+  client_->async_pipeline(std::move(increments),
+                          [this, alive = alive_, gains = std::move(gains), then = std::move(then)](
+                              std::exception_ptr error, std::vector<redis::reply>) {
+                            if (!*alive) return;
+                            // Not added: the next flush sends these again, with what was gained
+                            // since.
+                            if (error) {
+                              for (const auto& [key, gained] : gains) flushed_[key] -= gained;
+                            }
+                            if (then) then();
+                          });
+}
+
 void redis_scheduler::heartbeat() {
   if (!open_) return;
+  flush_stats();
   if (!held_.empty()) {
     std::vector<std::string> leases(held_.begin(), held_.end());
     queue_.async_renew(leases, [this, alive = alive_, asked = leases.size()](
@@ -294,7 +323,7 @@ void redis_scheduler::do_close(asio::any_completion_handler<done_signature> hand
     if (!*alive) return;
     if (error) return std::move(*shared)(error);
     if (released) logger_->info("Put {} requests back in the fleet's queue", released);
-    delete_fleet_keys_if_done(std::move(*shared));
+    flush_stats([this, shared] { delete_fleet_keys_if_done(std::move(*shared)); });
   };
   if (leases.empty()) return finish(nullptr, 0);
   for (const auto& lease : leases) held_.erase(lease);

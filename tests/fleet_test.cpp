@@ -87,9 +87,12 @@ TEST(fleet, three_workers_crawl_every_page_of_a_site_exactly_once) {
   temp_dir dir;
   std::vector<std::filesystem::path> feeds;
   std::vector<std::unique_ptr<child_process>> workers;
+  std::vector<std::filesystem::path> stats_files;
   for (int i = 0; i < 3; ++i) {
     feeds.push_back(dir.path() / ("items-" + std::to_string(i) + ".jsonl"));
-    workers.push_back(worker(site, redis, feeds.back()));
+    stats_files.push_back(dir.path() / ("stats-" + std::to_string(i) + ".json"));
+    workers.push_back(worker(site, redis, feeds.back(), "redis_set",
+                             {"-s", "STATS_FILE=" + stats_files.back().string()}));
   }
   for (auto& w : workers) EXPECT_EQ(w->wait(), 0) << w->stderr_text();
   for (std::size_t page = 0; page < pages; ++page) {
@@ -101,6 +104,21 @@ TEST(fleet, three_workers_crawl_every_page_of_a_site_exactly_once) {
   }
   EXPECT_EQ(urls.size(), pages);
   EXPECT_EQ(std::set<std::string>(urls.begin(), urls.end()).size(), pages);
+
+  // The fleet's stats are the sum of its workers'.
+  child_process stats({crawler_binary(), "stats", "site", "-s", "REDIS_URL=" + redis.url()});
+  ASSERT_EQ(stats.wait(), 0) << stats.stderr_text();
+  auto fleet = nlohmann::json::parse(stats.stdout_text());
+  for (const char* key : {"downloader/request_count", "response_received_count",
+                          "item_scraped_count", "scheduler/dequeued/redis",
+                          "downloader/response_status_count/200", "dupefilter/filtered"}) {
+    std::int64_t sum = 0;
+    for (const auto& file : stats_files) {
+      sum += nlohmann::json::parse(std::ifstream(file)).value(key, std::int64_t{0});
+    }
+    EXPECT_EQ(fleet.value(key, std::int64_t{-1}), sum) << key;
+  }
+  EXPECT_EQ(fleet["item_scraped_count"], pages);
 }
 
 class killed_workers : public testing::TestWithParam<std::string> {};

@@ -1,9 +1,12 @@
-// `crawler push NAME URL... | -`: start URLs for a fleet (REDIS_START_URLS_KEY), which its workers
-// move into the shared queue through the shared dupefilter.
+// The commands that talk to a fleet's Redis: `crawler push NAME URL... | -` (start URLs, which
+// the workers move into the shared queue through the shared dupefilter) and `crawler stats NAME`
+// (the fleet's summed counters).
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/use_future.hpp>
+#include <cstdlib>
 #include <iostream>
+#include <nlohmann/json.hpp>
 #include <thread>
 
 #include "config/redact.h"
@@ -33,6 +36,28 @@ std::string key_for(const settings& settings, const std::string& spider) {
   }
   return key;
 }
+
+// A loop on its own thread for the Redis client, while the command waits on futures.
+class redis_session {
+ public:
+  explicit redis_session(const settings& settings)
+      : work_(io_.get_executor()),
+        thread_([this] { io_.run(); }),
+        client_(redis::client::create(io_.get_executor(), redis::endpoint_from(settings))) {}
+  ~redis_session() {
+    client_->close();
+    work_.reset();
+    io_.stop();
+    thread_.join();
+  }
+  redis::client& client() { return *client_; }
+
+ private:
+  asio::io_context io_;
+  asio::executor_work_guard<asio::io_context::executor_type> work_;
+  std::thread thread_;
+  std::shared_ptr<redis::client> client_;
+};
 
 int run(const push_options& options) {
   crawler::settings settings;
@@ -64,20 +89,8 @@ int run(const push_options& options) {
     }
   }
 
-  asio::io_context io;
-  auto work = asio::make_work_guard(io);
-  std::thread loop([&io] { io.run(); });
-  struct stop_loop {
-    asio::io_context& io;
-    std::thread& thread;
-    decltype(work)& guard;
-    ~stop_loop() {
-      guard.reset();
-      io.stop();
-      thread.join();
-    }
-  } stopper{io, loop, work};
-  auto client = redis::client::create(io.get_executor(), redis::endpoint_from(settings));
+  redis_session session(settings);
+  auto* client = &session.client();
   for (std::size_t start = 0; start < entries.size(); start += batch_size) {
     redis::command command{as_set ? "SADD" : "RPUSH", key};
     auto end = std::min(entries.size(), start + batch_size);
@@ -89,12 +102,55 @@ int run(const push_options& options) {
                                " failed: " + reply.str);
     }
   }
-  client->close();
   std::cout << "Pushed " << entries.size() << " start URLs to " << key << '\n';
   return 0;
 }
 
+int print_stats(const std::string& spider, const std::vector<std::string>& overrides) {
+  crawler::settings settings;
+  for (const auto& override : overrides) settings.set_from_string(override);
+  remember_secrets(settings);
+  redis_session session(settings);
+  auto key = spider + ":stats";
+  auto reply = session.client().async_command({"HGETALL", key}, asio::use_future).get();
+  if (reply.is_error()) {
+    throw std::runtime_error("reading " + key + " at " + session.client().where().address() +
+                             " failed: " + reply.str);
+  }
+  nlohmann::json stats = nlohmann::json::object();
+  for (std::size_t i = 0; i + 1 < reply.elements.size(); i += 2) {
+    const auto& value = reply.elements[i + 1].str;
+    char* end = nullptr;
+    long long number = std::strtoll(value.c_str(), &end, 10);
+    if (end && *end == '\0' && !value.empty()) {
+      stats[reply.elements[i].str] = number;
+    } else {
+      stats[reply.elements[i].str] = value;
+    }
+  }
+  std::cout << stats.dump(2) << '\n';
+  return 0;
+}
+
 }  // namespace
+
+void add_stats_command(CLI::App& app, int& exit_status) {
+  auto spider = std::make_shared<std::string>();
+  auto overrides = std::make_shared<std::vector<std::string>>();
+  CLI::App* command =
+      app.add_subcommand("stats", "Print a fleet's summed stats (<spider>:stats) as JSON");
+  command->add_option("spider", *spider, "the spider's name, as in its Redis keys")->required();
+  command->add_option("-s,--set", *overrides, "setting override KEY=VALUE (repeatable)")
+      ->allow_extra_args(false);
+  command->callback([spider, overrides, &exit_status] {
+    try {
+      exit_status = print_stats(*spider, *overrides);
+    } catch (const std::exception& error) {
+      std::cerr << "crawler stats: " << redact(error.what()) << '\n';
+      exit_status = 2;
+    }
+  });
+}
 
 void add_push_command(CLI::App& app, int& exit_status) {
   auto options = std::make_shared<push_options>();
