@@ -230,6 +230,7 @@ int main(int argc, char** argv) {
   add_dedup_command(app, exit_status);
   add_push_command(app, exit_status);
   add_stats_command(app, exit_status);
+  add_status_command(app, exit_status);
   CLI11_PARSE(app, argc, argv);
   return exit_status;
 }

@@ -188,8 +188,18 @@ void engine::enqueue(std::vector<request> requests, std::string parent_lease,
           if (phase_ == phase::running) {
             // The dupefilter could not answer (Redis away): keep the batch and ask again; the
             // spider stays open meanwhile, since pending_enqueues_ still counts this batch.
-            logger_->error("Could not check {} requests with the dupefilter, retrying: {}",
-                           batch.size(), what);
+            // One line per 10 s, not one per page: a fleet's worker has a page finishing every
+            // few milliseconds, each of which fails while Redis is away.
+            auto now = std::chrono::steady_clock::now();
+            ++enqueue_failures_;
+            if (now - last_enqueue_failure_log_ >= std::chrono::seconds(10)) {
+              logger_->error(
+                  "Could not store {} outcomes (requests through the dupefilter) in the last "
+                  "10 s, retrying each every second: {}",
+                  enqueue_failures_, what);
+              enqueue_failures_ = 0;
+              last_enqueue_failure_log_ = now;
+            }
             auto timer = std::make_shared<asio::steady_timer>(io_, std::chrono::seconds(1));
             timer->async_wait(
                 [this, timer, batch = std::move(batch), parent_lease,

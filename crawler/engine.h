@@ -112,6 +112,8 @@ class engine {
   std::exception_ptr startup_error_;
   std::chrono::steady_clock::time_point started_;
   std::size_t pending_enqueues_ = 0;
+  std::size_t enqueue_failures_ = 0;  // since the last line about them
+  std::chrono::steady_clock::time_point last_enqueue_failure_log_{};
   bool pumping_ = false;
   bool pump_again_ = false;
   std::int64_t item_limit_, page_limit_, error_limit_;

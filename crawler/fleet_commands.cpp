@@ -4,6 +4,7 @@
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/use_future.hpp>
+#include <cstdio>
 #include <cstdlib>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -132,7 +133,110 @@ int print_stats(const std::string& spider, const std::vector<std::string>& overr
   return 0;
 }
 
+// The number of entries of `key` whatever its type (a priority queue is a sorted set, fifo and
+// lifo are lists, start URLs a list or a set).
+constexpr const char* size_script = R"lua(
+local kind = redis.call('TYPE', KEYS[1]).ok
+if kind == 'zset' then return redis.call('ZCARD', KEYS[1]) end
+if kind == 'list' then return redis.call('LLEN', KEYS[1]) end
+if kind == 'set' then return redis.call('SCARD', KEYS[1]) end
+if kind == 'hash' then return redis.call('HLEN', KEYS[1]) end
+return 0
+)lua";
+
+int print_status(const std::string& spider, const std::vector<std::string>& overrides) {
+  crawler::settings settings;
+  for (const auto& override : overrides) settings.set_from_string(override);
+  remember_secrets(settings);
+  redis_session session(settings);
+  auto& client = session.client();
+  auto spider_key = [&](const char* setting) {
+    auto key = settings.get_string(setting);
+    for (std::string_view placeholder : {"%(spider)s", "%(name)s"}) {
+      for (std::size_t at; (at = key.find(placeholder)) != std::string::npos;)
+        key.replace(at, placeholder.size(), spider);
+    }
+    return key;
+  };
+  auto queue = spider_key("SCHEDULER_QUEUE_KEY");
+  auto replies =
+      client
+          .async_pipeline(
+              {{"HGETALL", spider + ":workers"},
+               {"EVAL", size_script, "1", queue},
+               {"HLEN", queue + ":leased"},
+               {"EVAL", size_script, "1", spider_key("REDIS_START_URLS_KEY")},
+               {"HMGET", spider + ":stats", "response_received_count", "item_scraped_count"},
+               {"TIME"}},
+              asio::use_future)
+          .get();
+  for (const auto& reply : replies) {
+    if (reply.is_error()) {
+      throw std::runtime_error("reading the fleet at " + client.where().address() + ": " +
+                               reply.str);
+    }
+  }
+  double now = std::stod(replies[5].elements[0].str) + std::stod(replies[5].elements[1].str) / 1e6;
+  auto number = [](const redis::reply& reply) {
+    return reply.type == redis::reply::kind::string ? std::stoll(reply.str) : 0LL;
+  };
+  std::cout << "Fleet \"" << spider << "\" at " << client.where().address() << "\n";
+  std::size_t alive = 0;
+  double rate = 0;
+  std::string lines;
+  for (std::size_t i = 0; i + 1 < replies[0].elements.size(); i += 2) {
+    auto worker = nlohmann::json::parse(replies[0].elements[i + 1].str, nullptr, false);
+    if (!worker.is_object()) continue;
+    double heartbeat = worker.value("heartbeat", 0.0), started = worker.value("started", 0.0);
+    double interval = worker.value("interval", 10.0);
+    bool live = now - heartbeat < 3 * interval;
+    std::int64_t pages = worker.value("pages", std::int64_t{0});
+    double up = heartbeat - started;
+    if (live) {
+      ++alive;
+      if (up > 0) rate += double(pages) / up;
+    }
+    char line[512];
+    std::snprintf(line, sizeof line,
+                  "  %-36s %s  up %6.0f s  pages %8lld  items %8lld  in flight %4lld  "
+                  "heartbeat %.0f s ago\n",
+                  replies[0].elements[i].str.c_str(), live ? "alive" : "DEAD ", up,
+                  static_cast<long long>(pages),
+                  static_cast<long long>(worker.value("items", std::int64_t{0})),
+                  static_cast<long long>(worker.value("in_flight", std::int64_t{0})),
+                  now - heartbeat);
+    lines += line;
+  }
+  std::cout << "workers: " << alive << " alive\n" << lines;
+  std::cout << "queued: " << replies[1].integer << "  in flight (leased): " << replies[2].integer
+            << "  start URLs waiting: " << replies[3].integer << "\n";
+  std::cout << "pages: " << number(replies[4].elements[0])
+            << "  items: " << number(replies[4].elements[1]) << "  (as of the last heartbeats)\n";
+  char line[128];
+  std::snprintf(line, sizeof line, "pages/s: %.1f (live workers, each since it started)\n", rate);
+  std::cout << line;
+  return 0;
+}
+
 }  // namespace
+
+void add_status_command(CLI::App& app, int& exit_status) {
+  auto spider = std::make_shared<std::string>();
+  auto overrides = std::make_shared<std::vector<std::string>>();
+  CLI::App* command = app.add_subcommand(
+      "status", "One screen on a fleet: workers alive, queued, in flight, pages, items, pages/s");
+  command->add_option("spider", *spider, "the spider's name, as in its Redis keys")->required();
+  command->add_option("-s,--set", *overrides, "setting override KEY=VALUE (repeatable)")
+      ->allow_extra_args(false);
+  command->callback([spider, overrides, &exit_status] {
+    try {
+      exit_status = print_status(*spider, *overrides);
+    } catch (const std::exception& error) {
+      std::cerr << "crawler status: " << redact(error.what()) << '\n';
+      exit_status = 2;
+    }
+  });
+}
 
 void add_stats_command(CLI::App& app, int& exit_status) {
   auto spider = std::make_shared<std::string>();

@@ -68,14 +68,19 @@ void redis_queue::run_script(const char* body, std::vector<std::string> keys,
   auto retry = command;
   retry[0] = "EVAL";
   retry[1] = std::move(text);
-  client_->async_command(std::move(command),
-                         [client = client_, retry = std::move(retry), done = std::move(done)](
-                             std::exception_ptr error, redis::reply answer) mutable {
-                           if (!error && answer.is_error() && answer.str.starts_with("NOSCRIPT")) {
-                             return client->async_command(std::move(retry), std::move(done));
-                           }
-                           done(error, std::move(answer));
-                         });
+  // Weak: the client holds this handler until it answers, so a strong pointer would be a cycle
+  // that outlives the crawl when a command is pending at close.
+  client_->async_command(
+      std::move(command),
+      [client = std::weak_ptr(client_), retry = std::move(retry), done = std::move(done)](
+          std::exception_ptr error, redis::reply answer) mutable {
+        if (!error && answer.is_error() && answer.str.starts_with("NOSCRIPT")) {
+          if (auto alive = client.lock()) {
+            return alive->async_command(std::move(retry), std::move(done));
+          }
+        }
+        done(error, std::move(answer));
+      });
 }
 
 void redis_queue::async_take(std::size_t count, take_handler done) {

@@ -98,6 +98,9 @@ class redis_queue {
   /// Puts leased requests back in the queue, not crawled; completes with how many.
   void async_release(const std::vector<std::string>& lease_ids, count_handler done);
 
+  /// This worker's id in leases.
+  const std::string& worker() const { return options_.worker; }
+
   /// How many leases the last takes found expired and put back (a worker died or stalled).
   std::size_t reclaimed() const { return reclaimed_; }
   /// Entries that did not decode and went to <key>:bad.

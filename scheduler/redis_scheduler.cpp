@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <nlohmann/json.hpp>
 #include <random>
 
 #include "config/log.h"
@@ -86,6 +87,7 @@ redis_scheduler::redis_scheduler(const scheduler_context& context,
       start_urls_key_(
           spider_key(context.settings.get_string("REDIS_START_URLS_KEY"), context.spider_name)),
       stats_key_(context.spider_name + ":stats"),
+      workers_key_(context.spider_name + ":workers"),
       queue_(client, {.key = queue_key_,
                       .order = context.settings.get_string("SCHEDULER_QUEUE_CLASS"),
                       .worker = new_worker_id(),
@@ -112,17 +114,19 @@ redis_scheduler::~redis_scheduler() {
 }
 
 void redis_scheduler::do_open(asio::any_completion_handler<done_signature> handler) {
-  dupefilter_->async_open(
-      [this, alive = alive_, handler = std::move(handler)](std::exception_ptr error) mutable {
-        if (!*alive) return;
-        if (!error) {
-          open_ = true;
-          idle_since_ = std::chrono::steady_clock::now();
-          heartbeat();
-          take_more();
-        }
-        std::move(handler)(error);
-      });
+  dupefilter_->async_open([this, alive = alive_,
+                           handler = std::move(handler)](std::exception_ptr error) mutable {
+    if (!*alive) return;
+    if (!error) {
+      open_ = true;
+      started_ = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
+                     .count();
+      idle_since_ = std::chrono::steady_clock::now();
+      heartbeat();
+      take_more();
+    }
+    std::move(handler)(error);
+  });
 }
 
 // Start URLs first (whenever there is room, not only when idle), then the queue.
@@ -225,9 +229,26 @@ void redis_scheduler::flush_stats(std::function<void()> then) {
                           });
 }
 
+// This worker's line in <spider>:workers, which `crawler status` reads and the fleet's close
+// checks: a worker whose heartbeat is older than three intervals is dead.
+std::string redis_scheduler::worker_record() const {
+  auto now = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch());
+  return nlohmann::json{{"worker", queue_.worker()},
+                        {"pid", getpid()},
+                        {"started", started_},
+                        {"heartbeat", now.count()},
+                        {"interval", std::chrono::duration<double>(heartbeat_interval_).count()},
+                        {"pages", stats_.get_int("response_received_count")},
+                        {"items", stats_.get_int("item_scraped_count")},
+                        {"in_flight", held_.size()}}
+      .dump();
+}
+
 void redis_scheduler::heartbeat() {
   if (!open_) return;
   flush_stats();
+  client_->async_command({"HSET", workers_key_, queue_.worker(), worker_record()},
+                         [](std::exception_ptr, redis::reply) {});
   if (!held_.empty()) {
     std::vector<std::string> leases(held_.begin(), held_.end());
     queue_.async_renew(leases, [this, alive = alive_, asked = leases.size()](
@@ -331,7 +352,24 @@ void redis_scheduler::do_close(asio::any_completion_handler<done_signature> hand
 }
 
 // SCHEDULER_PERSIST=false deletes the fleet's queue and dupefilter, but only once the crawl is
-// over for everyone: nothing queued, nothing leased. A worker that stops early leaves them.
+// over for everyone: no live worker (heartbeats older than three intervals are dropped as dead),
+// nothing queued, nothing leased. A worker that stops early leaves them.
+constexpr const char* fleet_done_script = R"lua(
+local t = redis.call('TIME')
+local now = tonumber(t[1]) + tonumber(t[2]) / 1e6
+local entries = redis.call('HGETALL', KEYS[1])
+for i = 1, #entries, 2 do
+  local ok, worker = pcall(cjson.decode, entries[i + 1])
+  if ok and type(worker) == 'table' and worker.heartbeat and worker.interval and
+     now - worker.heartbeat < 3 * worker.interval then
+    return -1
+  end
+  redis.call('HDEL', KEYS[1], entries[i])
+end
+if redis.call('EXISTS', KEYS[2]) == 1 or redis.call('HLEN', KEYS[3]) > 0 then return -1 end
+return redis.call('DEL', KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7])
+)lua";
+
 void redis_scheduler::delete_fleet_keys_if_done(
     asio::any_completion_handler<done_signature> handler) {
   auto close_dupefilter = [this](asio::any_completion_handler<done_signature> handler) {
@@ -340,16 +378,14 @@ void redis_scheduler::delete_fleet_keys_if_done(
   if (persist_) return close_dupefilter(std::move(handler));
   const auto* marking = dupefilter_->marking();
   std::vector<redis::command> script{
-      {"EVAL",
-       "if redis.call('EXISTS', KEYS[1]) == 0 and redis.call('HLEN', KEYS[2]) == 0 then "
-       "return redis.call('DEL', unpack(KEYS)) end return -1",
-       "6", queue_key_, queue_key_ + ":leased", queue_key_ + ":deadlines", queue_key_ + ":seq",
-       marking->key, marking->key + ":params"}};
+      {"HDEL", workers_key_, queue_.worker()},
+      {"EVAL", fleet_done_script, "7", workers_key_, queue_key_, queue_key_ + ":leased",
+       queue_key_ + ":deadlines", queue_key_ + ":seq", marking->key, marking->key + ":params"}};
   client_->async_pipeline(
       std::move(script), [this, alive = alive_, close_dupefilter, handler = std::move(handler)](
                              std::exception_ptr error, std::vector<redis::reply> replies) mutable {
         if (!*alive) return;
-        if (!error && !replies.empty() && replies[0].integer >= 0) {
+        if (!error && replies.size() == 2 && replies[1].integer >= 0) {
           logger_->info("The fleet's crawl is over: deleted its queue and dupefilter keys");
         }
         close_dupefilter(std::move(handler));

@@ -55,13 +55,15 @@ class redis_scheduler final : public scheduler {
   void take_leased();
   void after_empty_take();
   void heartbeat();
+  std::string worker_record() const;
   // Adds what the counters gained since the last flush to the fleet's stats hash.
   void flush_stats(std::function<void()> then = {});
   void delete_fleet_keys_if_done(asio::any_completion_handler<done_signature> handler);
 
   std::unique_ptr<crawler::settings> own_settings_;  // the dupefilter's: persistence is ours
   std::shared_ptr<redis::client> client_;
-  std::string queue_key_, start_urls_key_, stats_key_;
+  std::string queue_key_, start_urls_key_, stats_key_, workers_key_;
+  double started_ = 0;                           // seconds since the epoch
   std::map<std::string, std::int64_t> flushed_;  // the counters as last added to stats_key_
   redis_queue queue_;
   asio::any_io_executor executor_;

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <regex>
 #include <set>
 #include <thread>
 
@@ -198,6 +199,33 @@ TEST(fleet, pushed_start_urls_are_crawled_once_and_bad_ones_are_set_aside) {
   auto bad = redis_list(redis.port(), "site:start_urls:bad");
   ASSERT_EQ(bad.size(), 1u);
   EXPECT_EQ(nlohmann::json::parse(bad[0])["entry"], "{not json");
+}
+
+TEST(fleet, status_shows_live_workers_and_what_is_queued_and_in_flight) {
+  http_server site({.site_pages = pages, .page_delay_ms = 200});
+  redis_server redis;
+  temp_dir dir;
+  auto running =
+      worker(site, redis, dir.path() / "items.jsonl", "redis_set",
+             {"-s", "MAX_IDLE_TIME_BEFORE_CLOSE=0", "-s", "SCHEDULER_HEARTBEAT_INTERVAL=0.2"});
+  std::this_thread::sleep_for(1500ms);
+  child_process status({crawler_binary(), "status", "site", "-s", "REDIS_URL=" + redis.url()});
+  ASSERT_EQ(status.wait(), 0) << status.stderr_text();
+  auto screen = status.stdout_text();
+  EXPECT_NE(screen.find("workers: 1 alive"), std::string::npos) << screen;
+  std::smatch leased;
+  ASSERT_TRUE(std::regex_search(screen, leased, std::regex(R"(in flight \(leased\): (\d+))")));
+  // Its 4 downloads, and at most a batch of 4 taken ahead.
+  EXPECT_GE(std::stoi(leased[1]), 4) << screen;
+  EXPECT_LE(std::stoi(leased[1]), 8) << screen;
+  EXPECT_EQ(screen.find("queued: 0 "), std::string::npos) << screen;             // links wait
+  running->signal(SIGINT);
+  EXPECT_EQ(running->wait(), 0) << running->stderr_text();
+  child_process after({crawler_binary(), "status", "site", "-s", "REDIS_URL=" + redis.url()});
+  ASSERT_EQ(after.wait(), 0);
+  EXPECT_NE(after.stdout_text().find("workers: 0 alive"), std::string::npos) << after.stdout_text();
+  EXPECT_NE(after.stdout_text().find("in flight (leased): 0"), std::string::npos)
+      << after.stdout_text();
 }
 
 }  // namespace
