@@ -12,31 +12,10 @@ baseline_pages=${BASELINE_PAGES:-5000}
 here=$(cd "$(dirname "$0")" && pwd)
 crawler=$(cd "$build" && pwd)/crawler/crawler
 work=$(mktemp -d)
-chmod 755 "$work"  # nginx workers drop root and must read the site
-trap 'kill $(cat "$work/nginx.pid" 2>/dev/null) 2>/dev/null || true; rm -rf "$work"' EXIT
+trap 'stop_site "$work"; rm -rf "$work"' EXIT
 
-command -v nginx >/dev/null || { echo "needs nginx: apt-get install nginx-light" >&2; exit 1; }
-python3 "$here/make_site.py" "$work/site" "$pages"
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-mkdir -p "$work/nginx"
-cat > "$work/nginx.conf" <<CONF
-worker_processes 1;
-pid $work/nginx.pid;
-error_log $work/nginx/error.log;
-daemon on;
-events { worker_connections 1024; }
-http {
-  access_log off;
-  client_body_temp_path $work/nginx; proxy_temp_path $work/nginx; fastcgi_temp_path $work/nginx;
-  uwsgi_temp_path $work/nginx; scgi_temp_path $work/nginx;
-  keepalive_requests 1000000;
-  sendfile on;
-  types { text/html html; }
-  server { listen 127.0.0.1:$port; root $work/site; }
-}
-CONF
-nginx -c "$work/nginx.conf" -p "$work"
-start="http://127.0.0.1:$port/0.html"
+source "$here/site_server.sh"
+serve_site "$work" "$pages"
 
 # run NAME COMMAND...: runs it under /usr/bin/time and reads pages from its stats.
 run() {

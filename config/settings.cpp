@@ -325,6 +325,15 @@ std::string_view nearest_name(std::string_view name, std::span<const std::string
   return {};
 }
 
+std::string spider_key(std::string_view key_template, std::string_view spider) {
+  std::string key(key_template);
+  for (std::string_view placeholder : {"%(spider)s", "%(name)s"}) {
+    for (std::size_t at; (at = key.find(placeholder)) != std::string::npos;)
+      key.replace(at, placeholder.size(), spider);
+  }
+  return key;
+}
+
 std::string_view describe(setting_type type) {
   switch (type) {
     case boolean:

@@ -59,6 +59,10 @@ std::span<const setting_spec> known_settings();
 /// most 2 edits, or a third of the name); "" otherwise. For "did you mean" messages.
 std::string_view nearest_name(std::string_view name, std::span<const std::string_view> candidates);
 
+/// A key template as scrapy-redis spells them ("%(spider)s:requests", "%(name)s:start_urls") for
+/// the spider called `spider`: "books:requests".
+std::string spider_key(std::string_view key_template, std::string_view spider);
+
 /// The name of `type` as error messages spell it ("an integer", "a list", ...).
 std::string_view describe(setting_type type);
 

@@ -29,15 +29,6 @@ struct push_options {
 
 constexpr std::size_t batch_size = 1000;  // entries per round trip
 
-std::string key_for(const settings& settings, const std::string& spider) {
-  auto key = settings.get_string("REDIS_START_URLS_KEY");
-  for (std::string_view placeholder : {"%(spider)s", "%(name)s"}) {
-    for (std::size_t at; (at = key.find(placeholder)) != std::string::npos;)
-      key.replace(at, placeholder.size(), spider);
-  }
-  return key;
-}
-
 // A loop on its own thread for the Redis client, while the command waits on futures.
 class redis_session {
  public:
@@ -64,7 +55,7 @@ int run(const push_options& options) {
   crawler::settings settings;
   for (const auto& override : options.overrides) settings.set_from_string(override);
   remember_secrets(settings);
-  auto key = key_for(settings, options.spider);
+  auto key = spider_key(settings.get_string("REDIS_START_URLS_KEY"), options.spider);
   bool as_set = settings.get_bool("REDIS_START_URLS_AS_SET");
 
   // Every entry is checked before anything is sent: a typo stops the push, naming its line.
@@ -150,22 +141,17 @@ int print_status(const std::string& spider, const std::vector<std::string>& over
   remember_secrets(settings);
   redis_session session(settings);
   auto& client = session.client();
-  auto spider_key = [&](const char* setting) {
-    auto key = settings.get_string(setting);
-    for (std::string_view placeholder : {"%(spider)s", "%(name)s"}) {
-      for (std::size_t at; (at = key.find(placeholder)) != std::string::npos;)
-        key.replace(at, placeholder.size(), spider);
-    }
-    return key;
+  auto key_of = [&](const char* setting) {
+    return spider_key(settings.get_string(setting), spider);
   };
-  auto queue = spider_key("SCHEDULER_QUEUE_KEY");
+  auto queue = key_of("SCHEDULER_QUEUE_KEY");
   auto replies =
       client
           .async_pipeline(
               {{"HGETALL", spider + ":workers"},
                {"EVAL", size_script, "1", queue},
                {"HLEN", queue + ":leased"},
-               {"EVAL", size_script, "1", spider_key("REDIS_START_URLS_KEY")},
+               {"EVAL", size_script, "1", key_of("REDIS_START_URLS_KEY")},
                {"HMGET", spider + ":stats", "response_received_count", "item_scraped_count"},
                {"TIME"}},
               asio::use_future)

@@ -75,12 +75,7 @@ void rfp_dupefilter::report_bloom(std::uint64_t capacity, std::uint64_t bits, in
 }
 
 std::string rfp_dupefilter::redis_key(std::string_view setting) const {
-  std::string key = settings_.get_string(setting);
-  for (std::string_view placeholder : {"%(spider)s", "%(name)s"}) {
-    for (std::size_t at; (at = key.find(placeholder)) != std::string::npos;)
-      key.replace(at, placeholder.size(), spider_name_);
-  }
-  return key;
+  return spider_key(settings_.get_string(setting), spider_name_);
 }
 
 scalable_bloom_filter::params detail::bloom_capacity_from(const crawler::settings& settings) {

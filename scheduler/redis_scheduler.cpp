@@ -35,14 +35,6 @@ std::string describe(std::exception_ptr error) {
   }
 }
 
-std::string spider_key(std::string text, const std::string& spider) {
-  for (std::string_view placeholder : {"%(spider)s", "%(name)s"}) {
-    for (std::size_t at; (at = text.find(placeholder)) != std::string::npos;)
-      text.replace(at, placeholder.size(), spider);
-  }
-  return text;
-}
-
 }  // namespace
 
 std::unique_ptr<scheduler> redis_scheduler::create(const scheduler_context& context) {

@@ -3,29 +3,18 @@
 
 #include <gtest/gtest.h>
 #include <sys/resource.h>
-#include <zlib.h>
+
+#include "http_server.h"
 
 namespace {
+
+using crawler::fixtures::gzip;
 
 crawler::response sitemap_response(std::string body) {
   crawler::response response;
   response.url = response.request.url = "http://example.com/sitemap.xml";
   response.body = std::move(body);
   return response;
-}
-
-std::string gzip(std::string_view data) {
-  z_stream stream{};
-  deflateInit2(&stream, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY);
-  std::string out(deflateBound(&stream, data.size()), '\0');
-  stream.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));
-  stream.avail_in = static_cast<uInt>(data.size());
-  stream.next_out = reinterpret_cast<Bytef*>(out.data());
-  stream.avail_out = static_cast<uInt>(out.size());
-  deflate(&stream, Z_FINISH);
-  out.resize(stream.total_out);
-  deflateEnd(&stream);
-  return out;
 }
 
 long peak_rss_kib() {
