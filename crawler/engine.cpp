@@ -82,6 +82,17 @@ engine::engine(asio::io_context& io, const settings& settings, stats& stats, spi
         });
   }
   scheduler_->on_ready([this] { pump(); });
+  // A fleet's queue may hold what another spider, or a person, put there: never run a request
+  // this spider cannot answer.
+  scheduler_->set_request_check([this](const request& request) -> std::string {
+    if (!spider_.has_callback(request.callback)) {
+      return "spider " + spider_.name() + " has no callback \"" + request.callback + "\"";
+    }
+    if (!spider_.has_errback(request.errback)) {
+      return "spider " + spider_.name() + " has no errback \"" + request.errback + "\"";
+    }
+    return {};
+  });
   if (spider.parses_html) {
     parsers_ =
         std::make_unique<asio::thread_pool>(std::max(1u, std::thread::hardware_concurrency()));

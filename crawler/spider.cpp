@@ -70,6 +70,14 @@ void spider::call(std::string_view name, const response& response, output& out) 
   found->second(response, out);
 }
 
+bool spider::has_callback(std::string_view name) const {
+  return name.empty() || name == "parse" || callbacks_.contains(name);
+}
+
+bool spider::has_errback(std::string_view name) const {
+  return name.empty() || errbacks_.contains(name);
+}
+
 bool spider::call_errback(std::string_view name, const failure& failure, output& out) {
   auto found = errbacks_.find(name);
   if (found == errbacks_.end()) return false;

@@ -94,6 +94,9 @@ class spider {
   void call(std::string_view name, const response& response, output& out);
   /// Runs the errback `name`; returns false when the spider has none by that name.
   bool call_errback(std::string_view name, const failure& failure, output& out);
+  /// True when call() / call_errback() know `name` ("" and "parse" are always callbacks).
+  bool has_callback(std::string_view name) const;
+  bool has_errback(std::string_view name) const;
 
   /// Spider arguments, `crawler crawl NAME -a key=value`.
   void set_argument(std::string key, std::string value) {

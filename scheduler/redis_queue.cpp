@@ -103,7 +103,13 @@ void redis_queue::async_take(std::size_t count, take_handler done) {
                      if (bar == std::string::npos)
                        throw std::invalid_argument("no '|' after the id");
                      auto json = nlohmann::json::parse(entry.substr(bar + 1));
-                     taken.push_back({id, request::from_json(json, options_.key + " entry " + id)});
+                     auto taken_request = request::from_json(json, options_.key + " entry " + id);
+                     if (check_) {
+                       if (auto reason = check_(taken_request); !reason.empty()) {
+                         throw std::invalid_argument(reason);
+                       }
+                     }
+                     taken.push_back({id, std::move(taken_request)});
                    } catch (const std::exception& bad) {
                      // Never run what does not decode; keep it, with why, for a person to look at.
                      ++bad_;

@@ -98,6 +98,10 @@ class redis_queue {
   /// Puts leased requests back in the queue, not crawled; completes with how many.
   void async_release(const std::vector<std::string>& lease_ids, count_handler done);
 
+  /// A check every taken request must pass (e.g. that the spider has its callback): the reason
+  /// it fails, or "". A request that fails goes to <key>:bad like one that does not decode.
+  void set_check(std::function<std::string(const request&)> check) { check_ = std::move(check); }
+
   /// This worker's id in leases.
   const std::string& worker() const { return options_.worker; }
 
@@ -115,6 +119,7 @@ class redis_queue {
   std::string leased_key_, deadlines_key_, seq_key_, bad_key_;
   std::size_t reclaimed_ = 0, bad_ = 0;
   std::map<const char*, std::string> script_shas_;  // script -> its SHA-1, for EVALSHA
+  std::function<std::string(const request&)> check_;
 };
 
 }  // namespace crawler

@@ -101,6 +101,11 @@ class scheduler {
   /// MAX_IDLE_TIME_BEFORE_CLOSE seconds).
   virtual bool has_pending_requests() const { return !queue_.empty(); }
 
+  /// What every request taken from a shared queue must pass (SCHEDULER=redis: the spider has its
+  /// callback and errback): the reason it fails, or "". Requests this process queued itself are
+  /// not checked.
+  virtual void set_request_check(std::function<std::string(const request&)>) {}
+
   /// Called when requests arrive that next_request() had not (SCHEDULER=redis takes them from
   /// Redis in the background), or when has_pending_requests() changes: the engine pumps again.
   void on_ready(std::function<void()> ready) { ready_ = std::move(ready); }

@@ -178,9 +178,10 @@ TEST(fleet, pushed_start_urls_are_crawled_once_and_bad_ones_are_set_aside) {
   temp_dir dir;
   child_process push({crawler_binary(), "push", "site", "-s", "REDIS_URL=" + redis.url(),
                       site.url("/s?wd=a"), site.url("/s?wd=a"),
-                      R"({"url": ")" + site.url("/s?wd=b") + R"(", "meta": {"from": "push"}})"});
+                      R"({"url": ")" + site.url("/s?wd=b") + R"(", "meta": {"from": "push"}})",
+                      R"({"url": ")" + site.url("/s?wd=d") + R"(", "callback": "nope"})"});
   ASSERT_EQ(push.wait(), 0) << push.stderr_text();
-  EXPECT_EQ(push.stdout_text(), "Pushed 3 start URLs to site:start_urls\n");
+  EXPECT_EQ(push.stdout_text(), "Pushed 4 start URLs to site:start_urls\n");
   child_process typo({crawler_binary(), "push", "site", "-s", "REDIS_URL=" + redis.url(),
                       site.url("/s?wd=c"), R"({"url": 5})"});
   EXPECT_EQ(typo.wait(), 2);
@@ -199,6 +200,11 @@ TEST(fleet, pushed_start_urls_are_crawled_once_and_bad_ones_are_set_aside) {
   auto bad = redis_list(redis.port(), "site:start_urls:bad");
   ASSERT_EQ(bad.size(), 1u);
   EXPECT_EQ(nlohmann::json::parse(bad[0])["entry"], "{not json");
+  // A request the spider has no callback for is queued, but never downloaded or run.
+  EXPECT_EQ(site.hits("/s?wd=d"), 0u);
+  auto unrunnable = redis_list(redis.port(), "site:requests:bad");
+  ASSERT_EQ(unrunnable.size(), 1u);
+  EXPECT_EQ(nlohmann::json::parse(unrunnable[0])["reason"], "spider site has no callback \"nope\"");
 }
 
 TEST(fleet, status_shows_live_workers_and_what_is_queued_and_in_flight) {
@@ -218,7 +224,7 @@ TEST(fleet, status_shows_live_workers_and_what_is_queued_and_in_flight) {
   // Its 4 downloads, and at most a batch of 4 taken ahead.
   EXPECT_GE(std::stoi(leased[1]), 4) << screen;
   EXPECT_LE(std::stoi(leased[1]), 8) << screen;
-  EXPECT_EQ(screen.find("queued: 0 "), std::string::npos) << screen;             // links wait
+  EXPECT_EQ(screen.find("queued: 0 "), std::string::npos) << screen;  // links wait
   running->signal(SIGINT);
   EXPECT_EQ(running->wait(), 0) << running->stderr_text();
   child_process after({crawler_binary(), "status", "site", "-s", "REDIS_URL=" + redis.url()});
