@@ -270,6 +270,8 @@ std::optional<request> redis_scheduler::next_request() {
   }
   auto next = std::move(buffer_.front().request);
   buffer_.pop_front();
+  // The next batch is on its way before this one runs out, so downloads never wait a round trip.
+  if (buffer_.size() < batch_size_ / 4) take_more();
   stats_.inc_value("scheduler/dequeued/redis");
   stats_.inc_value("scheduler/dequeued");
   return next;

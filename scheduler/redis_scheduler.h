@@ -1,8 +1,9 @@
 // SCHEDULER=redis: the scheduler of one worker in a fleet that shares a Redis queue and
 // dupefilter (redis_queue.h says how a request is held and settled).
 //
-// The worker takes requests in batches of CONCURRENT_REQUESTS when it has none at hand (so it
-// holds at most twice its concurrency: a batch and the downloads under way) and settles each
+// The worker tops its batch of taken requests up to CONCURRENT_REQUESTS when fewer than a
+// quarter are at hand (so it holds at most twice its concurrency: a batch and the downloads under
+// way) and settles each
 // finished request with its new requests in one round trip. Every SCHEDULER_HEARTBEAT_INTERVAL it
 // renews its leases, adds what its counters gained to the hash <spider>:stats (HINCRBY; `crawler
 // stats NAME`) and writes its line in <spider>:workers (`crawler status NAME`). An idle worker
