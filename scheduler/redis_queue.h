@@ -16,7 +16,7 @@
 //
 // Order (SCHEDULER_QUEUE_CLASS): "priority" (a sorted set scored -priority; equal priorities
 // first in, first out; two equal dont_filter requests stay two entries), "fifo" or "lifo"
-// (lists). Entries are versioned JSON (request::to_json), never pickle: an entry that does not
+// (lists). Entries are JSON (request::to_json), never pickle: an entry that does not
 // decode goes to <key>:bad with the reason, and is never run.
 // Completions run on the client's executor. Not thread-safe: one owner, one loop.
 #pragma once
