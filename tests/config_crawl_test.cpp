@@ -274,7 +274,23 @@ TEST(crawl_config, every_example_file_is_valid) {
     auto config = crawler::load_crawl_config_file(entry.path().string());
     EXPECT_NO_THROW(crawler::settings_for(*config.spider, {}, config.settings)) << entry.path();
   }
-  EXPECT_EQ(files, 5u);
+  EXPECT_EQ(files, 6u);
+}
+
+TEST(crawler_run, the_fleet_example_runs_as_two_workers_on_one_redis) {
+  crawler::fixtures::redis_server redis;
+  std::vector<std::unique_ptr<child_process>> workers;
+  for (int i = 0; i < 2; ++i) {
+    workers.push_back(std::make_unique<child_process>(std::vector<std::string>{
+        crawler_binary(), "run", CRAWLER_SOURCE_DIR "/config/examples/books-fleet.json", "-s",
+        "REDIS_URL=" + redis.url(), "-s", "MAX_IDLE_TIME_BEFORE_CLOSE=1", "--nolog"}));
+  }
+  for (auto& worker : workers) ASSERT_EQ(worker->wait(), 0) << worker->stderr_text();
+  child_process stats({crawler_binary(), "stats", "books_fleet", "-s", "REDIS_URL=" + redis.url()});
+  ASSERT_EQ(stats.wait(), 0) << stats.stderr_text();
+  auto fleet = json::parse(stats.stdout_text());
+  EXPECT_EQ(fleet["item_scraped_count"], 12);  // the books of the offline site, once
+  EXPECT_EQ(fleet["response_received_count"], fleet["downloader/response_count"]);
 }
 
 TEST(crawler_run, the_books_example_runs_offline) {
