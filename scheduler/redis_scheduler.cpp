@@ -88,7 +88,6 @@ redis_scheduler::redis_scheduler(const scheduler_context& context,
                                               context.spider_name),
                       .start_urls_key = start_urls_key_,
                       .start_urls_as_set = context.settings.get_bool("REDIS_START_URLS_AS_SET")}),
-      executor_(context.executor),
       batch_size_(std::size_t(context.settings.get_int("CONCURRENT_REQUESTS"))),
       heartbeat_interval_(milliseconds_of(context.settings, "SCHEDULER_HEARTBEAT_INTERVAL")),
       max_idle_(context.settings.get_int("MAX_IDLE_TIME_BEFORE_CLOSE")),
@@ -338,14 +337,15 @@ void redis_scheduler::do_close(asio::any_completion_handler<done_signature> hand
     if (!*alive) return;
     if (error) return std::move(*shared)(error);
     if (released) logger_->info("Put {} requests back in the fleet's queue", released);
-    flush_stats([this, shared] { delete_fleet_keys_if_done(std::move(*shared)); });
+    flush_stats([this, shared] { leave_fleet(std::move(*shared)); });
   };
   if (leases.empty()) return finish(nullptr, 0);
   for (const auto& lease : leases) held_.erase(lease);
   queue_.async_release(leases, std::move(finish));
 }
 
-// SCHEDULER_PERSIST=false deletes the fleet's queue and dupefilter, but only once the crawl is
+// At close a worker removes its line in <spider>:workers. SCHEDULER_PERSIST=false also deletes
+// the fleet's queue and dupefilter, but only once the crawl is
 // over for everyone: no live worker (heartbeats older than three intervals are dropped as dead),
 // nothing queued, nothing leased. A worker that stops early leaves them.
 constexpr const char* fleet_done_script = R"lua(
@@ -364,26 +364,24 @@ if redis.call('EXISTS', KEYS[2]) == 1 or redis.call('HLEN', KEYS[3]) > 0 then re
 return redis.call('DEL', KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7])
 )lua";
 
-void redis_scheduler::delete_fleet_keys_if_done(
-    asio::any_completion_handler<done_signature> handler) {
-  auto close_dupefilter = [this](asio::any_completion_handler<done_signature> handler) {
+void redis_scheduler::leave_fleet(asio::any_completion_handler<done_signature> handler) {
+  // This worker's line goes in any case: `crawler status` must not count a stopped worker.
+  std::vector<redis::command> commands{{"HDEL", workers_key_, queue_.worker()}};
+  if (!persist_) {
+    const auto* marking = dupefilter_->marking();
+    commands.push_back({"EVAL", fleet_done_script, "7", workers_key_, queue_key_,
+                        queue_key_ + ":leased", queue_key_ + ":deadlines", queue_key_ + ":seq",
+                        marking->key, marking->key + ":params"});
+  }
+  client_->async_pipeline(std::move(commands), [this, alive = alive_, handler = std::move(handler)](
+                                                   std::exception_ptr error,
+                                                   std::vector<redis::reply> replies) mutable {
+    if (!*alive) return;
+    if (!error && replies.size() == 2 && replies[1].integer >= 0) {
+      logger_->info("The fleet's crawl is over: deleted its queue and dupefilter keys");
+    }
     dupefilter_->async_close(std::move(handler));
-  };
-  if (persist_) return close_dupefilter(std::move(handler));
-  const auto* marking = dupefilter_->marking();
-  std::vector<redis::command> script{
-      {"HDEL", workers_key_, queue_.worker()},
-      {"EVAL", fleet_done_script, "7", workers_key_, queue_key_, queue_key_ + ":leased",
-       queue_key_ + ":deadlines", queue_key_ + ":seq", marking->key, marking->key + ":params"}};
-  client_->async_pipeline(
-      std::move(script), [this, alive = alive_, close_dupefilter, handler = std::move(handler)](
-                             std::exception_ptr error, std::vector<redis::reply> replies) mutable {
-        if (!*alive) return;
-        if (!error && replies.size() == 2 && replies[1].integer >= 0) {
-          logger_->info("The fleet's crawl is over: deleted its queue and dupefilter keys");
-        }
-        close_dupefilter(std::move(handler));
-      });
+  });
 }
 
 }  // namespace crawler

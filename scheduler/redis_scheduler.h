@@ -64,7 +64,7 @@ class redis_scheduler final : public scheduler {
   std::string worker_record() const;
   // Adds what the counters gained since the last flush to the fleet's stats hash.
   void flush_stats(std::function<void()> then = {});
-  void delete_fleet_keys_if_done(asio::any_completion_handler<done_signature> handler);
+  void leave_fleet(asio::any_completion_handler<done_signature> handler);
 
   std::unique_ptr<crawler::settings> own_settings_;  // the dupefilter's: persistence is ours
   std::shared_ptr<redis::client> client_;
@@ -72,7 +72,6 @@ class redis_scheduler final : public scheduler {
   double started_ = 0;                           // seconds since the epoch
   std::map<std::string, std::int64_t> flushed_;  // the counters as last added to stats_key_
   redis_queue queue_;
-  asio::any_io_executor executor_;
   std::size_t batch_size_;
   std::chrono::milliseconds heartbeat_interval_;
   std::chrono::seconds max_idle_;

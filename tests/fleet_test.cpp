@@ -207,13 +207,16 @@ TEST(fleet, pushed_start_urls_are_crawled_once_and_bad_ones_are_set_aside) {
   EXPECT_EQ(nlohmann::json::parse(unrunnable[0])["reason"], "spider site has no callback \"nope\"");
 }
 
-TEST(fleet, status_shows_live_workers_and_what_is_queued_and_in_flight) {
+class status_with_persist : public testing::TestWithParam<bool> {};
+
+TEST_P(status_with_persist, shows_live_workers_and_what_is_queued_and_in_flight) {
   http_server site({.site_pages = pages, .page_delay_ms = 200});
   redis_server redis;
   temp_dir dir;
-  auto running =
-      worker(site, redis, dir.path() / "items.jsonl", "redis_set",
-             {"-s", "MAX_IDLE_TIME_BEFORE_CLOSE=0", "-s", "SCHEDULER_HEARTBEAT_INTERVAL=0.2"});
+  auto running = worker(site, redis, dir.path() / "items.jsonl", "redis_set",
+                        {"-s", "MAX_IDLE_TIME_BEFORE_CLOSE=0", "-s",
+                         "SCHEDULER_HEARTBEAT_INTERVAL=0.2", "-s",
+                         std::string("SCHEDULER_PERSIST=") + (GetParam() ? "true" : "false")});
   std::this_thread::sleep_for(1500ms);
   child_process status({crawler_binary(), "status", "site", "-s", "REDIS_URL=" + redis.url()});
   ASSERT_EQ(status.wait(), 0) << status.stderr_text();
@@ -232,6 +235,11 @@ TEST(fleet, status_shows_live_workers_and_what_is_queued_and_in_flight) {
   EXPECT_NE(after.stdout_text().find("workers: 0 alive"), std::string::npos) << after.stdout_text();
   EXPECT_NE(after.stdout_text().find("in flight (leased): 0"), std::string::npos)
       << after.stdout_text();
+  // A worker that stopped takes its line with it, whatever SCHEDULER_PERSIST keeps.
+  EXPECT_EQ(redis_list(redis.port(), "site:workers", "HKEYS").size(), 0u);
 }
+
+INSTANTIATE_TEST_SUITE_P(fleet, status_with_persist, testing::Bool(),
+                         [](const auto& info) { return info.param ? "persist" : "no_persist"; });
 
 }  // namespace
