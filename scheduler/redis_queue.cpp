@@ -269,12 +269,13 @@ void redis_queue::async_release(const std::vector<std::string>& lease_ids, count
              });
 }
 
-void redis_queue::async_push(std::vector<request> requests, const dedup::redis_marking* marking,
-                             dedup::fingerprint_scheme scheme, settle_handler done) {
-  async_settle("", std::move(requests), {}, marking, scheme, std::move(done));
+void redis_queue::async_push(const std::vector<request>& requests,
+                             const dedup::redis_marking* marking, dedup::fingerprint_scheme scheme,
+                             settle_handler done) {
+  async_settle("", requests, {}, marking, scheme, std::move(done));
 }
 
-void redis_queue::async_settle(const std::string& lease_id, std::vector<request> children,
+void redis_queue::async_settle(const std::string& lease_id, const std::vector<request>& children,
                                const std::vector<nlohmann::json>& items,
                                const dedup::redis_marking* marking,
                                dedup::fingerprint_scheme scheme, settle_handler done) {

@@ -80,14 +80,15 @@ class redis_queue {
 
   /// Queues `requests` that `marking` (the shared dupefilter; null: no filtering) has not seen,
   /// with no parent lease: start URLs, `crawler push`.
-  void async_push(std::vector<request> requests, const dedup::redis_marking* marking,
+  void async_push(const std::vector<request>& requests, const dedup::redis_marking* marking,
                   dedup::fingerprint_scheme scheme, settle_handler done);
   /// Takes up to `count` requests, after reclaiming expired leases.
   void async_take(std::size_t count, take_handler done);
   /// Extends the leases this worker still holds; completes with how many it holds.
   void async_renew(const std::vector<std::string>& lease_ids, count_handler done);
   /// Stores a crawled page's outcome and settles its lease, in one step (see the file comment).
-  void async_settle(const std::string& lease_id, std::vector<request> children,
+  /// `children` are read before this returns; they need not outlive the call.
+  void async_settle(const std::string& lease_id, const std::vector<request>& children,
                     const std::vector<nlohmann::json>& items, const dedup::redis_marking* marking,
                     dedup::fingerprint_scheme scheme, settle_handler done);
   /// Moves up to `count` start URLs from the start key into the queue, through `marking`, each

@@ -291,36 +291,41 @@ void redis_scheduler::do_enqueue(std::vector<request> requests, std::string pare
     // Start requests: every worker yields the same ones, and the fleet crawls each once.
     for (auto& request : requests) request.dont_filter = false;
   }
-  auto copy = requests;  // given back untouched if Redis cannot answer
+  // Kept for the answer, which names duplicates by position, and given back untouched if Redis
+  // cannot answer; settle only reads it, so no page's links are copied.
+  auto batch = std::make_shared<std::vector<request>>(std::move(requests));
   // std::function wants a copyable target; the handler is move-only.
   auto shared =
       std::make_shared<asio::any_completion_handler<enqueue_signature>>(std::move(handler));
-  queue_.async_settle(
-      parent_lease, std::move(requests), items, dupefilter_->marking(), scheme_,
-      [this, alive = alive_, parent_lease, batch = std::move(copy), shared](
-          std::exception_ptr error, settle_result result) mutable {
-        if (!*alive) return;
-        auto& handler = *shared;
-        if (error) return std::move(handler)(error, std::size_t{0}, std::move(batch));
-        if (!parent_lease.empty()) {
-          held_.erase(parent_lease);
-          if (!result.settled) stats_.inc_value("scheduler/lease_lost");
-        }
-        for (auto position : result.unfingerprintable_positions) {
-          logger_->error("Dropped {}: its URL cannot be fingerprinted", batch[position].describe());
-        }
-        for (auto position : result.duplicate_positions) {
-          auto referer = find_header(batch[position].headers, "Referer");
-          dupefilter_->log(batch[position].describe(), referer.empty() ? "None" : referer);
-        }
-        if (result.queued) {
-          stats_.inc_value("scheduler/enqueued/redis", std::int64_t(result.queued));
-          stats_.inc_value("scheduler/enqueued", std::int64_t(result.queued));
-        }
-        std::move(handler)(nullptr, result.queued, std::vector<request>{});
-        // A worker that just queued work need not wait out its idle backoff.
-        if (result.queued && buffer_.empty()) take_more();
-      });
+  queue_.async_settle(parent_lease, *batch, items, dupefilter_->marking(), scheme_,
+                      [this, alive = alive_, parent_lease, batch, shared](
+                          std::exception_ptr error, settle_result result) mutable {
+                        if (!*alive) return;
+                        auto& handler = *shared;
+                        if (error)
+                          return std::move(handler)(error, std::size_t{0}, std::move(*batch));
+                        if (!parent_lease.empty()) {
+                          held_.erase(parent_lease);
+                          if (!result.settled) stats_.inc_value("scheduler/lease_lost");
+                        }
+                        for (auto position : result.unfingerprintable_positions) {
+                          logger_->error("Dropped {}: its URL cannot be fingerprinted",
+                                         (*batch)[position].describe());
+                        }
+                        for (auto position : result.duplicate_positions) {
+                          const auto& duplicate = (*batch)[position];
+                          auto referer = find_header(duplicate.headers, "Referer");
+                          dupefilter_->log(duplicate.describe(),
+                                           referer.empty() ? "None" : referer);
+                        }
+                        if (result.queued) {
+                          stats_.inc_value("scheduler/enqueued/redis", std::int64_t(result.queued));
+                          stats_.inc_value("scheduler/enqueued", std::int64_t(result.queued));
+                        }
+                        std::move(handler)(nullptr, result.queued, std::vector<request>{});
+                        // A worker that just queued work need not wait out its idle backoff.
+                        if (result.queued && buffer_.empty()) take_more();
+                      });
 }
 
 void redis_scheduler::do_close(asio::any_completion_handler<done_signature> handler) {

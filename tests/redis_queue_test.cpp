@@ -88,10 +88,9 @@ settle_result settle(redis_queue& queue, const std::string& lease, std::vector<r
     result.set_value(settled);
   };
   if (lease.empty()) {
-    queue.async_push(std::move(children), marking, crawler::dedup::fingerprint_scheme::scrapy_2_7,
-                     done);
+    queue.async_push(children, marking, crawler::dedup::fingerprint_scheme::scrapy_2_7, done);
   } else {
-    queue.async_settle(lease, std::move(children), items, marking,
+    queue.async_settle(lease, children, items, marking,
                        crawler::dedup::fingerprint_scheme::scrapy_2_7, done);
   }
   return result.get_future().get();
