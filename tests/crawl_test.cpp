@@ -596,6 +596,17 @@ TEST(hostile_site, a_redirect_to_another_host_is_offsite_even_for_a_start_reques
   EXPECT_EQ(stat(result, "offsite/filtered"), 1);
 }
 
+TEST(hostile_site, meta_allow_offsite_lets_a_redirect_to_another_host_through) {
+  http_server server({.redirects = {{"/away", "http://localhost:{port}/s?wd=away"}}});
+  auto start = get(server.url("/away"));
+  start.meta["allow_offsite"] = true;  // the redirect carries its request's meta
+  following spider({start});
+  spider.allowed_domains = {"127.0.0.1"};
+  auto result = crawl(spider);
+  EXPECT_EQ(server.hits("/s?wd=away"), 1u);
+  EXPECT_EQ(stat(result, "offsite/filtered"), 0);
+}
+
 TEST(hostile_site, a_robots_txt_redirect_to_another_host_is_not_followed_and_allows_all) {
   http_server server({.redirects = {{"/robots.txt", "http://localhost:{port}/elsewhere.txt"}}});
   recording_spider spider({get(server.url("/s?wd=1"))});
@@ -656,6 +667,45 @@ TEST(crawl, a_close_does_not_wait_out_download_delay_for_requests_still_in_their
   EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(10));
   EXPECT_EQ(result.finish_reason, "closespider_pagecount");
   EXPECT_EQ(server.total_hits(), 1u);
+}
+
+TEST(hostile_site, a_page_over_html_max_size_is_skipped_when_a_callback_parses_it) {
+  http_server server;
+  struct selecting : recording_spider {
+    using recording_spider::recording_spider;
+    void parse(const crawler::response& response, crawler::output& out) override {
+      titles.push_back(response.css("title::text").get(""));
+      recording_spider::parse(response, out);
+    }
+    std::vector<std::string> titles;
+  };
+  selecting spider({get(server.url("/site/1")), get(server.url("/s?wd=small"))});
+  auto result = crawl(spider, {"HTML_MAX_SIZE=200"});  // a site page is larger, /s is not
+  EXPECT_EQ(spider.titles, std::vector<std::string>{""});
+  EXPECT_EQ(stat(result, "html/skipped_reason_count/too_large"), 1);
+  EXPECT_EQ(stat(result, "html/skipped_count"), 1);
+}
+
+TEST(crawl, settings_a_fleet_cannot_run_with_are_refused_before_it_starts) {
+  http_server server;
+  recording_spider spider({get(server.url("/s?wd=1"))});
+  auto refusal = [&](std::vector<std::string> settings) {
+    try {
+      crawl(spider, std::move(settings));
+    } catch (const crawler::settings_error& error) {
+      return std::string(error.what());
+    }
+    return std::string("(accepted)");
+  };
+  EXPECT_NE(refusal({"SCHEDULER=redis", "DUPEFILTER_CLASS=bloom"})
+                .find("DUPEFILTER_CLASS=bloom is local to one worker"),
+            std::string::npos);
+  EXPECT_NE(refusal({"REDIS_PIPELINE=true"}).find("needs SCHEDULER=redis"), std::string::npos);
+  EXPECT_NE(refusal({"SCHEDULER=redis", "DUPEFILTER_CLASS=redis_set",
+                     "SCHEDULER_HEARTBEAT_INTERVAL=30", "SCHEDULER_LEASE_TIME=60"})
+                .find("at most a third of SCHEDULER_LEASE_TIME"),
+            std::string::npos);
+  EXPECT_EQ(server.total_hits(), 0u);
 }
 
 }  // namespace

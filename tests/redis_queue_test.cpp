@@ -235,6 +235,31 @@ INSTANTIATE_TEST_SUITE_P(every_redis_dupefilter, settle_through,
                          testing::Values("redis_set", "redis_bitmap", "redisbloom"),
                          [](const auto& info) { return info.param; });
 
+TEST(redis_queue, start_urls_move_from_a_list_or_a_set_into_the_queue_once) {
+  for (bool as_set : {false, true}) {
+    fixture f;
+    inspector redis(f.server.port());
+    redis.command(as_set ? "SADD spider:start_urls http://a/1 http://a/2 {bad"
+                         : "RPUSH spider:start_urls http://a/1 http://a/2 http://a/1 {bad");
+    redis_queue queue(f.client, {.key = "spider:requests",
+                                 .order = "fifo",
+                                 .worker = "w1",
+                                 .start_urls_key = "spider:start_urls",
+                                 .start_urls_as_set = as_set});
+    std::promise<settle_result> fed;
+    queue.async_feed(10, nullptr, crawler::dedup::fingerprint_scheme::scrapy_2_7,
+                     [&](std::exception_ptr error, settle_result result) {
+                       if (error) return fed.set_exception(error);
+                       fed.set_value(result);
+                     });
+    // Without a dupefilter both copies of a/1 in the list are queued; a set holds one.
+    EXPECT_EQ(fed.get_future().get().queued, as_set ? 2u : 3u) << as_set;
+    EXPECT_EQ(redis.integer("EXISTS spider:start_urls"), 0) << as_set;
+    EXPECT_EQ(redis.integer("LLEN spider:start_urls:bad"), 1) << as_set;
+    EXPECT_EQ(take(queue, 10).size(), as_set ? 2u : 3u) << as_set;
+  }
+}
+
 TEST(redis_queue, a_lost_lease_still_stores_the_outcome_and_says_it_was_lost) {
   fixture f;
   auto slow = f.queue("slow", "fifo", 200ms);
