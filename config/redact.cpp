@@ -79,8 +79,9 @@ void walk(nlohmann::json& value, bool secret, Collect&& collect) {
       value = std::string(redaction);
       return;
     }
-    for (auto span : url_passwords(text)) collect(text.substr(span.begin, span.end - span.begin));
-    if (!url_passwords(text).empty()) value = redact_url(text);
+    auto spans = url_passwords(text);
+    for (auto span : spans) collect(text.substr(span.begin, span.end - span.begin));
+    if (!spans.empty()) value = redact_url(text);
   } else if (value.is_object()) {
     nlohmann::json out = nlohmann::json::object();
     for (auto& [key, member] : value.items()) {

@@ -39,7 +39,9 @@ void remember_secret(std::string_view secret);
 /// Remembers the password of every URL in `text` (e.g. the proxy a request's meta names).
 void remember_url_secrets(std::string_view text);
 
-/// `text` with every remembered secret, and the password of every URL in it, replaced by ***.
+/// `text` with the password of every URL in it, and every remembered secret of four characters or
+/// more, replaced by ***. (A shorter secret would blank every word that holds its letters; in a
+/// URL it is replaced whatever its length.)
 std::string redact(std::string_view text);
 
 }  // namespace crawler
