@@ -350,18 +350,18 @@ class offsite_rules {
 // Scrapy's OffsiteMiddleware (spider side): links to other hosts are dropped unless dont_filter.
 class offsite_middleware : public spider_middleware {
  public:
-  explicit offsite_middleware(std::shared_ptr<offsite_rules> rules) : rules_(std::move(rules)) {}
+  offsite_middleware(const spider& spider, stats& stats) : rules_(spider, stats) {}
 
-  void process_start_requests(output&) override { rules_->read_domains(); }
+  void process_start_requests(output&) override { rules_.read_domains(); }
 
   void process_spider_output(const response&, output& out) override {
     std::erase_if(out.requests, [this](const request& request) {
-      return !request.dont_filter && !rules_->allows(request);
+      return !request.dont_filter && !rules_.allows(request);
     });
   }
 
  private:
-  std::shared_ptr<offsite_rules> rules_;
+  offsite_rules rules_;
 };
 
 // Scrapy's downloader-side OffsiteMiddleware, for what never passes the spider: a redirect (of a
@@ -370,17 +370,16 @@ class offsite_middleware : public spider_middleware {
 // "allow_offsite" lets one through, as in Scrapy.
 class offsite_redirect_middleware : public downloader_middleware {
  public:
-  explicit offsite_redirect_middleware(std::shared_ptr<offsite_rules> rules)
-      : rules_(std::move(rules)) {}
+  offsite_redirect_middleware(const spider& spider, stats& stats) : rules_(spider, stats) {}
 
   void process_request(request& request) override {
     bool redirected = request.meta.contains("redirect_urls");
     if ((!redirected && request.dont_filter) || meta_flag(request, "allow_offsite")) return;
-    if (!rules_->allows(request)) throw ignore_request("Filtered offsite request");
+    if (!rules_.allows(request)) throw ignore_request("Filtered offsite request");
   }
 
  private:
-  std::shared_ptr<offsite_rules> rules_;
+  offsite_rules rules_;
 };
 
 // Only the schemes of DOWNLOAD_SCHEMES leave a page, and file:// never leaves an http(s) one
@@ -493,8 +492,7 @@ class depth_middleware : public spider_middleware {
 std::vector<std::unique_ptr<downloader_middleware>> default_downloader_middlewares(
     const settings& settings, stats& stats, const spider& spider) {
   std::vector<std::unique_ptr<downloader_middleware>> chain;
-  chain.push_back(std::make_unique<offsite_redirect_middleware>(
-      std::make_shared<offsite_rules>(spider, stats)));
+  chain.push_back(std::make_unique<offsite_redirect_middleware>(spider, stats));
   chain.push_back(std::make_unique<default_headers_middleware>(settings));
   chain.push_back(std::make_unique<user_agent_middleware>(settings));
   if (settings.get_bool("RETRY_ENABLED")) {
@@ -512,8 +510,7 @@ std::vector<std::unique_ptr<spider_middleware>> default_spider_middlewares(const
   std::vector<std::unique_ptr<spider_middleware>> chain;
   chain.push_back(std::make_unique<scheme_middleware>(scheme_policy(settings), stats));
   chain.push_back(std::make_unique<http_error_middleware>(settings, stats));
-  chain.push_back(
-      std::make_unique<offsite_middleware>(std::make_shared<offsite_rules>(spider, stats)));
+  chain.push_back(std::make_unique<offsite_middleware>(spider, stats));
   if (settings.get_bool("REFERER_ENABLED")) chain.push_back(std::make_unique<referer_middleware>());
   chain.push_back(std::make_unique<url_length_middleware>(settings, stats));
   chain.push_back(std::make_unique<depth_middleware>(settings, stats));
