@@ -29,6 +29,15 @@ struct push_options {
 
 constexpr std::size_t batch_size = 1000;  // entries per round trip
 
+// The settings of a fleet command: the defaults and each -s, with their secrets kept out of
+// whatever the command prints.
+crawler::settings fleet_settings(const std::vector<std::string>& overrides) {
+  crawler::settings settings;
+  for (const auto& override : overrides) settings.set_from_string(override);
+  remember_secrets(settings);
+  return settings;
+}
+
 // A loop on its own thread for the Redis client, while the command waits on futures.
 class redis_session {
  public:
@@ -52,9 +61,7 @@ class redis_session {
 };
 
 int run(const push_options& options) {
-  crawler::settings settings;
-  for (const auto& override : options.overrides) settings.set_from_string(override);
-  remember_secrets(settings);
+  auto settings = fleet_settings(options.overrides);
   auto key = spider_key(settings.get_string("REDIS_START_URLS_KEY"), options.spider);
   bool as_set = settings.get_bool("REDIS_START_URLS_AS_SET");
 
@@ -99,9 +106,7 @@ int run(const push_options& options) {
 }
 
 int print_stats(const std::string& spider, const std::vector<std::string>& overrides) {
-  crawler::settings settings;
-  for (const auto& override : overrides) settings.set_from_string(override);
-  remember_secrets(settings);
+  auto settings = fleet_settings(overrides);
   redis_session session(settings);
   auto key = spider + ":stats";
   auto reply = session.client().async_command({"HGETALL", key}, asio::use_future).get();
@@ -136,9 +141,7 @@ return 0
 )lua";
 
 int print_status(const std::string& spider, const std::vector<std::string>& overrides) {
-  crawler::settings settings;
-  for (const auto& override : overrides) settings.set_from_string(override);
-  remember_secrets(settings);
+  auto settings = fleet_settings(overrides);
   redis_session session(settings);
   auto& client = session.client();
   auto key_of = [&](const char* setting) {
@@ -204,42 +207,37 @@ int print_status(const std::string& spider, const std::vector<std::string>& over
   return 0;
 }
 
-}  // namespace
-
-void add_status_command(CLI::App& app, int& exit_status) {
+// `crawler NAME SPIDER [-s KEY=VALUE]...`: a command that reads a fleet and prints it.
+void add_fleet_view(CLI::App& app, int& exit_status, const std::string& name,
+                    const std::string& description,
+                    int (*print)(const std::string&, const std::vector<std::string>&)) {
   auto spider = std::make_shared<std::string>();
   auto overrides = std::make_shared<std::vector<std::string>>();
-  CLI::App* command = app.add_subcommand(
-      "status", "One screen on a fleet: workers alive, queued, in flight, pages, items, pages/s");
+  CLI::App* command = app.add_subcommand(name, description);
   command->add_option("spider", *spider, "the spider's name, as in its Redis keys")->required();
   command->add_option("-s,--set", *overrides, "setting override KEY=VALUE (repeatable)")
       ->allow_extra_args(false);
-  command->callback([spider, overrides, &exit_status] {
+  command->callback([spider, overrides, &exit_status, name, print] {
     try {
-      exit_status = print_status(*spider, *overrides);
+      exit_status = print(*spider, *overrides);
     } catch (const std::exception& error) {
-      std::cerr << "crawler status: " << redact(error.what()) << '\n';
+      std::cerr << "crawler " << name << ": " << redact(error.what()) << '\n';
       exit_status = 2;
     }
   });
 }
 
+}  // namespace
+
+void add_status_command(CLI::App& app, int& exit_status) {
+  add_fleet_view(app, exit_status, "status",
+                 "One screen on a fleet: workers alive, queued, in flight, pages, items, pages/s",
+                 print_status);
+}
+
 void add_stats_command(CLI::App& app, int& exit_status) {
-  auto spider = std::make_shared<std::string>();
-  auto overrides = std::make_shared<std::vector<std::string>>();
-  CLI::App* command =
-      app.add_subcommand("stats", "Print a fleet's summed stats (<spider>:stats) as JSON");
-  command->add_option("spider", *spider, "the spider's name, as in its Redis keys")->required();
-  command->add_option("-s,--set", *overrides, "setting override KEY=VALUE (repeatable)")
-      ->allow_extra_args(false);
-  command->callback([spider, overrides, &exit_status] {
-    try {
-      exit_status = print_stats(*spider, *overrides);
-    } catch (const std::exception& error) {
-      std::cerr << "crawler stats: " << redact(error.what()) << '\n';
-      exit_status = 2;
-    }
-  });
+  add_fleet_view(app, exit_status, "stats", "Print a fleet's summed stats (<spider>:stats) as JSON",
+                 print_stats);
 }
 
 void add_push_command(CLI::App& app, int& exit_status) {
