@@ -56,6 +56,14 @@ void baseline_href_scanner(benchmark::State& state) {
 }
 BENCHMARK(baseline_href_scanner);
 
+// The nesting-depth budget check html_document::parse runs before Gumbo (HTML_MAX_DEPTH).
+void depth_estimate(benchmark::State& state) {
+  auto response = make_response();
+  for (auto _ : state) benchmark::DoNotOptimize(crawler::estimate_nesting_depth(response.body));
+  state.SetBytesProcessed(std::int64_t(state.iterations() * response.body.size()));
+}
+BENCHMARK(depth_estimate);
+
 void parse_only(benchmark::State& state) {
   auto response = make_response();
   for (auto _ : state) {

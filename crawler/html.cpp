@@ -233,7 +233,12 @@ std::size_t estimate_nesting_depth(std::string_view markup) {
     char first = markup[at];
     bool letter = (first >= 'a' && first <= 'z') || (first >= 'A' && first <= 'Z');
     if (!letter && first != '!') continue;
-    auto name = detail::ascii_lower(markup.substr(at, name_end - at));
+    // Lower-cased on the stack: every name the estimate knows is shorter than the buffer, and a
+    // longer one (a custom element) is only ever an ordinary element.
+    char lowered[16];
+    auto length = std::min(name_end - at, sizeof lowered);
+    for (std::size_t i = 0; i < length; ++i) lowered[i] = detail::ascii_lower(markup[at + i]);
+    std::string_view name(lowered, length);
     // The end of the tag: the first '>' outside a quoted attribute value.
     auto end = name_end;
     for (char quote = 0; end < markup.size(); ++end) {
@@ -262,7 +267,7 @@ std::size_t estimate_nesting_depth(std::string_view markup) {
     deepest = std::max(deepest, ++depth);
     if (foreign_root) ++foreign;
     if (is_raw_text(name)) {
-      auto close = find_ascii_case_insensitive(markup, "</" + name, at);
+      auto close = find_ascii_case_insensitive(markup, "</" + std::string(name), at);
       if (close == std::string_view::npos) break;
       at = close;
     }
