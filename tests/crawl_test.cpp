@@ -497,6 +497,16 @@ TEST(crawl, a_redis_dupefilter_that_cannot_connect_stops_the_crawl_before_it_sta
 
 // A hostile site: what one crawled page must never make the crawler do.
 
+// The recording spider that also parses every page, keeping its <title>.
+struct selecting : recording_spider {
+  using recording_spider::recording_spider;
+  void parse(const crawler::response& response, crawler::output& out) override {
+    titles.push_back(response.css("title::text").get(""));
+    recording_spider::parse(response, out);
+  }
+  std::vector<std::string> titles;
+};
+
 // The recording spider that follows every link of every page.
 struct following : recording_spider {
   explicit following(std::vector<crawler::request> start) : recording_spider(std::move(start)) {
@@ -635,14 +645,6 @@ TEST(hostile_site, a_page_nested_100000_deep_is_skipped_and_counted_and_the_craw
   std::string deep = "<html><title>deep</title><body>";
   for (int i = 0; i < 100000; ++i) deep += "<div>";
   http_server server({.pages = {{"/deep", deep}}});
-  struct selecting : recording_spider {
-    using recording_spider::recording_spider;
-    void parse(const crawler::response& response, crawler::output& out) override {
-      titles.push_back(response.css("title::text").get(""));
-      recording_spider::parse(response, out);
-    }
-    std::vector<std::string> titles;
-  };
   for (bool pooled : {false, true}) {  // parsed in the callback, or ahead on the parse pool
     selecting spider({get(server.url("/deep")), get(server.url("/site/1"))});
     spider.parses_html = pooled;
@@ -671,14 +673,6 @@ TEST(crawl, a_close_does_not_wait_out_download_delay_for_requests_still_in_their
 
 TEST(hostile_site, a_page_over_html_max_size_is_skipped_when_a_callback_parses_it) {
   http_server server;
-  struct selecting : recording_spider {
-    using recording_spider::recording_spider;
-    void parse(const crawler::response& response, crawler::output& out) override {
-      titles.push_back(response.css("title::text").get(""));
-      recording_spider::parse(response, out);
-    }
-    std::vector<std::string> titles;
-  };
   selecting spider({get(server.url("/site/1")), get(server.url("/s?wd=small"))});
   auto result = crawl(spider, {"HTML_MAX_SIZE=200"});  // a site page is larger, /s is not
   EXPECT_EQ(spider.titles, std::vector<std::string>{""});
