@@ -41,7 +41,8 @@ redis_queue::redis_queue(std::shared_ptr<redis::client> client, redis_queue_opti
       leased_key_(options_.key + ":leased"),
       deadlines_key_(options_.key + ":deadlines"),
       seq_key_(options_.key + ":seq"),
-      bad_key_(options_.key + ":bad") {
+      bad_key_(options_.key + ":bad"),
+      items_key_(options_.items_key.empty() ? options_.key + ":items" : options_.items_key) {
   if (options_.order != "priority" && options_.order != "fifo" && options_.order != "lifo") {
     throw settings_error("SCHEDULER_QUEUE_CLASS: unknown queue \"" + options_.order +
                          "\"; valid values are priority, fifo, lifo");
@@ -306,28 +307,31 @@ void redis_queue::async_settle(const std::string& lease_id, const std::vector<re
     args.push_back(item.dump(-1, ' ', true, nlohmann::json::error_handler_t::replace));
   }
   auto filter_key = marking ? marking->key : options_.key;
-  auto items_key = options_.items_key.empty() ? options_.key + ":items" : options_.items_key;
   run_script(detail::redis_queue_settle,
-             {options_.key, leased_key_, deadlines_key_, seq_key_, filter_key, items_key},
+             {options_.key, leased_key_, deadlines_key_, seq_key_, filter_key, items_key_},
              std::move(args),
-             [this, done = std::move(done), sent = std::move(sent),
+             [this, done = std::move(done), lease_id, sent = std::move(sent),
               unfingerprintable = std::move(unfingerprintable)](std::exception_ptr error,
                                                                 redis::reply answer) {
                settle_result result;
                try {
                  if (error) std::rethrow_exception(error);
                  expect(answer, "settle", *client_);
-                 if (answer.elements.size() != 4 || answer.elements[3].str.size() != sent.size()) {
+                 if (answer.elements.size() != 4) {
+                   throw std::runtime_error("redis queue: settle answered " + answer.describe());
+                 }
+                 result.settled = answer.elements[2].integer == 1;
+                 bool stored = result.settled || lease_id.empty();
+                 if (stored && answer.elements[3].str.size() != sent.size()) {
                    throw std::runtime_error("redis queue: settle answered " + answer.describe());
                  }
                  result.queued = std::size_t(answer.elements[0].integer);
                  result.duplicates = std::size_t(answer.elements[1].integer);
-                 result.settled = answer.elements[2].integer == 1;
                  const auto& flags = answer.elements[3].str;
                  for (std::size_t i = 0; i < flags.size(); ++i) {
                    if (flags[i] == '1') result.duplicate_positions.push_back(sent[i]);
                  }
-                 result.unfingerprintable_positions = unfingerprintable;
+                 if (stored) result.unfingerprintable_positions = unfingerprintable;
                } catch (...) {
                  return done(std::current_exception(), {});
                }

@@ -62,7 +62,10 @@ struct leased_request {
 struct settle_result {
   std::size_t queued = 0;
   std::size_t duplicates = 0;
-  bool settled = false;  // false: the lease had expired and was reclaimed (counted, not an error)
+  /// False when the worker no longer held the lease (it expired and went back to the queue, or
+  /// an earlier try of this settle got through): then nothing was stored, since whoever holds
+  /// the lease stores the outcome. Counted, not an error.
+  bool settled = false;
   /// The children the dupefilter had seen, by their position in the call's list.
   std::vector<std::size_t> duplicate_positions;
   /// Children whose URL cannot be fingerprinted (never queued), by position.
@@ -105,6 +108,10 @@ class redis_queue {
 
   /// This worker's id in leases.
   const std::string& worker() const { return options_.worker; }
+  /// SCHEDULER_QUEUE_CLASS: priority, fifo or lifo.
+  const std::string& order() const { return options_.order; }
+  /// Where settle appends items (the option, or <key>:items when it is empty).
+  const std::string& items_key() const { return items_key_; }
 
   /// How many leases the last takes found expired and put back (a worker died or stalled).
   std::size_t reclaimed() const { return reclaimed_; }
@@ -117,7 +124,7 @@ class redis_queue {
 
   std::shared_ptr<redis::client> client_;
   redis_queue_options options_;
-  std::string leased_key_, deadlines_key_, seq_key_, bad_key_;
+  std::string leased_key_, deadlines_key_, seq_key_, bad_key_, items_key_;
   std::size_t reclaimed_ = 0, bad_ = 0;
   std::map<const char*, std::string> script_shas_;  // script -> its SHA-1, for EVALSHA
   std::function<std::string(const request&)> check_;

@@ -39,11 +39,6 @@ std::string describe(std::exception_ptr error) {
 
 std::unique_ptr<scheduler> redis_scheduler::create(const scheduler_context& context) {
   const auto& settings = context.settings;
-  if (settings.get_bool("SCHEDULER_FLUSH_ON_START")) {
-    throw settings_error(
-        "SCHEDULER_FLUSH_ON_START: not available with SCHEDULER=redis yet (a worker would flush "
-        "the fleet's queue under the others); delete the keys before starting the fleet");
-  }
   if (settings.get_double("SCHEDULER_HEARTBEAT_INTERVAL") * 3 >
       settings.get_double("SCHEDULER_LEASE_TIME")) {
     throw settings_error(
@@ -53,6 +48,7 @@ std::unique_ptr<scheduler> redis_scheduler::create(const scheduler_context& cont
   // The dupefilter's keys belong to the fleet: this scheduler decides when they go.
   auto own = std::make_unique<crawler::settings>(settings);
   own->set("SCHEDULER_PERSIST", true);
+  own->set("SCHEDULER_FLUSH_ON_START", false);
   auto client = context.redis
                     ? context.redis
                     : redis::client::create(context.executor, redis::endpoint_from(settings));
@@ -92,6 +88,8 @@ redis_scheduler::redis_scheduler(const scheduler_context& context,
       heartbeat_interval_(milliseconds_of(context.settings, "SCHEDULER_HEARTBEAT_INTERVAL")),
       max_idle_(context.settings.get_int("MAX_IDLE_TIME_BEFORE_CLOSE")),
       persist_(context.settings.get_bool("SCHEDULER_PERSIST")),
+      flush_on_start_(context.settings.get_bool("SCHEDULER_FLUSH_ON_START")),
+      start_urls_as_set_(context.settings.get_bool("REDIS_START_URLS_AS_SET")),
       poll_timer_(context.executor),
       heartbeat_timer_(context.executor) {
   if (!jobdir_.empty()) {
@@ -104,14 +102,116 @@ redis_scheduler::~redis_scheduler() {
   *alive_ = false;
 }
 
+// SCHEDULER_FLUSH_ON_START for a fleet: the first worker of a crawl flushes, the ones that join
+// it do not. "First" is decided in Redis, in one step: when no worker has a fresh heartbeat in
+// <spider>:workers, the queue, its leases, the dupefilter and the stats go, and this worker's line
+// is written, so a second worker starting a moment later finds a live one and flushes nothing.
+// KEYS workers, then the keys to delete; ARGV this worker, its record. Returns 1 when it flushed.
+constexpr const char* flush_once_script = R"lua(
+local t = redis.call('TIME')
+local now = tonumber(t[1]) + tonumber(t[2]) / 1e6
+local entries = redis.call('HGETALL', KEYS[1])
+for i = 1, #entries, 2 do
+  local ok, worker = pcall(cjson.decode, entries[i + 1])
+  if ok and type(worker) == 'table' and worker.heartbeat and worker.interval and
+     now - worker.heartbeat < 3 * worker.interval then
+    redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+    return 0
+  end
+end
+redis.call('DEL', unpack(KEYS))
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+return 1
+)lua";
+
 void redis_scheduler::do_open(asio::any_completion_handler<done_signature> handler) {
+  started_ =
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  auto shared = std::make_shared<asio::any_completion_handler<done_signature>>(std::move(handler));
+  auto check_then_open = [this, alive = alive_, shared] {
+    if (*alive) check_key_types([this, shared] { open_dupefilter(std::move(*shared)); }, shared);
+  };
+  if (!flush_on_start_) return check_then_open();
+  const auto* marking = dupefilter_->marking();
+  redis::command flush{"EVAL",
+                       flush_once_script,
+                       "9",
+                       workers_key_,
+                       queue_key_,
+                       queue_key_ + ":leased",
+                       queue_key_ + ":deadlines",
+                       queue_key_ + ":seq",
+                       queue_key_ + ":bad",
+                       marking->key,
+                       marking->key + ":params",
+                       stats_key_,
+                       queue_.worker(),
+                       worker_record()};
+  client_->async_command(std::move(flush), [this, alive = alive_, shared, check_then_open](
+                                               std::exception_ptr error, redis::reply answer) {
+    if (!*alive) return;
+    if (!error && answer.is_error()) {
+      error = std::make_exception_ptr(std::runtime_error(
+          "SCHEDULER_FLUSH_ON_START: flushing the fleet's keys at " + client_->where().address() +
+          " failed: " + answer.str));
+    }
+    if (error) return std::move(*shared)(error);
+    if (answer.integer == 1) {
+      logger_->info("Flushed the fleet's queue, dupefilter and stats (SCHEDULER_FLUSH_ON_START)");
+    } else {
+      logger_->info("SCHEDULER_FLUSH_ON_START: workers of this crawl are running; joined them "
+                    "without flushing");
+    }
+    check_then_open();
+  });
+}
+
+// A key of the wrong type would fail every script run on it, again and again: refuse at start,
+// naming the key, what it holds and what the fleet keeps there.
+void redis_scheduler::check_key_types(
+    std::function<void()> then,
+    std::shared_ptr<asio::any_completion_handler<done_signature>> fail) {
+  auto queue_type = queue_.order() == "priority" ? "zset" : "list";
+  auto start_type = start_urls_as_set_ ? "set" : "list";
+  std::vector<std::pair<std::string, std::string>> expected{
+      {queue_key_, queue_type},
+      {queue_key_ + ":leased", "hash"},
+      {queue_key_ + ":deadlines", "zset"},
+      {queue_key_ + ":seq", "string"},
+      {queue_key_ + ":bad", "list"},
+      {start_urls_key_, start_type},
+      {queue_.items_key(), "list"},
+      {stats_key_, "hash"},
+      {workers_key_, "hash"}};
+  std::vector<redis::command> types;
+  for (const auto& [key, type] : expected) types.push_back({"TYPE", key});
+  client_->async_pipeline(
+      std::move(types), [this, alive = alive_, expected, then = std::move(then), fail](
+                            std::exception_ptr error, std::vector<redis::reply> replies) {
+        if (!*alive) return;
+        if (!error) {
+          for (std::size_t i = 0; i < replies.size() && i < expected.size(); ++i) {
+            const auto& held = replies[i].str;
+            if (held == "none" || held == expected[i].second) continue;
+            error = std::make_exception_ptr(std::runtime_error(
+                "redis at " + client_->where().address() + ": key " + expected[i].first +
+                " holds a " + held + ", where the fleet keeps a " + expected[i].second +
+                " (another program's key, or another SCHEDULER_QUEUE_CLASS?); delete it or "
+                "choose other key names"));
+            break;
+          }
+        }
+        if (error) return std::move(*fail)(error);
+        then();
+      });
+}
+
+void redis_scheduler::open_dupefilter(asio::any_completion_handler<done_signature> handler) {
   dupefilter_->async_open([this, alive = alive_,
                            handler = std::move(handler)](std::exception_ptr error) mutable {
     if (!*alive) return;
     if (!error) {
       open_ = true;
-      started_ = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
-                     .count();
       idle_since_ = std::chrono::steady_clock::now();
       heartbeat();
       take_more();
@@ -128,8 +228,7 @@ void redis_scheduler::take_more() {
                     [this, alive = alive_](std::exception_ptr error, settle_result fed) {
                       if (!*alive) return;
                       if (error) {
-                        logger_->error("Could not read the fleet's start URLs: {}",
-                                       describe(error));
+                        redis_failed("read the fleet's start URLs", error);
                       } else if (fed.queued) {
                         stats_.inc_value("scheduler/enqueued/redis", std::int64_t(fed.queued));
                         stats_.inc_value("scheduler/enqueued", std::int64_t(fed.queued));
@@ -145,10 +244,10 @@ void redis_scheduler::take_leased() {
         if (!*alive) return;
         taking_ = false;
         if (error) {
-          logger_->error("Could not take requests from the fleet's queue, retrying: {}",
-                         describe(error));
+          redis_failed("take requests from the fleet's queue", error);
           return after_empty_take();
         }
+        redis_answered();
         if (taken.empty()) return after_empty_take();
         idle_backoff_ = std::chrono::milliseconds(50);
         idle_since_ = std::chrono::steady_clock::now();
@@ -160,6 +259,27 @@ void redis_scheduler::take_leased() {
         }
         ready();
       });
+}
+
+// Each failure of an outage would otherwise log a line per poll and per heartbeat: one line when
+// Redis goes away, one when it answers again. Meanwhile the engine keeps the outcomes of the
+// downloads that finish (at most the taken batch and the downloads under way) and stores them
+// when Redis is back; leases live on Redis's clock, so an outage shorter than
+// SCHEDULER_LEASE_TIME loses no lease.
+void redis_scheduler::redis_failed(const std::string& doing, std::exception_ptr error) {
+  if (redis_down_since_) return;
+  redis_down_since_ = std::chrono::steady_clock::now();
+  stats_.inc_value("scheduler/redis_outages");
+  logger_->error("Could not {}; retrying with backoff until Redis answers: {}", doing,
+                 describe(error));
+}
+
+void redis_scheduler::redis_answered() {
+  if (!redis_down_since_) return;
+  auto down = std::chrono::duration<double>(std::chrono::steady_clock::now() - *redis_down_since_);
+  redis_down_since_.reset();
+  logger_->info("Redis at {} answers again after {:.1f} s; resuming", client_->where().address(),
+                down.count());
 }
 
 // Nothing to take: poll again after a backoff (50 ms doubling to 500 ms), and with
@@ -246,8 +366,8 @@ void redis_scheduler::heartbeat() {
                                    std::exception_ptr error, std::size_t held) {
       if (!*alive) return;
       if (error) {
-        logger_->error("Could not renew {} leases; they expire unless a renewal gets through",
-                       asked);
+        redis_failed("renew " + std::to_string(asked) + " leases (they expire unless a renewal "
+                     "gets through)", error);
       } else if (held < asked) {
         // Settled meanwhile, or expired and reclaimed (this worker stalled): counted, and the
         // request's outcome is still stored when it finishes.

@@ -26,6 +26,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 
 #include "scheduler/redis_queue.h"
@@ -57,10 +58,15 @@ class redis_scheduler final : public scheduler {
                   asio::any_completion_handler<enqueue_signature> handler) override;
   void do_close(asio::any_completion_handler<done_signature> handler) override;
 
+  void check_key_types(std::function<void()> then,
+                       std::shared_ptr<asio::any_completion_handler<done_signature>> fail);
+  void open_dupefilter(asio::any_completion_handler<done_signature> handler);
   void take_more();
   void take_leased();
   void after_empty_take();
   void heartbeat();
+  void redis_failed(const std::string& doing, std::exception_ptr error);
+  void redis_answered();
   std::string worker_record() const;
   // Adds what the counters gained since the last flush to the fleet's stats hash.
   void flush_stats(std::function<void()> then = {});
@@ -75,13 +81,14 @@ class redis_scheduler final : public scheduler {
   std::size_t batch_size_;
   std::chrono::milliseconds heartbeat_interval_;
   std::chrono::seconds max_idle_;
-  bool persist_;
+  bool persist_, flush_on_start_, start_urls_as_set_;
   std::deque<leased_request> buffer_;
   std::set<std::string> held_;           // leases taken and not yet settled or released
   std::vector<std::string> to_release_;  // restored by the engine; released at close
   bool open_ = false, taking_ = false, fleet_done_ = false;
   std::chrono::milliseconds idle_backoff_{50};
   std::chrono::steady_clock::time_point idle_since_{};
+  std::optional<std::chrono::steady_clock::time_point> redis_down_since_;
   asio::steady_timer poll_timer_, heartbeat_timer_;
   // Redis answers may arrive after the scheduler is gone: they check this first.
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);

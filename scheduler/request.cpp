@@ -51,7 +51,8 @@ std::string request::describe() const {
 }
 
 nlohmann::json request::to_json() const {
-  nlohmann::json json{{"url", url},
+  nlohmann::json json{{"v", request_format_version},
+                      {"url", url},
                       {"method", method},
                       {"priority", priority},
                       {"dont_filter", dont_filter},
@@ -74,6 +75,11 @@ request request::from_json(const nlohmann::json& json, std::string_view where) {
   auto url = json.find("url");
   if (url == json.end() || !url->is_string() || url->get_ref<const std::string&>().empty()) {
     fail("\"url\" must be a non-empty string");
+  }
+  // Missing: written before entries carried their format (JOBDIR files of older runs), which is 1.
+  if (auto version = json.find("v"); version != json.end() && *version != request_format_version) {
+    fail("written in request format " + version->dump() + ", and this crawler reads format " +
+         std::to_string(request_format_version) + ": run a crawler as new as the one that wrote it");
   }
   request result{url->get<std::string>()};
   try {

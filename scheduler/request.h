@@ -29,6 +29,9 @@ std::string_view find_header(const header_list& headers, std::string_view name);
 /// Replaces every header called `name` (any case) with one `name: value`.
 void set_header(header_list& headers, std::string_view name, std::string_view value);
 
+/// The version of request::to_json's form, written as "v"; from_json refuses any other.
+inline constexpr int request_format_version = 1;
+
 struct request {
   std::string url;
   std::string method = "GET";
@@ -58,7 +61,8 @@ struct request {
   std::string describe() const;
 
   /// The JSON form kept in JOBDIR/requests.queue and Redis queues (Scrapy's request_to_dict keys;
-  /// the body is hex-encoded as `body_hex`, so any bytes survive).
+  /// the body is hex-encoded as `body_hex`, so any bytes survive), with its format's version in
+  /// "v", so a fleet's workers of different releases never misread each other's entries.
   nlohmann::json to_json() const;
   /// Reads to_json()'s form. Throws std::invalid_argument naming `where` and the bad field.
   static request from_json(const nlohmann::json& json, std::string_view where);

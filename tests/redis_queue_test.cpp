@@ -189,10 +189,17 @@ TEST(redis_queue, entries_that_do_not_decode_go_to_bad_and_are_never_returned) {
   inspector redis(f.server.port());
   redis.command("RPUSH spider:requests 0000000000000001|not-json");
   redis.command("RPUSH spider:requests 0000000000000002|{\"url\":5}");
+  // A worker of a later release wrote it: read as format 1 it could mean something else.
+  redis.command("RPUSH spider:requests 0000000000000003|{\"v\":2,\"url\":\"http://a/new\"}");
   settle(queue, "", {request{"http://a/good"}});
   EXPECT_EQ(urls(take(queue, 10)), std::vector<std::string>{"http://a/good"});
-  EXPECT_EQ(queue.bad(), 2u);
-  EXPECT_EQ(redis.integer("LLEN spider:requests:bad"), 2);
+  EXPECT_EQ(queue.bad(), 3u);
+  auto bad = redis.strings("LRANGE spider:requests:bad 0 -1");
+  ASSERT_EQ(bad.size(), 3u);
+  EXPECT_NE(nlohmann::json::parse(bad[2])["reason"].get<std::string>().find(
+                "written in request format 2, and this crawler reads format 1"),
+            std::string::npos)
+      << bad[2];
   EXPECT_EQ(redis.integer("HLEN spider:requests:leased"), 1);  // only the good one
 }
 
@@ -260,18 +267,31 @@ TEST(redis_queue, start_urls_move_from_a_list_or_a_set_into_the_queue_once) {
   }
 }
 
-TEST(redis_queue, a_lost_lease_still_stores_the_outcome_and_says_it_was_lost) {
+TEST(redis_queue, a_lost_lease_stores_nothing_so_its_new_holder_stores_the_outcome_once) {
   fixture f;
   auto slow = f.queue("slow", "fifo", 200ms);
   auto fast = f.queue("fast", "fifo", 200ms);
   settle(slow, "", {request{"http://a/1"}});
   auto taken = take(slow, 1);
   std::this_thread::sleep_for(300ms);
-  ASSERT_EQ(take(fast, 1).size(), 1u);  // reclaimed by another worker
-  auto late = settle(slow, taken[0].lease_id, {request{"http://a/child"}});
+  auto retaken = take(fast, 1);  // reclaimed by another worker
+  ASSERT_EQ(retaken.size(), 1u);
+  auto late = settle(slow, taken[0].lease_id, {request{"http://a/child"}}, {{{"page", 1}}});
   EXPECT_FALSE(late.settled);
-  EXPECT_EQ(late.queued, 1u);
-  EXPECT_EQ(inspector(f.server.port()).integer("HLEN spider:requests:leased"), 1);  // fast's
+  EXPECT_EQ(late.queued, 0u);
+  inspector redis(f.server.port());
+  EXPECT_EQ(redis.integer("LLEN spider:requests"), 0);
+  EXPECT_EQ(redis.integer("LLEN spider:items"), 0);
+  EXPECT_EQ(redis.integer("HLEN spider:requests:leased"), 1);  // fast's
+  auto stored = settle(fast, retaken[0].lease_id, {request{"http://a/child"}}, {{{"page", 1}}});
+  EXPECT_TRUE(stored.settled);
+  EXPECT_EQ(stored.queued, 1u);
+  EXPECT_EQ(redis.integer("LLEN spider:items"), 1);
+  // The same settle again (its first answer lost on the way) stores nothing twice.
+  EXPECT_FALSE(
+      settle(fast, retaken[0].lease_id, {request{"http://a/child"}}, {{{"page", 1}}}).settled);
+  EXPECT_EQ(redis.integer("LLEN spider:items"), 1);
+  EXPECT_EQ(redis.integer("LLEN spider:requests"), 1);
 }
 
 }  // namespace

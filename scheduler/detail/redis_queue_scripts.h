@@ -143,12 +143,23 @@ return released
 // child: request JSON, priority, dont_filter ('1' or '0'), marking argument; then the items.
 // In one step: each child is marked seen and queued unless the dupefilter has seen it, the items
 // are appended, and the parent's lease is settled. So no URL is ever seen without being queued,
-// leased or crawled. Returns {queued, duplicates, settled (1, or 0 when the lease was lost),
-// one '1' (duplicate) or '0' (queued) per child}.
+// leased or crawled. A lease the worker no longer holds (it expired and went back to the queue,
+// or this same outcome was stored by an earlier try whose answer was lost) stores nothing: the
+// request's outcome is stored once, by whoever holds its lease, so no item is written twice.
+// Returns {queued, duplicates, settled (1, or 0 when the lease was not held), one '1'
+// (duplicate) or '0' (queued) per child, or '' when nothing was stored}.
 inline constexpr const char* redis_queue_settle = R"lua(
 local queue, leased, deadlines, seq, filter, items = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local order, worker, lease_id, mode = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local children = tonumber(ARGV[5])
+local settled = 0
+if lease_id ~= '' then
+  local lease = redis.call('HGET', leased, lease_id)
+  if not lease or parse_lease(lease) ~= worker then return {0, 0, 0, ''} end
+  redis.call('HDEL', leased, lease_id)
+  redis.call('ZREM', deadlines, lease_id)
+  settled = 1
+end
 local queued, duplicates = 0, 0
 local flags = {}
 local at = 6
@@ -163,15 +174,6 @@ for _ = 1, children do
   at = at + 4
 end
 for i = at, #ARGV do redis.call('RPUSH', items, ARGV[i]) end
-local settled = 0
-if lease_id ~= '' then
-  local lease = redis.call('HGET', leased, lease_id)
-  if lease and parse_lease(lease) == worker then
-    redis.call('HDEL', leased, lease_id)
-    redis.call('ZREM', deadlines, lease_id)
-    settled = 1
-  end
-end
 return {queued, duplicates, settled, table.concat(flags)}
 )lua";
 
