@@ -98,7 +98,7 @@ const std::vector<setting_spec>& table() {
       {"FEEDS", dict, json::object(), "Item feeds: URI -> options."},
       {"STATS_FILE", optional_string, nullptr, "Write the final stats here as JSON."},
       {"JOBDIR", optional_string, nullptr, "Folder that keeps a crawl's state between runs."},
-      {"REQUEST_FINGERPRINTER_IMPLEMENTATION", string, "2.7", "Fingerprint scheme: 2.6 or 2.7."},
+      {"REQUEST_FINGERPRINTER_IMPLEMENTATION", string, "2.7", "Fingerprint scheme: 2.7, 2.6 or scrapy-redis-0.8."},
       {"DUPEFILTER_CLASS", string, "set",
        "set, bloom, redis_set, redis_bitmap or redisbloom (or the Python class path)."},
       {"DUPEFILTER_DEBUG", boolean, false, "Log every filtered duplicate, not only the first."},

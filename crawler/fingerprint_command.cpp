@@ -40,7 +40,7 @@ void add_fingerprint_command(CLI::App& app, int& exit_status) {
   CLI::App* command = app.add_subcommand(
       "fingerprint", "Print Scrapy-compatible request fingerprints and canonical URLs");
   command->add_option("--impl", options->impl, "REQUEST_FINGERPRINTER_IMPLEMENTATION")
-      ->check(CLI::IsMember({"2.6", "2.7"}))
+      ->check(CLI::IsMember({"2.7", "2.6", "scrapy-redis-0.8"}))
       ->capture_default_str();
   command->add_option("--method", options->method, "HTTP method")->capture_default_str();
   command->add_option("--body", options->body, "request body");

@@ -14,7 +14,7 @@
 #include "config/settings.h"
 #include "crawler/commands.h"
 #include "redis/client.h"
-#include "scheduler/redis_queue.h"
+#include "scheduler/start_request.h"
 
 namespace crawler::cli {
 namespace {

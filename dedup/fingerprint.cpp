@@ -136,6 +136,7 @@ std::optional<fingerprint> fingerprint::from_hex(std::string_view hex) {
 std::optional<fingerprint_scheme> parse_fingerprint_scheme(std::string_view name) {
   if (name == "2.7") return fingerprint_scheme::scrapy_2_7;
   if (name == "2.6") return fingerprint_scheme::scrapy_2_6;
+  if (name == "scrapy-redis-0.8") return fingerprint_scheme::scrapy_redis_0_8;
   return std::nullopt;
 }
 
@@ -143,7 +144,7 @@ fingerprint_scheme fingerprint_scheme_from(const crawler::settings& settings) {
   std::string name = settings.get_string("REQUEST_FINGERPRINTER_IMPLEMENTATION");
   if (auto scheme = parse_fingerprint_scheme(name)) return *scheme;
   throw crawler::settings_error("REQUEST_FINGERPRINTER_IMPLEMENTATION: unknown value '" + name +
-                                "' (expected \"2.6\" or \"2.7\")");
+                                "' (expected \"2.7\", \"2.6\" or \"scrapy-redis-0.8\")");
 }
 
 fingerprint fingerprint_of_canonical(std::string_view method, std::string_view canonical_url,
@@ -168,7 +169,9 @@ fingerprint fingerprint_of_canonical(std::string_view method, std::string_view c
       document[hex_at + 2 * i] = hex_digits[b >> 4];
       document[hex_at + 2 * i + 1] = hex_digits[b & 15];
     }
-    document += "\", \"headers\": {}, \"method\": ";
+    // scrapy-redis 0.8 and later leave "headers" out; the rest is the same document.
+    document += scheme == fingerprint_scheme::scrapy_redis_0_8 ? "\", \"method\": "
+                                                               : "\", \"headers\": {}, \"method\": ";
     append_json_string(document, upper);
     document += ", \"url\": ";
     append_json_string(document, canonical_url);

@@ -3,11 +3,13 @@
 //   auto fp = crawler::dedup::request_fingerprint("GET", "http://example.com/");
 //   fp.hex() == "cebe46deeab7ee5915824a38cf73ee6f7eb0aba5"   // Scrapy 2.7's scheme, the default
 //
-// Both of Scrapy's schemes are reproduced byte for byte, so JOBDIRs, Redis dupefilter keys and
-// mixed Python/C++ fleets agree on what has been seen:
+// Both of Scrapy's schemes, and scrapy-redis's own, are reproduced byte for byte, so JOBDIRs,
+// Redis dupefilter keys and mixed Python/C++ fleets agree on what has been seen:
 // - "2.7" (REQUEST_FINGERPRINTER_IMPLEMENTATION's default): SHA-1 of
 //   json.dumps({"body": body.hex(), "headers": {}, "method": M, "url": canonical}, sort_keys=True);
-// - "2.6": SHA-1 of method + canonical URL + body.
+// - "2.6": SHA-1 of method + canonical URL + body (Scrapy before 2.7, and scrapy-redis 0.7);
+// - "scrapy-redis-0.8": the RFPDupeFilter of scrapy-redis 0.8 and later, which fingerprints
+//   requests itself: the "2.7" document without its "headers" member.
 // The canonical URL is canonicalize_url(url) (canonical_url.h); the method is upper-cased, as
 // Scrapy's Request does. Functions here are pure and thread-safe.
 #pragma once
@@ -47,12 +49,13 @@ struct fingerprint {
   friend bool operator==(const fingerprint&, const fingerprint&) = default;
 };
 
-/// Scrapy's REQUEST_FINGERPRINTER_IMPLEMENTATION values.
-enum class fingerprint_scheme { scrapy_2_6, scrapy_2_7 };
+/// REQUEST_FINGERPRINTER_IMPLEMENTATION's values: Scrapy's two, and scrapy-redis 0.8's.
+enum class fingerprint_scheme { scrapy_2_6, scrapy_2_7, scrapy_redis_0_8 };
 
-/// Reads REQUEST_FINGERPRINTER_IMPLEMENTATION ("2.6" or "2.7"); throws settings_error otherwise.
+/// Reads REQUEST_FINGERPRINTER_IMPLEMENTATION ("2.7", "2.6" or "scrapy-redis-0.8"); throws
+/// settings_error otherwise.
 fingerprint_scheme fingerprint_scheme_from(const crawler::settings& settings);
-/// Parses "2.6" / "2.7"; nullopt for anything else.
+/// Parses "2.7" / "2.6" / "scrapy-redis-0.8"; nullopt for anything else.
 std::optional<fingerprint_scheme> parse_fingerprint_scheme(std::string_view name);
 
 /// The fingerprint of a request. Throws url_error for a URL that cannot be canonicalized.

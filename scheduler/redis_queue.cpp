@@ -2,11 +2,10 @@
 
 #include <openssl/sha.h>
 
-#include <boost/url/parse.hpp>
-#include <cstdlib>
 
 #include "config/settings.h"
 #include "scheduler/detail/redis_queue_scripts.h"
+#include "scheduler/start_request.h"
 
 namespace crawler {
 namespace {
@@ -29,6 +28,33 @@ std::string sha1_hex(std::string_view text) {
   for (unsigned char byte : digest) {
     out += hex[byte >> 4];
     out += hex[byte & 15];
+  }
+  return out;
+}
+
+// An item as scrapy-redis's RedisPipeline writes it (ScrapyJSONEncoder, i.e. json.dumps): non-ASCII
+// escaped as \uXXXX, ", " and ": " between members, so Python consumers of <spider>:items read
+// what they always read.
+std::string as_scrapy_json(const nlohmann::json& item) {
+  auto compact = item.dump(-1, ' ', true, nlohmann::json::error_handler_t::replace);
+  std::string out;
+  out.reserve(compact.size() + compact.size() / 8);
+  bool in_string = false, escaped = false;
+  for (char c : compact) {
+    out += c;
+    if (in_string) {
+      if (escaped) {
+        escaped = false;
+      } else if (c == '\\') {
+        escaped = true;
+      } else if (c == '"') {
+        in_string = false;
+      }
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == ',' || c == ':') {
+      out += ' ';
+    }
   }
   return out;
 }
@@ -135,53 +161,6 @@ void redis_queue::async_take(std::size_t count, take_handler done) {
                  done(error, error ? std::vector<leased_request>{} : std::move(taken));
                });
              });
-}
-
-request start_request_from(std::string_view entry) {
-  auto text = entry;
-  while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
-  auto absolute = [](std::string_view url) {
-    if (!boost::urls::parse_uri(url)) {
-      throw std::invalid_argument("\"" + std::string(url) + "\" is not an absolute URL");
-    }
-  };
-  if (!text.starts_with('{')) {
-    absolute(text);
-    return request{std::string(text)};
-  }
-  auto json = nlohmann::json::parse(text, nullptr, false);
-  if (json.is_discarded() || !json.is_object()) throw std::invalid_argument("not a JSON object");
-  auto url = json.find("url");
-  if (url == json.end() || !url->is_string()) {
-    throw std::invalid_argument("\"url\" must be a string");
-  }
-  absolute(url->get<std::string>());
-  request start{url->get<std::string>()};
-  auto string_field = [&](const char* key, std::string& out) {
-    if (auto value = json.find(key); value != json.end()) {
-      if (!value->is_string()) throw std::invalid_argument(std::string(key) + " must be a string");
-      out = value->get<std::string>();
-    }
-  };
-  string_field("callback", start.callback);
-  string_field("errback", start.errback);
-  string_field("method", start.method);
-  if (auto meta = json.find("meta"); meta != json.end()) {
-    if (!meta->is_object()) throw std::invalid_argument("\"meta\" must be an object");
-    start.meta = *meta;
-  }
-  if (auto priority = json.find("priority"); priority != json.end()) {
-    if (!priority->is_number_integer() || std::abs(priority->get<std::int64_t>()) > 1000000) {
-      throw std::invalid_argument("\"priority\" must be an integer within +-1000000");
-    }
-    start.priority = priority->get<int>();
-  }
-  if (auto dont_filter = json.find("dont_filter"); dont_filter != json.end()) {
-    if (!dont_filter->is_boolean())
-      throw std::invalid_argument("\"dont_filter\" must be a boolean");
-    start.dont_filter = dont_filter->get<bool>();
-  }
-  return start;
 }
 
 void redis_queue::async_feed(std::size_t count, const dedup::redis_marking* marking,
@@ -304,7 +283,7 @@ void redis_queue::async_settle(const std::string& lease_id, const std::vector<re
   }
   args[4] = std::to_string(count);
   for (const auto& item : items) {
-    args.push_back(item.dump(-1, ' ', true, nlohmann::json::error_handler_t::replace));
+    args.push_back(as_scrapy_json(item));
   }
   auto filter_key = marking ? marking->key : options_.key;
   run_script(detail::redis_queue_settle,

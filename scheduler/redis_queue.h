@@ -47,11 +47,6 @@ struct redis_queue_options {
   bool start_urls_as_set = false;  // REDIS_START_URLS_AS_SET
 };
 
-/// A start URL entry as `crawler push` and scrapy-redis users write them: a plain URL, or JSON
-/// {"url", "meta", "priority", "callback", "errback", "method", "dont_filter"}. Throws
-/// std::invalid_argument saying what is wrong.
-request start_request_from(std::string_view entry);
-
 /// A request taken from the queue: the lease that holds it, and the request.
 struct leased_request {
   std::string lease_id;

@@ -57,8 +57,9 @@ TEST(canonicalize_url, matches_w3lib_on_every_url_of_the_table) {
   }
 }
 
-TEST(request_fingerprint, matches_scrapy_on_every_url_of_the_table) {
+TEST(request_fingerprint, matches_scrapy_and_scrapy_redis_on_every_url_of_the_table) {
   json table = load_table();
+  std::size_t scrapy_redis_rows = 0;
   for (const auto& row : table) {
     const std::string url = row["url"];
     SCOPED_TRACE("url: " + json(url).dump());
@@ -76,7 +77,13 @@ TEST(request_fingerprint, matches_scrapy_on_every_url_of_the_table) {
       EXPECT_EQ(request_fingerprint(method, url, body, fingerprint_scheme::scrapy_2_6).hex(),
                 row["fingerprint_2_6"].get<std::string>());
     }
+    if (row.contains("fingerprint_scrapy_redis")) {
+      ++scrapy_redis_rows;
+      EXPECT_EQ(request_fingerprint(method, url, body, fingerprint_scheme::scrapy_redis_0_8).hex(),
+                row["fingerprint_scrapy_redis"].get<std::string>());
+    }
   }
+  EXPECT_GE(scrapy_redis_rows, 50u);  // the POST with a body among them
 }
 
 TEST(canonicalize_url, rejects_an_unbalanced_ipv6_bracket_naming_the_url) {
@@ -102,6 +109,8 @@ TEST(fingerprint_scheme, is_read_from_settings_and_unknown_values_are_refused) {
   EXPECT_EQ(fingerprint_scheme_from(settings), fingerprint_scheme::scrapy_2_7);
   settings.set_from_string("REQUEST_FINGERPRINTER_IMPLEMENTATION=2.6");
   EXPECT_EQ(fingerprint_scheme_from(settings), fingerprint_scheme::scrapy_2_6);
+  settings.set_from_string("REQUEST_FINGERPRINTER_IMPLEMENTATION=scrapy-redis-0.8");
+  EXPECT_EQ(fingerprint_scheme_from(settings), fingerprint_scheme::scrapy_redis_0_8);
   settings.set_from_string("REQUEST_FINGERPRINTER_IMPLEMENTATION=2.8");
   EXPECT_THROW(fingerprint_scheme_from(settings), crawler::settings_error);
 }

@@ -1,6 +1,7 @@
 // The fleet's request queue against a real redis-server: leases, reclaiming, atomic settlement
 // through each Redis dupefilter, poisoned entries.
 #include "scheduler/redis_queue.h"
+#include "scheduler/start_request.h"
 
 #include <gtest/gtest.h>
 #include <hiredis/hiredis.h>
@@ -292,6 +293,55 @@ TEST(redis_queue, a_lost_lease_stores_nothing_so_its_new_holder_stores_the_outco
       settle(fast, retaken[0].lease_id, {request{"http://a/child"}}, {{{"page", 1}}}).settled);
   EXPECT_EQ(redis.integer("LLEN spider:items"), 1);
   EXPECT_EQ(redis.integer("LLEN spider:requests"), 1);
+}
+
+TEST(redis_queue, items_are_written_as_scrapy_redis_redis_pipeline_writes_them) {
+  fixture f;
+  auto queue = f.queue("w1", "fifo");
+  settle(queue, "", {request{"http://a/1"}});
+  auto taken = take(queue, 1);
+  ASSERT_EQ(taken.size(), 1u);
+  settle(queue, taken[0].lease_id, {},
+         {nlohmann::json{{"title", "Café \"1:2\", 😀"}, {"n", {1, 2.5}}, {"none", nullptr}}});
+  // json.dumps({"n": [1, 2.5], "none": None, "title": 'Café "1:2", 😀'}) in Python.
+  EXPECT_EQ(inspector(f.server.port()).strings("LRANGE spider:items 0 -1"),
+            std::vector<std::string>{
+                R"({"n": [1, 2.5], "none": null, "title": "Caf\u00e9 \"1:2\", \ud83d\ude00"})"});
+}
+
+// Expected values from scrapy-redis 0.9.1's RedisSpider.make_request_from_data on Scrapy 2.8.
+TEST(start_request_from, reads_scrapy_redis_entries_with_their_form_data_as_scrapy_does) {
+  auto get = crawler::start_request_from(
+      R"({"url": "http://h.test/s?old=1#frag", "q": "café au lait", "tags": ["a", "b&c"],)"
+      R"( "meta": {"k": 1}, "z~_.-": "*/+"})");
+  EXPECT_EQ(get.method, "GET");
+  EXPECT_EQ(get.url, "http://h.test/s?q=caf%C3%A9+au+lait&tags=a&tags=b%26c&z~_.-=%2A%2F%2B#frag");
+  EXPECT_EQ(get.meta, (nlohmann::json{{"k", 1}}));
+  EXPECT_TRUE(get.body.empty());
+
+  auto post = crawler::start_request_from(R"({"url": "http://h.test/form", "method": "post", "q": "a b"})");
+  EXPECT_EQ(post.method, "POST");
+  EXPECT_EQ(post.url, "http://h.test/form");
+  EXPECT_EQ(post.body, "q=a+b");
+  EXPECT_EQ(crawler::find_header(post.headers, "content-type"), "application/x-www-form-urlencoded");
+
+  // This framework's own keys are not form data.
+  auto ours = crawler::start_request_from(
+      R"({"url": "http://h.test/p", "priority": 5, "callback": "parse_item", "dont_filter": true})");
+  EXPECT_EQ(ours.url, "http://h.test/p");
+  EXPECT_EQ(ours.priority, 5);
+  EXPECT_EQ(ours.callback, "parse_item");
+  EXPECT_TRUE(ours.dont_filter);
+
+  EXPECT_EQ(crawler::start_request_from("  http://h.test/plain").url, "http://h.test/plain");
+  try {
+    crawler::start_request_from(R"({"url": "http://h.test/", "page": 2})");
+    ADD_FAILURE() << "a number is not form data";
+  } catch (const std::invalid_argument& error) {
+    EXPECT_STREQ(error.what(),
+                 "\"page\": form data must be a string or a list of strings, as scrapy-redis "
+                 "sends it");
+  }
 }
 
 }  // namespace

@@ -1,0 +1,129 @@
+#include "scheduler/start_request.h"
+
+#include <boost/url/parse.hpp>
+#include <boost/url/url.hpp>
+#include <cstdlib>
+#include <stdexcept>
+
+namespace crawler {
+namespace {
+
+void require_absolute(std::string_view url) {
+  if (!boost::urls::parse_uri(url)) {
+    throw std::invalid_argument("\"" + std::string(url) + "\" is not an absolute URL");
+  }
+}
+
+// Python's urlencode (quote_plus): letters, digits and "_.-~" stay, a space becomes '+', every
+// other byte is %XX, so a form built here is byte-identical to FormRequest's.
+void append_form_encoded(std::string& out, std::string_view text) {
+  static constexpr char hex[] = "0123456789ABCDEF";
+  for (unsigned char c : text) {
+    bool plain = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                 c == '_' || c == '.' || c == '-' || c == '~';
+    if (plain) {
+      out += char(c);
+    } else if (c == ' ') {
+      out += '+';
+    } else {
+      out += '%';
+      out += hex[c >> 4];
+      out += hex[c & 15];
+    }
+  }
+}
+
+// Form data in the entry's key order; a list value repeats its key, as urlencode(doseq=True).
+std::string form_query(const nlohmann::ordered_json& form) {
+  std::string query;
+  auto add = [&](const std::string& key, const nlohmann::ordered_json& value) {
+    if (!value.is_string()) {
+      throw std::invalid_argument("\"" + key +
+                                  "\": form data must be a string or a list of strings, as "
+                                  "scrapy-redis sends it");
+    }
+    if (!query.empty()) query += '&';
+    append_form_encoded(query, key);
+    query += '=';
+    append_form_encoded(query, value.get_ref<const std::string&>());
+  };
+  for (const auto& [key, value] : form.items()) {
+    if (value.is_array()) {
+      for (const auto& each : value) add(key, each);
+    } else {
+      add(key, value);
+    }
+  }
+  return query;
+}
+
+}  // namespace
+
+request start_request_from(std::string_view entry) {
+  auto text = entry;
+  while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
+  if (!text.starts_with('{')) {
+    require_absolute(text);
+    return request{std::string(text)};
+  }
+  // Ordered: form data keeps the entry's order, as in Python's dict.
+  auto json = nlohmann::ordered_json::parse(text, nullptr, false);
+  if (json.is_discarded() || !json.is_object()) throw std::invalid_argument("not a JSON object");
+  auto take = [&json](const char* key) {
+    std::optional<nlohmann::ordered_json> value;
+    if (auto found = json.find(key); found != json.end()) {
+      value = std::move(*found);
+      json.erase(found);
+    }
+    return value;
+  };
+  auto url = take("url");
+  if (!url || !url->is_string()) throw std::invalid_argument("\"url\" must be a string");
+  require_absolute(url->get_ref<const std::string&>());
+  request start{url->get<std::string>()};
+  auto string_field = [&](const char* key, std::string& out) {
+    if (auto value = take(key)) {
+      if (!value->is_string()) {
+        throw std::invalid_argument("\"" + std::string(key) + "\" must be a string");
+      }
+      out = value->get<std::string>();
+    }
+  };
+  string_field("callback", start.callback);
+  string_field("errback", start.errback);
+  string_field("method", start.method);
+  for (auto& c : start.method) {
+    if (c >= 'a' && c <= 'z') c = char(c - 'a' + 'A');
+  }
+  if (auto meta = take("meta")) {
+    if (!meta->is_object()) throw std::invalid_argument("\"meta\" must be an object");
+    start.meta = nlohmann::json::parse(meta->dump());
+  }
+  if (auto priority = take("priority")) {
+    if (!priority->is_number_integer() || std::abs(priority->get<std::int64_t>()) > 1000000) {
+      throw std::invalid_argument("\"priority\" must be an integer within +-1000000");
+    }
+    start.priority = priority->get<int>();
+  }
+  if (auto dont_filter = take("dont_filter")) {
+    if (!dont_filter->is_boolean()) {
+      throw std::invalid_argument("\"dont_filter\" must be a boolean");
+    }
+    start.dont_filter = dont_filter->get<bool>();
+  }
+  if (json.empty()) return start;
+  auto query = form_query(json);
+  if (start.method == "POST") {
+    start.body = std::move(query);
+    if (find_header(start.headers, "Content-Type").empty()) {
+      set_header(start.headers, "Content-Type", "application/x-www-form-urlencoded");
+    }
+  } else {
+    boost::urls::url with_form(start.url);
+    with_form.set_encoded_query(query);
+    start.url = std::string(with_form.buffer());
+  }
+  return start;
+}
+
+}  // namespace crawler
