@@ -318,6 +318,34 @@ TEST(fleet, pushed_start_urls_are_crawled_once_and_bad_ones_are_set_aside) {
   EXPECT_EQ(nlohmann::json::parse(unrunnable[0])["reason"], "spider site has no callback \"nope\"");
 }
 
+TEST(fleet, push_reads_start_urls_from_stdin_and_refuses_a_bad_line_naming_it) {
+  redis_server redis;
+  temp_dir dir;
+  auto urls = dir.path() / "urls.txt";
+  {
+    std::ofstream out(urls);
+    for (int i = 0; i < 2500; ++i) out << "http://h.test/" << i << (i % 2 ? "\r\n" : "\n");
+    out << "\n   \n";  // blank lines are skipped
+  }
+  child_process push({crawler_binary(), "push", "site", "-s", "REDIS_URL=" + redis.url(), "-"},
+                     urls);
+  ASSERT_EQ(push.wait(), 0) << push.stderr_text();
+  EXPECT_EQ(push.stdout_text(), "Pushed 2500 start URLs to site:start_urls\n");
+  auto pushed = redis_list(redis.port(), "site:start_urls");
+  ASSERT_EQ(pushed.size(), 2500u);
+  EXPECT_EQ(pushed[1], "http://h.test/1");  // no \r left
+  EXPECT_EQ(pushed[2499], "http://h.test/2499");
+
+  auto typo = dir.path() / "typo.txt";
+  std::ofstream(typo) << "http://h.test/a\nhttp://h.test/b\nh.test/c\n";
+  child_process refused(
+      {crawler_binary(), "push", "site", "-s", "REDIS_URL=" + redis.url(), "-"}, typo);
+  EXPECT_EQ(refused.wait(), 2);
+  EXPECT_EQ(refused.stderr_text(),
+            "crawler push: stdin:3: \"h.test/c\" is not an absolute URL\n");
+  EXPECT_EQ(redis_list(redis.port(), "site:start_urls").size(), 2500u);  // nothing of it sent
+}
+
 class status_with_persist : public testing::TestWithParam<bool> {};
 
 TEST_P(status_with_persist, shows_live_workers_and_what_is_queued_and_in_flight) {
