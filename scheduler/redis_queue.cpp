@@ -262,17 +262,29 @@ void redis_queue::async_settle(const std::string& lease_id, const std::vector<re
   std::vector<std::string> args{options_.order, options_.worker, lease_id,
                                 marking ? marking->mode : std::string(), "0"};
   std::size_t count = 0;
-  std::vector<std::size_t> sent, unfingerprintable;  // positions in `children`
+  std::vector<std::size_t> sent, unfingerprintable, known;  // positions in `children`
+  std::vector<dedup::fingerprint> marked;  // what the dupefilter holds once this settle is stored
+  if (marking && marking->key != known_key_) {
+    known_ = detail::known_fingerprints();
+    known_key_ = marking->key;
+  }
   for (std::size_t position = 0; position < children.size(); ++position) {
     const auto& child = children[position];
     std::string mark;
     if (marking && !child.dont_filter) {
+      dedup::fingerprint fp;
       try {
-        mark = marking->argument(fingerprint_of(child, scheme));
+        fp = fingerprint_of(child, scheme);
       } catch (const std::exception&) {
         unfingerprintable.push_back(position);  // cannot be fetched either
         continue;
       }
+      if (known_.contains(fp)) {
+        known.push_back(position);
+        continue;
+      }
+      mark = marking->argument(fp);
+      marked.push_back(fp);
     }
     sent.push_back(position);
     args.push_back(child.to_json().dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
@@ -290,8 +302,8 @@ void redis_queue::async_settle(const std::string& lease_id, const std::vector<re
              {options_.key, leased_key_, deadlines_key_, seq_key_, filter_key, items_key_},
              std::move(args),
              [this, done = std::move(done), lease_id, sent = std::move(sent),
-              unfingerprintable = std::move(unfingerprintable)](std::exception_ptr error,
-                                                                redis::reply answer) {
+              unfingerprintable = std::move(unfingerprintable), known = std::move(known),
+              marked = std::move(marked)](std::exception_ptr error, redis::reply answer) {
                settle_result result;
                try {
                  if (error) std::rethrow_exception(error);
@@ -310,7 +322,13 @@ void redis_queue::async_settle(const std::string& lease_id, const std::vector<re
                  for (std::size_t i = 0; i < flags.size(); ++i) {
                    if (flags[i] == '1') result.duplicate_positions.push_back(sent[i]);
                  }
-                 if (stored) result.unfingerprintable_positions = unfingerprintable;
+                 if (stored) {
+                   result.unfingerprintable_positions = unfingerprintable;
+                   result.duplicates += known.size();
+                   result.duplicate_positions.insert(result.duplicate_positions.end(),
+                                                     known.begin(), known.end());
+                   for (const auto& fp : marked) known_.insert(fp);
+                 }
                } catch (...) {
                  return done(std::current_exception(), {});
                }

@@ -12,7 +12,9 @@
 // the page's new requests are marked in the dupefilter and queued, its items appended, and its
 // lease removed, together. So a worker killed at any instant loses nothing: what it held goes
 // back to the queue when its leases expire (the next take of any worker reclaims them), and no
-// URL is ever marked seen without being queued, leased or crawled.
+// URL is ever marked seen without being queued, leased or crawled. A child whose fingerprint an
+// earlier settle of this worker put in the dupefilter is a duplicate without asking Redis again
+// (detail/known_fingerprints.h).
 //
 // Order (SCHEDULER_QUEUE_CLASS): "priority" (a sorted set scored -priority; equal priorities
 // first in, first out; two equal dont_filter requests stay two entries), "fifo" or "lifo"
@@ -33,6 +35,7 @@
 
 #include "dedup/dupefilter.h"
 #include "redis/client.h"
+#include "scheduler/detail/known_fingerprints.h"
 #include "scheduler/request.h"
 
 namespace crawler {
@@ -122,6 +125,9 @@ class redis_queue {
   std::string leased_key_, deadlines_key_, seq_key_, bad_key_, items_key_;
   std::size_t reclaimed_ = 0, bad_ = 0;
   std::map<const char*, std::string> script_shas_;  // script -> its SHA-1, for EVALSHA
+  // Children found in the dupefilter (key known_key_) need not be sent again.
+  detail::known_fingerprints known_;
+  std::string known_key_;
   std::function<std::string(const request&)> check_;
 };
 

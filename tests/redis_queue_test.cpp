@@ -45,6 +45,12 @@ class inspector {
     freeReplyObject(reply);
     return values;
   }
+  std::string text(const std::string& command) {
+    auto* reply = static_cast<redisReply*>(redisCommand(context_, command.c_str()));
+    std::string value = reply && reply->str ? std::string(reply->str, reply->len) : "";
+    freeReplyObject(reply);
+    return value;
+  }
   void command(const std::string& command) {
     freeReplyObject(redisCommand(context_, command.c_str()));
   }
@@ -235,13 +241,38 @@ TEST_P(settle_through, new_children_are_queued_once_items_appended_and_the_lease
   inspector redis(f.server.port());
   EXPECT_EQ(redis.integer("HLEN spider:requests:leased"), 0);
   EXPECT_EQ(redis.strings("LRANGE spider:items 0 -1"),
-            std::vector<std::string>{R"({"title":"caf\u00e9"})"});
+            std::vector<std::string>{R"({"title": "caf\u00e9"})"});
   EXPECT_EQ(urls(take(queue, 10)), (std::vector<std::string>{"http://a/1", "http://a/start"}));
 }
 
 INSTANTIATE_TEST_SUITE_P(every_redis_dupefilter, settle_through,
                          testing::Values("redis_set", "redis_bitmap", "redisbloom"),
                          [](const auto& info) { return info.param; });
+
+TEST(redis_queue, a_link_this_worker_put_in_the_dupefilter_is_a_duplicate_without_asking_redis) {
+  fixture f;
+  crawler::settings settings;
+  settings.set("DUPEFILTER_CLASS", "redis_set");
+  crawler::stats stats;
+  auto dupefilter =
+      crawler::dedup::make_dupefilter({settings, stats, "spider", f.loop.executor(), f.client});
+  dupefilter->async_open(boost::asio::use_future).get();
+  auto queue = f.queue("w1", "fifo");
+  settle(queue, "", {request{"http://a/1"}}, {}, dupefilter->marking());
+  auto parent = take(queue, 1);
+  ASSERT_EQ(parent.size(), 1u);
+  auto result = settle(queue, parent[0].lease_id,
+                       {request{"http://a/1"}, request{"http://a/2"}, request{"http://a/1#x"}}, {},
+                       dupefilter->marking());
+  EXPECT_EQ(result.queued, 1u);
+  EXPECT_EQ(result.duplicates, 2u);
+  EXPECT_EQ(result.duplicate_positions, (std::vector<std::size_t>{0, 2}));
+  EXPECT_TRUE(result.settled);
+  // One SADD for the push's a/1, one for a/2: a/1 was not sent again.
+  auto info = inspector(f.server.port()).text("INFO commandstats");
+  EXPECT_NE(info.find("cmdstat_sadd:calls=2,"), std::string::npos) << info;
+  EXPECT_EQ(urls(take(queue, 10)), std::vector<std::string>{"http://a/2"});
+}
 
 TEST(redis_queue, start_urls_move_from_a_list_or_a_set_into_the_queue_once) {
   for (bool as_set : {false, true}) {
