@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Fleet benchmark: the same site crawled by one `crawler crawl site` with the memory scheduler
-# (the baseline) and by 1 and 2 workers with SCHEDULER=redis, all against one redis-server and a
+# (the baseline) and by 1, 2 and 4 workers with SCHEDULER=redis, all against one redis-server and a
 # static site served by nginx on loopback. Prints pages/s, the ratio to the baseline, and what
 # Redis saw per crawled page (INFO commandstats: commands, script calls, Redis CPU).
 #
@@ -76,6 +76,7 @@ PY
 run memory 1
 run redis 1 -s SCHEDULER=redis -s MAX_IDLE_TIME_BEFORE_CLOSE=1
 run redis-2-workers 2 -s SCHEDULER=redis -s MAX_IDLE_TIME_BEFORE_CLOSE=1
+run redis-4-workers 4 -s SCHEDULER=redis -s MAX_IDLE_TIME_BEFORE_CLOSE=1
 python3 - "$work" <<'PY'
 import sys
 work = sys.argv[1]

@@ -113,13 +113,25 @@ class rfp_dupefilter {
         token);
   }
 
-  /// Saves state (JOBDIR), or deletes the Redis keys unless SCHEDULER_PERSIST, as scrapy-redis
-  /// does.
+  /// Saves state (JOBDIR). A Redis backend's keys stay: the scheduler decides when they go.
   template <asio::completion_token_for<done_signature> Token>
   auto async_close(Token&& token) {
     return asio::async_initiate<Token, done_signature>(
         [this](auto handler) { do_close(std::move(handler)); }, token);
   }
+
+  /// Deletes what a Redis backend stores (stored_keys()); local backends keep their state in
+  /// JOBDIR and have nothing here. A dupefilter never deletes on its own: its scheduler calls
+  /// this as its policy says (SCHEDULER_FLUSH_ON_START before open, SCHEDULER_PERSIST=false
+  /// after close), since in a fleet only the scheduler knows whether other workers still use it.
+  template <asio::completion_token_for<done_signature> Token>
+  auto async_flush(Token&& token) {
+    return asio::async_initiate<Token, done_signature>(
+        [this](auto handler) { do_flush(std::move(handler)); }, token);
+  }
+
+  /// The Redis keys holding this backend's state; empty for local backends.
+  virtual std::vector<std::string> stored_keys() const { return {}; }
 
   /// Records one filtered request, as Scrapy's RFPDupeFilter.log: counts `<prefix>/filtered`, and
   /// logs the first duplicate only ("no more duplicates will be shown") unless DUPEFILTER_DEBUG.
@@ -142,6 +154,9 @@ class rfp_dupefilter {
   virtual void do_seen(std::span<const fingerprint> batch,
                        asio::any_completion_handler<seen_signature> handler) = 0;
   virtual void do_close(asio::any_completion_handler<done_signature> handler) = 0;
+  virtual void do_flush(asio::any_completion_handler<done_signature> handler) {
+    std::move(handler)(nullptr);
+  }
 
   /// Bloom backends report their shape and estimated rate; warns once past twice the configured
   /// rate.

@@ -2,7 +2,6 @@
 
 #include <openssl/sha.h>
 
-
 #include "config/settings.h"
 #include "scheduler/detail/redis_queue_scripts.h"
 #include "scheduler/start_request.h"

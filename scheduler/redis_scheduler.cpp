@@ -45,30 +45,24 @@ std::unique_ptr<scheduler> redis_scheduler::create(const scheduler_context& cont
         "SCHEDULER_HEARTBEAT_INTERVAL: must be at most a third of SCHEDULER_LEASE_TIME, so a "
         "live worker's lease never expires between two renewals");
   }
-  // The dupefilter's keys belong to the fleet: this scheduler decides when they go.
-  auto own = std::make_unique<crawler::settings>(settings);
-  own->set("SCHEDULER_PERSIST", true);
-  own->set("SCHEDULER_FLUSH_ON_START", false);
   auto client = context.redis
                     ? context.redis
                     : redis::client::create(context.executor, redis::endpoint_from(settings));
-  auto dupefilter =
-      dedup::make_dupefilter({*own, context.stats, context.spider_name, context.executor, client});
+  auto dupefilter = dedup::make_dupefilter(
+      {settings, context.stats, context.spider_name, context.executor, client});
   if (!dupefilter->marking()) {
     throw settings_error("SCHEDULER=redis needs a dupefilter the fleet shares: DUPEFILTER_CLASS=" +
                          std::string(dupefilter->backend()) +
                          " is local to one worker (use redis_set, redis_bitmap or redisbloom)");
   }
   return std::unique_ptr<scheduler>(
-      new redis_scheduler(context, std::move(own), std::move(dupefilter), std::move(client)));
+      new redis_scheduler(context, std::move(dupefilter), std::move(client)));
 }
 
 redis_scheduler::redis_scheduler(const scheduler_context& context,
-                                 std::unique_ptr<crawler::settings> own,
                                  std::unique_ptr<dedup::rfp_dupefilter> dupefilter,
                                  std::shared_ptr<redis::client> client)
     : scheduler(context, std::move(dupefilter)),
-      own_settings_(std::move(own)),
       client_(client),
       queue_key_(
           spider_key(context.settings.get_string("SCHEDULER_QUEUE_KEY"), context.spider_name)),
@@ -132,35 +126,28 @@ void redis_scheduler::do_open(asio::any_completion_handler<done_signature> handl
     if (*alive) check_key_types([this, shared] { open_dupefilter(std::move(*shared)); }, shared);
   };
   if (!flush_on_start_) return check_then_open();
-  const auto* marking = dupefilter_->marking();
-  redis::command flush{"EVAL",
-                       flush_once_script,
-                       "9",
-                       workers_key_,
-                       queue_key_,
-                       queue_key_ + ":leased",
-                       queue_key_ + ":deadlines",
-                       queue_key_ + ":seq",
-                       queue_key_ + ":bad",
-                       marking->key,
-                       marking->key + ":params",
-                       stats_key_,
-                       queue_.worker(),
-                       worker_record()};
+  auto keys = fleet_keys();
+  keys.push_back(queue_key_ + ":bad");
+  keys.push_back(stats_key_);
+  redis::command flush{"EVAL", flush_once_script, std::to_string(keys.size())};
+  flush.insert(flush.end(), keys.begin(), keys.end());
+  flush.push_back(queue_.worker());
+  flush.push_back(worker_record());
   client_->async_command(std::move(flush), [this, alive = alive_, shared, check_then_open](
                                                std::exception_ptr error, redis::reply answer) {
     if (!*alive) return;
     if (!error && answer.is_error()) {
-      error = std::make_exception_ptr(std::runtime_error(
-          "SCHEDULER_FLUSH_ON_START: flushing the fleet's keys at " + client_->where().address() +
-          " failed: " + answer.str));
+      error = std::make_exception_ptr(
+          std::runtime_error("SCHEDULER_FLUSH_ON_START: flushing the fleet's keys at " +
+                             client_->where().address() + " failed: " + answer.str));
     }
     if (error) return std::move(*shared)(error);
     if (answer.integer == 1) {
       logger_->info("Flushed the fleet's queue, dupefilter and stats (SCHEDULER_FLUSH_ON_START)");
     } else {
-      logger_->info("SCHEDULER_FLUSH_ON_START: workers of this crawl are running; joined them "
-                    "without flushing");
+      logger_->info(
+          "SCHEDULER_FLUSH_ON_START: workers of this crawl are running; joined them "
+          "without flushing");
     }
     check_then_open();
   });
@@ -173,16 +160,15 @@ void redis_scheduler::check_key_types(
     std::shared_ptr<asio::any_completion_handler<done_signature>> fail) {
   auto queue_type = queue_.order() == "priority" ? "zset" : "list";
   auto start_type = start_urls_as_set_ ? "set" : "list";
-  std::vector<std::pair<std::string, std::string>> expected{
-      {queue_key_, queue_type},
-      {queue_key_ + ":leased", "hash"},
-      {queue_key_ + ":deadlines", "zset"},
-      {queue_key_ + ":seq", "string"},
-      {queue_key_ + ":bad", "list"},
-      {start_urls_key_, start_type},
-      {queue_.items_key(), "list"},
-      {stats_key_, "hash"},
-      {workers_key_, "hash"}};
+  std::vector<std::pair<std::string, std::string>> expected{{queue_key_, queue_type},
+                                                            {queue_key_ + ":leased", "hash"},
+                                                            {queue_key_ + ":deadlines", "zset"},
+                                                            {queue_key_ + ":seq", "string"},
+                                                            {queue_key_ + ":bad", "list"},
+                                                            {start_urls_key_, start_type},
+                                                            {queue_.items_key(), "list"},
+                                                            {stats_key_, "hash"},
+                                                            {workers_key_, "hash"}};
   std::vector<redis::command> types;
   for (const auto& [key, type] : expected) types.push_back({"TYPE", key});
   client_->async_pipeline(
@@ -207,17 +193,17 @@ void redis_scheduler::check_key_types(
 }
 
 void redis_scheduler::open_dupefilter(asio::any_completion_handler<done_signature> handler) {
-  dupefilter_->async_open([this, alive = alive_,
-                           handler = std::move(handler)](std::exception_ptr error) mutable {
-    if (!*alive) return;
-    if (!error) {
-      open_ = true;
-      idle_since_ = std::chrono::steady_clock::now();
-      heartbeat();
-      take_more();
-    }
-    std::move(handler)(error);
-  });
+  dupefilter_->async_open(
+      [this, alive = alive_, handler = std::move(handler)](std::exception_ptr error) mutable {
+        if (!*alive) return;
+        if (!error) {
+          open_ = true;
+          idle_since_ = std::chrono::steady_clock::now();
+          heartbeat();
+          take_more();
+        }
+        std::move(handler)(error);
+      });
 }
 
 // Start URLs first (whenever there is room, not only when idle), then the queue.
@@ -366,8 +352,10 @@ void redis_scheduler::heartbeat() {
                                    std::exception_ptr error, std::size_t held) {
       if (!*alive) return;
       if (error) {
-        redis_failed("renew " + std::to_string(asked) + " leases (they expire unless a renewal "
-                     "gets through)", error);
+        redis_failed("renew " + std::to_string(asked) +
+                         " leases (they expire unless a renewal "
+                         "gets through)",
+                     error);
       } else if (held < asked) {
         // Settled meanwhile, or expired and reclaimed (this worker stalled): counted, and the
         // request's outcome is still stored when it finishes.
@@ -470,9 +458,9 @@ void redis_scheduler::do_close(asio::any_completion_handler<done_signature> hand
 }
 
 // At close a worker removes its line in <spider>:workers. SCHEDULER_PERSIST=false also deletes
-// the fleet's queue and dupefilter, but only once the crawl is
-// over for everyone: no live worker (heartbeats older than three intervals are dropped as dead),
-// nothing queued, nothing leased. A worker that stops early leaves them.
+// the fleet's queue and dupefilter, but only once the crawl is over for everyone: no live worker
+// (heartbeats older than three intervals are dropped as dead), nothing queued, nothing leased. A
+// worker that stops early leaves them. KEYS: fleet_keys().
 constexpr const char* fleet_done_script = R"lua(
 local t = redis.call('TIME')
 local now = tonumber(t[1]) + tonumber(t[2]) / 1e6
@@ -486,17 +474,26 @@ for i = 1, #entries, 2 do
   redis.call('HDEL', KEYS[1], entries[i])
 end
 if redis.call('EXISTS', KEYS[2]) == 1 or redis.call('HLEN', KEYS[3]) > 0 then return -1 end
-return redis.call('DEL', KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7])
+return redis.call('DEL', unpack(KEYS))
 )lua";
+
+// The keys of the fleet's crawl state: <spider>:workers first, the queue second and its leases
+// third (fleet_done_script reads them), then the rest of the queue and the dupefilter's keys.
+std::vector<std::string> redis_scheduler::fleet_keys() const {
+  std::vector<std::string> keys{workers_key_, queue_key_, queue_key_ + ":leased",
+                                queue_key_ + ":deadlines", queue_key_ + ":seq"};
+  for (auto& key : dupefilter_->stored_keys()) keys.push_back(std::move(key));
+  return keys;
+}
 
 void redis_scheduler::leave_fleet(asio::any_completion_handler<done_signature> handler) {
   // This worker's line goes in any case: `crawler status` must not count a stopped worker.
   std::vector<redis::command> commands{{"HDEL", workers_key_, queue_.worker()}};
   if (!persist_) {
-    const auto* marking = dupefilter_->marking();
-    commands.push_back({"EVAL", fleet_done_script, "7", workers_key_, queue_key_,
-                        queue_key_ + ":leased", queue_key_ + ":deadlines", queue_key_ + ":seq",
-                        marking->key, marking->key + ":params"});
+    auto keys = fleet_keys();
+    redis::command done{"EVAL", fleet_done_script, std::to_string(keys.size())};
+    done.insert(done.end(), keys.begin(), keys.end());
+    commands.push_back(std::move(done));
   }
   client_->async_pipeline(std::move(commands), [this, alive = alive_, handler = std::move(handler)](
                                                    std::exception_ptr error,

@@ -48,7 +48,7 @@ class redis_scheduler final : public scheduler {
   }
 
  private:
-  redis_scheduler(const scheduler_context& context, std::unique_ptr<crawler::settings> own,
+  redis_scheduler(const scheduler_context& context,
                   std::unique_ptr<dedup::rfp_dupefilter> dupefilter,
                   std::shared_ptr<redis::client> client);
 
@@ -68,11 +68,11 @@ class redis_scheduler final : public scheduler {
   void redis_failed(const std::string& doing, std::exception_ptr error);
   void redis_answered();
   std::string worker_record() const;
+  std::vector<std::string> fleet_keys() const;
   // Adds what the counters gained since the last flush to the fleet's stats hash.
   void flush_stats(std::function<void()> then = {});
   void leave_fleet(asio::any_completion_handler<done_signature> handler);
 
-  std::unique_ptr<crawler::settings> own_settings_;  // the dupefilter's: persistence is ours
   std::shared_ptr<redis::client> client_;
   std::string queue_key_, start_urls_key_, stats_key_, workers_key_;
   double started_ = 0;                           // seconds since the epoch

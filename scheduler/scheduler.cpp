@@ -54,7 +54,13 @@ void scheduler::do_open(asio::any_completion_handler<done_signature> handler) {
   } catch (...) {
     return std::move(handler)(std::current_exception());
   }
-  dupefilter_->async_open(std::move(handler));
+  // scrapy-redis's SCHEDULER_FLUSH_ON_START: this crawl starts from an empty Redis dupefilter.
+  if (!settings_.get_bool("SCHEDULER_FLUSH_ON_START"))
+    return dupefilter_->async_open(std::move(handler));
+  dupefilter_->async_flush([this, handler = std::move(handler)](std::exception_ptr error) mutable {
+    if (error) return std::move(handler)(error);
+    dupefilter_->async_open(std::move(handler));
+  });
 }
 
 void scheduler::do_enqueue(std::vector<request> requests, std::string, std::vector<nlohmann::json>,
@@ -136,9 +142,15 @@ void scheduler::do_close(asio::any_completion_handler<done_signature> handler) {
     save_error = std::current_exception();
   }
   // Close the dupefilter even when the queue could not be saved: each component in its own guard.
+  // Without SCHEDULER_PERSIST a Redis dupefilter's keys go with the crawl, as in scrapy-redis.
+  bool keep = settings_.get_bool("SCHEDULER_PERSIST");
   dupefilter_->async_close(
-      [save_error, handler = std::move(handler)](std::exception_ptr error) mutable {
-        std::move(handler)(save_error ? save_error : error);
+      [this, keep, save_error, handler = std::move(handler)](std::exception_ptr error) mutable {
+        if (error || keep) return std::move(handler)(save_error ? save_error : error);
+        dupefilter_->async_flush(
+            [save_error, handler = std::move(handler)](std::exception_ptr error) mutable {
+              std::move(handler)(save_error ? save_error : error);
+            });
       });
 }
 

@@ -524,6 +524,28 @@ bool redis_has_key(int port, const char* key) {
   return exists;
 }
 
+// The scheduler, not the dupefilter, decides when a Redis dupefilter's keys go: at close unless
+// SCHEDULER_PERSIST, and at the start with SCHEDULER_FLUSH_ON_START, as scrapy-redis does.
+TEST(crawl, a_redis_dupefilter_is_kept_with_scheduler_persist_and_flushed_on_start) {
+  http_server server;
+  crawler::fixtures::redis_server redis;
+  auto run = [&](std::vector<std::string> settings) {
+    recording_spider spider({get(server.url("/s?wd=1"))});
+    settings.insert(settings.end(), {"DUPEFILTER_CLASS=redis_set", "REDIS_URL=" + redis.url()});
+    crawl(spider, settings);
+  };
+  run({});
+  EXPECT_FALSE(redis_has_key(redis.port(), "recording:dupefilter"));
+  run({"SCHEDULER_PERSIST=true"});
+  EXPECT_TRUE(redis_has_key(redis.port(), "recording:dupefilter"));
+  EXPECT_EQ(server.hits("/s?wd=1"), 2u);
+  run({"SCHEDULER_PERSIST=true"});  // seen in the kept dupefilter: not fetched again
+  EXPECT_EQ(server.hits("/s?wd=1"), 2u);
+  run({"SCHEDULER_PERSIST=true", "SCHEDULER_FLUSH_ON_START=true"});
+  EXPECT_EQ(server.hits("/s?wd=1"), 3u);
+  EXPECT_TRUE(redis_has_key(redis.port(), "recording:dupefilter"));
+}
+
 TEST(hostile_site, a_link_or_redirect_to_file_never_reads_the_machines_files) {
   http_server server({.pages = {{"/evil", R"(<a href="file:///etc/passwd">x</a>
                                             <a href="/to-passwd">y</a><a href="/s?wd=ok">z</a>)"}},

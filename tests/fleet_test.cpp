@@ -201,8 +201,8 @@ TEST(fleet, a_redis_restarted_with_its_data_mid_crawl_loses_nothing) {
   http_server site({.site_pages = pages, .page_delay_ms = 50});
   redis_server redis({.append_only = true});
   temp_dir dir;
-  std::vector<std::string> logged{"-s", "MAX_IDLE_TIME_BEFORE_CLOSE=4", "-L", "INFO", "-s",
-                                  "REDIS_PIPELINE=true"};
+  std::vector<std::string> logged{"-s", "MAX_IDLE_TIME_BEFORE_CLOSE=4", "-L", "INFO",
+                                  "-s", "REDIS_PIPELINE=true"};
   auto first = worker(site, redis, dir.path() / "a.jsonl", "redis_set", logged);
   auto second = worker(site, redis, dir.path() / "b.jsonl", "redis_set", logged);
   std::this_thread::sleep_for(500ms);
@@ -228,8 +228,7 @@ TEST(fleet, a_paused_redis_past_the_command_timeout_loses_nothing) {
   temp_dir dir;
   auto hung = worker(site, redis, dir.path() / "a.jsonl", "redis_set",
                      {"-s", "MAX_IDLE_TIME_BEFORE_CLOSE=4", "-s", "REDIS_PIPELINE=true", "-s",
-                      "SCHEDULER_LEASE_TIME=2", "-s",
-                      "SCHEDULER_HEARTBEAT_INTERVAL=0.5", "-s",
+                      "SCHEDULER_LEASE_TIME=2", "-s", "SCHEDULER_HEARTBEAT_INTERVAL=0.5", "-s",
                       R"(REDIS_PARAMS={"socket_timeout": 0.3, "socket_connect_timeout": 0.3})"});
   std::this_thread::sleep_for(500ms);
   redis.pause();
@@ -245,7 +244,8 @@ TEST(fleet, flush_on_start_starts_the_crawl_over_once_for_the_whole_fleet) {
   http_server site({.site_pages = 40});
   redis_server redis;
   temp_dir dir;
-  std::vector<std::string> keep{"-s", "SCHEDULER_PERSIST=true", "-s", "MAX_IDLE_TIME_BEFORE_CLOSE=1"};
+  std::vector<std::string> keep{"-s", "SCHEDULER_PERSIST=true", "-s",
+                                "MAX_IDLE_TIME_BEFORE_CLOSE=1"};
   auto first = worker(site, redis, dir.path() / "a.jsonl", "redis_set", keep);
   ASSERT_EQ(first->wait(), 0) << first->stderr_text();
   ASSERT_EQ(site.hits("/site/39"), 1u);
@@ -338,11 +338,10 @@ TEST(fleet, push_reads_start_urls_from_stdin_and_refuses_a_bad_line_naming_it) {
 
   auto typo = dir.path() / "typo.txt";
   std::ofstream(typo) << "http://h.test/a\nhttp://h.test/b\nh.test/c\n";
-  child_process refused(
-      {crawler_binary(), "push", "site", "-s", "REDIS_URL=" + redis.url(), "-"}, typo);
+  child_process refused({crawler_binary(), "push", "site", "-s", "REDIS_URL=" + redis.url(), "-"},
+                        typo);
   EXPECT_EQ(refused.wait(), 2);
-  EXPECT_EQ(refused.stderr_text(),
-            "crawler push: stdin:3: \"h.test/c\" is not an absolute URL\n");
+  EXPECT_EQ(refused.stderr_text(), "crawler push: stdin:3: \"h.test/c\" is not an absolute URL\n");
   EXPECT_EQ(redis_list(redis.port(), "site:start_urls").size(), 2500u);  // nothing of it sent
 }
 
@@ -352,10 +351,10 @@ TEST_P(status_with_persist, shows_live_workers_and_what_is_queued_and_in_flight)
   http_server site({.site_pages = pages, .page_delay_ms = 200});
   redis_server redis;
   temp_dir dir;
-  auto running = worker(site, redis, dir.path() / "items.jsonl", "redis_set",
-                        {"-s", "MAX_IDLE_TIME_BEFORE_CLOSE=0", "-s",
-                         "SCHEDULER_HEARTBEAT_INTERVAL=0.2", "-s",
-                         std::string("SCHEDULER_PERSIST=") + (GetParam() ? "true" : "false")});
+  auto running =
+      worker(site, redis, dir.path() / "items.jsonl", "redis_set",
+             {"-s", "MAX_IDLE_TIME_BEFORE_CLOSE=0", "-s", "SCHEDULER_HEARTBEAT_INTERVAL=0.2", "-s",
+              std::string("SCHEDULER_PERSIST=") + (GetParam() ? "true" : "false")});
   std::this_thread::sleep_for(1500ms);
   child_process status({crawler_binary(), "status", "site", "-s", "REDIS_URL=" + redis.url()});
   ASSERT_EQ(status.wait(), 0) << status.stderr_text();

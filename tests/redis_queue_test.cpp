@@ -1,7 +1,6 @@
 // The fleet's request queue against a real redis-server: leases, reclaiming, atomic settlement
 // through each Redis dupefilter, poisoned entries.
 #include "scheduler/redis_queue.h"
-#include "scheduler/start_request.h"
 
 #include <gtest/gtest.h>
 #include <hiredis/hiredis.h>
@@ -12,6 +11,7 @@
 
 #include "event_loop.h"
 #include "redis_server.h"
+#include "scheduler/start_request.h"
 
 namespace {
 
@@ -350,11 +350,13 @@ TEST(start_request_from, reads_scrapy_redis_entries_with_their_form_data_as_scra
   EXPECT_EQ(get.meta, (nlohmann::json{{"k", 1}}));
   EXPECT_TRUE(get.body.empty());
 
-  auto post = crawler::start_request_from(R"({"url": "http://h.test/form", "method": "post", "q": "a b"})");
+  auto post =
+      crawler::start_request_from(R"({"url": "http://h.test/form", "method": "post", "q": "a b"})");
   EXPECT_EQ(post.method, "POST");
   EXPECT_EQ(post.url, "http://h.test/form");
   EXPECT_EQ(post.body, "q=a+b");
-  EXPECT_EQ(crawler::find_header(post.headers, "content-type"), "application/x-www-form-urlencoded");
+  EXPECT_EQ(crawler::find_header(post.headers, "content-type"),
+            "application/x-www-form-urlencoded");
 
   // This framework's own keys are not form data.
   auto ours = crawler::start_request_from(

@@ -79,25 +79,24 @@ class redis_dupefilter : public rfp_dupefilter {
                                     "to another key or delete it"));
   }
 
-  std::vector<command> flush_commands() const {
-    std::vector<command> commands;
-    if (settings_.get_bool("SCHEDULER_FLUSH_ON_START")) {
-      for (const auto& key : keys_) commands.push_back({"DEL", key});
-    }
-    return commands;
-  }
+  std::vector<std::string> stored_keys() const override { return keys_; }
 
   void do_close(asio::any_completion_handler<done_signature> handler) override {
-    if (settings_.get_bool("SCHEDULER_PERSIST")) return std::move(handler)(nullptr);
-    std::vector<command> commands;
-    for (const auto& key : keys_) commands.push_back({"DEL", key});
-    run(std::move(commands), std::move(handler),
-        [](replies, auto& handler) { std::move(handler)(nullptr); });
+    std::move(handler)(nullptr);
+  }
+
+  void do_flush(asio::any_completion_handler<done_signature> handler) override {
+    command del{"DEL"};
+    del.insert(del.end(), keys_.begin(), keys_.end());
+    run({std::move(del)}, std::move(handler), [this](replies answers, auto& handler) {
+      expect(answers.front(), "DEL", keys_.front());
+      std::move(handler)(nullptr);
+    });
   }
 
   std::shared_ptr<redis::client> client_;
   asio::any_io_executor executor_;
-  std::vector<std::string> keys_;  // what close() deletes unless SCHEDULER_PERSIST
+  std::vector<std::string> keys_;  // what flush() deletes
   redis_marking marking_;
 };
 
@@ -115,7 +114,7 @@ class redis_set_dupefilter final : public redis_dupefilter {
 
  private:
   void do_open(asio::any_completion_handler<done_signature> handler) override {
-    auto commands = flush_commands();
+    std::vector<command> commands;
     commands.push_back({"TYPE", key_});
     run(std::move(commands), std::move(handler), [this](replies answers, auto& handler) {
       check_type(answers.back(), key_, {"set"});
@@ -205,7 +204,7 @@ class redis_bitmap_dupefilter final : public redis_dupefilter {
   }
 
   void do_open(asio::any_completion_handler<done_signature> handler) override {
-    auto commands = flush_commands();
+    std::vector<command> commands;
     commands.push_back({"TYPE", key_});
     commands.push_back({"GET", params_key_});
     commands.push_back({"BITCOUNT", key_});
@@ -307,7 +306,7 @@ class redisbloom_dupefilter final : public redis_dupefilter {
 
  private:
   void do_open(asio::any_completion_handler<done_signature> handler) override {
-    auto commands = flush_commands();
+    std::vector<command> commands;
     commands.push_back({"TYPE", key_});
     run(std::move(commands), std::move(handler), [this](replies answers, auto& handler) {
       const reply& type = answers.back();
