@@ -98,7 +98,8 @@ const std::vector<setting_spec>& table() {
       {"FEEDS", dict, json::object(), "Item feeds: URI -> options."},
       {"STATS_FILE", optional_string, nullptr, "Write the final stats here as JSON."},
       {"JOBDIR", optional_string, nullptr, "Folder that keeps a crawl's state between runs."},
-      {"REQUEST_FINGERPRINTER_IMPLEMENTATION", string, "2.7", "Fingerprint scheme: 2.7, 2.6 or scrapy-redis-0.8."},
+      {"REQUEST_FINGERPRINTER_IMPLEMENTATION", string, "2.7",
+       "Fingerprint scheme: 2.7, 2.6 or scrapy-redis-0.8."},
       {"DUPEFILTER_CLASS", string, "set",
        "set, bloom, redis_set, redis_bitmap or redisbloom (or the Python class path)."},
       {"DUPEFILTER_DEBUG", boolean, false, "Log every filtered duplicate, not only the first."},
@@ -141,12 +142,17 @@ const std::vector<setting_spec>& table() {
        {0.05, day}},
       {"SCHEDULER_PERSIST", boolean, false, "Keep the Redis queue and dupefilter at close."},
       {"SCHEDULER_FLUSH_ON_START", boolean, false,
-       "Delete the Redis queue and dupefilter at open."},
+       "Delete the Redis queue and dupefilter at open (once per fleet with SCHEDULER=redis)."},
       {"MAX_IDLE_TIME_BEFORE_CLOSE",
        integer,
        0,
        "Seconds idle before a Redis spider closes.",
        {0, 1e9}},
+      {"REDIS_FAILURE_TIMEOUT", number, 300.0,
+       "Seconds Redis may fail every attempt to store outcomes (or, SCHEDULER=redis, to take "
+       "requests) before the spider closes with finish_reason redis_unavailable; 0 retries "
+       "forever.",
+       seconds},
       {"REDIS_PIPELINE", boolean, false,
        "Store items in REDIS_ITEMS_KEY (as scrapy-redis's RedisPipeline), in the same step that "
        "settles their page (SCHEDULER=redis)."},

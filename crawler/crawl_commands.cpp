@@ -62,6 +62,12 @@ settings crawl_settings(const spider& spider, const crawl_options_cli& options,
   return settings;
 }
 
+// 0 when the crawl ended as crawls end (finished, a CLOSESPIDER_* limit, a shutdown); 1 when it
+// was cut short because what it stores into failed, so scripts and schedulers see it.
+int exit_status_for(const crawl_result& result) {
+  return result.finish_reason == "redis_unavailable" ? 1 : 0;
+}
+
 int run_crawl_command(const crawl_options_cli& options) {
   const auto* entry = find_spider(options.spider);
   if (!entry) {
@@ -75,8 +81,7 @@ int run_crawl_command(const crawl_options_cli& options) {
     spider->set_argument(key, value);
   }
   auto settings = crawl_settings(*spider, options);
-  run_crawl(*spider, settings);
-  return 0;
+  return exit_status_for(run_crawl(*spider, settings));
 }
 
 void add_feed_options(CLI::App* command, crawl_options_cli& options) {
@@ -93,8 +98,7 @@ void add_feed_options(CLI::App* command, crawl_options_cli& options) {
 int run_config_command(const std::string& file, const crawl_options_cli& options) {
   auto config = load_crawl_config_file(file);
   auto settings = crawl_settings(*config.spider, options, config.settings);
-  run_crawl(*config.spider, settings);
-  return 0;
+  return exit_status_for(run_crawl(*config.spider, settings));
 }
 
 // `scrapy fetch`: one request, every status passed through, the body (or headers) on stdout.

@@ -41,14 +41,22 @@ std::string referer_of(const request& request) {
   return referer.empty() ? "None" : std::string(referer);
 }
 
+std::string describe(std::exception_ptr error) {
+  try {
+    std::rethrow_exception(error);
+  } catch (const std::exception& e) {
+    return e.what();
+  } catch (...) {
+    return "unknown error";
+  }
+}
+
 // What the spider's callbacks would parse: HTML, XML, or a body that does not say.
 bool is_markup(const response& response) {
   auto type = response.header("Content-Type");
   return type.empty() || type.find("html") != std::string_view::npos ||
          type.find("xml") != std::string_view::npos;
 }
-
-constexpr auto max_enqueue_backoff = std::chrono::seconds(30);
 
 }  // namespace
 
@@ -67,6 +75,7 @@ engine::engine(asio::io_context& io, const settings& settings, stats& stats, spi
       spider_middlewares_(default_spider_middlewares(settings, stats, spider)),
       feeds_(std::make_unique<feed_exporter>(settings, stats)),
       closespider_timer_(io),
+      store_retry_timer_(io),
       item_limit_(settings.get_int("CLOSESPIDER_ITEMCOUNT")),
       page_limit_(settings.get_int("CLOSESPIDER_PAGECOUNT")),
       error_limit_(settings.get_int("CLOSESPIDER_ERRORCOUNT")),
@@ -82,6 +91,7 @@ engine::engine(asio::io_context& io, const settings& settings, stats& stats, spi
         });
   }
   scheduler_->on_ready([this] { pump(); });
+  scheduler_->on_unavailable([this] { begin_close("redis_unavailable"); });
   // A fleet's queue may hold what another spider, or a person, put there: never run a request
   // this spider cannot answer.
   scheduler_->set_request_check([this](const request& request) -> std::string {
@@ -189,48 +199,86 @@ void engine::enqueue(std::vector<request> requests, std::string parent_lease,
       std::move(requests), parent_lease, items,
       [this, parent_lease, items](std::exception_ptr error, std::size_t,
                                   std::vector<request> batch) mutable {
-        if (error) {
-          std::string what = "unknown error";
-          try {
-            std::rethrow_exception(error);
-          } catch (const std::exception& e) {
-            what = e.what();
+        if (!error) {
+          store_recovered();
+        } else if (phase_ == phase::running) {
+          // The dupefilter could not answer (Redis away, or refusing writes): keep the outcome
+          // and try again. The spider stays open meanwhile, as pending_enqueues_ still counts it.
+          return park({std::move(batch), std::move(parent_lease), std::move(items)}, error);
+        } else {
+          // Closing: keep them unchecked rather than lose them (JOBDIR saves them, and the next
+          // run puts them through the dupefilter). A fleet's leased parent goes back to the
+          // queue when its lease expires, and is crawled again with its outcome.
+          // One line, not one per page: the stat counts them all.
+          if (stats_.get_int("engine/kept_unchecked") == 0) {
+            logger_->error(
+                "Could not check requests with the dupefilter while closing; keeping them "
+                "unchecked (engine/kept_unchecked counts them): {}",
+                describe(error));
           }
-          if (phase_ == phase::running) {
-            // The dupefilter could not answer (Redis away): keep the batch and ask again; the
-            // spider stays open meanwhile, since pending_enqueues_ still counts this batch.
-            // One line per 10 s, not one per page: a fleet's worker has a page finishing every
-            // few milliseconds, each of which fails while Redis is away.
-            auto now = std::chrono::steady_clock::now();
-            ++enqueue_failures_;
-            if (now - last_enqueue_failure_log_ >= std::chrono::seconds(10)) {
-              logger_->error(
-                  "Could not store {} outcomes (requests through the dupefilter) in the last "
-                  "10 s, retrying each every second: {}",
-                  enqueue_failures_, what);
-              enqueue_failures_ = 0;
-              last_enqueue_failure_log_ = now;
-            }
-            auto timer = std::make_shared<asio::steady_timer>(io_, std::chrono::seconds(1));
-            timer->async_wait(
-                [this, timer, batch = std::move(batch), parent_lease,
-                 items = std::move(items)](boost::system::error_code cancelled) mutable {
-                  --pending_enqueues_;
-                  if (!cancelled) enqueue(std::move(batch), parent_lease, std::move(items));
-                  check_idle();
-                });
-            return;
-          }
-          // Closing: queue them unchecked rather than lose them; the next run filters them.
-          logger_->error(
-              "Could not check {} requests with the dupefilter while closing; queued "
-              "them unchecked: {}",
-              batch.size(), what);
-          for (auto& request : batch) scheduler_->restore(std::move(request));
+          stats_.inc_value("engine/kept_unchecked", std::int64_t(batch.size()));
+          scheduler_->restore_unchecked(std::move(batch));
         }
         --pending_enqueues_;
         pump();
       });
+}
+
+// An outcome that could not be stored waits here, and all of them are tried again together after
+// a backoff (1 s doubling to 30 s), so a Redis that cannot take writes sees a few attempts a
+// minute, not one per finished page. One log line per interval says how many wait. After
+// REDIS_FAILURE_TIMEOUT seconds of failures the spider closes (finish_reason redis_unavailable);
+// what still waits then is queued unchecked, as at any close.
+void engine::park(parked_outcome outcome, std::exception_ptr error) {
+  auto now = std::chrono::steady_clock::now();
+  if (!store_failing_since_) {
+    store_failing_since_ = now;
+    stats_.inc_value("engine/store_outages");
+  }
+  parked_.push_back(std::move(outcome));
+  auto timeout = settings_.get_double("REDIS_FAILURE_TIMEOUT");
+  if (timeout > 0 && now - *store_failing_since_ >= std::chrono::duration<double>(timeout)) {
+    logger_->error("Could not store outcomes for {:.0f} s (REDIS_FAILURE_TIMEOUT): closing: {}",
+                   timeout, describe(error));
+    begin_close("redis_unavailable");
+    return retry_parked();
+  }
+  if (now - last_store_failure_log_ >= std::chrono::seconds(10)) {
+    logger_->error(
+        "{} outcomes (requests through the dupefilter) wait to be stored; next try in "
+        "{} s: {}",
+        parked_.size(), store_backoff_.count(), describe(error));
+    last_store_failure_log_ = now;
+  }
+  if (store_retry_armed_) return;
+  store_retry_armed_ = true;
+  store_retry_timer_.expires_after(store_backoff_);
+  store_backoff_ = std::min(store_backoff_ * 2, std::chrono::seconds(30));
+  store_retry_timer_.async_wait([this](boost::system::error_code) {
+    store_retry_armed_ = false;
+    // Also when cancelled (a close): the waiting outcomes get their last try now.
+    if (phase_ != phase::closed) retry_parked();
+  });
+}
+
+void engine::retry_parked() {
+  auto waiting = std::move(parked_);
+  parked_.clear();
+  for (auto& outcome : waiting) {
+    --pending_enqueues_;
+    enqueue(std::move(outcome.requests), std::move(outcome.parent_lease), std::move(outcome.items));
+  }
+  check_idle();
+}
+
+void engine::store_recovered() {
+  if (!store_failing_since_) return;
+  auto down = std::chrono::steady_clock::now() - *store_failing_since_;
+  store_failing_since_.reset();
+  store_backoff_ = std::chrono::seconds(1);
+  logger_->info("Outcomes are stored again after {:.1f} s",
+                std::chrono::duration<double>(down).count());
+  if (!parked_.empty()) store_retry_timer_.cancel();  // the others need not wait their backoff
 }
 
 void engine::pump() {
@@ -495,6 +543,7 @@ void engine::begin_close(const std::string& reason) {
   if (!waiting.empty()) {
     logger_->info("Put {} requests waiting for a download slot back in the queue", waiting.size());
   }
+  store_retry_timer_.cancel();  // outcomes waiting to be stored get their last try now
   check_idle();
 }
 

@@ -26,6 +26,7 @@
 #include <chrono>
 #include <exception>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -85,6 +86,15 @@ class engine {
   std::optional<nlohmann::json> export_item(nlohmann::json item, const response* from);
   void enqueue(std::vector<request> requests, std::string parent_lease = {},
                std::vector<nlohmann::json> items = {});
+  // A page's outcome the scheduler could not store yet (Redis away), kept to try again.
+  struct parked_outcome {
+    std::vector<request> requests;
+    std::string parent_lease;
+    std::vector<nlohmann::json> items;
+  };
+  void park(parked_outcome outcome, std::exception_ptr error);
+  void retry_parked();
+  void store_recovered();
   void check_idle();
   void begin_close(const std::string& reason);
   void finish();
@@ -112,8 +122,12 @@ class engine {
   std::exception_ptr startup_error_;
   std::chrono::steady_clock::time_point started_;
   std::size_t pending_enqueues_ = 0;
-  std::size_t enqueue_failures_ = 0;  // since the last line about them
-  std::chrono::steady_clock::time_point last_enqueue_failure_log_{};
+  std::vector<parked_outcome> parked_;  // counted in pending_enqueues_
+  boost::asio::steady_timer store_retry_timer_;
+  bool store_retry_armed_ = false;
+  std::chrono::seconds store_backoff_{1};
+  std::optional<std::chrono::steady_clock::time_point> store_failing_since_;
+  std::chrono::steady_clock::time_point last_store_failure_log_{};
   bool pumping_ = false;
   bool pump_again_ = false;
   std::int64_t item_limit_, page_limit_, error_limit_;

@@ -81,6 +81,7 @@ redis_scheduler::redis_scheduler(const scheduler_context& context,
       batch_size_(std::size_t(context.settings.get_int("CONCURRENT_REQUESTS"))),
       heartbeat_interval_(milliseconds_of(context.settings, "SCHEDULER_HEARTBEAT_INTERVAL")),
       max_idle_(context.settings.get_int("MAX_IDLE_TIME_BEFORE_CLOSE")),
+      failure_timeout_(milliseconds_of(context.settings, "REDIS_FAILURE_TIMEOUT")),
       persist_(context.settings.get_bool("SCHEDULER_PERSIST")),
       flush_on_start_(context.settings.get_bool("SCHEDULER_FLUSH_ON_START")),
       start_urls_as_set_(context.settings.get_bool("REDIS_START_URLS_AS_SET")),
@@ -231,6 +232,12 @@ void redis_scheduler::take_leased() {
         taking_ = false;
         if (error) {
           redis_failed("take requests from the fleet's queue", error);
+          if (open_ && failure_timeout_.count() > 0 &&
+              std::chrono::steady_clock::now() - *redis_down_since_ >= failure_timeout_) {
+            logger_->error("Could not take requests for {} s (REDIS_FAILURE_TIMEOUT): closing",
+                           std::chrono::duration<double>(failure_timeout_).count());
+            return unavailable();
+          }
           return after_empty_take();
         }
         redis_answered();
@@ -386,6 +393,12 @@ std::optional<request> redis_scheduler::next_request() {
 
 void redis_scheduler::restore(request request) {
   if (!request.lease.empty()) to_release_.push_back(std::move(request.lease));
+}
+
+// A page whose outcome could not be stored is crawled again, with its outcome, by whoever takes
+// it next: only the leases matter here.
+void redis_scheduler::restore_unchecked(std::vector<request> requests) {
+  for (auto& request : requests) restore(std::move(request));
 }
 
 bool redis_scheduler::has_pending_requests() const {

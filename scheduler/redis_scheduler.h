@@ -42,6 +42,7 @@ class redis_scheduler final : public scheduler {
 
   std::optional<request> next_request() override;
   void restore(request request) override;
+  void restore_unchecked(std::vector<request> requests) override;
   bool has_pending_requests() const override;
   void set_request_check(std::function<std::string(const request&)> check) override {
     queue_.set_check(std::move(check));
@@ -81,6 +82,7 @@ class redis_scheduler final : public scheduler {
   std::size_t batch_size_;
   std::chrono::milliseconds heartbeat_interval_;
   std::chrono::seconds max_idle_;
+  std::chrono::milliseconds failure_timeout_;  // REDIS_FAILURE_TIMEOUT
   bool persist_, flush_on_start_, start_urls_as_set_;
   std::deque<leased_request> buffer_;
   std::set<std::string> held_;           // leases taken and not yet settled or released

@@ -51,12 +51,9 @@ std::string request::describe() const {
 }
 
 nlohmann::json request::to_json() const {
-  nlohmann::json json{{"v", request_format_version},
-                      {"url", url},
-                      {"method", method},
-                      {"priority", priority},
-                      {"dont_filter", dont_filter},
-                      {"meta", meta}};
+  nlohmann::json json{
+      {"v", request_format_version}, {"url", url},  {"method", method}, {"priority", priority},
+      {"dont_filter", dont_filter},  {"meta", meta}};
   if (!callback.empty()) json["callback"] = callback;
   if (!errback.empty()) json["errback"] = errback;
   if (!body.empty()) json["body_hex"] = to_hex(body);
@@ -79,7 +76,8 @@ request request::from_json(const nlohmann::json& json, std::string_view where) {
   // Missing: written before entries carried their format (JOBDIR files of older runs), which is 1.
   if (auto version = json.find("v"); version != json.end() && *version != request_format_version) {
     fail("written in request format " + version->dump() + ", and this crawler reads format " +
-         std::to_string(request_format_version) + ": run a crawler as new as the one that wrote it");
+         std::to_string(request_format_version) +
+         ": run a crawler as new as the one that wrote it");
   }
   request result{url->get<std::string>()};
   try {

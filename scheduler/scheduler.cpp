@@ -54,13 +54,38 @@ void scheduler::do_open(asio::any_completion_handler<done_signature> handler) {
   } catch (...) {
     return std::move(handler)(std::current_exception());
   }
+  auto open = [this](asio::any_completion_handler<done_signature> handler) {
+    dupefilter_->async_open([this, handler = std::move(handler)](std::exception_ptr error) mutable {
+      if (error) return std::move(handler)(error);
+      check_loaded(std::move(handler));
+    });
+  };
   // scrapy-redis's SCHEDULER_FLUSH_ON_START: this crawl starts from an empty Redis dupefilter.
-  if (!settings_.get_bool("SCHEDULER_FLUSH_ON_START"))
-    return dupefilter_->async_open(std::move(handler));
-  dupefilter_->async_flush([this, handler = std::move(handler)](std::exception_ptr error) mutable {
+  if (!settings_.get_bool("SCHEDULER_FLUSH_ON_START")) return open(std::move(handler));
+  dupefilter_->async_flush([open, handler = std::move(handler)](std::exception_ptr error) mutable {
     if (error) return std::move(handler)(error);
-    dupefilter_->async_open(std::move(handler));
+    open(std::move(handler));
   });
+}
+
+// Requests the last run saved unchecked go through the dupefilter now, as any new request does.
+void scheduler::check_loaded(asio::any_completion_handler<done_signature> handler) {
+  if (unchecked_.empty()) return std::move(handler)(nullptr);
+  auto batch = std::move(unchecked_);
+  unchecked_.clear();
+  auto count = batch.size();
+  do_enqueue(
+      std::move(batch), {}, {},
+      [this, count, handler = std::move(handler)](std::exception_ptr error, std::size_t queued,
+                                                  std::vector<request> unqueued) mutable {
+        if (error) {
+          unchecked_ = std::move(unqueued);  // saved again at close
+          return std::move(handler)(error);
+        }
+        logger_->info("Checked {} requests saved unchecked: {} queued, {} already seen", count,
+                      queued, count - queued);
+        std::move(handler)(nullptr);
+      });
 }
 
 void scheduler::do_enqueue(std::vector<request> requests, std::string, std::vector<nlohmann::json>,
@@ -134,6 +159,10 @@ void scheduler::restore(request request) {
   queue_.push(std::move(request));
 }
 
+void scheduler::restore_unchecked(std::vector<request> requests) {
+  for (auto& request : requests) unchecked_.push_back(std::move(request));
+}
+
 void scheduler::do_close(asio::any_completion_handler<done_signature> handler) {
   std::exception_ptr save_error;
   try {
@@ -169,10 +198,18 @@ void scheduler::load_queue() {
     if (json.is_discarded()) {
       throw std::runtime_error(where + ": not a JSON request; delete the file to start afresh");
     }
-    queue_.push(request::from_json(json, where));
+    auto loaded = request::from_json(json, where);
+    if (json.value("unchecked", false)) {
+      unchecked_.push_back(std::move(loaded));
+    } else {
+      queue_.push(std::move(loaded));
+    }
   }
-  if (!queue_.empty()) {
-    logger_->info("Resuming crawl ({} requests scheduled)", queue_.size());
+  if (!queue_.empty() || !unchecked_.empty()) {
+    logger_->info("Resuming crawl ({} requests scheduled{})", queue_.size(),
+                  unchecked_.empty()
+                      ? std::string()
+                      : ", " + std::to_string(unchecked_.size()) + " to check with the dupefilter");
   }
 }
 
@@ -185,13 +222,19 @@ void scheduler::save_queue() {
   {
     std::ofstream out(partial, std::ios::trunc);
     queue_.for_each([&out](const request& request) { out << request.to_json().dump() << '\n'; });
+    for (const auto& request : unchecked_) {
+      auto json = request.to_json();
+      json["unchecked"] = true;
+      out << json.dump() << '\n';
+    }
     out.flush();
     if (!out) throw std::runtime_error(partial.string() + ": cannot write the request queue");
   }
   // Rename over the old queue so a crash while writing leaves the previous queue intact.
   std::filesystem::rename(partial, path);
-  if (!queue_.empty()) {
-    logger_->info("Saved {} pending requests to {}", queue_.size(), path.string());
+  if (!queue_.empty() || !unchecked_.empty()) {
+    logger_->info("Saved {} pending requests to {}", queue_.size() + unchecked_.size(),
+                  path.string());
   }
 }
 

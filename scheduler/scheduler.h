@@ -96,6 +96,12 @@ class scheduler {
   /// dupefilter and without counting it again, so JOBDIR (or the fleet's queue) keeps it.
   virtual void restore(request request);
 
+  /// Keeps requests the dupefilter could not check (Redis away while closing): JOBDIR saves
+  /// them marked unchecked, and the next run puts them through the dupefilter before queueing
+  /// them, so they are neither lost nor crawled twice. SCHEDULER=redis: their leases (if any) go
+  /// back to the fleet's queue.
+  virtual void restore_unchecked(std::vector<request> requests);
+
   std::size_t size() const { return queue_.size(); }
   /// False once there is nothing left to crawl (SCHEDULER=redis: for the whole fleet, for
   /// MAX_IDLE_TIME_BEFORE_CLOSE seconds).
@@ -109,6 +115,10 @@ class scheduler {
   /// Called when requests arrive that next_request() had not (SCHEDULER=redis takes them from
   /// Redis in the background), or when has_pending_requests() changes: the engine pumps again.
   void on_ready(std::function<void()> ready) { ready_ = std::move(ready); }
+
+  /// Called when the scheduler cannot reach what it schedules from (a fleet's Redis) and has
+  /// failed for REDIS_FAILURE_TIMEOUT: the engine closes the spider (redis_unavailable).
+  void on_unavailable(std::function<void()> unavailable) { unavailable_ = std::move(unavailable); }
 
   /// Saves the queue (JOBDIR) and closes the dupefilter.
   template <asio::completion_token_for<done_signature> Token>
@@ -130,9 +140,13 @@ class scheduler {
   void ready() {
     if (ready_) ready_();
   }
+  void unavailable() {
+    if (unavailable_) unavailable_();
+  }
   std::size_t queue_new(std::vector<request>& requests, const dedup::seen_flags& flags,
                         const std::vector<std::size_t>& filtered_positions);
   void load_queue();
+  void check_loaded(asio::any_completion_handler<done_signature> handler);
   void save_queue();
 
   const crawler::settings& settings_;
@@ -140,9 +154,11 @@ class scheduler {
   std::string jobdir_;
   dedup::fingerprint_scheme scheme_;
   memory_queue queue_;
+  std::vector<request> unchecked_;  // restore_unchecked; saved to and loaded from JOBDIR
   std::unique_ptr<dedup::rfp_dupefilter> dupefilter_;
   std::shared_ptr<spdlog::logger> logger_;
   std::function<void()> ready_;
+  std::function<void()> unavailable_;
 };
 
 }  // namespace crawler

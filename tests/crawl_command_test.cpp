@@ -1,6 +1,7 @@
 // The `crawler` program as users run it: the seeds' scenario with every dupefilter backend,
 // Ctrl-C and resume with JOBDIR, and one-line errors for crawls that cannot start.
 #include <gtest/gtest.h>
+#include <hiredis/hiredis.h>
 #include <signal.h>
 
 #include <fstream>
@@ -229,6 +230,69 @@ TEST(crawler_command, an_unreachable_redis_stops_the_crawl_naming_the_address) {
   auto error = crawl.stderr_text();
   EXPECT_TRUE(error.starts_with("crawler crawl: ")) << error;
   EXPECT_NE(error.find("127.0.0.1:1"), std::string::npos) << error;
+}
+
+void redis_command(const redis_server& redis, const char* command) {
+  auto* context = redisConnect("127.0.0.1", redis.port());
+  ASSERT_TRUE(context && !context->err);
+  freeReplyObject(redisCommand(context, command));
+  redisFree(context);
+}
+
+std::size_t count_of(const std::string& text, const std::string& what) {
+  std::size_t count = 0;
+  for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++count;
+  return count;
+}
+
+// A Redis that refuses writes (here a read-only replica; OOM under noeviction answers the same
+// way) mid-crawl: outcomes wait and are tried again with a backoff, one log line says so, and the
+// crawl completes when Redis heals, every page fetched once.
+TEST(crawler_command, a_redis_refusing_writes_mid_crawl_is_waited_for_and_the_crawl_completes) {
+  interrupted_site site({.site_pages = 200, .page_delay_ms = 20});
+  redis_server redis;
+  child_process crawl(site.argv(
+      1, {"DUPEFILTER_CLASS=redis_set", "REDIS_URL=" + redis.url(), "CONCURRENT_REQUESTS=4"}));
+  site.wait_for_hits(30);
+  redis_command(redis, "REPLICAOF 127.0.0.1 1");  // a master that is not there: read-only
+  std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+  redis_command(redis, "REPLICAOF NO ONE");
+  ASSERT_EQ(crawl.wait(), 0) << crawl.stderr_text();
+  EXPECT_EQ(read_json(site.dir.path() / "stats1.json")["finish_reason"], "finished");
+  for (std::size_t page = 0; page < site.pages; ++page) {
+    ASSERT_EQ(site.server.hits("/site/" + std::to_string(page)), 1u) << "page " << page;
+  }
+  auto log = crawl.stderr_text();
+  EXPECT_EQ(count_of(log, "wait to be stored; next try in"), 1u) << log;
+  EXPECT_NE(log.find("READONLY"), std::string::npos) << log;
+  EXPECT_EQ(count_of(log, "Outcomes are stored again after"), 1u) << log;
+}
+
+// One that does not heal within REDIS_FAILURE_TIMEOUT closes the crawl (exit 1, finish_reason
+// redis_unavailable) with what waited queued in JOBDIR, so a resume once Redis is back crawls
+// every page, each once.
+TEST(crawler_command, a_redis_that_stays_read_only_closes_the_crawl_and_a_resume_loses_nothing) {
+  interrupted_site site({.site_pages = 200, .page_delay_ms = 20});
+  redis_server redis;
+  std::vector<std::string> settings{"DUPEFILTER_CLASS=redis_set", "REDIS_URL=" + redis.url(),
+                                    "CONCURRENT_REQUESTS=4", "SCHEDULER_PERSIST=true",
+                                    "REDIS_FAILURE_TIMEOUT=1.5"};
+  {
+    child_process crawl(site.argv(1, settings));
+    site.wait_for_hits(30);
+    redis_command(redis, "REPLICAOF 127.0.0.1 1");
+    EXPECT_EQ(crawl.wait(), 1) << crawl.stderr_text();
+    EXPECT_NE(crawl.stderr_text().find("(REDIS_FAILURE_TIMEOUT): closing"), std::string::npos)
+        << crawl.stderr_text();
+  }
+  EXPECT_EQ(read_json(site.dir.path() / "stats1.json")["finish_reason"], "redis_unavailable");
+  EXPECT_LT(site.server.total_hits(), site.pages);
+  redis_command(redis, "REPLICAOF NO ONE");
+  child_process resumed(site.argv(2, settings));
+  ASSERT_EQ(resumed.wait(), 0) << resumed.stderr_text();
+  for (std::size_t page = 0; page < site.pages; ++page) {
+    ASSERT_EQ(site.server.hits("/site/" + std::to_string(page)), 1u) << "page " << page;
+  }
 }
 
 TEST(crawler_command, list_prints_the_compiled_in_spiders) {

@@ -218,6 +218,24 @@ TEST(fleet, a_redis_restarted_with_its_data_mid_crawl_loses_nothing) {
   expect_every_page_stored_once(site, redis);
 }
 
+// A Redis that does not come back within REDIS_FAILURE_TIMEOUT closes the worker (exit 1,
+// finish_reason redis_unavailable); its leases go back to the queue when they expire.
+TEST(fleet, a_redis_gone_for_longer_than_redis_failure_timeout_closes_the_worker) {
+  http_server site({.site_pages = pages, .page_delay_ms = 50});
+  redis_server redis;
+  temp_dir dir;
+  auto stats = dir.path() / "stats.json";
+  auto orphan = worker(
+      site, redis, dir.path() / "a.jsonl", "redis_set",
+      {"-s", "REDIS_FAILURE_TIMEOUT=1", "-s", "STATS_FILE=" + stats.string(), "-L", "ERROR"});
+  std::this_thread::sleep_for(500ms);
+  redis.stop();
+  EXPECT_EQ(orphan->wait(std::chrono::seconds(20)), 1) << orphan->stderr_text();
+  EXPECT_NE(orphan->stderr_text().find("(REDIS_FAILURE_TIMEOUT): closing"), std::string::npos)
+      << orphan->stderr_text();
+  EXPECT_EQ(nlohmann::json::parse(std::ifstream(stats))["finish_reason"], "redis_unavailable");
+}
+
 // A Redis that hangs (SIGSTOP) past the command timeout: the worker gives up on the connection,
 // reconnects when Redis runs again, and commands the hung server got from the dead connection
 // (a settle whose answer never came, a take whose requests never arrived) cost nothing: a settle
