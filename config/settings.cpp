@@ -98,6 +98,9 @@ const std::vector<setting_spec>& table() {
       {"FEEDS", dict, json::object(), "Item feeds: URI -> options."},
       {"STATS_FILE", optional_string, nullptr, "Write the final stats here as JSON."},
       {"JOBDIR", optional_string, nullptr, "Folder that keeps a crawl's state between runs."},
+      {"JOBDIR_FSYNC", boolean, false,
+       "fsync JOBDIR's request journal at every write: a crawl survives a power cut, not only a "
+       "killed process, at the cost of one disk flush per page."},
       {"REQUEST_FINGERPRINTER_IMPLEMENTATION", string, "2.7",
        "Fingerprint scheme: 2.7, 2.6 or scrapy-redis-0.8."},
       {"DUPEFILTER_CLASS", string, "set",

@@ -65,7 +65,10 @@ settings crawl_settings(const spider& spider, const crawl_options_cli& options,
 // 0 when the crawl ended as crawls end (finished, a CLOSESPIDER_* limit, a shutdown); 1 when it
 // was cut short because what it stores into failed, so scripts and schedulers see it.
 int exit_status_for(const crawl_result& result) {
-  return result.finish_reason == "redis_unavailable" ? 1 : 0;
+  return result.finish_reason == "redis_unavailable" ||
+                 result.finish_reason == "jobdir_write_failed"
+             ? 1
+             : 0;
 }
 
 int run_crawl_command(const crawl_options_cli& options) {

@@ -79,7 +79,8 @@ engine::engine(asio::io_context& io, const settings& settings, stats& stats, spi
       item_limit_(settings.get_int("CLOSESPIDER_ITEMCOUNT")),
       page_limit_(settings.get_int("CLOSESPIDER_PAGECOUNT")),
       error_limit_(settings.get_int("CLOSESPIDER_ERRORCOUNT")),
-      store_items_(settings.get_bool("REDIS_PIPELINE")) {
+      store_items_(settings.get_bool("REDIS_PIPELINE")),
+      flush_feeds_per_page_(settings.has("JOBDIR")) {
   if (settings.get_bool("ROBOTSTXT_OBEY")) {
     robots_ = std::make_unique<robots_gate>(
         settings, stats,
@@ -91,7 +92,7 @@ engine::engine(asio::io_context& io, const settings& settings, stats& stats, spi
         });
   }
   scheduler_->on_ready([this] { pump(); });
-  scheduler_->on_unavailable([this] { begin_close("redis_unavailable"); });
+  scheduler_->on_fatal([this](const std::string& reason) { begin_close(reason); });
   // A fleet's queue may hold what another spider, or a person, put there: never run a request
   // this spider cannot answer.
   scheduler_->set_request_check([this](const request& request) -> std::string {
@@ -474,6 +475,9 @@ void engine::process_output(output& out, const response* from, const std::string
       stored.push_back(std::move(*exported));
     }
   }
+  // With JOBDIR the page is marked done in the journal next: its items must be in the feeds
+  // first, or a crash in between would lose them for good.
+  if (flush_feeds_per_page_ && !out.items.empty()) feeds_->flush();
   enqueue(std::move(out.requests), parent_lease, std::move(stored));
 }
 

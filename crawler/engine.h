@@ -132,7 +132,8 @@ class engine {
   bool pump_again_ = false;
   std::int64_t item_limit_, page_limit_, error_limit_;
   std::int64_t items_ = 0, pages_ = 0, errors_ = 0;
-  bool store_items_;  // REDIS_PIPELINE
+  bool store_items_;           // REDIS_PIPELINE
+  bool flush_feeds_per_page_;  // JOBDIR: a page's items reach the OS before it is marked done
   std::size_t parsing_ = 0;
   std::size_t refused_ = 0;  // requests a downloader middleware ignored, errback not yet run
   // Last, so it is joined before anything its jobs could touch is destroyed.

@@ -37,6 +37,31 @@ std::string csv_field(const nlohmann::json& value) {
   return quoted + '"';
 }
 
+// A feed appended to must end with a whole line: a crawl killed mid-write leaves a cut-short
+// last line, which the next run's first item would merge into. It is dropped, with a warning
+// (its item is crawled again: its page was not done).
+void drop_torn_tail(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  in.seekg(0, std::ios::end);
+  auto size = std::streamoff(in.tellg());
+  if (size <= 0) return;
+  std::streamoff keep = size;
+  char c = 0;
+  in.seekg(keep - 1);
+  in.get(c);
+  if (c == '\n') return;
+  while (keep > 0) {
+    in.seekg(keep - 1);
+    in.get(c);
+    if (c == '\n') break;
+    --keep;
+  }
+  in.close();
+  std::filesystem::resize_file(path, std::uintmax_t(keep));
+  get_logger("feedexport")
+      ->warn("{}: dropped its last {} bytes, a line cut short by a crash", path, size - keep);
+}
+
 }  // namespace
 
 nlohmann::json feed_for_file(std::string_view path, bool overwrite) {
@@ -59,6 +84,7 @@ class feed_exporter::feed {
     }
     bool existing =
         !overwrite && std::filesystem::exists(path_) && std::filesystem::file_size(path_) > 0;
+    if (existing) drop_torn_tail(path_);
     out_.open(path_, overwrite ? std::ios::trunc : std::ios::app);
     if (!out_) throw std::runtime_error(path_ + ": cannot open the feed for writing");
     header_written_ = existing;  // appending to a CSV that already has its header row
@@ -76,6 +102,8 @@ class feed_exporter::feed {
     }
     ++count_;
   }
+
+  void flush() { out_.flush(); }
 
   bool close(stats& stats) {
     if (format_ == "json") out_ << (count_ ? "\n]\n" : "]\n");
@@ -145,6 +173,10 @@ feed_exporter::~feed_exporter() = default;
 
 void feed_exporter::export_item(const nlohmann::json& item) {
   for (auto& feed : feeds_) feed->write(item);
+}
+
+void feed_exporter::flush() {
+  for (auto& feed : feeds_) feed->flush();
 }
 
 bool feed_exporter::close() {

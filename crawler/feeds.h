@@ -35,6 +35,8 @@ class feed_exporter {
   ~feed_exporter();
 
   void export_item(const nlohmann::json& item);
+  /// Hands what is buffered to the operating system, so a killed process loses none of it.
+  void flush();
   /// Finishes every file; returns false if one could not be written (each is logged).
   bool close();
 

@@ -236,7 +236,7 @@ void redis_scheduler::take_leased() {
               std::chrono::steady_clock::now() - *redis_down_since_ >= failure_timeout_) {
             logger_->error("Could not take requests for {} s (REDIS_FAILURE_TIMEOUT): closing",
                            std::chrono::duration<double>(failure_timeout_).count());
-            return unavailable();
+            return fatal("redis_unavailable");
           }
           return after_empty_take();
         }

@@ -7,11 +7,10 @@
 #include "config/log.h"
 #include "dedup/canonical_url.h"
 #include "scheduler/redis_scheduler.h"
+#include "scheduler/request_journal.h"
 
 namespace crawler {
 namespace {
-
-constexpr const char* queue_file = "requests.queue.jsonl";
 
 // SCHEDULER picks where the queue lives: in this process, or in the fleet's Redis.
 bool wants_redis(const settings& settings) {
@@ -70,6 +69,25 @@ void scheduler::do_open(asio::any_completion_handler<done_signature> handler) {
 
 // Requests the last run saved unchecked go through the dupefilter now, as any new request does.
 void scheduler::check_loaded(asio::any_completion_handler<done_signature> handler) {
+  if (!journaled_.empty()) {
+    // Requests queued since the last clean close: their fingerprints are seen, whether or not
+    // the dupefilter saved them before the crash.
+    std::vector<dedup::fingerprint> fingerprints;
+    for (const auto& queued : journaled_) {
+      if (queued.dont_filter) continue;
+      try {
+        fingerprints.push_back(fingerprint_of(queued, scheme_));
+      } catch (const dedup::url_error&) {
+      }
+    }
+    journaled_.clear();
+    return dupefilter_->async_seen(
+        fingerprints,
+        [this, handler = std::move(handler)](std::exception_ptr error, dedup::seen_flags) mutable {
+          if (error) return std::move(handler)(error);
+          check_loaded(std::move(handler));
+        });
+  }
   if (unchecked_.empty()) return std::move(handler)(nullptr);
   auto batch = std::move(unchecked_);
   unchecked_.clear();
@@ -88,7 +106,8 @@ void scheduler::check_loaded(asio::any_completion_handler<done_signature> handle
       });
 }
 
-void scheduler::do_enqueue(std::vector<request> requests, std::string, std::vector<nlohmann::json>,
+void scheduler::do_enqueue(std::vector<request> requests, std::string parent_lease,
+                           std::vector<nlohmann::json>,
                            asio::any_completion_handler<enqueue_signature> handler) {
   std::vector<dedup::fingerprint> fingerprints;
   std::vector<std::size_t> filtered_positions;  // requests[i] that go through the dupefilter
@@ -109,21 +128,22 @@ void scheduler::do_enqueue(std::vector<request> requests, std::string, std::vect
     accepted.push_back(std::move(request));
   }
   if (fingerprints.empty()) {
-    auto queued = queue_new(accepted, {}, {});
+    auto queued = queue_new(accepted, {}, {}, parent_lease);
     return std::move(handler)(nullptr, queued, std::vector<request>{});
   }
   dupefilter_->async_seen(
-      fingerprints,
-      [this, batch = std::move(accepted), positions = std::move(filtered_positions),
-       handler = std::move(handler)](std::exception_ptr error, dedup::seen_flags flags) mutable {
+      fingerprints, [this, batch = std::move(accepted), positions = std::move(filtered_positions),
+                     parent_lease = std::move(parent_lease), handler = std::move(handler)](
+                        std::exception_ptr error, dedup::seen_flags flags) mutable {
         if (error) return std::move(handler)(error, std::size_t{0}, std::move(batch));
-        auto queued = queue_new(batch, flags, positions);
+        auto queued = queue_new(batch, flags, positions, parent_lease);
         std::move(handler)(nullptr, queued, std::vector<request>{});
       });
 }
 
 std::size_t scheduler::queue_new(std::vector<request>& requests, const dedup::seen_flags& flags,
-                                 const std::vector<std::size_t>& filtered_positions) {
+                                 const std::vector<std::size_t>& filtered_positions,
+                                 const std::string& parent_lease) {
   // Mark duplicates first: flags[i] belongs to requests[filtered_positions[i]].
   std::vector<bool> duplicate(requests.size(), false);
   for (std::size_t i = 0; i < flags.size(); ++i) {
@@ -136,8 +156,23 @@ std::size_t scheduler::queue_new(std::vector<request>& requests, const dedup::se
       dupefilter_->log(requests[i].describe(), referer.empty() ? "None" : referer);
       continue;
     }
+    if (journal_) journal_->queued(requests[i]);
     queue_.push(std::move(requests[i]));
     ++queued;
+  }
+  // In one write, before the dupefilter's file gets these fingerprints (request_journal.h). A
+  // JOBDIR that cannot be written stops the crawl: what is not journaled would be lost to a crash.
+  if (journal_) {
+    if (!parent_lease.empty()) journal_->done(parent_lease);
+    try {
+      journal_->commit();
+    } catch (const std::exception& error) {
+      if (!journal_failed_) {
+        journal_failed_ = true;
+        logger_->error("{}; closing the spider", error.what());
+        fatal("jobdir_write_failed");
+      }
+    }
   }
   if (queued) {
     stats_.inc_value("scheduler/enqueued/memory", std::int64_t(queued));
@@ -185,26 +220,20 @@ void scheduler::do_close(asio::any_completion_handler<done_signature> handler) {
 
 void scheduler::load_queue() {
   if (jobdir_.empty()) return;
-  auto path = std::filesystem::path(jobdir_) / queue_file;
-  std::ifstream in(path);
-  if (!in) return;  // a new JOBDIR
-  std::string line;
-  std::size_t line_number = 0;
-  while (std::getline(in, line)) {
-    ++line_number;
-    if (line.empty()) continue;
-    auto where = path.string() + ":" + std::to_string(line_number);
-    auto json = nlohmann::json::parse(line, nullptr, false);
-    if (json.is_discarded()) {
-      throw std::runtime_error(where + ": not a JSON request; delete the file to start afresh");
-    }
-    auto loaded = request::from_json(json, where);
-    if (json.value("unchecked", false)) {
-      unchecked_.push_back(std::move(loaded));
-    } else {
-      queue_.push(std::move(loaded));
-    }
+  journal_ = std::make_unique<request_journal>(jobdir_, settings_.get_bool("JOBDIR_FSYNC"));
+  auto replay = journal_->open();
+  if (replay.torn_lines) {
+    logger_->warn("{}/requests.journal: dropped its last line, cut short by a crash", jobdir_);
   }
+  if (replay.stale_journal) {
+    logger_->warn(
+        "{}/requests.journal: left by a crash during a close, whose queue was "
+        "saved: ignored",
+        jobdir_);
+  }
+  for (auto& pending : replay.pending) queue_.push(std::move(pending));
+  for (auto& request : replay.unchecked) unchecked_.push_back(std::move(request));
+  journaled_ = std::move(replay.journaled);
   if (!queue_.empty() || !unchecked_.empty()) {
     logger_->info("Resuming crawl ({} requests scheduled{})", queue_.size(),
                   unchecked_.empty()
@@ -214,27 +243,14 @@ void scheduler::load_queue() {
 }
 
 void scheduler::save_queue() {
-  if (jobdir_.empty()) return;
-  std::filesystem::create_directories(jobdir_);
-  auto path = std::filesystem::path(jobdir_) / queue_file;
-  auto partial = path;
-  partial += ".partial";
-  {
-    std::ofstream out(partial, std::ios::trunc);
-    queue_.for_each([&out](const request& request) { out << request.to_json().dump() << '\n'; });
-    for (const auto& request : unchecked_) {
-      auto json = request.to_json();
-      json["unchecked"] = true;
-      out << json.dump() << '\n';
-    }
-    out.flush();
-    if (!out) throw std::runtime_error(partial.string() + ": cannot write the request queue");
-  }
-  // Rename over the old queue so a crash while writing leaves the previous queue intact.
-  std::filesystem::rename(partial, path);
-  if (!queue_.empty() || !unchecked_.empty()) {
-    logger_->info("Saved {} pending requests to {}", queue_.size() + unchecked_.size(),
-                  path.string());
+  if (!journal_) return;
+  std::vector<request> pending;
+  pending.reserve(queue_.size());
+  queue_.for_each([&pending](const request& request) { pending.push_back(request); });
+  journal_->compact(pending, unchecked_);
+  if (!pending.empty() || !unchecked_.empty()) {
+    logger_->info("Saved {} pending requests to {}/requests.queue.jsonl",
+                  pending.size() + unchecked_.size(), jobdir_);
   }
 }
 

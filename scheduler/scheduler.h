@@ -32,6 +32,7 @@
 #include "config/stats.h"
 #include "dedup/dupefilter.h"
 #include "scheduler/request.h"
+#include "scheduler/request_journal.h"
 #include "scheduler/request_queue.h"
 
 namespace crawler {
@@ -116,9 +117,10 @@ class scheduler {
   /// Redis in the background), or when has_pending_requests() changes: the engine pumps again.
   void on_ready(std::function<void()> ready) { ready_ = std::move(ready); }
 
-  /// Called when the scheduler cannot reach what it schedules from (a fleet's Redis) and has
-  /// failed for REDIS_FAILURE_TIMEOUT: the engine closes the spider (redis_unavailable).
-  void on_unavailable(std::function<void()> unavailable) { unavailable_ = std::move(unavailable); }
+  /// Called when the scheduler cannot go on: a fleet's Redis failed for REDIS_FAILURE_TIMEOUT
+  /// ("redis_unavailable"), JOBDIR cannot be written ("jobdir_write_failed"). The engine closes
+  /// the spider with that reason.
+  void on_fatal(std::function<void(const std::string& reason)> fatal) { fatal_ = std::move(fatal); }
 
   /// Saves the queue (JOBDIR) and closes the dupefilter.
   template <asio::completion_token_for<done_signature> Token>
@@ -140,11 +142,12 @@ class scheduler {
   void ready() {
     if (ready_) ready_();
   }
-  void unavailable() {
-    if (unavailable_) unavailable_();
+  void fatal(const std::string& reason) {
+    if (fatal_) fatal_(reason);
   }
   std::size_t queue_new(std::vector<request>& requests, const dedup::seen_flags& flags,
-                        const std::vector<std::size_t>& filtered_positions);
+                        const std::vector<std::size_t>& filtered_positions,
+                        const std::string& parent_lease);
   void load_queue();
   void check_loaded(asio::any_completion_handler<done_signature> handler);
   void save_queue();
@@ -154,11 +157,14 @@ class scheduler {
   std::string jobdir_;
   dedup::fingerprint_scheme scheme_;
   memory_queue queue_;
-  std::vector<request> unchecked_;  // restore_unchecked; saved to and loaded from JOBDIR
+  std::vector<request> unchecked_;            // restore_unchecked; saved to and loaded from JOBDIR
+  std::unique_ptr<request_journal> journal_;  // with JOBDIR
+  std::vector<request> journaled_;            // queued since the last clean close: seen
+  bool journal_failed_ = false;
   std::unique_ptr<dedup::rfp_dupefilter> dupefilter_;
   std::shared_ptr<spdlog::logger> logger_;
   std::function<void()> ready_;
-  std::function<void()> unavailable_;
+  std::function<void(const std::string&)> fatal_;
 };
 
 }  // namespace crawler

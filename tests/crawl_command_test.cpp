@@ -5,7 +5,9 @@
 #include <signal.h>
 
 #include <fstream>
+#include <iostream>
 #include <nlohmann/json.hpp>
+#include <random>
 #include <set>
 #include <thread>
 
@@ -203,6 +205,40 @@ TEST(crawler_command, requests_waiting_for_robots_txt_survive_a_forced_stop) {
   EXPECT_EQ(site.server.hits("/site/0"), 1u);
   EXPECT_EQ(site.server.hits("/robots.txt"), 2u);  // once per run; the aborted one is not queued
   EXPECT_EQ(read_json(site.dir.path() / "stats2.json")["robotstxt/request_count"], 1);
+}
+
+// kill -9 at ten random instants: each run resumes from what the last one journaled, and the
+// crawl ends with every page crawled and every item whole in the feed; a page is fetched again
+// only when it was in flight at a kill.
+TEST_P(resume, kill_9_at_ten_random_instants_loses_nothing) {
+  interrupted_site site({.site_pages = 300, .page_delay_ms = 10});
+  std::mt19937 random(std::random_device{}());
+  int kills = 0;
+  for (int run = 1; kills < 10 && site.server.total_hits() < site.pages; ++run) {
+    auto target = site.server.total_hits() + 5 + random() % 25;
+    child_process crawl(site.argv(run, settings()));
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (site.server.total_hits() < target && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    crawl.signal(SIGKILL);
+    crawl.wait();
+    ++kills;
+  }
+  child_process last(site.argv(99, settings()));
+  ASSERT_EQ(last.wait(), 0) << last.stderr_text();
+  auto items = read_item_urls(site.dir.path() / "items.jsonl");  // every line whole
+  EXPECT_EQ(std::set<std::string>(items.begin(), items.end()), site.expected_urls());
+  std::size_t fetched_again = 0;
+  for (std::size_t page = 0; page < site.pages; ++page) {
+    auto hits = site.server.hits("/site/" + std::to_string(page));
+    ASSERT_GE(hits, 1u) << "page " << page << " was lost after " << kills << " kills";
+    fetched_again += hits - 1;
+  }
+  // At a kill, at most CONCURRENT_REQUESTS downloads and as many pages being parsed were in
+  // flight.
+  EXPECT_LE(fetched_again, std::size_t(kills) * 2 * 4) << kills << " kills";
+  std::cout << kills << " kills: " << fetched_again << " pages fetched again\n";
 }
 
 INSTANTIATE_TEST_SUITE_P(local_dupefilters, resume, testing::Values("set", "bloom"),

@@ -1,5 +1,7 @@
 // The in-process backends: `set` (exact) and `bloom` (scalable Bloom filter), each persisted under
 // JOBDIR so a stopped crawl resumes with what it had seen.
+#include <spdlog/spdlog.h>
+
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -50,9 +52,20 @@ class set_dupefilter final : public rfp_dupefilter {
     complete_with(std::move(handler), [this] {
       if (file_path_.empty() || file_) return;
       fs::create_directories(file_path_.parent_path());
-      if (std::ifstream in(file_path_); in) {
-        std::string line;
-        for (std::size_t number = 1; std::getline(in, line); ++number) {
+      if (std::ifstream in(file_path_, std::ios::binary); in) {
+        std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+        std::size_t start = 0, whole = 0;
+        for (std::size_t number = 1; start < text.size(); ++number) {
+          auto end = text.find('\n', start);
+          if (end == std::string::npos) {
+            // A last line without its newline: a crash cut it short. Its request is in the
+            // queue's journal, which marks it seen again.
+            logger_->warn("{}: dropped its last line, cut short by a crash", file_path_.string());
+            fs::resize_file(file_path_, whole);
+            break;
+          }
+          auto line = text.substr(start, end - start);
+          start = whole = end + 1;
           while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.pop_back();
           if (line.empty()) continue;
           auto fp = fingerprint::from_hex(line);
@@ -71,6 +84,9 @@ class set_dupefilter final : public rfp_dupefilter {
 
   void do_seen(std::span<const fingerprint> batch,
                asio::any_completion_handler<seen_signature> handler) override {
+    // The previous batch's fingerprints go to the file now, one batch late: by now the scheduler
+    // has journaled their requests, so no fingerprint is on disk before its request.
+    write_unwritten();
     seen_flags flags(batch.size());
     for (std::size_t i = 0; i < batch.size(); ++i) {
       bool inserted = seen_.insert(batch[i]);
@@ -79,7 +95,7 @@ class set_dupefilter final : public rfp_dupefilter {
         char line[41];
         batch[i].write_hex(line);
         line[40] = '\n';
-        std::fwrite(line, 1, sizeof line, file_);
+        unwritten_.append(line, sizeof line);
       }
     }
     if (file_ && std::ferror(file_)) {
@@ -93,15 +109,23 @@ class set_dupefilter final : public rfp_dupefilter {
   void do_close(asio::any_completion_handler<done_signature> handler) override {
     complete_with(std::move(handler), [this] {
       if (!file_) return;
+      write_unwritten();
       bool failed = std::fclose(file_) != 0;
       file_ = nullptr;
       if (failed) throw dupefilter_error(describe_errno(file_path_, "write"));
     });
   }
 
+  void write_unwritten() {
+    if (!file_ || unwritten_.empty()) return;
+    std::fwrite(unwritten_.data(), 1, unwritten_.size(), file_);
+    unwritten_.clear();
+  }
+
   fingerprint_set seen_;
   fs::path file_path_;
   std::FILE* file_ = nullptr;
+  std::string unwritten_;  // the last batch's new fingerprints, written with the next
 };
 
 // A scalable Bloom filter in memory; with JOBDIR saved to requests.bloom at close and loaded at

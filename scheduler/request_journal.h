@@ -1,0 +1,78 @@
+// The JOBDIR queue, crash-safe: a snapshot written at each clean close, and a journal appended as
+// the crawl goes, so that a crawl killed at any instant (kill -9, power cut with JOBDIR_FSYNC)
+// resumes with every request it had queued and not finished.
+//
+//   JOBDIR/requests.queue.jsonl   the snapshot: "# <token>", then one request (JSON) a line,
+//                                 "unchecked": true on those the dupefilter could not check
+//   JOBDIR/requests.journal       "# <token of the snapshot it follows>", then
+//                                 "+<id> <request JSON>"  queued
+//                                 "-<id>"                 its outcome is stored (done)
+//
+// A request in the snapshot has the id "s<line>"; one queued in a run has a number. Resuming
+// replays the journal over the snapshot: what was queued and is not done is pending. A clean close
+// writes a new snapshot (to a temporary file, then renamed over the old one) and deletes the
+// journal; a crash between the two leaves a journal whose token no longer matches, which is then
+// ignored, since the new snapshot already holds its effect. A last line without its newline is the
+// mark of a crash mid-write: dropped with a warning. Any other line that does not read is an error
+// naming the file and line.
+//
+// The scheduler appends the requests it queues (and the done mark of the page they came from) in
+// one write before the dupefilter's own file records their fingerprints, so no fingerprint is ever
+// durable without its request; on resume every journaled request is marked seen again, for
+// dupefilters that had not saved theirs.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "scheduler/request.h"
+
+namespace crawler {
+
+class request_journal {
+ public:
+  /// What a resume finds: the pending requests in queue order (each with its id in `lease`), and
+  /// every request queued since the snapshot, done or not, whose fingerprints must be seen.
+  struct replay {
+    std::vector<request> pending;
+    std::vector<request> journaled;
+    /// Saved unchecked at the last close (the dupefilter could not answer): to check first.
+    std::vector<request> unchecked;
+    std::size_t torn_lines = 0;  // dropped: a crash cut them short
+    bool stale_journal = false;  // a journal the snapshot already holds (crash during a close)
+  };
+
+  /// `dir` is JOBDIR; `fsync`: JOBDIR_FSYNC.
+  request_journal(std::filesystem::path dir, bool fsync);
+  ~request_journal();
+  request_journal(const request_journal&) = delete;
+  request_journal& operator=(const request_journal&) = delete;
+
+  /// Reads the snapshot and the journal, then opens the journal for appending. Throws
+  /// std::runtime_error naming the file and line of a line that does not read.
+  replay open();
+
+  /// Gives `request` its id (in `lease`) and writes it as queued; written by the next commit().
+  void queued(request& request);
+  /// Marks the request with id `id` done; written by the next commit().
+  void done(const std::string& id);
+  /// Writes what queued() and done() collected, in one write (and fsync with JOBDIR_FSYNC).
+  /// Throws std::runtime_error naming the file when the write fails (a full disk).
+  void commit();
+
+  /// The clean close: `pending` (and `unchecked`, marked so) become the snapshot, and the journal
+  /// goes. Throws on a write error, leaving the previous snapshot and the journal as they were.
+  void compact(const std::vector<request>& pending, const std::vector<request>& unchecked);
+
+ private:
+  std::filesystem::path snapshot_path_, journal_path_;
+  bool fsync_;
+  int fd_ = -1;
+  std::uint64_t next_id_ = 1;
+  std::string token_;    // the snapshot's
+  std::string pending_;  // lines collected for the next commit
+};
+
+}  // namespace crawler

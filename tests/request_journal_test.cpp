@@ -1,0 +1,150 @@
+// JOBDIR's request journal on its own: what a resume finds after a crash at any point of a write
+// or of a close.
+#include "scheduler/request_journal.h"
+
+#include <gtest/gtest.h>
+#include <sys/resource.h>
+
+#include <csignal>
+#include <fstream>
+
+#include "redis_server.h"
+
+namespace {
+
+using crawler::request;
+using crawler::request_journal;
+using crawler::fixtures::temp_dir;
+
+std::vector<std::string> urls(const std::vector<request>& requests) {
+  std::vector<std::string> out;
+  for (const auto& r : requests) out.push_back(r.url);
+  return out;
+}
+
+void append(const std::filesystem::path& path, const std::string& text) {
+  std::ofstream(path, std::ios::app) << text;
+}
+
+TEST(request_journal, what_was_queued_and_not_done_is_pending_after_a_crash) {
+  temp_dir dir;
+  std::string parent_id;
+  {
+    request_journal journal(dir.path(), false);
+    EXPECT_TRUE(journal.open().pending.empty());
+    request a{"http://a/1"}, b{"http://a/2"};
+    journal.queued(a);
+    journal.queued(b);
+    journal.commit();
+    request child{"http://a/3"};
+    journal.queued(child);
+    journal.done(a.lease);
+    journal.commit();
+    // killed here: no compact
+  }
+  request_journal again(dir.path(), false);
+  auto replay = again.open();
+  EXPECT_EQ(urls(replay.pending), (std::vector<std::string>{"http://a/2", "http://a/3"}));
+  EXPECT_EQ(replay.journaled.size(), 3u);  // a/1 too: its fingerprint is seen
+  // Ids keep going up across runs, so the next run's marks are unambiguous.
+  request next{"http://a/4"};
+  again.queued(next);
+  EXPECT_EQ(next.lease, "4");
+}
+
+TEST(request_journal, a_line_cut_short_by_a_crash_is_dropped_and_appending_goes_on_after_it) {
+  temp_dir dir;
+  {
+    request_journal journal(dir.path(), false);
+    journal.open();
+    request a{"http://a/1"};
+    journal.queued(a);
+    journal.commit();
+  }
+  append(dir.path() / "requests.journal", "+2 {\"url\": \"http://a/tor");
+  {
+    request_journal journal(dir.path(), false);
+    auto replay = journal.open();
+    EXPECT_EQ(replay.torn_lines, 1u);
+    EXPECT_EQ(urls(replay.pending), std::vector<std::string>{"http://a/1"});
+    request b{"http://a/2"};
+    journal.queued(b);
+    journal.commit();
+  }
+  request_journal last(dir.path(), false);
+  auto replay = last.open();
+  EXPECT_EQ(replay.torn_lines, 0u);
+  EXPECT_EQ(urls(replay.pending), (std::vector<std::string>{"http://a/1", "http://a/2"}));
+}
+
+TEST(request_journal, a_close_makes_a_snapshot_and_a_journal_left_by_a_crash_mid_close_is_ignored) {
+  temp_dir dir;
+  auto journal_path = dir.path() / "requests.journal";
+  {
+    request_journal journal(dir.path(), false);
+    journal.open();
+    request a{"http://a/1"}, b{"http://a/2"};
+    journal.queued(a);
+    journal.queued(b);
+    journal.done(a.lease);
+    journal.commit();
+    std::ifstream before(journal_path);
+    std::string old_journal((std::istreambuf_iterator<char>(before)), {});
+    journal.compact({b}, {request{"http://a/unchecked"}});
+    EXPECT_FALSE(std::filesystem::exists(journal_path));
+    // As if the process died between the snapshot's rename and the journal's removal.
+    std::ofstream(journal_path) << old_journal;
+  }
+  request_journal journal(dir.path(), false);
+  auto replay = journal.open();
+  EXPECT_TRUE(replay.stale_journal);
+  EXPECT_EQ(urls(replay.pending), std::vector<std::string>{"http://a/2"});  // not twice
+  EXPECT_EQ(urls(replay.unchecked), std::vector<std::string>{"http://a/unchecked"});
+  EXPECT_TRUE(replay.journaled.empty());
+}
+
+TEST(request_journal, a_bad_line_in_the_middle_is_an_error_naming_the_file_and_line) {
+  temp_dir dir;
+  {
+    request_journal journal(dir.path(), false);
+    journal.open();
+  }
+  append(dir.path() / "requests.journal", "+1 {\"url\": \"http://a/1\"}\nnonsense\n-1\n");
+  request_journal journal(dir.path(), false);
+  try {
+    journal.open();
+    FAIL() << "read a journal with a bad line";
+  } catch (const std::runtime_error& error) {
+    EXPECT_NE(
+        std::string(error.what()).find("requests.journal:3: expected +<id> <request> or -<id>"),
+        std::string::npos)
+        << error.what();
+  }
+}
+
+TEST(request_journal, a_write_that_fails_is_an_error_naming_the_file) {
+  temp_dir dir;
+  request_journal journal(dir.path(), false);
+  journal.open();
+  // A file-size limit at the journal's size: the next write fails as on a full disk.
+  rlimit before{};
+  getrlimit(RLIMIT_FSIZE, &before);
+  auto* previous = std::signal(SIGXFSZ, SIG_IGN);
+  rlimit full{rlim_t(std::filesystem::file_size(dir.path() / "requests.journal")), before.rlim_max};
+  setrlimit(RLIMIT_FSIZE, &full);
+  request a{"http://a/1"};
+  journal.queued(a);
+  std::string what;
+  try {
+    journal.commit();
+  } catch (const std::runtime_error& error) {
+    what = error.what();
+  }
+  setrlimit(RLIMIT_FSIZE, &before);
+  std::signal(SIGXFSZ, previous);
+  EXPECT_NE(what.find("cannot write " + (dir.path() / "requests.journal").string()),
+            std::string::npos)
+      << what;
+}
+
+}  // namespace
