@@ -62,13 +62,13 @@ settings crawl_settings(const spider& spider, const crawl_options_cli& options,
   return settings;
 }
 
-// 0 when the crawl ended as crawls end (finished, a CLOSESPIDER_* limit, a shutdown); 1 when it
-// was cut short because what it stores into failed, so scripts and schedulers see it.
+// 0 when the crawl ended as crawls end (finished, a CLOSESPIDER_* limit, a shutdown); 1 when what
+// it stores into failed (Redis, JOBDIR, a feed), so scripts and schedulers see it.
 int exit_status_for(const crawl_result& result) {
-  return result.finish_reason == "redis_unavailable" ||
-                 result.finish_reason == "jobdir_write_failed"
-             ? 1
-             : 0;
+  const auto& reason = result.finish_reason;
+  bool failed = reason == "redis_unavailable" || reason == "jobdir_write_failed" ||
+                reason == "feed_write_failed";
+  return failed ? 1 : 0;
 }
 
 int run_crawl_command(const crawl_options_cli& options) {

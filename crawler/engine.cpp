@@ -477,7 +477,7 @@ void engine::process_output(output& out, const response* from, const std::string
   }
   // With JOBDIR the page is marked done in the journal next: its items must be in the feeds
   // first, or a crash in between would lose them for good.
-  if (flush_feeds_per_page_ && !out.items.empty()) feeds_->flush();
+  if (flush_feeds_per_page_ && !out.items.empty() && !feeds_->flush()) feed_failed();
   enqueue(std::move(out.requests), parent_lease, std::move(stored));
 }
 
@@ -498,7 +498,7 @@ std::optional<nlohmann::json> engine::export_item(nlohmann::json item, const res
       return std::nullopt;
     }
   }
-  feeds_->export_item(item);
+  if (!feeds_->export_item(item)) feed_failed();
   stats_.inc_value("item_scraped_count");
   if (logger_->should_log(spdlog::level::debug)) {
     logger_->debug("Scraped from {}\n{}",
@@ -508,6 +508,12 @@ std::optional<nlohmann::json> engine::export_item(nlohmann::json item, const res
   ++items_;
   if (item_limit_ > 0 && items_ == item_limit_) begin_close("closespider_itemcount");
   return item;
+}
+
+// A feed that cannot be written (full disk) stops the crawl: crawling on would scrape items only
+// to lose them. What was written stays.
+void engine::feed_failed() {
+  if (phase_ == phase::running || phase_ == phase::opening) begin_close("feed_write_failed");
 }
 
 void engine::count_error() {
@@ -588,7 +594,8 @@ void engine::finish() {
         logger_->error("Error closing an item pipeline: {}", e.what());
       }
     }
-    feeds_->close();
+    // Items that could not be stored make the crawl a failure, whatever else ended it.
+    if (!feeds_->close()) close_reason_ = "feed_write_failed";
     try {
       spider_.closed(close_reason_);
     } catch (const std::exception& e) {

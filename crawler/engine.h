@@ -99,6 +99,7 @@ class engine {
   void begin_close(const std::string& reason);
   void finish();
   void count_error();
+  void feed_failed();
   void fail_startup(std::exception_ptr error);
 
   boost::asio::io_context& io_;

@@ -1,5 +1,7 @@
 #include "crawler/feeds.h"
 
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 
@@ -82,8 +84,8 @@ class feed_exporter::feed {
     if (auto parent = std::filesystem::path(path_).parent_path(); !parent.empty()) {
       std::filesystem::create_directories(parent);
     }
-    bool existing =
-        !overwrite && std::filesystem::exists(path_) && std::filesystem::file_size(path_) > 0;
+    bool existing = !overwrite && std::filesystem::is_regular_file(path_) &&
+                    std::filesystem::file_size(path_) > 0;
     if (existing) drop_torn_tail(path_);
     out_.open(path_, overwrite ? std::ios::trunc : std::ios::app);
     if (!out_) throw std::runtime_error(path_ + ": cannot open the feed for writing");
@@ -91,7 +93,8 @@ class feed_exporter::feed {
     if (format_ == "json") out_ << '[';
   }
 
-  void write(const nlohmann::json& item) {
+  // False once the file could not be written (a full disk): logged once, with the reason.
+  bool write(const nlohmann::json& item) {
     if (format_ == "jsonlines") {
       out_ << item.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << '\n';
     } else if (format_ == "json") {
@@ -101,9 +104,21 @@ class feed_exporter::feed {
       write_csv(item);
     }
     ++count_;
+    return check();
   }
 
-  void flush() { out_.flush(); }
+  bool check() {
+    if (out_ || failed_) return !failed_;
+    failed_ = true;
+    get_logger("feedexport")
+        ->error("Cannot write the {} feed {}: {}", format_, path_, std::strerror(errno));
+    return false;
+  }
+
+  bool flush() {
+    out_.flush();
+    return check();
+  }
 
   bool close(stats& stats) {
     if (format_ == "json") out_ << (count_ ? "\n]\n" : "]\n");
@@ -147,6 +162,7 @@ class feed_exporter::feed {
   std::ofstream out_;
   std::vector<std::string> fields_;
   bool header_written_ = false;
+  bool failed_ = false;
   std::size_t count_ = 0;
 };
 
@@ -171,12 +187,16 @@ feed_exporter::feed_exporter(const settings& settings, stats& stats) : stats_(st
 
 feed_exporter::~feed_exporter() = default;
 
-void feed_exporter::export_item(const nlohmann::json& item) {
-  for (auto& feed : feeds_) feed->write(item);
+bool feed_exporter::export_item(const nlohmann::json& item) {
+  bool ok = true;
+  for (auto& feed : feeds_) ok = feed->write(item) && ok;
+  return ok;
 }
 
-void feed_exporter::flush() {
-  for (auto& feed : feeds_) feed->flush();
+bool feed_exporter::flush() {
+  bool ok = true;
+  for (auto& feed : feeds_) ok = feed->flush() && ok;
+  return ok;
 }
 
 bool feed_exporter::close() {

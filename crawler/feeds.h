@@ -34,9 +34,11 @@ class feed_exporter {
   feed_exporter(const settings& settings, stats& stats);
   ~feed_exporter();
 
-  void export_item(const nlohmann::json& item);
+  /// False when a feed could not be written (a full disk): the crawl should stop.
+  bool export_item(const nlohmann::json& item);
   /// Hands what is buffered to the operating system, so a killed process loses none of it.
-  void flush();
+  /// False when a feed could not be written.
+  bool flush();
   /// Finishes every file; returns false if one could not be written (each is logged).
   bool close();
 

@@ -331,6 +331,24 @@ TEST(crawler_command, a_redis_that_stays_read_only_closes_the_crawl_and_a_resume
   }
 }
 
+// A feed that cannot be written (here /dev/full, which answers every write as a full disk does)
+// stops the crawl: exit 1, finish_reason feed_write_failed, the other feed kept whole.
+TEST(crawler_command, a_feed_on_a_full_disk_stops_the_crawl_with_a_reason) {
+  interrupted_site site({.site_pages = 300, .page_delay_ms = 5});
+  auto kept = site.dir.path() / "kept.jsonl";
+  child_process crawl({crawler_binary(), "crawl", "site", "-a",
+                       "start=" + site.server.url("/site/0"), "-s",
+                       R"(FEEDS={"/dev/full": {"format": "jsonlines"}})", "-o", kept.string(), "-s",
+                       "STATS_FILE=" + (site.dir.path() / "stats.json").string(), "-L", "ERROR"});
+  EXPECT_EQ(crawl.wait(), 1) << crawl.stderr_text();
+  EXPECT_NE(crawl.stderr_text().find("Cannot write the jsonlines feed /dev/full: No space left"),
+            std::string::npos)
+      << crawl.stderr_text();
+  EXPECT_EQ(read_json(site.dir.path() / "stats.json")["finish_reason"], "feed_write_failed");
+  EXPECT_LT(site.server.total_hits(), site.pages);  // it stopped, not crawled on
+  EXPECT_GT(read_item_urls(kept).size(), 0u);       // every line whole
+}
+
 TEST(crawler_command, list_prints_the_compiled_in_spiders) {
   child_process list({crawler_binary(), "list"});
   EXPECT_EQ(list.wait(), 0);
