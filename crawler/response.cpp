@@ -67,6 +67,8 @@ std::string response::urljoin(std::string_view link) const {
     throw link_error("cannot resolve \"" + std::string(link) + "\" against " + url + ": " +
                      result.error().message());
   }
+  // "HTTP://x/" is http: lower-cased as Python's urljoin does (found by link_extractor_fuzzer).
+  resolved.normalize_scheme();
   return std::string(resolved.buffer());
 }
 

@@ -161,6 +161,10 @@ TEST(selector, a_malformed_selector_names_the_position) {
   EXPECT_THROW(response.css("a,"), selector_error);
   EXPECT_THROW(response.css("li:nth-child(x)"), selector_error);
   EXPECT_THROW(response.css("a::text b"), selector_error);
+  // Found by fuzz/css_selector_fuzzer: a number past int's range once escaped as out_of_range.
+  EXPECT_THROW(response.css("ul li:nth-child(27777777777)"), selector_error);
+  EXPECT_THROW(response.css("li:nth-child(-99999999999n+1)"), selector_error);
+  EXPECT_EQ(response.css("li:nth-child(999999999)").size(), 0u);
 }
 
 TEST(encoding, the_http_charset_decodes_the_body) {
@@ -195,6 +199,8 @@ TEST(response, urljoin_honours_base_href) {
   EXPECT_EQ(response.urljoin("x.html"), "http://example.com/other/x.html");
   EXPECT_EQ(page("<a href=x>").urljoin("../y?q=1"), "http://example.com/y?q=1");
   EXPECT_EQ(page("").urljoin(" spaced link.html "), "http://example.com/dir/spaced%20link.html");
+  // The scheme comes out lower-case, as from Python's urljoin (found by link_extractor_fuzzer).
+  EXPECT_EQ(page("").urljoin("hTtP://other/Path"), "http://other/Path");
 }
 
 TEST(link_extractor, extracts_absolute_unique_links_in_document_order) {

@@ -223,6 +223,11 @@ class parser {
       for (std::size_t k = i; k < digits.size(); ++k) {
         if (!std::isdigit(static_cast<unsigned char>(digits[k]))) bad();
       }
+      // Bounded, so an+b cannot overflow when it is matched (a fuzzer found stoi's throw here).
+      if (digits.size() - i > 9) {
+        pos_ = start;
+        fail("an+b: a number of more than 9 digits");
+      }
       return std::stoi(std::string(digits));
     };
     if (n == std::string::npos) {
