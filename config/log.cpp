@@ -119,4 +119,14 @@ std::shared_ptr<spdlog::logger> get_logger(std::string_view component) {
   return logger;
 }
 
+std::string describe_error(std::exception_ptr error) {
+  try {
+    std::rethrow_exception(error);
+  } catch (const std::exception& e) {
+    return e.what();
+  } catch (...) {
+    return "unknown error";
+  }
+}
+
 }  // namespace crawler

@@ -9,7 +9,9 @@
 
 #include <spdlog/spdlog.h>
 
+#include <exception>
 #include <memory>
+#include <string>
 #include <string_view>
 
 namespace crawler {
@@ -27,5 +29,9 @@ void count_log_messages(stats* stats);
 
 /// The logger named `component`, created on first use.
 std::shared_ptr<spdlog::logger> get_logger(std::string_view component);
+
+/// What an exception carried to a completion handler says, for a log line: its what(), or
+/// "unknown error".
+std::string describe_error(std::exception_ptr error);
 
 }  // namespace crawler

@@ -41,16 +41,6 @@ std::string referer_of(const request& request) {
   return referer.empty() ? "None" : std::string(referer);
 }
 
-std::string describe(std::exception_ptr error) {
-  try {
-    std::rethrow_exception(error);
-  } catch (const std::exception& e) {
-    return e.what();
-  } catch (...) {
-    return "unknown error";
-  }
-}
-
 // What the spider's callbacks would parse: HTML, XML, or a body that does not say.
 bool is_markup(const response& response) {
   auto type = response.header("Content-Type");
@@ -215,7 +205,7 @@ void engine::enqueue(std::vector<request> requests, std::string parent_lease,
             logger_->error(
                 "Could not check requests with the dupefilter while closing; keeping them "
                 "unchecked (engine/kept_unchecked counts them): {}",
-                describe(error));
+                describe_error(error));
           }
           stats_.inc_value("engine/kept_unchecked", std::int64_t(batch.size()));
           scheduler_->restore_unchecked(std::move(batch));
@@ -240,7 +230,7 @@ void engine::park(parked_outcome outcome, std::exception_ptr error) {
   auto timeout = settings_.get_double("REDIS_FAILURE_TIMEOUT");
   if (timeout > 0 && now - *store_failing_since_ >= std::chrono::duration<double>(timeout)) {
     logger_->error("Could not store outcomes for {:.0f} s (REDIS_FAILURE_TIMEOUT): closing: {}",
-                   timeout, describe(error));
+                   timeout, describe_error(error));
     begin_close("redis_unavailable");
     return retry_parked();
   }
@@ -248,7 +238,7 @@ void engine::park(parked_outcome outcome, std::exception_ptr error) {
     logger_->error(
         "{} outcomes (requests through the dupefilter) wait to be stored; next try in "
         "{} s: {}",
-        parked_.size(), store_backoff_.count(), describe(error));
+        parked_.size(), store_backoff_.count(), describe_error(error));
     last_store_failure_log_ = now;
   }
   if (store_retry_armed_) return;

@@ -25,16 +25,6 @@ std::string new_worker_id() {
   return name + ":" + std::to_string(getpid()) + ":" + std::to_string(random() % 1000000);
 }
 
-std::string describe(std::exception_ptr error) {
-  try {
-    std::rethrow_exception(error);
-  } catch (const std::exception& e) {
-    return e.what();
-  } catch (...) {
-    return "unknown error";
-  }
-}
-
 }  // namespace
 
 std::unique_ptr<scheduler> redis_scheduler::create(const scheduler_context& context) {
@@ -102,21 +92,31 @@ redis_scheduler::~redis_scheduler() {
 // <spider>:workers, the queue, its leases, the dupefilter and the stats go, and this worker's line
 // is written, so a second worker starting a moment later finds a live one and flushes nothing.
 // KEYS workers, then the keys to delete; ARGV this worker, its record. Returns 1 when it flushed.
-constexpr const char* flush_once_script = R"lua(
-local t = redis.call('TIME')
-local now = tonumber(t[1]) + tonumber(t[2]) / 1e6
-local entries = redis.call('HGETALL', KEYS[1])
-for i = 1, #entries, 2 do
-  local ok, worker = pcall(cjson.decode, entries[i + 1])
-  if ok and type(worker) == 'table' and worker.heartbeat and worker.interval and
-     now - worker.heartbeat < 3 * worker.interval then
-    redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
-    return 0
+// Whether <spider>:workers (`workers`) holds a live worker: a heartbeat younger than three of
+// its intervals. With drop_dead, the lines of the dead workers it passes are deleted. Both fleet
+// scripts below start with it.
+constexpr const char* live_worker_lua = R"lua(
+local function live_worker(workers, drop_dead)
+  local t = redis.call('TIME')
+  local now = tonumber(t[1]) + tonumber(t[2]) / 1e6
+  local entries = redis.call('HGETALL', workers)
+  for i = 1, #entries, 2 do
+    local ok, worker = pcall(cjson.decode, entries[i + 1])
+    if ok and type(worker) == 'table' and worker.heartbeat and worker.interval and
+       now - worker.heartbeat < 3 * worker.interval then
+      return true
+    end
+    if drop_dead then redis.call('HDEL', workers, entries[i]) end
   end
+  return false
 end
-redis.call('DEL', unpack(KEYS))
+)lua";
+
+const std::string flush_once_script = std::string(live_worker_lua) + R"lua(
+local flush = not live_worker(KEYS[1], false)
+if flush then redis.call('DEL', unpack(KEYS)) end
 redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
-return 1
+return flush and 1 or 0
 )lua";
 
 void redis_scheduler::do_open(asio::any_completion_handler<done_signature> handler) {
@@ -264,7 +264,7 @@ void redis_scheduler::redis_failed(const std::string& doing, std::exception_ptr 
   redis_down_since_ = std::chrono::steady_clock::now();
   stats_.inc_value("scheduler/redis_outages");
   logger_->error("Could not {}; retrying with backoff until Redis answers: {}", doing,
-                 describe(error));
+                 describe_error(error));
 }
 
 void redis_scheduler::redis_answered() {
@@ -474,18 +474,8 @@ void redis_scheduler::do_close(asio::any_completion_handler<done_signature> hand
 // the fleet's queue and dupefilter, but only once the crawl is over for everyone: no live worker
 // (heartbeats older than three intervals are dropped as dead), nothing queued, nothing leased. A
 // worker that stops early leaves them. KEYS: fleet_keys().
-constexpr const char* fleet_done_script = R"lua(
-local t = redis.call('TIME')
-local now = tonumber(t[1]) + tonumber(t[2]) / 1e6
-local entries = redis.call('HGETALL', KEYS[1])
-for i = 1, #entries, 2 do
-  local ok, worker = pcall(cjson.decode, entries[i + 1])
-  if ok and type(worker) == 'table' and worker.heartbeat and worker.interval and
-     now - worker.heartbeat < 3 * worker.interval then
-    return -1
-  end
-  redis.call('HDEL', KEYS[1], entries[i])
-end
+const std::string fleet_done_script = std::string(live_worker_lua) + R"lua(
+if live_worker(KEYS[1], true) then return -1 end
 if redis.call('EXISTS', KEYS[2]) == 1 or redis.call('HLEN', KEYS[3]) > 0 then return -1 end
 return redis.call('DEL', unpack(KEYS))
 )lua";
