@@ -162,6 +162,12 @@ const std::vector<setting_spec>& table() {
       {"REDIS_ITEMS_KEY", string, "%(spider)s:items", "The Redis list REDIS_PIPELINE fills."},
       {"REDIS_START_URLS_KEY", string, "%(name)s:start_urls", "Redis key of start URLs."},
       {"REDIS_START_URLS_AS_SET", boolean, false, "Start URLs are a set, not a list."},
+      {"REDIS_START_URLS_BATCH_SIZE",
+       integer,
+       0,
+       "Start URLs a worker moves into the queue at a time; 0: CONCURRENT_REQUESTS, as "
+       "scrapy-redis.",
+       {0, 1e6}},
   };
   return specs;
 }

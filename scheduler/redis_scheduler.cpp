@@ -69,6 +69,9 @@ redis_scheduler::redis_scheduler(const scheduler_context& context,
                       .start_urls_key = start_urls_key_,
                       .start_urls_as_set = context.settings.get_bool("REDIS_START_URLS_AS_SET")}),
       batch_size_(std::size_t(context.settings.get_int("CONCURRENT_REQUESTS"))),
+      start_urls_batch_(context.settings.get_int("REDIS_START_URLS_BATCH_SIZE") > 0
+                            ? std::size_t(context.settings.get_int("REDIS_START_URLS_BATCH_SIZE"))
+                            : batch_size_),
       heartbeat_interval_(milliseconds_of(context.settings, "SCHEDULER_HEARTBEAT_INTERVAL")),
       max_idle_(context.settings.get_int("MAX_IDLE_TIME_BEFORE_CLOSE")),
       failure_timeout_(milliseconds_of(context.settings, "REDIS_FAILURE_TIMEOUT")),
@@ -211,7 +214,7 @@ void redis_scheduler::open_dupefilter(asio::any_completion_handler<done_signatur
 void redis_scheduler::take_more() {
   if (!open_ || taking_ || buffer_.size() >= batch_size_) return;
   taking_ = true;
-  queue_.async_feed(batch_size_, dupefilter_->marking(), scheme_,
+  queue_.async_feed(start_urls_batch_, dupefilter_->marking(), scheme_,
                     [this, alive = alive_](std::exception_ptr error, settle_result fed) {
                       if (!*alive) return;
                       if (error) {

@@ -80,6 +80,7 @@ class redis_scheduler final : public scheduler {
   std::map<std::string, std::int64_t> flushed_;  // the counters as last added to stats_key_
   redis_queue queue_;
   std::size_t batch_size_;
+  std::size_t start_urls_batch_;  // REDIS_START_URLS_BATCH_SIZE
   std::chrono::milliseconds heartbeat_interval_;
   std::chrono::seconds max_idle_;
   std::chrono::milliseconds failure_timeout_;  // REDIS_FAILURE_TIMEOUT

@@ -336,6 +336,33 @@ TEST(fleet, pushed_start_urls_are_crawled_once_and_bad_ones_are_set_aside) {
   EXPECT_EQ(nlohmann::json::parse(unrunnable[0])["reason"], "spider site has no callback \"nope\"");
 }
 
+// REDIS_START_URLS_BATCH_SIZE start URLs move into the queue at a time (CONCURRENT_REQUESTS when
+// 0, as scrapy-redis), so a worker does not drain a long list it cannot crawl soon.
+TEST(fleet, start_urls_move_into_the_queue_a_batch_at_a_time) {
+  for (int batch : {0, 3}) {
+    http_server site({.site_pages = 5, .page_delay_ms = 600});
+    redis_server redis;
+    temp_dir dir;
+    std::vector<std::string> push{crawler_binary(), "push", "site", "-s",
+                                  "REDIS_URL=" + redis.url()};
+    for (int i = 0; i < 10; ++i)
+      push.push_back(site.url("/site/" + std::to_string(i % 5) + "?" + std::to_string(i)));
+    child_process pushed(push);
+    ASSERT_EQ(pushed.wait(), 0) << pushed.stderr_text();
+    auto running = worker(site, redis, dir.path() / "items.jsonl", "redis_set",
+                          {"-s", "CONCURRENT_REQUESTS=1", "-s",
+                           "REDIS_START_URLS_BATCH_SIZE=" + std::to_string(batch)});
+    std::this_thread::sleep_for(300ms);  // one feed, and the first download under way
+    auto* context = redisConnect("127.0.0.1", redis.port());
+    auto* reply = static_cast<redisReply*>(redisCommand(context, "LLEN site:start_urls"));
+    EXPECT_EQ(reply->integer, batch == 0 ? 9 : 7) << "REDIS_START_URLS_BATCH_SIZE=" << batch;
+    freeReplyObject(reply);
+    redisFree(context);
+    running->signal(SIGINT);
+    running->wait();
+  }
+}
+
 TEST(fleet, push_reads_start_urls_from_stdin_and_refuses_a_bad_line_naming_it) {
   redis_server redis;
   temp_dir dir;
