@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Soak: `crawler crawl site` against a site without end (bench/soak_server.py: 1% 500s, 0.5%
+# connection resets) for SECONDS, breadth-first (each page brings one new URL, so the frontier
+# keeps its size) with a Bloom dupefilter of fixed size. Samples the crawler's RSS
+# every 10 s and prints RSS after the first minute against RSS at the end: a crawl that runs for
+# days must not grow.
+#
+#   bash bench/soak.sh [BUILD_DIR] [SECONDS]        # defaults: build 1800
+set -euo pipefail
+build=${1:-build}
+seconds=${2:-1800}
+here=$(cd "$(dirname "$0")" && pwd)
+crawler=$(cd "$build" && pwd)/crawler/crawler
+work=$(mktemp -d)
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+python3 "$here/soak_server.py" "$port" &
+server=$!
+trap 'kill $server 2>/dev/null || true; rm -rf "$work"' EXIT
+sleep 1
+"$crawler" crawl site -a "start=http://127.0.0.1:$port/p/0" -s LOG_LEVEL=WARNING \
+  -s CLOSESPIDER_TIMEOUT="$seconds" -s DUPEFILTER_CLASS=bloom -s BLOOMFILTER_CAPACITY=20000000 \
+  -s CONCURRENT_REQUESTS=16 -s SCHEDULER_MEMORY_QUEUE=fifo -s STATS_FILE="$work/stats.json" \
+  > /dev/null 2> "$work/log" &
+crawl=$!
+: > "$work/rss"
+while kill -0 "$crawl" 2>/dev/null; do
+  awk '/VmRSS/ {print $2}' "/proc/$crawl/status" >> "$work/rss" 2>/dev/null || true
+  sleep 10
+done
+wait "$crawl"
+python3 - "$work" <<'PY'
+import json, sys
+work = sys.argv[1]
+rss = [int(line) for line in open(f"{work}/rss") if line.strip()]
+stats = json.load(open(f"{work}/stats.json"))
+first = rss[min(6, len(rss) - 1)]  # after the first minute
+last = rss[-1]
+print(f"pages {stats.get('response_received_count', 0)}, "
+      f"500s {stats.get('downloader/response_status_count/500', 0)}, "
+      f"errors {sum(v for k, v in stats.items() if k.startswith('downloader/exception_count'))}, "
+      f"retries {stats.get('retry/count', 0)}, "
+      f"finish_reason {stats.get('finish_reason')}")
+print(f"RSS after 1 min {first / 1024:.1f} MB, at the end {last / 1024:.1f} MB, "
+      f"peak {max(rss) / 1024:.1f} MB: end/first = {last / first:.3f}")
+PY
