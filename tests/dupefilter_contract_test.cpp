@@ -328,6 +328,34 @@ TEST(set_backend, a_corrupt_requests_seen_line_is_reported_with_its_file_and_lin
   }
 }
 
+// A crash mid-write leaves a last line cut short: dropped (its request is in the queue's journal).
+// A whole fingerprint without its newline (a file edited by hand) is kept, and the next one
+// appended goes on a line of its own.
+TEST(set_backend, a_requests_seen_last_line_without_newline_is_dropped_if_torn_kept_if_whole) {
+  auto a = request_fingerprint("GET", "http://a.example/"),
+       b = request_fingerprint("GET", "http://b.example/");
+  for (bool whole : {false, true}) {
+    fixtures::temp_dir jobdir;
+    std::ofstream(jobdir.path() / "requests.seen") << a.hex() << "\n"
+                                                   << (whole ? b.hex() : b.hex().substr(0, 17));
+    fixtures::event_loop loop;
+    crawler::settings settings;
+    crawler::stats stats;
+    settings.set("JOBDIR", jobdir.path().string());
+    auto filter = make_dupefilter({settings, stats, "spider", loop.executor()});
+    filter->async_open(use_future).get();
+    auto c = request_fingerprint("GET", "http://c.example/");
+    std::vector<fingerprint> batch = {a, b, c};
+    EXPECT_EQ(filter->async_seen(batch, use_future).get(), (seen_flags{1, whole, 0})) << whole;
+    filter->async_close(use_future).get();
+    std::ifstream file(jobdir.path() / "requests.seen");
+    std::vector<std::string> lines;
+    for (std::string line; std::getline(file, line);) lines.push_back(line);
+    // Whole: b kept on its line, c on the next. Torn: b was new again, appended whole after a.
+    EXPECT_EQ(lines, (std::vector<std::string>{a.hex(), b.hex(), c.hex()})) << whole;
+  }
+}
+
 TEST(set_backend, resumes_from_a_requests_seen_file_written_by_scrapy) {
   // Scrapy's RFPDupeFilter writes one 40-hex fingerprint a line; a C++ crawl resuming the JOBDIR
   // must treat those requests as seen.

@@ -58,10 +58,17 @@ class set_dupefilter final : public rfp_dupefilter {
         for (std::size_t number = 1; start < text.size(); ++number) {
           auto end = text.find('\n', start);
           if (end == std::string::npos) {
-            // A last line without its newline: a crash cut it short. Its request is in the
-            // queue's journal, which marks it seen again.
-            logger_->warn("{}: dropped its last line, cut short by a crash", file_path_.string());
-            fs::resize_file(file_path_, whole);
+            // A last line without its newline: whole if it is a fingerprint (a file edited by
+            // hand), else cut short by a crash, and its request is in the queue's journal, which
+            // marks it seen again. Either way the file ends with a newline before we append.
+            if (auto fp = fingerprint::from_hex(std::string_view(text).substr(start, 40));
+                fp && text.size() - start == 40) {
+              seen_.insert(*fp);
+              std::ofstream(file_path_, std::ios::app) << '\n';
+            } else {
+              logger_->warn("{}: dropped its last line, cut short by a crash", file_path_.string());
+              fs::resize_file(file_path_, whole);
+            }
             break;
           }
           auto line = text.substr(start, end - start);
