@@ -90,11 +90,6 @@ redis_scheduler::~redis_scheduler() {
   *alive_ = false;
 }
 
-// SCHEDULER_FLUSH_ON_START for a fleet: the first worker of a crawl flushes, the ones that join
-// it do not. "First" is decided in Redis, in one step: when no worker has a fresh heartbeat in
-// <spider>:workers, the queue, its leases, the dupefilter and the stats go, and this worker's line
-// is written, so a second worker starting a moment later finds a live one and flushes nothing.
-// KEYS workers, then the keys to delete; ARGV this worker, its record. Returns 1 when it flushed.
 // Whether <spider>:workers (`workers`) holds a live worker: a heartbeat younger than three of
 // its intervals. With drop_dead, the lines of the dead workers it passes are deleted. Both fleet
 // scripts below start with it.
@@ -115,6 +110,11 @@ local function live_worker(workers, drop_dead)
 end
 )lua";
 
+// SCHEDULER_FLUSH_ON_START for a fleet: the first worker of a crawl flushes, the ones that join
+// it do not. "First" is decided in Redis, in one step: when no worker has a fresh heartbeat in
+// <spider>:workers, the queue, its leases, the dupefilter and the stats go, and this worker's line
+// is written, so a second worker starting a moment later finds a live one and flushes nothing.
+// KEYS workers, then the keys to delete; ARGV this worker, its record. Returns 1 when it flushed.
 const std::string flush_once_script = std::string(live_worker_lua) + R"lua(
 local flush = not live_worker(KEYS[1], false)
 if flush then redis.call('DEL', unpack(KEYS)) end
@@ -362,10 +362,9 @@ void redis_scheduler::heartbeat() {
                                    std::exception_ptr error, std::size_t held) {
       if (!*alive) return;
       if (error) {
-        redis_failed("renew " + std::to_string(asked) +
-                         " leases (they expire unless a renewal "
-                         "gets through)",
-                     error);
+        auto doing = "renew " + std::to_string(asked) +
+                     " leases (they expire unless a renewal gets through)";
+        redis_failed(doing, error);
       } else if (held < asked) {
         // Settled meanwhile, or expired and reclaimed (this worker stalled): counted, and the
         // request's outcome is still stored when it finishes.
