@@ -308,15 +308,32 @@ TEST(redis_bitmap_backend, shares_a_key_with_scrapy_redis_bloomfilter_bit_for_bi
   EXPECT_EQ(filter->async_seen(batch, use_future).get(), (seen_flags{1, 0}));
 }
 
-TEST(set_backend, a_corrupt_requests_seen_line_is_reported_with_its_file_and_line) {
-  fixtures::temp_dir jobdir;
-  std::ofstream(jobdir.path() / "requests.seen")
-      << request_fingerprint("GET", "http://a.example/").hex() << "\nnot-a-fingerprint\n";
-  fixtures::event_loop loop;
-  crawler::settings settings;
-  crawler::stats stats;
-  settings.set("JOBDIR", jobdir.path().string());
-  auto filter = make_dupefilter({settings, stats, "spider", loop.executor()});
+// The set backend over a JOBDIR whose requests.seen a test writes first.
+class set_backend : public testing::Test {
+ protected:
+  set_backend() { settings_.set("JOBDIR", jobdir_.path().string()); }
+  std::filesystem::path seen_file() const { return jobdir_.path() / "requests.seen"; }
+  std::vector<std::string> lines() const {
+    std::ifstream file(seen_file());
+    std::vector<std::string> out;
+    for (std::string line; std::getline(file, line);) out.push_back(line);
+    return out;
+  }
+  std::unique_ptr<rfp_dupefilter> make() {
+    return make_dupefilter({settings_, stats_, "spider", loop_.executor()});
+  }
+
+ private:
+  fixtures::temp_dir jobdir_;
+  fixtures::event_loop loop_;
+  crawler::settings settings_;
+  crawler::stats stats_;
+};
+
+TEST_F(set_backend, a_corrupt_requests_seen_line_is_reported_with_its_file_and_line) {
+  std::ofstream(seen_file()) << request_fingerprint("GET", "http://a.example/").hex()
+                             << "\nnot-a-fingerprint\n";
+  auto filter = make();
   try {
     filter->async_open(use_future).get();
     FAIL() << "opened a corrupt requests.seen";
@@ -329,49 +346,44 @@ TEST(set_backend, a_corrupt_requests_seen_line_is_reported_with_its_file_and_lin
 }
 
 // A crash mid-write leaves a last line cut short: dropped (its request is in the queue's journal).
-// A whole fingerprint without its newline (a file edited by hand) is kept, and the next one
-// appended goes on a line of its own.
-TEST(set_backend, a_requests_seen_last_line_without_newline_is_dropped_if_torn_kept_if_whole) {
-  auto a = request_fingerprint("GET", "http://a.example/"),
-       b = request_fingerprint("GET", "http://b.example/");
-  for (bool whole : {false, true}) {
-    fixtures::temp_dir jobdir;
-    std::ofstream(jobdir.path() / "requests.seen") << a.hex() << "\n"
-                                                   << (whole ? b.hex() : b.hex().substr(0, 17));
-    fixtures::event_loop loop;
-    crawler::settings settings;
-    crawler::stats stats;
-    settings.set("JOBDIR", jobdir.path().string());
-    auto filter = make_dupefilter({settings, stats, "spider", loop.executor()});
-    filter->async_open(use_future).get();
-    auto c = request_fingerprint("GET", "http://c.example/");
-    std::vector<fingerprint> batch = {a, b, c};
-    EXPECT_EQ(filter->async_seen(batch, use_future).get(), (seen_flags{1, whole, 0})) << whole;
-    filter->async_close(use_future).get();
-    std::ifstream file(jobdir.path() / "requests.seen");
-    std::vector<std::string> lines;
-    for (std::string line; std::getline(file, line);) lines.push_back(line);
-    // Whole: b kept on its line, c on the next. Torn: b was new again, appended whole after a.
-    EXPECT_EQ(lines, (std::vector<std::string>{a.hex(), b.hex(), c.hex()})) << whole;
-  }
+// A whole fingerprint without its newline (a file edited by hand) is kept. Either way the next
+// fingerprint appended goes on a line of its own.
+TEST_F(set_backend, a_requests_seen_last_line_cut_short_by_a_crash_is_dropped) {
+  auto a = request_fingerprint("GET", "http://a.example/");
+  auto b = request_fingerprint("GET", "http://b.example/");
+  std::ofstream(seen_file()) << a.hex() << "\n" << b.hex().substr(0, 17);
+  auto filter = make();
+  filter->async_open(use_future).get();
+  std::vector<fingerprint> batch = {a, b};
+  EXPECT_EQ(filter->async_seen(batch, use_future).get(), (seen_flags{1, 0}));
+  filter->async_close(use_future).get();
+  EXPECT_EQ(lines(), (std::vector<std::string>{a.hex(), b.hex()}));
 }
 
-TEST(set_backend, resumes_from_a_requests_seen_file_written_by_scrapy) {
+TEST_F(set_backend, a_requests_seen_last_line_without_its_newline_is_kept_when_whole) {
+  auto a = request_fingerprint("GET", "http://a.example/");
+  auto b = request_fingerprint("GET", "http://b.example/");
+  std::ofstream(seen_file()) << a.hex() << "\n" << b.hex();
+  auto filter = make();
+  filter->async_open(use_future).get();
+  auto c = request_fingerprint("GET", "http://c.example/");
+  std::vector<fingerprint> batch = {a, b, c};
+  EXPECT_EQ(filter->async_seen(batch, use_future).get(), (seen_flags{1, 1, 0}));
+  filter->async_close(use_future).get();
+  EXPECT_EQ(lines(), (std::vector<std::string>{a.hex(), b.hex(), c.hex()}));
+}
+
+TEST_F(set_backend, resumes_from_a_requests_seen_file_written_by_scrapy) {
   // Scrapy's RFPDupeFilter writes one 40-hex fingerprint a line; a C++ crawl resuming the JOBDIR
   // must treat those requests as seen.
-  fixtures::temp_dir jobdir;
-  std::ofstream(jobdir.path() / "requests.seen") << "cebe46deeab7ee5915824a38cf73ee6f7eb0aba5\n";
-  fixtures::event_loop loop;
-  crawler::settings settings;
-  crawler::stats stats;
-  settings.set("JOBDIR", jobdir.path().string());
-  auto filter = make_dupefilter({settings, stats, "spider", loop.executor()});
+  std::ofstream(seen_file()) << "cebe46deeab7ee5915824a38cf73ee6f7eb0aba5\n";
+  auto filter = make();
   filter->async_open(use_future).get();
   std::vector<fingerprint> batch = {request_fingerprint("GET", "http://example.com/"),
                                     request_fingerprint("GET", "http://example.com/new")};
   EXPECT_EQ(filter->async_seen(batch, use_future).get(), (seen_flags{1, 0}));
   filter->async_close(use_future).get();
-  std::ifstream file(jobdir.path() / "requests.seen");
+  std::ifstream file(seen_file());
   std::string first, second;
   std::getline(file, first);
   std::getline(file, second);
