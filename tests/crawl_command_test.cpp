@@ -18,6 +18,7 @@
 namespace {
 
 using crawler::fixtures::child_process;
+using crawler::fixtures::count_of;
 using crawler::fixtures::crawler_binary;
 using crawler::fixtures::http_server;
 using crawler::fixtures::redis_server;
@@ -275,12 +276,6 @@ void redis_command(const redis_server& redis, const char* command) {
   redisFree(context);
 }
 
-std::size_t count_of(const std::string& text, const std::string& what) {
-  std::size_t count = 0;
-  for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++count;
-  return count;
-}
-
 // A Redis that refuses writes (here a read-only replica; OOM under noeviction answers the same
 // way) mid-crawl: outcomes wait and are tried again with a backoff, one log line says so, and the
 // crawl completes when Redis heals, every page fetched once.
@@ -347,6 +342,20 @@ TEST(crawler_command, a_feed_on_a_full_disk_stops_the_crawl_with_a_reason) {
   EXPECT_EQ(read_json(site.dir.path() / "stats.json")["finish_reason"], "feed_write_failed");
   EXPECT_LT(site.server.total_hits(), site.pages);  // it stopped, not crawled on
   EXPECT_GT(read_item_urls(kept).size(), 0u);       // every line whole
+}
+
+// The three schemes README lists for --impl; the scrapy-redis value is what scrapy-redis 0.9.1's
+// RFPDupeFilter.request_fingerprint returns for the URL (tests/fixtures/make_canonical_urls.py).
+TEST(crawler_command, fingerprint_prints_each_schemes_fingerprint) {
+  for (auto [impl, expected] : std::vector<std::pair<std::string, std::string>>{
+           {"2.7", "cebe46deeab7ee5915824a38cf73ee6f7eb0aba5"},
+           {"2.6", "628735d3a16b67b1dd5fbfbd10a15f2c28362bbd"},
+           {"scrapy-redis-0.8", "db723d399cb551c9ef8eca77ed8dbed4a0522b4f"}}) {
+    child_process fingerprint(
+        {crawler_binary(), "fingerprint", "--impl", impl, "http://example.com/"});
+    ASSERT_EQ(fingerprint.wait(), 0) << fingerprint.stderr_text();
+    EXPECT_EQ(fingerprint.stdout_text(), expected + "\thttp://example.com/\n") << impl;
+  }
 }
 
 TEST(crawler_command, list_prints_the_compiled_in_spiders) {

@@ -19,6 +19,7 @@ namespace {
 
 using namespace std::chrono_literals;
 using crawler::fixtures::child_process;
+using crawler::fixtures::count_of;
 using crawler::fixtures::crawler_binary;
 using crawler::fixtures::http_server;
 using crawler::fixtures::redis_server;
@@ -187,12 +188,6 @@ TEST_P(killed_workers, lose_nothing_and_refetch_only_what_the_dead_held) {
 INSTANTIATE_TEST_SUITE_P(every_redis_dupefilter, killed_workers,
                          testing::Values("redis_set", "redis_bitmap", "redisbloom"),
                          [](const auto& info) { return info.param; });
-
-std::size_t count_of(const std::string& text, const std::string& what) {
-  std::size_t count = 0;
-  for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++count;
-  return count;
-}
 
 // Redis going away mid-crawl: downloads under way finish, their outcomes wait in the worker, and
 // the crawl resumes when Redis is back with its data (AOF), losing nothing and storing nothing
