@@ -108,6 +108,7 @@ request_journal::replay request_journal::open() {
     order.emplace_back(id, request::from_json(json, where));
   }
   std::vector<bool> done(order.size(), false);
+  std::vector<std::size_t> settling;  // positions marked "~"
   auto journal = read_lines(journal_path_, result.torn_lines);
   if (!journal.empty() && journal[0] != "# " + token_) {
     result.stale_journal = true;
@@ -130,15 +131,22 @@ request_journal::replay request_journal::open() {
       position[id] = order.size();
       order.emplace_back(id, std::move(queued));
       done.push_back(false);
-    } else if (line.starts_with('-')) {
+    } else if (line.starts_with('-') || line.starts_with('~')) {
       auto found = position.find(line.substr(1));
       if (found == position.end()) {
-        throw std::runtime_error(where + ": marks done a request it never queued");
+        throw std::runtime_error(where + ": marks a request it never queued");
       }
-      done[found->second] = true;
+      if (line[0] == '-') {
+        done[found->second] = true;
+      } else {
+        settling.push_back(found->second);
+      }
     } else {
-      throw std::runtime_error(where + ": expected +<id> <request> or -<id>");
+      throw std::runtime_error(where + ": expected +<id> <request>, ~<id> or -<id>");
     }
+  }
+  for (auto at : settling) {
+    if (!done[at]) result.torn_settles.push_back(order[at].first);
   }
   for (std::size_t i = 0; i < order.size(); ++i) {
     if (done[i]) continue;
@@ -166,6 +174,12 @@ void request_journal::queued(request& request) {
   pending_ += request.lease;
   pending_ += ' ';
   pending_ += request.to_json().dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  pending_ += '\n';
+}
+
+void request_journal::settling(const std::string& id) {
+  pending_ += '~';
+  pending_ += id;
   pending_ += '\n';
 }
 

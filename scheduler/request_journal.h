@@ -6,6 +6,7 @@
 //                                 "unchecked": true on those the dupefilter could not check
 //   JOBDIR/requests.journal       "# <token of the snapshot it follows>", then
 //                                 "+<id> <request JSON>"  queued
+//                                 "~<id>"                 its links are being checked (below)
 //                                 "-<id>"                 its outcome is stored (done)
 //
 // A request in the snapshot has the id "s<line>"; one queued in a run has a number. Resuming
@@ -20,6 +21,13 @@
 // one write before the dupefilter's own file records their fingerprints, so no fingerprint is ever
 // durable without its request; on resume every journaled request is marked seen again, for
 // dupefilters that had not saved theirs.
+//
+// A Redis dupefilter records a fingerprint the moment it answers, before the journal can hold the
+// request. So with one the scheduler writes ahead instead: a batch without a parent page (start
+// requests, requests saved unchecked) is journaled as queued before the check, and its duplicates
+// are marked done after it; a page's links are announced by "~<page id>" before the check. A crash
+// in between leaves that page pending and marked: resumed, its links are queued whatever the
+// dupefilter answers, since the dupefilter may have recorded them just before the crash.
 #pragma once
 
 #include <cstdint>
@@ -40,6 +48,8 @@ class request_journal {
     std::vector<request> journaled;
     /// Saved unchecked at the last close (the dupefilter could not answer): to check first.
     std::vector<request> unchecked;
+    /// Ids of pending requests whose links were being checked at a crash ("~" without "-").
+    std::vector<std::string> torn_settles;
     std::size_t torn_lines = 0;  // dropped: a crash cut them short
     bool stale_journal = false;  // a journal the snapshot already holds (crash during a close)
   };
@@ -56,6 +66,9 @@ class request_journal {
 
   /// Gives `request` its id (in `lease`) and writes it as queued; written by the next commit().
   void queued(request& request);
+  /// Announces that the links of the request with id `id` are being checked by a dupefilter that
+  /// records them at once; written by the next commit().
+  void settling(const std::string& id);
   /// Marks the request with id `id` done; written by the next commit().
   void done(const std::string& id);
   /// Writes what queued() and done() collected, in one write (and fsync with JOBDIR_FSYNC).

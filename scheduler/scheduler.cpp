@@ -128,57 +128,96 @@ void scheduler::do_enqueue(std::vector<request> requests, std::string parent_lea
     accepted.push_back(std::move(request));
   }
   if (fingerprints.empty()) {
-    auto queued = queue_new(accepted, {}, {}, parent_lease);
+    auto queued = queue_new(accepted, {}, {}, {}, parent_lease, false);
     return std::move(handler)(nullptr, queued, std::vector<request>{});
   }
+  // A Redis dupefilter records what it answers at once: the journal writes ahead of it
+  // (request_journal.h), or a crash between the two would leave fingerprints without requests.
+  bool ahead = journal_ && !dupefilter_->stored_keys().empty();
+  bool journaled_ahead = ahead && parent_lease.empty();
+  if (ahead) {
+    if (journaled_ahead) {
+      for (auto& request : accepted) journal_->queued(request);
+    } else {
+      journal_->settling(parent_lease);
+    }
+    commit_journal();
+  }
   dupefilter_->async_seen(
-      fingerprints, [this, batch = std::move(accepted), positions = std::move(filtered_positions),
-                     parent_lease = std::move(parent_lease), handler = std::move(handler)](
-                        std::exception_ptr error, dedup::seen_flags flags) mutable {
-        if (error) return std::move(handler)(error, std::size_t{0}, std::move(batch));
-        auto queued = queue_new(batch, flags, positions, parent_lease);
+      fingerprints,
+      [this, batch = std::move(accepted), positions = std::move(filtered_positions), fingerprints,
+       parent_lease = std::move(parent_lease), journaled_ahead,
+       handler = std::move(handler)](std::exception_ptr error, dedup::seen_flags flags) mutable {
+        if (error) {
+          // The caller keeps the batch and offers it again: these journal ids are not its.
+          if (journaled_ahead) {
+            for (const auto& request : batch) journal_->done(request.lease);
+            commit_journal();
+          }
+          return std::move(handler)(error, std::size_t{0}, std::move(batch));
+        }
+        auto queued =
+            queue_new(batch, flags, fingerprints, positions, parent_lease, journaled_ahead);
         std::move(handler)(nullptr, queued, std::vector<request>{});
       });
 }
 
 std::size_t scheduler::queue_new(std::vector<request>& requests, const dedup::seen_flags& flags,
+                                 const std::vector<dedup::fingerprint>& fingerprints,
                                  const std::vector<std::size_t>& filtered_positions,
-                                 const std::string& parent_lease) {
-  // Mark duplicates first: flags[i] belongs to requests[filtered_positions[i]].
+                                 const std::string& parent_lease, bool journaled_ahead) {
+  // Mark duplicates first: flags[i] (fingerprints[i]) belongs to requests[filtered_positions[i]].
+  // A page whose links were being checked at a crash gets no verdict from the dupefilter, which
+  // may have recorded them just before it: its link is a duplicate when the journal holds its
+  // request. So until every such page is settled, the journal's fingerprints are kept here.
+  bool tracking = !torn_settles_.empty();
+  bool torn = tracking && !parent_lease.empty() && torn_settles_.erase(parent_lease) > 0;
   std::vector<bool> duplicate(requests.size(), false);
   for (std::size_t i = 0; i < flags.size(); ++i) {
-    if (flags[i]) duplicate[filtered_positions[i]] = true;
+    bool seen = flags[i];
+    if (tracking) {
+      auto prefix = fingerprints[i].prefix64();
+      if (torn) seen = journal_prefixes_.contains(prefix);
+      if (!seen) journal_prefixes_.insert(prefix);
+    }
+    duplicate[filtered_positions[i]] = seen;
   }
+  if (tracking && torn_settles_.empty()) journal_prefixes_ = {};
   std::size_t queued = 0;
   for (std::size_t i = 0; i < requests.size(); ++i) {
     if (duplicate[i]) {
+      if (journaled_ahead) journal_->done(requests[i].lease);
       auto referer = find_header(requests[i].headers, "Referer");
       dupefilter_->log(requests[i].describe(), referer.empty() ? "None" : referer);
       continue;
     }
-    if (journal_) journal_->queued(requests[i]);
+    if (journal_ && !journaled_ahead) journal_->queued(requests[i]);
     queue_.push(std::move(requests[i]));
     ++queued;
   }
-  // In one write, before the dupefilter's file gets these fingerprints (request_journal.h). A
-  // JOBDIR that cannot be written stops the crawl: what is not journaled would be lost to a crash.
+  // In one write, before the dupefilter's file gets these fingerprints (request_journal.h).
   if (journal_) {
     if (!parent_lease.empty()) journal_->done(parent_lease);
-    try {
-      journal_->commit();
-    } catch (const std::exception& error) {
-      if (!journal_failed_) {
-        journal_failed_ = true;
-        logger_->error("{}; closing the spider", error.what());
-        fatal("jobdir_write_failed");
-      }
-    }
+    commit_journal();
   }
   if (queued) {
     stats_.inc_value("scheduler/enqueued/memory", std::int64_t(queued));
     stats_.inc_value("scheduler/enqueued", std::int64_t(queued));
   }
   return queued;
+}
+
+// A JOBDIR that cannot be written stops the crawl: what is not journaled would be lost to a crash.
+void scheduler::commit_journal() {
+  try {
+    journal_->commit();
+  } catch (const std::exception& error) {
+    if (!journal_failed_) {
+      journal_failed_ = true;
+      logger_->error("{}; closing the spider", error.what());
+      fatal("jobdir_write_failed");
+    }
+  }
 }
 
 std::optional<request> scheduler::next_request() {
@@ -200,14 +239,21 @@ void scheduler::restore_unchecked(std::vector<request> requests) {
 
 void scheduler::do_close(asio::any_completion_handler<done_signature> handler) {
   std::exception_ptr save_error;
+  std::size_t saved = 0;
   try {
-    save_queue();
+    saved = save_queue();
   } catch (...) {
     save_error = std::current_exception();
   }
   // Close the dupefilter even when the queue could not be saved: each component in its own guard.
-  // Without SCHEDULER_PERSIST a Redis dupefilter's keys go with the crawl, as in scrapy-redis.
+  // Without SCHEDULER_PERSIST a Redis dupefilter's keys go with the crawl, as in scrapy-redis; a
+  // crawl that JOBDIR will resume has not ended, and its resume needs them.
   bool keep = settings_.get_bool("SCHEDULER_PERSIST");
+  if (!keep && saved && !dupefilter_->stored_keys().empty()) {
+    logger_->info("Kept the dupefilter's Redis keys for the resume, SCHEDULER_PERSIST=false "
+                  "notwithstanding");
+    keep = true;
+  }
   dupefilter_->async_close(
       [this, keep, save_error, handler = std::move(handler)](std::exception_ptr error) mutable {
         if (error || keep) return std::move(handler)(save_error ? save_error : error);
@@ -231,6 +277,23 @@ void scheduler::load_queue() {
         "saved: ignored",
         jobdir_);
   }
+  torn_settles_.insert(replay.torn_settles.begin(), replay.torn_settles.end());
+  if (!torn_settles_.empty()) {
+    auto keep = [this](const std::vector<request>& requests) {
+      for (const auto& request : requests) {
+        try {
+          journal_prefixes_.insert(fingerprint_of(request, scheme_).prefix64());
+        } catch (const dedup::url_error&) {
+        }
+      }
+    };
+    keep(replay.pending);
+    keep(replay.journaled);
+    logger_->info(
+        "{} pages had their links checked by the dupefilter when the crawl stopped: their links "
+        "are checked against the journal when they are crawled",
+        torn_settles_.size());
+  }
   for (auto& pending : replay.pending) queue_.push(std::move(pending));
   for (auto& request : replay.unchecked) unchecked_.push_back(std::move(request));
   journaled_ = std::move(replay.journaled);
@@ -242,8 +305,8 @@ void scheduler::load_queue() {
   }
 }
 
-void scheduler::save_queue() {
-  if (!journal_) return;
+std::size_t scheduler::save_queue() {
+  if (!journal_) return 0;
   std::vector<request> pending;
   pending.reserve(queue_.size());
   queue_.for_each([&pending](const request& request) { pending.push_back(request); });
@@ -252,6 +315,7 @@ void scheduler::save_queue() {
     logger_->info("Saved {} pending requests to {}/requests.queue.jsonl",
                   pending.size() + unchecked_.size(), jobdir_);
   }
+  return pending.size() + unchecked_.size();
 }
 
 }  // namespace crawler

@@ -26,6 +26,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "config/settings.h"
@@ -146,11 +147,13 @@ class scheduler {
     if (fatal_) fatal_(reason);
   }
   std::size_t queue_new(std::vector<request>& requests, const dedup::seen_flags& flags,
+                        const std::vector<dedup::fingerprint>& fingerprints,
                         const std::vector<std::size_t>& filtered_positions,
-                        const std::string& parent_lease);
+                        const std::string& parent_lease, bool journaled_ahead);
+  void commit_journal();
   void load_queue();
   void check_loaded(asio::any_completion_handler<done_signature> handler);
-  void save_queue();
+  std::size_t save_queue();  // how many requests it saved
 
   const crawler::settings& settings_;
   crawler::stats& stats_;
@@ -160,6 +163,8 @@ class scheduler {
   std::vector<request> unchecked_;            // restore_unchecked; saved to and loaded from JOBDIR
   std::unique_ptr<request_journal> journal_;  // with JOBDIR
   std::vector<request> journaled_;            // queued since the last clean close: seen
+  std::unordered_set<std::string> torn_settles_;  // request_journal::replay::torn_settles
+  std::unordered_set<std::uint64_t> journal_prefixes_;  // while torn_settles_: queue_new
   bool journal_failed_ = false;
   std::unique_ptr<dedup::rfp_dupefilter> dupefilter_;
   std::shared_ptr<spdlog::logger> logger_;

@@ -52,6 +52,28 @@ TEST(request_journal, what_was_queued_and_not_done_is_pending_after_a_crash) {
   EXPECT_EQ(next.lease, "4");
 }
 
+// "~<id>": a page's links went to a dupefilter that records them at once (Redis). A crash before
+// its done mark leaves the page pending and torn; one whose outcome was stored is not.
+TEST(request_journal, a_page_whose_links_were_being_checked_at_a_crash_is_torn) {
+  temp_dir dir;
+  {
+    request_journal journal(dir.path(), false);
+    journal.open();
+    request a{"http://a/1"}, b{"http://a/2"}, c{"http://a/3"};
+    journal.queued(a);
+    journal.queued(b);
+    journal.queued(c);
+    journal.settling(a.lease);
+    journal.settling(b.lease);
+    journal.done(b.lease);
+    journal.commit();
+  }
+  request_journal journal(dir.path(), false);
+  auto replay = journal.open();
+  EXPECT_EQ(urls(replay.pending), (std::vector<std::string>{"http://a/1", "http://a/3"}));
+  EXPECT_EQ(replay.torn_settles, std::vector<std::string>{"1"});
+}
+
 TEST(request_journal, a_line_cut_short_by_a_crash_is_dropped_and_appending_goes_on_after_it) {
   temp_dir dir;
   {
@@ -116,7 +138,8 @@ TEST(request_journal, a_bad_line_in_the_middle_is_an_error_naming_the_file_and_l
     FAIL() << "read a journal with a bad line";
   } catch (const std::runtime_error& error) {
     EXPECT_NE(
-        std::string(error.what()).find("requests.journal:3: expected +<id> <request> or -<id>"),
+        std::string(error.what())
+            .find("requests.journal:3: expected +<id> <request>, ~<id> or -<id>"),
         std::string::npos)
         << error.what();
   }
