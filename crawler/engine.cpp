@@ -430,7 +430,7 @@ void engine::run_callback(const response& response) {
     stats_.inc_value("spider_exceptions/" + type_name(error));
     count_error();
   }
-  process_output(out, &response, response.request.lease);
+  process_output(out, &response, response.request);
 }
 
 void engine::handle_failure(failure failure) {
@@ -448,10 +448,10 @@ void engine::handle_failure(failure failure) {
     stats_.inc_value("spider_exceptions/" + type_name(error));
     count_error();
   }
-  process_output(out, failure.response ? &*failure.response : nullptr, failure.request.lease);
+  process_output(out, failure.response ? &*failure.response : nullptr, failure.request);
 }
 
-void engine::process_output(output& out, const response* from, const std::string& parent_lease) {
+void engine::process_output(output& out, const response* from, const request& page) {
   for (auto& middleware : spider_middlewares_) {
     if (from) {
       middleware->process_spider_output(*from, out);
@@ -467,8 +467,13 @@ void engine::process_output(output& out, const response* from, const std::string
   }
   // With JOBDIR the page is marked done in the journal next: its items must be in the feeds
   // first, or a crash in between would lose them for good.
-  if (flush_feeds_per_page_ && !out.items.empty() && !feeds_->flush()) feed_failed();
-  enqueue(std::move(out.requests), parent_lease, std::move(stored));
+  if (flush_feeds_per_page_ && !out.items.empty() && !feeds_->flush()) {
+    // Its items did not all reach the feed, so the page is not done: it goes back to the queue,
+    // which JOBDIR saves for the resume to crawl it again.
+    feed_failed();
+    return scheduler_->restore(page);
+  }
+  enqueue(std::move(out.requests), page.lease, std::move(stored));
 }
 
 std::optional<nlohmann::json> engine::export_item(nlohmann::json item, const response* from) {

@@ -80,8 +80,9 @@ class engine {
   void check_start_url(const std::string& url) const;
   void handle_failure(failure failure);
   void run_callback(const response& response);
-  // `parent_lease`: the finished request's lease (SCHEDULER=redis), settled with its outcome.
-  void process_output(output& out, const response* from, const std::string& parent_lease = {});
+  // `page`: the request whose outcome this is; its lease (the JOBDIR journal's id, or the fleet's
+  // lease) is settled with it.
+  void process_output(output& out, const response* from, const request& page);
   // The item as the pipelines left it, or nullopt when one dropped it.
   std::optional<nlohmann::json> export_item(nlohmann::json item, const response* from);
   void enqueue(std::vector<request> requests, std::string parent_lease = {},

@@ -39,27 +39,30 @@ std::string csv_field(const nlohmann::json& value) {
   return quoted + '"';
 }
 
-// A feed appended to must end with a whole line: a crawl killed mid-write leaves a cut-short
-// last line, which the next run's first item would merge into. It is dropped, with a warning
-// (its item is crawled again: its page was not done).
-void drop_torn_tail(const std::string& path) {
+// The file's size up to and including its last newline, and its whole size.
+std::pair<std::uintmax_t, std::uintmax_t> whole_lines_size(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   in.seekg(0, std::ios::end);
   auto size = std::streamoff(in.tellg());
-  if (size <= 0) return;
+  if (size <= 0) return {0, 0};
   std::streamoff keep = size;
   char c = 0;
-  in.seekg(keep - 1);
-  in.get(c);
-  if (c == '\n') return;
   while (keep > 0) {
     in.seekg(keep - 1);
     in.get(c);
     if (c == '\n') break;
     --keep;
   }
-  in.close();
-  std::filesystem::resize_file(path, std::uintmax_t(keep));
+  return {std::uintmax_t(keep), std::uintmax_t(size)};
+}
+
+// A feed appended to must end with a whole line: a crawl killed mid-write leaves a cut-short
+// last line, which the next run's first item would merge into. It is dropped, with a warning
+// (its item is crawled again: its page was not done).
+void drop_torn_tail(const std::string& path) {
+  auto [keep, size] = whole_lines_size(path);
+  if (keep == size) return;
+  std::filesystem::resize_file(path, keep);
   get_logger("feedexport")
       ->warn("{}: dropped its last {} bytes, a line cut short by a crash", path, size - keep);
 }
@@ -78,8 +81,8 @@ nlohmann::json feed_for_file(std::string_view path, bool overwrite) {
 
 class feed_exporter::feed {
  public:
-  feed(std::string path, std::string format, bool overwrite)
-      : path_(std::move(path)), format_(std::move(format)) {
+  feed(std::string path, std::string format, bool overwrite, bool flushed_per_page)
+      : path_(std::move(path)), format_(std::move(format)), flushed_per_page_(flushed_per_page) {
     if (format_ == "json") overwrite = true;  // two arrays in one file would not be JSON
     if (auto parent = std::filesystem::path(path_).parent_path(); !parent.empty()) {
       std::filesystem::create_directories(parent);
@@ -89,6 +92,8 @@ class feed_exporter::feed {
     if (existing) drop_torn_tail(path_);
     out_.open(path_, overwrite ? std::ios::trunc : std::ios::app);
     if (!out_) throw std::runtime_error(path_ + ": cannot open the feed for writing");
+    std::error_code no_size;  // a device such as /dev/full: none to go back to
+    whole_size_ = std::filesystem::file_size(path_, no_size);
     header_written_ = existing;  // appending to a CSV that already has its header row
     if (format_ == "json") out_ << '[';
   }
@@ -107,17 +112,28 @@ class feed_exporter::feed {
     return check();
   }
 
+  // A failed write may have put part of a line on the disk (all of it that fit). With JOBDIR the
+  // file goes back to its size at the last flush that succeeded, the end of a page that is done
+  // (the items after it come again with their pages, crawled again by the resume); without, to
+  // its last whole line.
   bool check() {
     if (out_ || failed_) return !failed_;
     failed_ = true;
-    get_logger("feedexport")
-        ->error("Cannot write the {} feed {}: {}", format_, path_, std::strerror(errno));
+    auto reason = std::strerror(errno);
+    get_logger("feedexport")->error("Cannot write the {} feed {}: {}", format_, path_, reason);
+    out_.close();  // now: later, closing would write the rest of its buffer after the cut
+    std::error_code ignored;
+    std::filesystem::resize_file(
+        path_, flushed_per_page_ ? whole_size_ : whole_lines_size(path_).first, ignored);
     return false;
   }
 
   bool flush() {
     out_.flush();
-    return check();
+    if (!check()) return false;
+    std::error_code error;
+    if (auto size = std::filesystem::file_size(path_, error); !error) whole_size_ = size;
+    return true;
   }
 
   bool close(stats& stats) {
@@ -164,6 +180,8 @@ class feed_exporter::feed {
   bool header_written_ = false;
   bool failed_ = false;
   std::size_t count_ = 0;
+  bool flushed_per_page_;          // JOBDIR: flush() ends each page's items
+  std::uintmax_t whole_size_ = 0;  // the file's size at the last flush that succeeded
 };
 
 feed_exporter::feed_exporter(const settings& settings, stats& stats) : stats_(stats) {
@@ -181,7 +199,7 @@ feed_exporter::feed_exporter(const settings& settings, stats& stats) : stats_(st
                            "\"; valid formats are jsonlines, json and csv");
     }
     auto overwrite = options.value("overwrite", false);
-    feeds_.push_back(std::make_unique<feed>(path, format, overwrite));
+    feeds_.push_back(std::make_unique<feed>(path, format, overwrite, settings.has("JOBDIR")));
   }
 }
 
