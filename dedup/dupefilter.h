@@ -133,6 +133,11 @@ class rfp_dupefilter {
   /// The Redis keys holding this backend's state; empty for local backends.
   virtual std::vector<std::string> stored_keys() const { return {}; }
 
+  /// Why a local backend's JOBDIR record could not be written (a full disk), naming the file;
+  /// empty while it can. Its answers stay right, coming from memory, but what it failed to save
+  /// would be forgotten by a resume: the scheduler stops the crawl (jobdir_write_failed).
+  virtual std::string record_failure() const { return {}; }
+
   /// Records one filtered request, as Scrapy's RFPDupeFilter.log: counts `<prefix>/filtered`, and
   /// logs the first duplicate only ("no more duplicates will be shown") unless DUPEFILTER_DEBUG.
   /// `request` is the request as Scrapy prints it, e.g. "<GET http://example.com/>".

@@ -156,6 +156,7 @@ void scheduler::do_enqueue(std::vector<request> requests, std::string parent_lea
           }
           return std::move(handler)(error, std::size_t{0}, std::move(batch));
         }
+        check_dupefilter_record();
         auto queued =
             queue_new(batch, flags, fingerprints, positions, parent_lease, journaled_ahead);
         std::move(handler)(nullptr, queued, std::vector<request>{});
@@ -212,12 +213,19 @@ void scheduler::commit_journal() {
   try {
     journal_->commit();
   } catch (const std::exception& error) {
-    if (!journal_failed_) {
-      journal_failed_ = true;
-      logger_->error("{}; closing the spider", error.what());
-      fatal("jobdir_write_failed");
-    }
+    jobdir_failed(error.what());
   }
+}
+
+void scheduler::check_dupefilter_record() {
+  if (auto failure = dupefilter_->record_failure(); !failure.empty()) jobdir_failed(failure);
+}
+
+void scheduler::jobdir_failed(const std::string& why) {
+  if (jobdir_failed_) return;
+  jobdir_failed_ = true;
+  logger_->error("{}; closing the spider", why);
+  fatal("jobdir_write_failed");
 }
 
 std::optional<request> scheduler::next_request() {
@@ -307,6 +315,15 @@ void scheduler::load_queue() {
 
 std::size_t scheduler::save_queue() {
   if (!journal_) return 0;
+  if (auto failure = dupefilter_->record_failure(); !failure.empty()) {
+    // The dupefilter's file lacks fingerprints: the journal, whose every request the resume marks
+    // seen again, stays whole rather than being compacted into a snapshot of what is pending.
+    for (auto& request : unchecked_) journal_->queued(request);
+    journal_->commit();
+    logger_->warn("Kept {}/requests.journal uncompacted, as the dupefilter could not save: {}",
+                  jobdir_, failure);
+    return queue_.size() + unchecked_.size();
+  }
   std::vector<request> pending;
   pending.reserve(queue_.size());
   queue_.for_each([&pending](const request& request) { pending.push_back(request); });

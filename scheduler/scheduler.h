@@ -151,6 +151,8 @@ class scheduler {
                         const std::vector<std::size_t>& filtered_positions,
                         const std::string& parent_lease, bool journaled_ahead);
   void commit_journal();
+  void check_dupefilter_record();
+  void jobdir_failed(const std::string& why);
   void load_queue();
   void check_loaded(asio::any_completion_handler<done_signature> handler);
   std::size_t save_queue();  // how many requests it saved
@@ -165,7 +167,7 @@ class scheduler {
   std::vector<request> journaled_;            // queued since the last clean close: seen
   std::unordered_set<std::string> torn_settles_;  // request_journal::replay::torn_settles
   std::unordered_set<std::uint64_t> journal_prefixes_;  // while torn_settles_: queue_new
-  bool journal_failed_ = false;
+  bool jobdir_failed_ = false;
   std::unique_ptr<dedup::rfp_dupefilter> dupefilter_;
   std::shared_ptr<spdlog::logger> logger_;
   std::function<void()> ready_;

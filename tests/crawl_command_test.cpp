@@ -398,6 +398,113 @@ TEST(crawler_command, a_feed_on_a_full_disk_stops_the_crawl_with_a_reason) {
   EXPECT_GT(read_item_urls(kept).size(), 0u);       // every line whole
 }
 
+// Runs `script` in a private mount namespace (unshare, as root or in a user namespace), so that
+// it can mount a small tmpfs: a disk that really fills. "$1" is the mount point, "$2"... `argv`.
+std::vector<std::string> on_a_small_disk(const std::string& script, const std::filesystem::path& dir,
+                                         const std::vector<std::string>& argv) {
+  std::vector<std::string> args{"/usr/bin/unshare", "--user", "--map-root-user", "--mount",
+                                "sh",      "-c",     script,            "sh",
+                                dir.string()};
+  args.insert(args.end(), argv.begin(), argv.end());
+  return args;
+}
+
+// JOBDIR on a disk that fills mid-crawl: the crawl stops (exit 1, jobdir_write_failed, a line
+// naming the file), and once there is room a resume crawls every page, none lost.
+TEST(crawler_command, a_jobdir_disk_filling_mid_crawl_stops_the_crawl_and_the_resume_loses_nothing) {
+  interrupted_site site({.site_pages = 300, .page_delay_ms = 5});
+  auto job = site.dir.path() / "job";
+  std::filesystem::create_directories(job);
+  auto script = R"(
+    job=$1; shift
+    mount -t tmpfs -o size=16k crawler-test "$job" || exit 90
+    "$@"; echo "first exit $?"
+    mount -o remount,size=64m "$job" || exit 91
+    "$@" -s "STATS_FILE=$job/../stats2.json"; echo "second exit $?"
+  )";
+  child_process runs(on_a_small_disk(script, job, site.argv(1, {"CONCURRENT_REQUESTS=4"})));
+  ASSERT_EQ(runs.wait(), 0) << runs.stderr_text();
+  auto out = runs.stdout_text();
+  EXPECT_NE(out.find("first exit 1"), std::string::npos) << out << runs.stderr_text();
+  EXPECT_NE(out.find("second exit 0"), std::string::npos) << out << runs.stderr_text();
+  EXPECT_EQ(read_json(site.dir.path() / "stats1.json")["finish_reason"], "jobdir_write_failed");
+  EXPECT_NE(runs.stderr_text().find("No space left on device"), std::string::npos);
+  EXPECT_EQ(read_json(site.dir.path() / "stats2.json")["finish_reason"], "finished");
+  auto items = read_item_urls(site.dir.path() / "items.jsonl");
+  EXPECT_EQ(std::set<std::string>(items.begin(), items.end()), site.expected_urls());
+  for (std::size_t page = 0; page < site.pages; ++page) {
+    ASSERT_GE(site.server.hits("/site/" + std::to_string(page)), 1u) << "page " << page;
+  }
+}
+
+// The dupefilter's own file in JOBDIR failing (here requests.seen is /dev/full, while the journal
+// beside it writes): the crawl stops, and the resume loses nothing. Its answers were right all
+// along, so no page is fetched twice but those in flight.
+TEST(crawler_command, a_requests_seen_that_cannot_be_written_stops_the_crawl_losing_nothing) {
+  interrupted_site site({.site_pages = 300, .page_delay_ms = 5});
+  auto job = site.dir.path() / "job";
+  std::filesystem::create_directories(job);
+  std::filesystem::create_symlink("/dev/full", job / "requests.seen");
+  {
+    child_process first(site.argv(1, {"CONCURRENT_REQUESTS=4"}));
+    EXPECT_EQ(first.wait(), 1) << first.stderr_text();
+    EXPECT_NE(first.stderr_text().find("requests.seen: No space left on device; closing the spider"),
+              std::string::npos)
+        << first.stderr_text();
+  }
+  EXPECT_EQ(read_json(site.dir.path() / "stats1.json")["finish_reason"], "jobdir_write_failed");
+  EXPECT_LT(site.server.total_hits(), site.pages);
+  std::filesystem::remove(job / "requests.seen");
+  child_process second(site.argv(2, {"CONCURRENT_REQUESTS=4"}));
+  ASSERT_EQ(second.wait(), 0) << second.stderr_text();
+  auto items = read_item_urls(site.dir.path() / "items.jsonl");
+  EXPECT_EQ(std::set<std::string>(items.begin(), items.end()), site.expected_urls());
+  std::size_t fetched_again = 0;
+  for (std::size_t page = 0; page < site.pages; ++page) {
+    auto hits = site.server.hits("/site/" + std::to_string(page));
+    ASSERT_GE(hits, 1u) << "page " << page << " was lost";
+    fetched_again += hits - 1;
+  }
+  EXPECT_LE(fetched_again, 2u * 4u);
+}
+
+// A feed on a disk that fills mid-crawl: exit 1, feed_write_failed, the line cut short removed.
+// Without JOBDIR every whole line stays; with JOBDIR the feed ends with the last page that is
+// done, and once there is room the resume writes every other item: each exactly once.
+TEST(crawler_command, a_feed_disk_filling_mid_crawl_stops_the_crawl_with_every_line_whole) {
+  interrupted_site site({.site_pages = 300, .page_delay_ms = 5});
+  auto disk = site.dir.path() / "disk";
+  std::filesystem::create_directories(disk);
+  auto script = R"(
+    disk=$1; shift
+    mount -t tmpfs -o size=8k crawler-test "$disk" || exit 90
+    "$@" -s "STATS_FILE=$disk/../stats1.json"; echo "first exit $?"
+    cp "$disk/items.jsonl" "$disk/../first.jsonl"
+    mount -o remount,size=64m "$disk" || exit 91
+    "$@" -s "STATS_FILE=$disk/../stats2.json"; echo "second exit $?"
+    cp "$disk/items.jsonl" "$disk/../items.jsonl"
+  )";
+  child_process runs(on_a_small_disk(
+      script, disk,
+      {crawler_binary(), "crawl", "site", "-a", "start=" + site.server.url("/site/0"), "-o",
+       (disk / "items.jsonl").string(), "-s", "JOBDIR=" + (site.dir.path() / "job").string(),
+       "-s", "CONCURRENT_REQUESTS=4", "-L", "WARNING"}));
+  ASSERT_EQ(runs.wait(), 0) << runs.stderr_text();
+  auto out = runs.stdout_text();
+  EXPECT_NE(out.find("first exit 1"), std::string::npos) << out << runs.stderr_text();
+  EXPECT_NE(out.find("second exit 0"), std::string::npos) << out << runs.stderr_text();
+  EXPECT_NE(runs.stderr_text().find("No space left on device"), std::string::npos)
+      << runs.stderr_text();
+  EXPECT_EQ(read_json(site.dir.path() / "stats1.json")["finish_reason"], "feed_write_failed");
+  std::ifstream first(site.dir.path() / "first.jsonl", std::ios::binary);
+  std::string text((std::istreambuf_iterator<char>(first)), {});
+  EXPECT_GT(read_item_urls(site.dir.path() / "first.jsonl").size(), 10u);  // each line whole
+  EXPECT_TRUE(text.ends_with('\n')) << "the last line is cut short";
+  auto items = read_item_urls(site.dir.path() / "items.jsonl");
+  EXPECT_EQ(std::set<std::string>(items.begin(), items.end()), site.expected_urls());
+  EXPECT_EQ(items.size(), site.pages) << "an item was written twice";
+}
+
 // The three schemes README lists for --impl; the scrapy-redis value is what scrapy-redis 0.9.1's
 // RFPDupeFilter.request_fingerprint returns for the URL (tests/fixtures/make_canonical_urls.py).
 TEST(crawler_command, fingerprint_prints_each_schemes_fingerprint) {

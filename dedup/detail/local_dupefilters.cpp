@@ -52,7 +52,9 @@ class set_dupefilter final : public rfp_dupefilter {
     complete_with(std::move(handler), [this] {
       if (file_path_.empty() || file_) return;
       fs::create_directories(file_path_.parent_path());
-      if (std::ifstream in(file_path_, std::ios::binary); in) {
+      // Only a regular file holds fingerprints: a device such as /dev/null or /dev/full does not
+      // (read, it would never end), though it can be written.
+      if (std::ifstream in(file_path_, std::ios::binary); in && fs::is_regular_file(file_path_)) {
         std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
         std::size_t start = 0, whole = 0;
         for (std::size_t number = 1; start < text.size(); ++number) {
@@ -105,13 +107,10 @@ class set_dupefilter final : public rfp_dupefilter {
         unwritten_.append(line, sizeof line);
       }
     }
-    if (file_ && std::ferror(file_)) {
-      return std::move(handler)(
-          std::make_exception_ptr(dupefilter_error(describe_errno(file_path_, "write"))),
-          seen_flags{});
-    }
     std::move(handler)(nullptr, std::move(flags));
   }
+
+  std::string record_failure() const override { return record_failure_; }
 
   void do_close(asio::any_completion_handler<done_signature> handler) override {
     complete_with(std::move(handler), [this] {
@@ -120,6 +119,7 @@ class set_dupefilter final : public rfp_dupefilter {
       bool failed = std::fclose(file_) != 0;
       file_ = nullptr;
       if (failed) throw dupefilter_error(describe_errno(file_path_, "write"));
+      if (!record_failure_.empty()) throw dupefilter_error(record_failure_);
     });
   }
 
@@ -127,12 +127,17 @@ class set_dupefilter final : public rfp_dupefilter {
     if (!file_ || unwritten_.empty()) return;
     std::fwrite(unwritten_.data(), 1, unwritten_.size(), file_);
     unwritten_.clear();
+    // The first failure's reason; the stream stays in error after it.
+    if (std::ferror(file_) && record_failure_.empty()) {
+      record_failure_ = describe_errno(file_path_, "write");
+    }
   }
 
   fingerprint_set seen_;
   fs::path file_path_;
   std::FILE* file_ = nullptr;
   std::string unwritten_;  // the last batch's new fingerprints, written with the next
+  std::string record_failure_;
 };
 
 // A scalable Bloom filter in memory; with JOBDIR saved to requests.bloom at close and loaded at
