@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Soak: `crawler crawl site` against a site without end (bench/soak_server.py: 1% 500s, 0.5%
 # connection resets) for SECONDS, breadth-first (each page brings one new URL, so the frontier
-# keeps its size) with a Bloom dupefilter of fixed size. Samples the crawler's RSS
-# every 10 s and prints RSS after the first minute against RSS at the end: a crawl that runs for
-# days must not grow.
+# keeps its size) with a Bloom dupefilter of fixed size. Samples the crawler's RSS every 5 s and
+# prints RSS after the first minute (after a third of the run when it is shorter) against RSS at
+# the end: a crawl that runs for days must not grow. Fails (exit 1) when the end is more than 10%
+# above, when the crawl did not run to its time limit, or when it crawled nothing.
 #
-#   bash bench/soak.sh [BUILD_DIR] [SECONDS]        # defaults: build 1800
+#   bash bench/soak.sh [BUILD_DIR] [SECONDS]        # defaults: build 1800; CI runs 60
 set -euo pipefail
 build=${1:-build}
 seconds=${2:-1800}
@@ -25,21 +26,27 @@ crawl=$!
 : > "$work/rss"
 while kill -0 "$crawl" 2>/dev/null; do
   awk '/VmRSS/ {print $2}' "/proc/$crawl/status" >> "$work/rss" 2>/dev/null || true
-  sleep 10
+  sleep 5
 done
 wait "$crawl"
-python3 - "$work" <<'PY'
+python3 - "$work" "$seconds" <<'PY'
 import json, sys
 work = sys.argv[1]
 rss = [int(line) for line in open(f"{work}/rss") if line.strip()]
 stats = json.load(open(f"{work}/stats.json"))
-first = rss[min(6, len(rss) - 1)]  # after the first minute
+seconds = int(sys.argv[2])
+first_at = min(60, seconds // 3)  # the first minute, or a third of a shorter run
+first = rss[min(first_at // 5, len(rss) - 1)]
 last = rss[-1]
 print(f"pages {stats.get('response_received_count', 0)}, "
       f"500s {stats.get('downloader/response_status_count/500', 0)}, "
       f"errors {sum(v for k, v in stats.items() if k.startswith('downloader/exception_count'))}, "
       f"retries {stats.get('retry/count', 0)}, "
       f"finish_reason {stats.get('finish_reason')}")
-print(f"RSS after 1 min {first / 1024:.1f} MB, at the end {last / 1024:.1f} MB, "
+print(f"RSS after {first_at} s {first / 1024:.1f} MB, at the end {last / 1024:.1f} MB, "
       f"peak {max(rss) / 1024:.1f} MB: end/first = {last / first:.3f}")
+if stats.get("finish_reason") != "closespider_timeout" or stats.get("response_received_count", 0) == 0:
+    sys.exit("the crawl did not run until its time limit")
+if last > first * 1.10:
+    sys.exit(f"RSS grew by {100 * (last / first - 1):.0f}%, more than 10%")
 PY
