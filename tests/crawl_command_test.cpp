@@ -380,6 +380,28 @@ TEST(crawler_command, a_redis_that_stays_read_only_closes_the_crawl_and_a_resume
   }
 }
 
+// A Redis that is full (maxmemory reached under noeviction: every write answers OOM) mid-crawl is
+// waited for like a read-only one, and the crawl completes once it has room again.
+TEST(crawler_command, a_full_redis_mid_crawl_is_waited_for_and_the_crawl_completes) {
+  interrupted_site site({.site_pages = 200, .page_delay_ms = 20});
+  redis_server redis;
+  child_process crawl(site.argv(
+      1, {"DUPEFILTER_CLASS=redis_bitmap", "REDIS_URL=" + redis.url(), "CONCURRENT_REQUESTS=4"}));
+  site.wait_for_hits(30);
+  redis_command(redis, "CONFIG SET maxmemory-policy noeviction");
+  redis_command(redis, "CONFIG SET maxmemory 1");
+  std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+  redis_command(redis, "CONFIG SET maxmemory 0");
+  ASSERT_EQ(crawl.wait(), 0) << crawl.stderr_text();
+  EXPECT_EQ(read_json(site.dir.path() / "stats1.json")["finish_reason"], "finished");
+  for (std::size_t page = 0; page < site.pages; ++page) {
+    ASSERT_EQ(site.server.hits("/site/" + std::to_string(page)), 1u) << "page " << page;
+  }
+  auto log = crawl.stderr_text();
+  EXPECT_NE(log.find("OOM"), std::string::npos) << log;
+  EXPECT_EQ(count_of(log, "Outcomes are stored again after"), 1u) << log;
+}
+
 // A feed that cannot be written (here /dev/full, which answers every write as a full disk does)
 // stops the crawl: exit 1, finish_reason feed_write_failed, the other feed kept whole.
 TEST(crawler_command, a_feed_on_a_full_disk_stops_the_crawl_with_a_reason) {
