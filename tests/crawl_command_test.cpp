@@ -167,14 +167,20 @@ TEST_P(resume, one_ctrl_c_then_a_second_run_equals_one_uninterrupted_crawl) {
 }
 
 TEST_P(resume, a_second_ctrl_c_stops_at_once_and_loses_nothing) {
-  interrupted_site site;
+  // Pages of 100 ms: the graceful close waits that long for those in flight, time enough for the
+  // second signal whatever the machine's load.
+  interrupted_site site({.site_pages = 100, .page_delay_ms = 100});
   {
     child_process first(site.argv(1, settings()));
-    site.wait_for_hits(60);
+    site.wait_for_hits(20);
     first.signal(SIGINT);
-    // Apart, or the kernel merges them into one; within the graceful close, which waits for
-    // pages that take 20 ms.
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    // The second once the first is handled (two pending signals would be merged into one).
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (first.stderr_text().find("Received SIGINT, shutting down gracefully") ==
+               std::string::npos &&
+           std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
     first.signal(SIGINT);
     ASSERT_EQ(first.wait(), 0) << first.stderr_text();
     EXPECT_NE(first.stderr_text().find("Received SIGINT twice, forcing unclean shutdown"),
