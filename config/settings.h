@@ -52,7 +52,8 @@ struct setting_spec {
   setting_range range{};
 };
 
-/// Every setting the framework knows, with Scrapy's defaults unless DESIGN.md says otherwise.
+/// Every setting the framework knows, with Scrapy's defaults (scrapy-redis's for the Redis ones);
+/// README's settings table says where a default differs, and why.
 std::span<const setting_spec> known_settings();
 
 /// The candidate closest to `name` by edit distance, if close enough to be what was meant (at

@@ -1,9 +1,9 @@
 // RFPDupeFilter: answers "has this request been seen?" for batches of fingerprints.
 //
 //   crawler::dedup::dupefilter_context context{settings, stats, "books", io.get_executor()};
-//   auto filter = crawler::dedup::make_dupefilter(context);      // DUPEFILTER_CLASS picks the
-//   backend filter->async_open(boost::asio::use_future).get(); auto flags =
-//   filter->async_seen(page_fingerprints, boost::asio::use_future).get();
+//   auto filter = crawler::dedup::make_dupefilter(context);  // DUPEFILTER_CLASS picks the backend
+//   filter->async_open(boost::asio::use_future).get();
+//   auto flags = filter->async_seen(page_fingerprints, boost::asio::use_future).get();
 //   // flags[i] == 1: a duplicate, drop it (and call filter->log(...)); 0: new, now recorded.
 //   filter->async_close(boost::asio::use_future).get();
 //
@@ -13,12 +13,13 @@
 // is new the first time and a duplicate the second.
 //
 // Backends (DUPEFILTER_CLASS; the Python class paths are accepted too):
-//   set           in-memory set; JOBDIR/requests.seen as Scrapy writes it     counts
-//   dupefilter/filtered bloom         scalable blocked Bloom filter; JOBDIR/requests.bloom counts
-//   bloomfilter/filtered redis_set     SADD <spider>:dupefilter <40-hex> (scrapy-redis) counts
-//   dupefilter/filtered redis_bitmap  BITFIELD on <spider>:bloomfilter (ScrapyRedisBloomFilter)
-//   counts bloomfilter/filtered redisbloom    BF.MADD on <spider>:bloomfilter (scrapy-redis-bf)
-//   counts bloomfilter/filtered
+//
+//   name          what it keeps                                               stats prefix
+//   set           in-memory set; JOBDIR/requests.seen as Scrapy writes it     dupefilter/
+//   bloom         scalable blocked Bloom filter; JOBDIR/requests.bloom        bloomfilter/
+//   redis_set     SADD <spider>:dupefilter <40-hex> (scrapy-redis)            dupefilter/
+//   redis_bitmap  BITFIELD on <spider>:bloomfilter (ScrapyRedisBloomFilter)   bloomfilter/
+//   redisbloom    BF.MADD on <spider>:bloomfilter (scrapy-redis-bf)           bloomfilter/
 //
 // Errors are errors: when Redis cannot answer, the completion carries an exception (a redis_error
 // naming the address), never a batch of "seen" flags that would silently drop requests.

@@ -1,5 +1,5 @@
-// The seeds' test spider (001_40562daa3d1c459d.txt, section 6): ?wd=0..9, then ?wd=0..99, none
-// dont_filter, so the dupefilter must drop exactly 10 of the 110 requests.
+// The dupefilter's classic check, from the articles on Bloom filters for Scrapy: ?wd=0..9, then
+// ?wd=0..99, none dont_filter, so the dupefilter must drop exactly 10 of the 110 requests.
 //
 //   crawler crawl dupes -a base_url=http://127.0.0.1:8080/s?wd= -s DUPEFILTER_CLASS=bloom
 #include "config/log.h"
