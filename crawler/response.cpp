@@ -4,25 +4,22 @@
 #include <boost/url/url.hpp>
 #include <cctype>
 
+#include "dedup/url_bytes.h"
+
 namespace crawler {
 namespace {
 
 // Links in real pages hold spaces, raw UTF-8 and stray '%'. Browsers (and w3lib's
 // safe_url_string) percent-encode such bytes instead of rejecting the link; so do we.
 std::string percent_encode_unsafe(std::string_view link) {
-  static constexpr char digits[] = "0123456789ABCDEF";
-  auto is_hex = [](char c) { return std::isxdigit(static_cast<unsigned char>(c)) != 0; };
   std::string safe;
   safe.reserve(link.size() + 16);
   for (std::size_t i = 0; i < link.size(); ++i) {
     auto c = static_cast<unsigned char>(link[i]);
-    bool stray_percent =
-        c == '%' && !(i + 2 < link.size() && is_hex(link[i + 1]) && is_hex(link[i + 2]));
+    bool stray_percent = c == '%' && !dedup::is_escape(link, i);
     if (c <= 0x20 || c >= 0x7f ||
         std::string_view("\"<>\\^`{|}").find(char(c)) != std::string_view::npos || stray_percent) {
-      safe += '%';
-      safe += digits[c >> 4];
-      safe += digits[c & 15];
+      dedup::append_escaped(safe, c);
     } else {
       safe += char(c);
     }

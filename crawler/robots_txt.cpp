@@ -5,18 +5,12 @@
 #include <cmath>
 
 #include "crawler/detail/text.h"
+#include "dedup/url_bytes.h"
 
 namespace crawler {
 namespace {
 
 constexpr std::size_t parse_limit = 500 * 1024;  // RFC 9309 section 2.5
-
-int hex_value(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
 
 bool unreserved(unsigned char c) {
   return std::isalnum(c) || c == '-' || c == '.' || c == '_' || c == '~';
@@ -25,27 +19,20 @@ bool unreserved(unsigned char c) {
 // One spelling for paths and patterns (RFC 9309 section 2.2.2): escapes of unreserved characters
 // decoded, other escapes in upper case, raw UTF-8 and unsafe octets escaped.
 std::string normalise(std::string_view text) {
-  static constexpr char digits[] = "0123456789ABCDEF";
   std::string out;
   out.reserve(text.size());
   for (std::size_t i = 0; i < text.size(); ++i) {
     auto c = static_cast<unsigned char>(text[i]);
-    if (c == '%' && i + 2 < text.size() && hex_value(text[i + 1]) >= 0 &&
-        hex_value(text[i + 2]) >= 0) {
-      auto decoded =
-          static_cast<unsigned char>(hex_value(text[i + 1]) * 16 + hex_value(text[i + 2]));
+    if (dedup::is_escape(text, i)) {
+      auto decoded = dedup::escaped_byte(text, i);
       if (unreserved(decoded)) {
         out += char(decoded);
       } else {
-        out += '%';
-        out += digits[decoded >> 4];
-        out += digits[decoded & 15];
+        dedup::append_escaped(out, decoded);
       }
       i += 2;
     } else if (c <= 0x20 || c >= 0x7f) {
-      out += '%';
-      out += digits[c >> 4];
-      out += digits[c & 15];
+      dedup::append_escaped(out, c);
     } else {
       out += char(c);
     }

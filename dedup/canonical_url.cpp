@@ -12,6 +12,8 @@
 #include <utility>
 #include <vector>
 
+#include "dedup/url_bytes.h"
+
 namespace crawler::dedup {
 namespace {
 
@@ -33,15 +35,6 @@ struct byte_set {
 constexpr byte_set safe_chars(":/?#[]@!$&'()*+,;=|%");
 constexpr byte_set path_safe_chars(":/?[]@!$&'()*+,;=|%");
 constexpr byte_set always_safe("");
-
-constexpr char hex_upper[] = "0123456789ABCDEF";
-
-int hex_value(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
 
 // Writes through a raw pointer into space reserved up front (at most 3 bytes out per byte in):
 // std::string::push_back per character measured as a fifth of canonicalize_url's time.

@@ -2,6 +2,8 @@
 
 #include <stdexcept>
 
+#include "dedup/url_bytes.h"
+
 namespace crawler {
 namespace {
 
@@ -23,13 +25,6 @@ std::string to_hex(std::string_view bytes) {
     hex += digits[c & 15];
   }
   return hex;
-}
-
-int hex_value(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
 }
 
 }  // namespace
@@ -98,7 +93,7 @@ request request::from_json(const nlohmann::json& json, std::string_view where) {
     auto hex = json.value("body_hex", "");
     if (hex.size() % 2) fail("\"body_hex\" has an odd number of digits");
     for (std::size_t i = 0; i < hex.size(); i += 2) {
-      int high = hex_value(hex[i]), low = hex_value(hex[i + 1]);
+      int high = dedup::hex_value(hex[i]), low = dedup::hex_value(hex[i + 1]);
       if (high < 0 || low < 0) fail("\"body_hex\" holds a character that is not a hex digit");
       result.body += char(high * 16 + low);
     }
