@@ -30,6 +30,7 @@
 
 #include "config/settings.h"
 #include "config/stats.h"
+#include "crawler/download_result.h"
 #include "crawler/response.h"
 #include "scheduler/request.h"
 
@@ -43,20 +44,6 @@ namespace detail {
 class curl_transfers;
 struct transfer_options;
 }  // namespace detail
-
-/// What a fetch produced: a response, or an error named as the stats and the retry middleware
-/// name it ("TimeoutError", "ConnectionRefusedError", "DNSLookupError", "ConnectionLost",
-/// "ResponseNeverReceived", "SSLError", "CancelledError" for DOWNLOAD_MAXSIZE, "NotSupported",
-/// ...).
-struct download_result {
-  crawler::request request;
-  std::optional<crawler::response> response;
-  std::string error_type;
-  std::string error_message;
-  /// Bytes sent (request line, headers, body) and received (status line, headers, decoded body).
-  std::size_t request_bytes = 0;
-  std::size_t response_bytes = 0;
-};
 
 class downloader {
  public:

@@ -26,14 +26,9 @@
 #include <vector>
 
 #include "crawler/html.h"
+#include "crawler/selector_error.h"
 
 namespace crawler {
-
-/// A selector that cannot be used. what(): `invalid CSS selector "a[" at position 2: ...`.
-class selector_error : public std::invalid_argument {
- public:
-  using std::invalid_argument::invalid_argument;
-};
 
 class selector_list;
 

@@ -111,7 +111,7 @@ struct connection : std::enable_shared_from_this<connection> {
   redisAsyncContext* context = nullptr;
   asio::posix::stream_descriptor socket;
   bool want_read = false, want_write = false, reading = false, writing = false;
-  std::weak_ptr<client::state> owner;
+  std::weak_ptr<detail::client_state> owner;
 
   explicit connection(const asio::strand<asio::any_io_executor>& strand) : socket(strand) {}
 
@@ -157,7 +157,7 @@ struct connection : std::enable_shared_from_this<connection> {
   }
 };
 
-struct client::state : std::enable_shared_from_this<client::state> {
+struct detail::client_state : std::enable_shared_from_this<detail::client_state> {
   enum class phase { idle, connecting, connected, backing_off, closed };
 
   asio::strand<asio::any_io_executor> strand;
@@ -173,7 +173,7 @@ struct client::state : std::enable_shared_from_this<client::state> {
   bool command_timer_armed = false;
   int setup_pending = 0;  // AUTH / SELECT replies still to come before commands may go out
 
-  state(asio::any_io_executor executor, endpoint where)
+  client_state(asio::any_io_executor executor, endpoint where)
       : strand(asio::make_strand(executor)),
         where(std::move(where)),
         resolver(strand),
@@ -183,7 +183,7 @@ struct client::state : std::enable_shared_from_this<client::state> {
 
   // Reached when the event loop is torn down with the connection still open (the client's own
   // close never ran): hiredis's context would otherwise leak. Callbacks find no owner and return.
-  ~state() { free_context(); }
+  ~client_state() { free_context(); }
 
   // Frees hiredis's context; hiredis calls every pending reply callback with no reply (failing
   // its pipeline with last_error) and then the cleanup hook, which releases the descriptor.
@@ -263,11 +263,11 @@ struct client::state : std::enable_shared_from_this<client::state> {
     ac->ev.addWrite = &connection::add_write;
     ac->ev.delWrite = &connection::del_write;
     ac->ev.cleanup = &connection::cleanup;
-    redisAsyncSetDisconnectCallback(ac, &state::on_disconnect);
-    redisAsyncSetConnectCallback(ac, &state::on_connect);  // arms the first write wait
+    redisAsyncSetDisconnectCallback(ac, &client_state::on_disconnect);
+    redisAsyncSetConnectCallback(ac, &client_state::on_connect);  // arms the first write wait
   }
 
-  static std::shared_ptr<state> owner_of(const redisAsyncContext* ac) {
+  static std::shared_ptr<client_state> owner_of(const redisAsyncContext* ac) {
     return static_cast<connection*>(ac->data)->owner.lock();
   }
 
@@ -285,12 +285,12 @@ struct client::state : std::enable_shared_from_this<client::state> {
     auto context = const_cast<redisAsyncContext*>(ac);
     if (!self->where.password.empty()) {
       ++self->setup_pending;
-      redisAsyncCommand(context, &state::on_setup_reply, const_cast<char*>("AUTH"), "AUTH %s",
+      redisAsyncCommand(context, &client_state::on_setup_reply, const_cast<char*>("AUTH"), "AUTH %s",
                         self->where.password.c_str());
     }
     if (self->where.db != 0) {
       ++self->setup_pending;
-      redisAsyncCommand(context, &state::on_setup_reply, const_cast<char*>("SELECT"), "SELECT %d",
+      redisAsyncCommand(context, &client_state::on_setup_reply, const_cast<char*>("SELECT"), "SELECT %d",
                         self->where.db);
     }
     if (self->setup_pending == 0) self->connected();
@@ -405,7 +405,7 @@ struct client::state : std::enable_shared_from_this<client::state> {
       }
       auto slot = std::make_unique<reply_slot>(reply_slot{b, i});
       if (!ac ||
-          redisAsyncCommandArgv(ac, &state::on_reply, slot.get(), static_cast<int>(argv.size()),
+          redisAsyncCommandArgv(ac, &client_state::on_reply, slot.get(), static_cast<int>(argv.size()),
                                 argv.data(), lengths.data()) != REDIS_OK) {
         return complete(b,
                         error("cannot send a command to Redis at " + where.address() +

@@ -49,6 +49,10 @@ using command = std::vector<std::string>;
 using pipeline_signature = void(std::exception_ptr, std::vector<reply>);
 using command_signature = void(std::exception_ptr, reply);
 
+namespace detail {
+struct client_state;  // the connection state machine, in client.cpp
+}
+
 class client : public std::enable_shared_from_this<client> {
  public:
   static std::shared_ptr<client> create(asio::any_io_executor executor, endpoint where);
@@ -81,9 +85,8 @@ class client : public std::enable_shared_from_this<client> {
   /// Fails every pending command with redis_error("... closed") and disconnects. Idempotent.
   void close();
 
-  struct state;  // the connection state machine, private to client.cpp
-
  private:
+  using state = detail::client_state;
   explicit client(std::shared_ptr<state> state);
   void start(std::vector<command> commands,
              asio::any_completion_handler<pipeline_signature> handler);

@@ -4,7 +4,7 @@
 #include <cctype>
 
 #include "crawler/detail/text.h"
-#include "crawler/selector.h"
+#include "crawler/selector_error.h"
 
 namespace crawler::detail {
 namespace {

@@ -16,7 +16,8 @@
 #include <string>
 #include <vector>
 
-#include "crawler/downloader.h"
+#include "config/stats.h"
+#include "crawler/download_result.h"
 
 namespace crawler::detail {
 
