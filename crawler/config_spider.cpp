@@ -2,10 +2,10 @@
 
 #include <filesystem>
 #include <fstream>
-#include <regex>
 #include <sstream>
 
 #include "config/settings.h"
+#include "crawler/detail/regex.h"
 #include "crawler/detail/text.h"
 #include "crawler/sitemap.h"
 
@@ -87,7 +87,7 @@ struct field {
   enum class kind { css, url, status, depth } source = kind::css;
   std::string css;
   bool all = false;
-  std::optional<std::regex> re;
+  std::shared_ptr<const re2::RE2> re;  // null: none
 };
 
 field read_field(const std::string& name, const json& spec, const std::string& where) {
@@ -118,9 +118,9 @@ field read_field(const std::string& name, const json& spec, const std::string& w
     result.all = get_bool(spec, where, "all", false);
     if (auto re = get_string(spec, where, "re", false); !re.empty()) {
       try {
-        result.re.emplace(re, std::regex::ECMAScript);
-      } catch (const std::regex_error& error) {
-        fail(child(where, "re"), "invalid regex \"" + re + "\": " + error.what());
+        result.re = detail::compile_regex(re);
+      } catch (const std::invalid_argument& error) {
+        fail(child(where, "re"), error.what());
       }
     }
     check_selector(css, child(where, "css"));
@@ -150,10 +150,11 @@ json extract(const field& spec, const response& response) {
     auto text = selected.is_element() ? selected.text_content()
                                       : std::string(detail::trim_ascii_space(selected.get()));
     if (spec.re) {
-      for (std::sregex_iterator it(text.begin(), text.end(), *spec.re), end; it != end; ++it) {
-        values.push_back(spec.re->mark_count() ? (*it)[1].str() : it->str());
-        if (!spec.all) break;
-      }
+      // The first group when there is one, else the whole match; every match with "all".
+      detail::for_each_match(*spec.re, text, [&](std::span<const std::string_view> groups) {
+        values.push_back(std::string(groups.size() > 1 ? groups[1] : groups[0]));
+        return spec.all;
+      });
     } else {
       values.push_back(std::move(text));
     }

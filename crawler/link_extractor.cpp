@@ -7,6 +7,7 @@
 #include <unordered_set>
 
 #include "crawler/detail/css.h"
+#include "crawler/detail/regex.h"
 #include "crawler/detail/text.h"
 #include "dedup/canonical_url.h"
 
@@ -19,14 +20,15 @@ std::vector<std::string> lower_all(const std::vector<std::string>& values) {
   return out;
 }
 
-std::vector<std::regex> compile(const std::vector<std::string>& patterns, const char* option) {
-  std::vector<std::regex> compiled;
+std::vector<std::shared_ptr<const re2::RE2>> compile(const std::vector<std::string>& patterns,
+                                                     const char* option) {
+  std::vector<std::shared_ptr<const re2::RE2>> compiled;
   for (std::size_t i = 0; i < patterns.size(); ++i) {
     try {
-      compiled.emplace_back(patterns[i], std::regex::ECMAScript | std::regex::optimize);
-    } catch (const std::regex_error& error) {
-      throw std::invalid_argument(std::string(option) + "[" + std::to_string(i) +
-                                  "]: invalid regex \"" + patterns[i] + "\": " + error.what());
+      compiled.push_back(detail::compile_regex(patterns[i]));
+    } catch (const std::invalid_argument& error) {
+      throw std::invalid_argument(std::string(option) + "[" + std::to_string(i) + "]: " +
+                                  error.what());
     }
   }
   return compiled;
@@ -94,16 +96,9 @@ bool link_extractor::matches(std::string_view url) const {
   if (!parsed) return false;
   auto scheme = detail::ascii_lower(parsed->scheme());
   if (scheme != "http" && scheme != "https" && scheme != "file" && scheme != "ftp") return false;
-  std::string text(url);
-  if (!allow_.empty() && std::none_of(allow_.begin(), allow_.end(), [&](const std::regex& r) {
-        return std::regex_search(text, r);
-      })) {
-    return false;
-  }
-  if (std::any_of(deny_.begin(), deny_.end(),
-                  [&](const std::regex& r) { return std::regex_search(text, r); })) {
-    return false;
-  }
+  auto found = [url](const auto& pattern) { return detail::regex_search(*pattern, url); };
+  if (!allow_.empty() && std::none_of(allow_.begin(), allow_.end(), found)) return false;
+  if (std::any_of(deny_.begin(), deny_.end(), found)) return false;
   auto host = detail::ascii_lower(parsed->host());
   if (!options_.allow_domains.empty() && !host_in_domains(host, options_.allow_domains))
     return false;

@@ -7,18 +7,22 @@
 //
 // Options keep Scrapy's names and defaults: tags {a, area}, attrs {href}, unique true,
 // canonicalize false, strip true, deny_extensions Scrapy's IGNORED_EXTENSIONS (images, audio,
-// video, archives, office documents, ...). allow/deny are ECMAScript regexes searched anywhere in
+// video, archives, office documents, ...). allow/deny are regexes (RE2: Python syntax without lookaround or backreferences) searched anywhere in
 // the absolute URL (Python's re.search); allow_domains/deny_domains match the host or any
 // subdomain. Only http, https, file and ftp links are kept. Relative links resolve against the
 // page's <base href> or URL.
 #pragma once
 
+#include <memory>
 #include <optional>
-#include <regex>
 #include <string>
 #include <vector>
 
 #include "crawler/response.h"
+
+namespace re2 {
+class RE2;
+}
 
 namespace crawler {
 
@@ -64,8 +68,8 @@ class link_extractor {
 
  private:
   link_extractor_options options_;
-  std::vector<std::regex> allow_;
-  std::vector<std::regex> deny_;
+  std::vector<std::shared_ptr<const re2::RE2>> allow_;  // RE2: see detail/regex.h
+  std::vector<std::shared_ptr<const re2::RE2>> deny_;
   std::vector<std::string> tags_;   // lower-case
   std::vector<std::string> attrs_;  // lower-case
 };

@@ -2,9 +2,9 @@
 
 #include <gumbo.h>
 
-#include <regex>
 
 #include "crawler/detail/css.h"
+#include "crawler/detail/regex.h"
 
 namespace crawler {
 namespace {
@@ -214,11 +214,11 @@ std::string normalize_space(std::string_view text) {
   return out;
 }
 
-std::regex compile(std::string_view pattern) {
+std::shared_ptr<const re2::RE2> compile(std::string_view pattern) {
   try {
-    return std::regex(pattern.begin(), pattern.end(), std::regex::ECMAScript);
-  } catch (const std::regex_error& error) {
-    throw selector_error("invalid regex \"" + std::string(pattern) + "\": " + error.what());
+    return detail::compile_regex(pattern);
+  } catch (const std::invalid_argument& error) {
+    throw selector_error(error.what());
   }
 }
 
@@ -288,15 +288,15 @@ std::vector<std::string> selector_list::re(std::string_view regex) const {
   std::vector<std::string> matches;
   for (const auto& item : *this) {
     auto text = item.get();
-    for (std::sregex_iterator it(text.begin(), text.end(), pattern), end; it != end; ++it) {
-      if (pattern.mark_count() == 0) {
-        matches.push_back(it->str());
+    // As parsel: the whole match without groups, else every group of every match, in order.
+    detail::for_each_match(*pattern, text, [&matches](std::span<const std::string_view> groups) {
+      if (groups.size() == 1) {
+        matches.emplace_back(groups[0]);
       } else {
-        for (std::size_t group = 1; group <= pattern.mark_count(); ++group) {
-          matches.push_back((*it)[group].str());
-        }
+        for (auto group : groups.subspan(1)) matches.emplace_back(group);
       }
-    }
+      return true;
+    });
   }
   return matches;
 }

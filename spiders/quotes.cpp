@@ -4,7 +4,7 @@
 //
 //   crawler crawl quotes -O quotes.jsonl                       # the pages shipped in spiders/data
 //   crawler crawl quotes -a start=https://quotes.toscrape.com/api/quotes?page=1 -o quotes.csv
-#include <regex>
+#include <cctype>
 
 #include "crawler/spider.h"
 
@@ -33,16 +33,22 @@ class quotes : public crawler::spider {
   }
 
  private:
-  // The page number sits after "page=" (the live API) or "page-" (the shipped files).
+  // The page number sits after "page=" (the live API) or "page-" (the shipped files): the first
+  // "page" followed by one of them and a digit.
   static std::string next_page(const std::string& url) {
-    static const std::regex number(R"(page([=-])(\d+))");
-    std::smatch match;
-    if (!std::regex_search(url, match, number)) {
-      throw std::invalid_argument(url + ": no page number to advance");
+    for (auto at = url.find("page"); at != std::string::npos; at = url.find("page", at + 1)) {
+      auto digits = at + 5;
+      if (digits >= url.size() || (url[at + 4] != '=' && url[at + 4] != '-') ||
+          !std::isdigit(static_cast<unsigned char>(url[digits]))) {
+        continue;
+      }
+      auto end = digits;
+      while (end < url.size() && std::isdigit(static_cast<unsigned char>(url[end]))) ++end;
+      if (end - digits > 15) break;  // no page number is that long
+      auto next = std::stoll(url.substr(digits, end - digits)) + 1;
+      return url.substr(0, digits) + std::to_string(next) + url.substr(end);
     }
-    auto next = std::stoll(match[2].str()) + 1;
-    return match.prefix().str() + "page" + match[1].str() + std::to_string(next) +
-           match.suffix().str();
+    throw std::invalid_argument(url + ": no page number to advance");
   }
 };
 

@@ -54,6 +54,15 @@ TEST(crawl_config, errors_name_the_json_path) {
       error_of(document).starts_with("spider.rules[0].allow[1]: invalid regex \"(unclosed\""))
       << error_of(document);
 
+  // Regexes run on RE2, in time linear in the text: what needs backtracking is refused, saying so.
+  document = books_config();
+  document["spider"]["callbacks"]["page"]["fields"]["price"] = {{"css", "p::text"},
+                                                                 {"re", "(\\d+)(?=EUR)"}};
+  EXPECT_EQ(error_of(document),
+            "spider.callbacks.page.fields.price.re: invalid regex \"(\\d+)(?=EUR)\": invalid "
+            "perl operator: (?= (lookahead, lookbehind and backreferences are not supported: "
+            "regexes run in time linear in the text)");
+
   document = books_config();
   document["spider"]["rules"][0]["alow"] = {"x"};
   EXPECT_EQ(error_of(document),

@@ -269,6 +269,29 @@ TEST(link_extractor, allow_deny_restrict_and_extensions) {
   EXPECT_FALSE(links[0].nofollow);
 }
 
+// std::regex recursed once per character: a 100 KB href crashed the crawler on a rule's allow
+// pattern, and long page text did the same to re(). RE2's stack does not grow with the text.
+TEST(link_extractor, a_link_of_a_megabyte_is_matched_without_exhausting_the_stack) {
+  crawler::response page;
+  page.url = "http://example.com/";
+  page.headers = {{"Content-Type", "text/html"}};
+  page.body = "<a href=\"/" + std::string(1 << 20, 'a') + "z\">x</a>";
+  page.parse_limits = {.max_bytes = 4 << 20};
+  auto links = crawler::link_extractor({.allow = {"(a|b)*z"}}).extract_links(page);
+  EXPECT_EQ(links.size(), 1u);
+  EXPECT_EQ(page.css("a::attr(href)").re(R"(/(?:a|b)*z)").size(), 1u);
+}
+
+TEST(selector, re_takes_every_match_left_to_right_as_python_does) {
+  auto response = page("<p>a1b22c333</p><p>x</p>");
+  EXPECT_EQ(response.css("p::text").re(R"(\d+)"), (std::vector<std::string>{"1", "22", "333"}));
+  EXPECT_EQ(response.css("p::text").re(R"(([a-z])(\d*))"),
+            (std::vector<std::string>{"a", "1", "b", "22", "c", "333", "x", ""}));
+  // Empty matches step one character (not one byte) on: "é" is two bytes.
+  EXPECT_EQ(page("<p>é1</p>").css("p::text").re(R"(\d*)"),
+            (std::vector<std::string>{"", "1", ""}));
+}
+
 TEST(link_extractor, a_bad_regex_names_the_option_and_index) {
   try {
     crawler::link_extractor({.allow = {"ok", "(unclosed"}});
