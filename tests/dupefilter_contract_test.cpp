@@ -6,6 +6,7 @@
 #include <fstream>
 #include <optional>
 
+#include "dedup/bloom_math.h"
 #include "dedup/dupefilter.h"
 #include "event_loop.h"
 #include "redis/client.h"
@@ -195,9 +196,27 @@ TEST_P(dupefilter_contract, bloom_backends_report_their_shape_and_estimated_rate
   for (int i = 0; i < 1000; ++i) urls.push_back("http://example.com/" + std::to_string(i));
   seen(*filter, urls);
   filter->async_close(use_future).get();  // stats are current at close at the latest
-  EXPECT_GT(stats_.get_int("bloomfilter/capacity"), 0);
-  EXPECT_GT(stats_.get_int("bloomfilter/bits"), 0);
-  EXPECT_GT(stats_.get_int("bloomfilter/hash_number"), 0);
+  // The shape follows the settings: BLOOMFILTER_CAPACITY 100000 at BLOOMFILTER_ERRORRATE 0.001
+  // (bloom, redisbloom: at least a standard filter's optimal bits, and at most those for half the
+  // rate, which RedisBloom's first layer is sized for), BLOOMFILTER_BIT 22 with
+  // BLOOMFILTER_HASH_NUMBER's 6 (redis_bitmap, whose capacity is where that shape reaches the
+  // rate).
+  auto capacity = std::uint64_t(stats_.get_int("bloomfilter/capacity"));
+  auto bits = std::uint64_t(stats_.get_int("bloomfilter/bits"));
+  auto hashes = int(stats_.get_int("bloomfilter/hash_number"));
+  if (GetParam() == "redis_bitmap") {
+    EXPECT_EQ(bits, std::uint64_t{1} << 22);
+    EXPECT_EQ(hashes, 6);
+    EXPECT_NEAR(crawler::dedup::bloom_math::expected_fpr(bits, hashes, capacity), 0.001, 0.00002) << capacity;
+  } else {
+    EXPECT_EQ(capacity, 100000u);
+    auto least = crawler::dedup::bloom_math::optimal_bits(100000, 0.001);
+    auto most = crawler::dedup::bloom_math::optimal_bits(100000, 0.0005) * 101 / 100;
+    EXPECT_GE(bits, least);
+    EXPECT_LE(bits, most);
+    EXPECT_GE(hashes, crawler::dedup::bloom_math::optimal_hashes(least, 100000) - 1);
+    EXPECT_LE(hashes, crawler::dedup::bloom_math::optimal_hashes(most, 100000) + 1);
+  }
   auto rate = stats_.get_value("bloomfilter/estimated_fpr");
   ASSERT_TRUE(rate.has_value());
   EXPECT_GT(rate->get<double>(), 0.0);
