@@ -1,5 +1,5 @@
 // The `crawler` program: the command-line interface over the spiders built in (spiders/).
-#include "crawler/commands.h"
+#include "cli/main.h"
 
 int main(int argc, char** argv) {
   return crawler::cli::main(argc, argv);

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "config/redact.h"
-#include "crawler/commands.h"
+#include "cli/detail/commands.h"
 #include "crawler/config_spider.h"
 #include "crawler/crawl.h"
 #include "crawler/feeds.h"
@@ -226,20 +226,6 @@ void add_crawl_commands(CLI::App& app, int& exit_status) {
               << "hiredis   : " << HIREDIS_MAJOR << '.' << HIREDIS_MINOR << '.' << HIREDIS_PATCH
               << '\n';
   });
-}
-
-int main(int argc, char** argv) {
-  CLI::App app{"crawler: a Scrapy-style web crawler in C++"};
-  app.require_subcommand(1);
-  int exit_status = 0;
-  add_crawl_commands(app, exit_status);
-  add_fingerprint_command(app, exit_status);
-  add_dedup_command(app, exit_status);
-  add_push_command(app, exit_status);
-  add_stats_command(app, exit_status);
-  add_status_command(app, exit_status);
-  CLI11_PARSE(app, argc, argv);
-  return exit_status;
 }
 
 }  // namespace crawler::cli

@@ -1,14 +1,10 @@
 // The `crawler` program's subcommands. Each registers itself on the CLI11 app and runs when chosen.
+// Private to the cli target (not installed): users see cli/main.h, without CLI11.
 #pragma once
 
 #include <CLI/CLI.hpp>
 
 namespace crawler::cli {
-
-/// The `crawler` program: every subcommand below, over the spiders registered in this program.
-/// A program of one's own that registers spiders can be its own `crawler`:
-///   int main(int argc, char** argv) { return crawler::cli::main(argc, argv); }
-int main(int argc, char** argv);
 
 /// `crawler crawl NAME [-a k=v]... [-s K=V]... [-o FILE] [-O FILE] [-L LEVEL]`, `crawler list`,
 /// `crawler fetch URL [--headers] [--no-redirect]`, `crawler version [-v]`. A crawl that cannot

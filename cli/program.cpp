@@ -1,0 +1,21 @@
+// The `crawler` program: every subcommand on one CLI11 app.
+#include "cli/detail/commands.h"
+#include "cli/main.h"
+
+namespace crawler::cli {
+
+int main(int argc, char** argv) {
+  CLI::App app{"crawler: a Scrapy-style web crawler in C++"};
+  app.require_subcommand(1);
+  int exit_status = 0;
+  add_crawl_commands(app, exit_status);
+  add_fingerprint_command(app, exit_status);
+  add_dedup_command(app, exit_status);
+  add_push_command(app, exit_status);
+  add_stats_command(app, exit_status);
+  add_status_command(app, exit_status);
+  CLI11_PARSE(app, argc, argv);
+  return exit_status;
+}
+
+}  // namespace crawler::cli
