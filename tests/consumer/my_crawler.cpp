@@ -1,5 +1,5 @@
 // A user's own `crawler` program: their spiders, every subcommand.
-#include <cli/main.h>
+#include <crawler/cli/main.h>
 #include <crawler/spider.h>
 
 namespace {

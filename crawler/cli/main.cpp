@@ -1,5 +1,5 @@
 // The `crawler` program: the command-line interface over the spiders built in (spiders/).
-#include "cli/main.h"
+#include "crawler/cli/main.h"
 
 int main(int argc, char** argv) {
   return crawler::cli::main(argc, argv);

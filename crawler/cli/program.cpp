@@ -1,6 +1,6 @@
 // The `crawler` program: every subcommand on one CLI11 app.
-#include "cli/detail/commands.h"
-#include "cli/main.h"
+#include "crawler/cli/detail/commands.h"
+#include "crawler/cli/main.h"
 
 namespace crawler::cli {
 

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "config/redact.h"
-#include "cli/detail/commands.h"
+#include "crawler/cli/detail/commands.h"
 #include "crawler/config_spider.h"
 #include "crawler/crawl.h"
 #include "crawler/feeds.h"

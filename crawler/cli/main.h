@@ -2,7 +2,7 @@
 // wants every `crawler` subcommand over them (crawl, list, fetch, version, fingerprint, dedup, push,
 // stats, status):
 //
-//   #include "cli/main.h"
+//   #include "crawler/cli/main.h"
 //   int main(int argc, char** argv) { return crawler::cli::main(argc, argv); }
 //
 // Link crawler::cli. The command-line parser (CLI11) stays inside it: this header is all a

@@ -1,5 +1,5 @@
 // The `crawler` program's subcommands. Each registers itself on the CLI11 app and runs when chosen.
-// Private to the cli target (not installed): users see cli/main.h, without CLI11.
+// Private to the cli target (not installed): users see crawler/cli/main.h, without CLI11.
 #pragma once
 
 #include <CLI/CLI.hpp>

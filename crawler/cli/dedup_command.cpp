@@ -10,7 +10,7 @@
 #include "config/redact.h"
 #include "config/settings.h"
 #include "config/stats.h"
-#include "cli/detail/commands.h"
+#include "crawler/cli/detail/commands.h"
 #include "dedup/canonical_url.h"
 #include "dedup/dupefilter.h"
 

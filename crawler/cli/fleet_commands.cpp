@@ -12,7 +12,7 @@
 
 #include "config/redact.h"
 #include "config/settings.h"
-#include "cli/detail/commands.h"
+#include "crawler/cli/detail/commands.h"
 #include "redis/client.h"
 #include "scheduler/start_request.h"
 

@@ -4,7 +4,7 @@
 #include <vector>
 
 #include "config/redact.h"
-#include "cli/detail/commands.h"
+#include "crawler/cli/detail/commands.h"
 #include "dedup/canonical_url.h"
 #include "dedup/fingerprint.h"
 
