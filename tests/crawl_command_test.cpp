@@ -131,6 +131,12 @@ struct interrupted_site {
     while (server.total_hits() < count) std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
 
+  /// The URLs of the items in the feed, each once (read_item_urls fails on a line that is not whole).
+  std::set<std::string> scraped_urls() const {
+    auto items = read_item_urls(dir.path() / "items.jsonl");
+    return {items.begin(), items.end()};
+  }
+
   std::set<std::string> expected_urls() {
     std::set<std::string> urls;
     for (std::size_t page = 0; page < pages; ++page) {
@@ -294,11 +300,9 @@ TEST_P(redis_resume, a_kill_after_redis_recorded_links_the_journal_lacks_loses_n
   }
   child_process second(site.argv(2, settings()));
   ASSERT_EQ(second.wait(), 0) << second.stderr_text();
-  auto items = read_item_urls(site.dir.path() / "items.jsonl");
-  EXPECT_EQ(std::set<std::string>(items.begin(), items.end()), site.expected_urls());
-  auto fetched = site.fetches();
-  EXPECT_EQ(fetched.lost, std::vector<std::size_t>{}) << "pages lost";
-  auto fetched_again = fetched.again;
+  EXPECT_EQ(site.scraped_urls(), site.expected_urls());
+  EXPECT_EQ(site.fetches().lost, std::vector<std::size_t>{});
+  auto fetched_again = site.fetches().again;
   // Again: the pages fetched while Redis's answers were held, and those in flight when the hold
   // began (CONCURRENT_REQUESTS downloads and as many pages being parsed).
   EXPECT_LE(fetched_again, killed_at - held_at + 2 * 4);
@@ -344,27 +348,53 @@ void redis_command(const redis_server& redis, const char* command) {
   redisFree(context);
 }
 
-// A Redis that refuses writes (here a read-only replica; OOM under noeviction answers the same
-// way) mid-crawl: outcomes wait and are tried again with a backoff, one log line says so, and the
-// crawl completes when Redis heals, every page fetched once.
-TEST(crawler_command, a_redis_refusing_writes_mid_crawl_is_waited_for_and_the_crawl_completes) {
+// How a Redis comes to refuse writes, how it heals, and the word its refusals carry.
+struct redis_sickness {
+  std::string name;
+  std::vector<const char*> fall_ill, heal;
+  std::string symptom;
+  std::string dupefilter;
+};
+
+class sick_redis : public testing::TestWithParam<redis_sickness> {};
+
+// A Redis that refuses writes mid-crawl (a read-only replica; full, under noeviction): outcomes
+// wait and are tried again with a backoff, one log line says so, and the crawl completes when
+// Redis heals, every page fetched once.
+TEST_P(sick_redis, refusing_writes_mid_crawl_is_waited_for_and_the_crawl_completes) {
+  const auto& sickness = GetParam();
   interrupted_site site({.site_pages = 200, .page_delay_ms = 20});
   redis_server redis;
-  child_process crawl(site.argv(
-      1, {"DUPEFILTER_CLASS=redis_set", "REDIS_URL=" + redis.url(), "CONCURRENT_REQUESTS=4"}));
+  child_process crawl(site.argv(1, {"DUPEFILTER_CLASS=" + sickness.dupefilter,
+                                    "REDIS_URL=" + redis.url(), "CONCURRENT_REQUESTS=4"}));
   site.wait_for_hits(30);
-  redis_command(redis, "REPLICAOF 127.0.0.1 1");  // a master that is not there: read-only
+  for (auto command : sickness.fall_ill) redis_command(redis, command);
   std::this_thread::sleep_for(std::chrono::milliseconds(2500));
-  redis_command(redis, "REPLICAOF NO ONE");
+  for (auto command : sickness.heal) redis_command(redis, command);
   ASSERT_EQ(crawl.wait(), 0) << crawl.stderr_text();
   EXPECT_EQ(read_json(site.dir.path() / "stats1.json")["finish_reason"], "finished");
   EXPECT_EQ(site.fetches().lost, std::vector<std::size_t>{});
   EXPECT_EQ(site.fetches().again, 0u);
   auto log = crawl.stderr_text();
   EXPECT_EQ(count_of(log, "wait to be stored; next try in"), 1u) << log;
-  EXPECT_NE(log.find("READONLY"), std::string::npos) << log;
+  EXPECT_NE(log.find(sickness.symptom), std::string::npos) << log;
   EXPECT_EQ(count_of(log, "Outcomes are stored again after"), 1u) << log;
 }
+
+INSTANTIATE_TEST_SUITE_P(
+    crawler_command, sick_redis,
+    testing::Values(
+        redis_sickness{"read_only",
+                       {"REPLICAOF 127.0.0.1 1"},  // a master that is not there
+                       {"REPLICAOF NO ONE"},
+                       "READONLY",
+                       "redis_set"},
+        redis_sickness{"full",
+                       {"CONFIG SET maxmemory-policy noeviction", "CONFIG SET maxmemory 1"},
+                       {"CONFIG SET maxmemory 0"},
+                       "OOM",
+                       "redis_bitmap"}),
+    [](const auto& info) { return info.param.name; });
 
 // One that does not heal within REDIS_FAILURE_TIMEOUT closes the crawl (exit 1, finish_reason
 // redis_unavailable) with what waited queued in JOBDIR, so a resume once Redis is back crawls
@@ -392,27 +422,6 @@ TEST(crawler_command, a_redis_that_stays_read_only_closes_the_crawl_and_a_resume
   EXPECT_EQ(site.fetches().again, 0u);
 }
 
-// A Redis that is full (maxmemory reached under noeviction: every write answers OOM) mid-crawl is
-// waited for like a read-only one, and the crawl completes once it has room again.
-TEST(crawler_command, a_full_redis_mid_crawl_is_waited_for_and_the_crawl_completes) {
-  interrupted_site site({.site_pages = 200, .page_delay_ms = 20});
-  redis_server redis;
-  child_process crawl(site.argv(
-      1, {"DUPEFILTER_CLASS=redis_bitmap", "REDIS_URL=" + redis.url(), "CONCURRENT_REQUESTS=4"}));
-  site.wait_for_hits(30);
-  redis_command(redis, "CONFIG SET maxmemory-policy noeviction");
-  redis_command(redis, "CONFIG SET maxmemory 1");
-  std::this_thread::sleep_for(std::chrono::milliseconds(2500));
-  redis_command(redis, "CONFIG SET maxmemory 0");
-  ASSERT_EQ(crawl.wait(), 0) << crawl.stderr_text();
-  EXPECT_EQ(read_json(site.dir.path() / "stats1.json")["finish_reason"], "finished");
-  EXPECT_EQ(site.fetches().lost, std::vector<std::size_t>{});
-  EXPECT_EQ(site.fetches().again, 0u);
-  auto log = crawl.stderr_text();
-  EXPECT_NE(log.find("OOM"), std::string::npos) << log;
-  EXPECT_EQ(count_of(log, "Outcomes are stored again after"), 1u) << log;
-}
-
 // A feed that cannot be written (here /dev/full, which answers every write as a full disk does)
 // stops the crawl: exit 1, finish_reason feed_write_failed, the other feed kept whole.
 TEST(crawler_command, a_feed_on_a_full_disk_stops_the_crawl_with_a_reason) {
@@ -431,15 +440,34 @@ TEST(crawler_command, a_feed_on_a_full_disk_stops_the_crawl_with_a_reason) {
   EXPECT_GT(read_item_urls(kept).size(), 0u);       // every line whole
 }
 
-// Runs `script` in a private mount namespace (unshare, as root or in a user namespace), so that
-// it can mount a small tmpfs: a disk that really fills. "$1" is the mount point, "$2"... `argv`.
-std::vector<std::string> on_a_small_disk(const std::string& script, const std::filesystem::path& dir,
-                                         const std::vector<std::string>& argv) {
+// The crawl `argv` run twice in a private mount namespace (unshare: as root, or in a user
+// namespace), with `dir` a tmpfs: first while it holds `size`, a disk that really fills, then once
+// it has grown to 64 MB. STATS_FILE is stats1.json, then stats2.json, beside `dir`; `after` runs
+// after each (shell, "$1" is `dir`), e.g. to copy a file out where the test can read it.
+std::vector<std::string> twice_on_a_filling_disk(const std::filesystem::path& dir,
+                                                 const std::string& size,
+                                                 const std::vector<std::string>& argv,
+                                                 const std::string& after = ":") {
+  auto script = "dir=$1; shift\n"
+                "mount -t tmpfs -o size=" + size + " crawler-test \"$dir\" || exit 90\n"
+                "\"$@\" -s \"STATS_FILE=$dir/../stats1.json\"; echo \"first exit $?\"\n"
+                "set -- \"$dir\" \"$@\"; " + after + "; shift\n"
+                "mount -o remount,size=64m \"$dir\" || exit 91\n"
+                "\"$@\" -s \"STATS_FILE=$dir/../stats2.json\"; echo \"second exit $?\"\n"
+                "set -- \"$dir\" \"$@\"; " + after + "\n";
   std::vector<std::string> args{"/usr/bin/unshare", "--user", "--map-root-user", "--mount",
-                                "sh",      "-c",     script,            "sh",
-                                dir.string()};
+                                "sh", "-c", script, "sh", dir.string()};
   args.insert(args.end(), argv.begin(), argv.end());
   return args;
+}
+
+// The first run stopped on the full disk, the second ran to the end.
+void expect_a_stop_then_a_finish(const child_process& runs) {
+  auto out = runs.stdout_text();
+  EXPECT_NE(out.find("first exit 1"), std::string::npos) << out << runs.stderr_text();
+  EXPECT_NE(out.find("second exit 0"), std::string::npos) << out << runs.stderr_text();
+  EXPECT_NE(runs.stderr_text().find("No space left on device"), std::string::npos)
+      << runs.stderr_text();
 }
 
 // JOBDIR on a disk that fills mid-crawl: the crawl stops (exit 1, jobdir_write_failed, a line
@@ -448,20 +476,10 @@ TEST(crawler_command, a_jobdir_disk_filling_mid_crawl_stops_the_crawl_and_the_re
   interrupted_site site({.site_pages = 300, .page_delay_ms = 5});
   auto job = site.dir.path() / "job";
   std::filesystem::create_directories(job);
-  auto script = R"(
-    job=$1; shift
-    mount -t tmpfs -o size=16k crawler-test "$job" || exit 90
-    "$@"; echo "first exit $?"
-    mount -o remount,size=64m "$job" || exit 91
-    "$@" -s "STATS_FILE=$job/../stats2.json"; echo "second exit $?"
-  )";
-  child_process runs(on_a_small_disk(script, job, site.argv(1, {"CONCURRENT_REQUESTS=4"})));
+  child_process runs(twice_on_a_filling_disk(job, "16k", site.argv(1, {"CONCURRENT_REQUESTS=4"})));
   ASSERT_EQ(runs.wait(), 0) << runs.stderr_text();
-  auto out = runs.stdout_text();
-  EXPECT_NE(out.find("first exit 1"), std::string::npos) << out << runs.stderr_text();
-  EXPECT_NE(out.find("second exit 0"), std::string::npos) << out << runs.stderr_text();
+  expect_a_stop_then_a_finish(runs);
   EXPECT_EQ(read_json(site.dir.path() / "stats1.json")["finish_reason"], "jobdir_write_failed");
-  EXPECT_NE(runs.stderr_text().find("No space left on device"), std::string::npos);
   EXPECT_EQ(read_json(site.dir.path() / "stats2.json")["finish_reason"], "finished");
   auto items = read_item_urls(site.dir.path() / "items.jsonl");
   EXPECT_EQ(std::set<std::string>(items.begin(), items.end()), site.expected_urls());
@@ -488,11 +506,9 @@ TEST(crawler_command, a_requests_seen_that_cannot_be_written_stops_the_crawl_los
   std::filesystem::remove(job / "requests.seen");
   child_process second(site.argv(2, {"CONCURRENT_REQUESTS=4"}));
   ASSERT_EQ(second.wait(), 0) << second.stderr_text();
-  auto items = read_item_urls(site.dir.path() / "items.jsonl");
-  EXPECT_EQ(std::set<std::string>(items.begin(), items.end()), site.expected_urls());
-  auto fetched = site.fetches();
-  EXPECT_EQ(fetched.lost, std::vector<std::size_t>{}) << "pages lost";
-  auto fetched_again = fetched.again;
+  EXPECT_EQ(site.scraped_urls(), site.expected_urls());
+  EXPECT_EQ(site.fetches().lost, std::vector<std::size_t>{});
+  auto fetched_again = site.fetches().again;
   EXPECT_LE(fetched_again, 2u * 4u);
 }
 
@@ -503,26 +519,16 @@ TEST(crawler_command, a_feed_disk_filling_mid_crawl_stops_the_crawl_with_every_l
   interrupted_site site({.site_pages = 300, .page_delay_ms = 5});
   auto disk = site.dir.path() / "disk";
   std::filesystem::create_directories(disk);
-  auto script = R"(
-    disk=$1; shift
-    mount -t tmpfs -o size=8k crawler-test "$disk" || exit 90
-    "$@" -s "STATS_FILE=$disk/../stats1.json"; echo "first exit $?"
-    cp "$disk/items.jsonl" "$disk/../first.jsonl"
-    mount -o remount,size=64m "$disk" || exit 91
-    "$@" -s "STATS_FILE=$disk/../stats2.json"; echo "second exit $?"
-    cp "$disk/items.jsonl" "$disk/../items.jsonl"
-  )";
-  child_process runs(on_a_small_disk(
-      script, disk,
+  // After each run the feed is copied out of the namespace: first.jsonl, then items.jsonl.
+  child_process runs(twice_on_a_filling_disk(
+      disk, "8k",
       {crawler_binary(), "crawl", "site", "-a", "start=" + site.server.url("/site/0"), "-o",
        (disk / "items.jsonl").string(), "-s", "JOBDIR=" + (site.dir.path() / "job").string(),
-       "-s", "CONCURRENT_REQUESTS=4", "-L", "WARNING"}));
+       "-s", "CONCURRENT_REQUESTS=4", "-L", "WARNING"},
+      R"(cp "$1/items.jsonl" "$1/../items.jsonl"; [ -e "$1/../first.jsonl" ] ||)"
+      R"( cp "$1/items.jsonl" "$1/../first.jsonl")"));
   ASSERT_EQ(runs.wait(), 0) << runs.stderr_text();
-  auto out = runs.stdout_text();
-  EXPECT_NE(out.find("first exit 1"), std::string::npos) << out << runs.stderr_text();
-  EXPECT_NE(out.find("second exit 0"), std::string::npos) << out << runs.stderr_text();
-  EXPECT_NE(runs.stderr_text().find("No space left on device"), std::string::npos)
-      << runs.stderr_text();
+  expect_a_stop_then_a_finish(runs);
   EXPECT_EQ(read_json(site.dir.path() / "stats1.json")["finish_reason"], "feed_write_failed");
   std::ifstream first(site.dir.path() / "first.jsonl", std::ios::binary);
   std::string text((std::istreambuf_iterator<char>(first)), {});
