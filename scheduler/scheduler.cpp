@@ -143,9 +143,13 @@ void scheduler::do_enqueue(std::vector<request> requests, std::string parent_lea
     }
     commit_journal();
   }
+  // queue_new needs the fingerprints only while pages torn by a crash wait (torn_settles_, which
+  // only shrinks).
+  auto tracked = torn_settles_.empty() ? std::vector<dedup::fingerprint>{} : fingerprints;
   dupefilter_->async_seen(
       fingerprints,
-      [this, batch = std::move(accepted), positions = std::move(filtered_positions), fingerprints,
+      [this, batch = std::move(accepted), positions = std::move(filtered_positions),
+       fingerprints = std::move(tracked),
        parent_lease = std::move(parent_lease), journaled_ahead,
        handler = std::move(handler)](std::exception_ptr error, dedup::seen_flags flags) mutable {
         if (error) {
