@@ -214,6 +214,32 @@ TEST_P(resume, a_second_ctrl_c_stops_at_once_and_loses_nothing) {
   EXPECT_EQ(unique, site.expected_urls());
 }
 
+// SIGTERM (a service manager's stop) is a graceful close, as Ctrl-C is.
+TEST(crawler_command, sigterm_closes_the_crawl_gracefully) {
+  interrupted_site site;
+  child_process crawl(site.argv(1, {"CONCURRENT_REQUESTS=4"}));
+  site.wait_for_hits(30);
+  crawl.signal(SIGTERM);
+  ASSERT_EQ(crawl.wait(), 0) << crawl.stderr_text();
+  EXPECT_NE(crawl.stderr_text().find("Received SIGTERM, shutting down gracefully"),
+            std::string::npos)
+      << crawl.stderr_text();
+  EXPECT_EQ(read_json(site.dir.path() / "stats1.json")["finish_reason"], "shutdown");
+  EXPECT_LT(site.server.total_hits(), site.pages);
+}
+
+// CLOSESPIDER_ITEMCOUNT closes the crawl once that many items are scraped; the pages already
+// downloading finish, so a few more items may come (Scrapy's behaviour).
+TEST(crawler_command, closespider_itemcount_closes_the_crawl_at_that_many_items) {
+  interrupted_site site;
+  child_process crawl(site.argv(1, {"CONCURRENT_REQUESTS=2", "CLOSESPIDER_ITEMCOUNT=25"}));
+  ASSERT_EQ(crawl.wait(), 0) << crawl.stderr_text();
+  auto stats = read_json(site.dir.path() / "stats1.json");
+  EXPECT_EQ(stats["finish_reason"], "closespider_itemcount");
+  EXPECT_GE(stats["item_scraped_count"].get<int>(), 25);
+  EXPECT_LE(stats["item_scraped_count"].get<int>(), 25 + 2 * 2);
+}
+
 TEST(crawler_command, requests_waiting_for_robots_txt_survive_a_forced_stop) {
   interrupted_site site(
       {.site_pages = 30, .robots_txt = "User-agent: *\nAllow: /\n", .robots_delay_ms = 1000});
