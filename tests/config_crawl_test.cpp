@@ -242,6 +242,32 @@ TEST(crawler_run, robots_txt_sitemap_lines_start_a_crawl_that_obeys_its_rules) {
   EXPECT_EQ(server.hits("/robots.txt"), 2u);
 }
 
+// Layers, lowest first: defaults, the crawl file's "settings", -s. One page at a time: the limit
+// is reached with at most the next page already on its way.
+TEST(crawler_run, settings_on_the_command_line_win_over_the_files) {
+  http_server server({.site_pages = 50});
+  temp_dir dir;
+  auto document = json::parse(R"json({
+    "settings": {"CLOSESPIDER_PAGECOUNT": 5, "CONCURRENT_REQUESTS": 1},
+    "spider": {"name": "layers", "rules": [{"follow": true}]}
+  })json");
+  document["spider"]["start_urls"] = {server.url("/site/0")};
+  auto file = write_config(dir, document);
+  auto pages = [&](std::vector<std::string> extra) {
+    auto stats_path = (dir.path() / "stats.json").string();
+    std::vector<std::string> argv{crawler_binary(), "run", file, "-s", "STATS_FILE=" + stats_path,
+                                  "--nolog"};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    child_process run(argv);
+    EXPECT_EQ(run.wait(), 0) << run.stderr_text();
+    return json::parse(std::ifstream(stats_path))["response_received_count"].get<int>();
+  };
+  auto from_file = pages({});
+  EXPECT_TRUE(from_file == 5 || from_file == 6) << from_file;
+  auto from_command_line = pages({"-s", "CLOSESPIDER_PAGECOUNT=3"});
+  EXPECT_TRUE(from_command_line == 3 || from_command_line == 4) << from_command_line;
+}
+
 TEST(crawler_run, offsite_links_are_counted_and_not_followed) {
   http_server server({.site_pages = 10});
   temp_dir dir;
