@@ -7,8 +7,9 @@
 //
 // Options keep Scrapy's names and defaults: tags {a, area}, attrs {href}, unique true,
 // canonicalize false, strip true, deny_extensions Scrapy's IGNORED_EXTENSIONS (images, audio,
-// video, archives, office documents, ...). allow/deny are regexes (RE2: Python syntax without lookaround or backreferences) searched anywhere in
-// the absolute URL (Python's re.search); allow_domains/deny_domains match the host or any
+// video, archives, office documents, ...). allow/deny are regexes searched anywhere in the
+// absolute URL (Python's re.search), run by RE2: Python's syntax without lookaround or
+// backreferences, in time linear in the URL. allow_domains/deny_domains match the host or any
 // subdomain. Only http, https, file and ftp links are kept. Relative links resolve against the
 // page's <base href> or URL.
 #pragma once

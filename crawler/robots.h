@@ -8,11 +8,10 @@
 // the downloader middlewares, never the scheduler or the spider) and hold every request to it
 // until the answer is in; later requests are answered at once from the cache. The answer, as RFC
 // 9309 section 2.3.1 reads it:
-//   2xx           the file's rules (see robots_txt.h), kept for 24 hours;
-//   3xx, 4xx      "unavailable": everything is allowed, kept for 24 hours (after redirects, which
-//   the
-//                 redirect middleware follows);
-//   5xx, no answer "unreachable": nothing is allowed for 10 minutes, then it is fetched again.
+//   2xx             the file's rules (see robots_txt.h), kept for 24 hours;
+//   3xx, 4xx        "unavailable": everything is allowed, kept for 24 hours (after redirects,
+//                   which the redirect middleware follows);
+//   5xx, no answer  "unreachable": nothing is allowed for 10 minutes, then it is fetched again.
 // A Crawl-delay in the rules becomes the least delay of the host's download slot.
 //
 // Rules are matched against ROBOTSTXT_USER_AGENT, else the request's User-Agent header, else

@@ -1,6 +1,6 @@
-// The `crawler` program as a function, for a program of one's own that registers its spiders and
-// wants every `crawler` subcommand over them (crawl, list, fetch, version, fingerprint, dedup, push,
-// stats, status):
+// The `crawler` program as a function, for a program of one's own that registers its spiders
+// and wants every `crawler` subcommand over them (crawl, list, fetch, version, fingerprint,
+// dedup, push, stats, status):
 //
 //   #include "crawler/cli/main.h"
 //   int main(int argc, char** argv) { return crawler::cli::main(argc, argv); }

@@ -3,7 +3,7 @@
 // it (std::regex recursed per character: one 100 KB href crashed the crawler). RE2 refuses what
 // it cannot run in linear time, lookaround and backreferences; the error says so.
 //
-//   auto pattern = crawler::detail::compile_regex(R"(page-(\d+))");  // throws std::invalid_argument
+//   auto pattern = crawler::detail::compile_regex(R"(page-(\d+))");  // std::invalid_argument
 //   crawler::detail::regex_search(*pattern, url);                      // Python's re.search
 //   crawler::detail::for_each_match(*pattern, text, [](std::span<const std::string_view> groups) {
 //     // groups[0]: the whole match; groups[1..]: its groups (empty when a group did not take part)
