@@ -189,6 +189,14 @@ TEST(selector, a_malformed_selector_names_the_position) {
             "invalid CSS selector \"li:nth-child(-99999999999n+1)\" at position 13: an+b: a "
             "number of more than 9 digits");
   EXPECT_EQ(response.css("li:nth-child(999999999)").size(), 0u);
+  // Found by the 30-minute fuzz campaign: :not() nested thousands deep overflowed the stack.
+  std::string deep = "p";
+  for (int i = 0; i < 5000; ++i) deep += ":not(p";
+  EXPECT_EQ(error_of(deep.c_str()).substr(0, 60).find("invalid CSS selector"), 0u);
+  EXPECT_NE(error_of(deep.c_str()).find(":not() nested deeper than 32"), std::string::npos);
+  std::string allowed = "a";
+  for (int i = 0; i < 32; ++i) allowed += ":not(p";
+  EXPECT_EQ(response.css(allowed + std::string(32, ')')).size(), response.css("a").size());
 }
 
 TEST(encoding, the_http_charset_decodes_the_body) {

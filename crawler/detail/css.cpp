@@ -267,18 +267,24 @@ class parser {
     } else if (name == "empty") {
       result.empty = true;
     } else if (name == "not") {
+      // Parsing and matching recurse once per level: a bound keeps the stack flat (the fuzzer's
+      // :not(:not(:not(... overflowed it).
+      if (++not_depth_ > max_not_depth) fail(":not() nested deeper than 32");
       expect('(');
       skip_space();
       result.negations.push_back(compound_selector());
       skip_space();
       expect(')');
+      --not_depth_;
     } else {
       fail("unsupported pseudo-class :" + name);
     }
   }
 
+  static constexpr int max_not_depth = 32;
   std::string_view query_;
   std::size_t pos_ = 0;
+  int not_depth_ = 0;
 };
 
 bool is_element(const GumboNode* node) {
