@@ -43,6 +43,7 @@ scheduler::scheduler(const scheduler_context& context,
       scheme_(dedup::fingerprint_scheme_from(context.settings)),
       queue_(queue_order_from(context.settings)),
       dupefilter_(std::move(dupefilter)),
+      dupefilter_records_at_once_(!dupefilter_->stored_keys().empty()),
       logger_(get_logger("scheduler")) {}
 
 scheduler::~scheduler() = default;
@@ -133,7 +134,7 @@ void scheduler::do_enqueue(std::vector<request> requests, std::string parent_lea
   }
   // A Redis dupefilter records what it answers at once: the journal writes ahead of it
   // (request_journal.h), or a crash between the two would leave fingerprints without requests.
-  bool ahead = journal_ && !dupefilter_->stored_keys().empty();
+  bool ahead = journal_ && dupefilter_records_at_once_;
   bool journaled_ahead = ahead && parent_lease.empty();
   if (ahead) {
     if (journaled_ahead) {
@@ -261,7 +262,7 @@ void scheduler::do_close(asio::any_completion_handler<done_signature> handler) {
   // Without SCHEDULER_PERSIST a Redis dupefilter's keys go with the crawl, as in scrapy-redis; a
   // crawl that JOBDIR will resume has not ended, and its resume needs them.
   bool keep = settings_.get_bool("SCHEDULER_PERSIST");
-  if (!keep && saved && !dupefilter_->stored_keys().empty()) {
+  if (!keep && saved && dupefilter_records_at_once_) {
     logger_->info("Kept the dupefilter's Redis keys for the resume, SCHEDULER_PERSIST=false "
                   "notwithstanding");
     keep = true;

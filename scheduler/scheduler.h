@@ -169,6 +169,7 @@ class scheduler {
   std::unordered_set<std::uint64_t> journal_prefixes_;  // while torn_settles_: queue_new
   bool jobdir_failed_ = false;
   std::unique_ptr<dedup::rfp_dupefilter> dupefilter_;
+  bool dupefilter_records_at_once_;  // a Redis backend: the journal writes ahead of it
   std::shared_ptr<spdlog::logger> logger_;
   std::function<void()> ready_;
   std::function<void(const std::string&)> fatal_;
