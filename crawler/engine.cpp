@@ -374,8 +374,11 @@ void engine::on_downloaded(download_result result) {
   pump();
 }
 
+// A page holds its concurrency slot until its outcome is stored: with a Redis dupefilter the
+// check is a round trip, and a crawl that downloaded on meanwhile would keep more pages half done
+// (refetched after a crash, held in memory while Redis is away) than CONCURRENT_REQUESTS says.
 std::size_t engine::held_outside_downloader() const {
-  return (robots_ ? robots_->waiting() : 0) + parsing_ + refused_;
+  return (robots_ ? robots_->waiting() : 0) + parsing_ + refused_ + pending_enqueues_;
 }
 
 void engine::handle_response(response response) {
