@@ -3,9 +3,9 @@
 //   ./build/bench/parse_bench
 #include <benchmark/benchmark.h>
 
-#include "crawler/href_scanner.h"
-#include "crawler/link_extractor.h"
-#include "crawler/response.h"
+#include "crawler/parse/href_scanner.h"
+#include "crawler/parse/link_extractor.h"
+#include "crawler/parse/response.h"
 
 namespace {
 

@@ -5,9 +5,9 @@
 #include <sstream>
 
 #include "config/settings.h"
-#include "crawler/detail/regex.h"
-#include "crawler/detail/text.h"
-#include "crawler/sitemap.h"
+#include "crawler/parse/regex.h"
+#include "crawler/parse/ascii.h"
+#include "crawler/parse/sitemap.h"
 
 namespace crawler {
 namespace {
@@ -118,7 +118,7 @@ field read_field(const std::string& name, const json& spec, const std::string& w
     result.all = get_bool(spec, where, "all", false);
     if (auto re = get_string(spec, where, "re", false); !re.empty()) {
       try {
-        result.re = detail::compile_regex(re);
+        result.re = compile_regex(re);
       } catch (const std::invalid_argument& error) {
         fail(child(where, "re"), error.what());
       }
@@ -148,10 +148,10 @@ json extract(const field& spec, const response& response) {
   json values = json::array();
   for (const auto& selected : response.css(spec.css)) {
     auto text = selected.is_element() ? selected.text_content()
-                                      : std::string(detail::trim_ascii_space(selected.get()));
+                                      : std::string(trim_ascii_space(selected.get()));
     if (spec.re) {
       // The first group when there is one, else the whole match; every match with "all".
-      detail::for_each_match(*spec.re, text, [&](std::span<const std::string_view> groups) {
+      for_each_match(*spec.re, text, [&](std::span<const std::string_view> groups) {
         values.push_back(std::string(groups.size() > 1 ? groups[1] : groups[0]));
         return spec.all;
       });

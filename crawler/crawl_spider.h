@@ -24,7 +24,7 @@
 #include <string>
 #include <vector>
 
-#include "crawler/link_extractor.h"
+#include "crawler/parse/link_extractor.h"
 #include "crawler/spider.h"
 
 namespace crawler {

@@ -7,7 +7,7 @@
 #include <optional>
 #include <string>
 
-#include "crawler/response.h"
+#include "crawler/parse/response.h"
 #include "scheduler/request.h"
 
 namespace crawler {

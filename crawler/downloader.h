@@ -31,7 +31,7 @@
 #include "config/settings.h"
 #include "config/stats.h"
 #include "crawler/download_result.h"
-#include "crawler/response.h"
+#include "crawler/parse/response.h"
 #include "scheduler/request.h"
 
 namespace spdlog {

@@ -15,9 +15,10 @@
 // force_close() stops at once and puts every request in flight back in the queue. Both are safe to
 // call from any thread. CLOSESPIDER_TIMEOUT/ITEMCOUNT/PAGECOUNT/ERRORCOUNT close the spider with
 // Scrapy's reasons (closespider_timeout, ...). With ROBOTSTXT_OBEY, requests pass the robots.txt
-// gate (robots.h) before the downloader middlewares; requests it holds count as in flight. For a
-// spider that parses_html, HTML responses are parsed on a pool of worker threads (one per core)
-// before the spider middlewares and the callback run on the loop; they count as in flight too.
+// gate (robots_gate.h) before the downloader middlewares; requests it holds count as in flight.
+// For a spider that parses_html, HTML responses are parsed on a pool of worker threads (one per
+// core) before the spider middlewares and the callback run on the loop; they count as in flight
+// too, and so does a page until what it yielded is through the dupefilter.
 #pragma once
 
 #include <boost/asio/io_context.hpp>
@@ -36,7 +37,7 @@
 #include "crawler/feeds.h"
 #include "crawler/middleware.h"
 #include "crawler/pipeline.h"
-#include "crawler/robots.h"
+#include "crawler/robots_gate.h"
 #include "crawler/scheme_policy.h"
 #include "crawler/spider.h"
 #include "scheduler/scheduler.h"

@@ -5,8 +5,8 @@
 #include <set>
 
 #include "config/log.h"
-#include "crawler/detail/text.h"
-#include "crawler/link_extractor.h"
+#include "crawler/parse/ascii.h"
+#include "crawler/parse/link_extractor.h"
 #include "crawler/scheme_policy.h"
 
 namespace crawler {
@@ -313,7 +313,7 @@ class offsite_rules {
     read_domains();
     if (domains_.empty()) return true;
     auto url = boost::urls::parse_uri(request.url);
-    std::string host = url ? detail::ascii_lower(url->host()) : std::string();
+    std::string host = url ? ascii_lower(url->host()) : std::string();
     if (host_in_domains(host, domains_)) return true;
     if (seen_.insert(host).second) {
       logger_->debug("Filtered offsite request to '{}': {}", host, request.describe());
@@ -334,7 +334,7 @@ class offsite_rules {
             domain);
         continue;
       }
-      domains_.push_back(detail::ascii_lower(domain));
+      domains_.push_back(ascii_lower(domain));
     }
   }
 

@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-#include "crawler/detail/text.h"
+#include "crawler/parse/ascii.h"
 
 namespace crawler {
 namespace {
@@ -34,12 +34,12 @@ std::string url_scheme(std::string_view url) {
     ++end;
   }
   if (end == 0 || end == url.size() || url[end] != ':') return {};
-  return detail::ascii_lower(url.substr(0, end));
+  return ascii_lower(url.substr(0, end));
 }
 
 scheme_policy::scheme_policy(const settings& settings) {
   for (const auto& value : settings.get("DOWNLOAD_SCHEMES")) {
-    auto name = value.is_string() ? detail::ascii_lower(value.get<std::string>()) : std::string();
+    auto name = value.is_string() ? ascii_lower(value.get<std::string>()) : std::string();
     if (name.empty() || !curl_has_protocol(name)) {
       throw settings_error("DOWNLOAD_SCHEMES: " + value.dump() +
                            " is not a URL scheme the downloader can fetch");

@@ -28,8 +28,8 @@
 #include <string_view>
 #include <vector>
 
-#include "crawler/response.h"
-#include "crawler/selector.h"
+#include "crawler/parse/response.h"
+#include "crawler/parse/selector.h"
 #include "scheduler/request.h"
 
 namespace crawler {

@@ -2,7 +2,7 @@
 #include <cstdint>
 #include <string_view>
 
-#include "crawler/html.h"
+#include "crawler/parse/html.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   std::string_view body(reinterpret_cast<const char*>(data), size);

@@ -2,7 +2,7 @@
 #include <cstdint>
 #include <string>
 
-#include "crawler/selector.h"
+#include "crawler/parse/selector.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   try {

@@ -3,8 +3,8 @@
 #include <cstdint>
 #include <string_view>
 
-#include "crawler/html.h"
-#include "crawler/selector.h"
+#include "crawler/parse/html.h"
+#include "crawler/parse/selector.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   std::string_view input(reinterpret_cast<const char*>(data), size);

@@ -8,8 +8,8 @@
 #include <cstdlib>
 #include <string_view>
 
-#include "crawler/link_extractor.h"
-#include "crawler/response.h"
+#include "crawler/parse/link_extractor.h"
+#include "crawler/parse/response.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   crawler::response page;

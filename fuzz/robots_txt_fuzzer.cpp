@@ -3,7 +3,7 @@
 #include <cstdlib>
 #include <string_view>
 
-#include "crawler/robots_txt.h"
+#include "crawler/parse/robots_txt.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   crawler::robots_txt robots(std::string_view(reinterpret_cast<const char*>(data), size));

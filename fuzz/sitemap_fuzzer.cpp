@@ -2,8 +2,8 @@
 // size and nesting.
 #include <cstdint>
 
-#include "crawler/response.h"
-#include "crawler/sitemap.h"
+#include "crawler/parse/response.h"
+#include "crawler/parse/sitemap.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   crawler::response sitemap;

@@ -6,7 +6,7 @@
 // offsite middleware enforces.
 #include <boost/url/parse.hpp>
 
-#include "crawler/href_scanner.h"
+#include "crawler/parse/href_scanner.h"
 #include "crawler/spider.h"
 
 namespace {

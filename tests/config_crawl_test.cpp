@@ -7,7 +7,7 @@
 
 #include "child_process.h"
 #include "crawler/config_spider.h"
-#include "crawler/crawl.h"
+#include "crawler/run_crawl.h"
 #include "http_server.h"
 #include "redis_server.h"
 

@@ -1,5 +1,5 @@
 // The engine, downloader and middlewares against a real loopback HTTP server.
-#include "crawler/crawl.h"
+#include "crawler/run_crawl.h"
 
 #include <gtest/gtest.h>
 #include <hiredis/hiredis.h>
@@ -10,7 +10,7 @@
 #include <thread>
 
 #include "crawler/downloader.h"
-#include "crawler/href_scanner.h"
+#include "crawler/parse/href_scanner.h"
 #include "http_server.h"
 #include "redis_server.h"
 

@@ -4,9 +4,9 @@
 
 #include <functional>
 
-#include "crawler/html.h"
-#include "crawler/link_extractor.h"
-#include "crawler/response.h"
+#include "crawler/parse/html.h"
+#include "crawler/parse/link_extractor.h"
+#include "crawler/parse/response.h"
 
 namespace {
 

@@ -1,5 +1,5 @@
 // robots.txt parsing and matching, from the examples and rules of RFC 9309.
-#include "crawler/robots_txt.h"
+#include "crawler/parse/robots_txt.h"
 
 #include <gtest/gtest.h>
 

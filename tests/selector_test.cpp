@@ -1,10 +1,10 @@
 // CSS selectors and encodings over real-world shaped HTML, compared with what parsel returns.
-#include "crawler/selector.h"
+#include "crawler/parse/selector.h"
 
 #include <gtest/gtest.h>
 
-#include "crawler/link_extractor.h"
-#include "crawler/response.h"
+#include "crawler/parse/link_extractor.h"
+#include "crawler/parse/response.h"
 
 namespace {
 

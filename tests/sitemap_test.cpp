@@ -1,5 +1,5 @@
 // Sitemaps as sites publish them, and as a hostile site could: read as a stream.
-#include "crawler/sitemap.h"
+#include "crawler/parse/sitemap.h"
 
 #include <gtest/gtest.h>
 #include <sys/resource.h>

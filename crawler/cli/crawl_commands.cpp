@@ -11,7 +11,7 @@
 #include "config/redact.h"
 #include "crawler/cli/detail/commands.h"
 #include "crawler/config_spider.h"
-#include "crawler/crawl.h"
+#include "crawler/run_crawl.h"
 #include "crawler/feeds.h"
 
 namespace crawler::cli {

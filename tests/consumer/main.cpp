@@ -1,5 +1,5 @@
 // A user's program against the installed library: a fingerprint, then a spider run from main().
-#include <crawler/crawl.h>
+#include <crawler/run_crawl.h>
 #include <dedup/fingerprint.h>
 
 #include <iostream>

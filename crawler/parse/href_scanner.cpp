@@ -1,4 +1,4 @@
-#include "crawler/href_scanner.h"
+#include "crawler/parse/href_scanner.h"
 
 #include <cstring>
 

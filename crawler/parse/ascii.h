@@ -5,7 +5,7 @@
 #include <string>
 #include <string_view>
 
-namespace crawler::detail {
+namespace crawler {
 
 constexpr char ascii_lower(char c) {
   return c >= 'A' && c <= 'Z' ? char(c - 'A' + 'a') : c;
@@ -29,4 +29,4 @@ constexpr std::string_view trim_ascii_space(std::string_view text) {
   return text;
 }
 
-}  // namespace crawler::detail
+}  // namespace crawler

@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "crawler/response.h"
+#include "crawler/parse/response.h"
 
 namespace re2 {
 class RE2;

@@ -12,7 +12,7 @@
 #include <string_view>
 #include <vector>
 
-#include "crawler/response.h"
+#include "crawler/parse/response.h"
 
 namespace crawler {
 

@@ -1,55 +1,22 @@
-#include "crawler/crawl.h"
+#include "crawler/run_crawl.h"
 
 #include <sys/resource.h>
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
-#include <boost/asio/steady_timer.hpp>
 #include <fstream>
 #include <functional>
 
 #include "config/log.h"
 #include "config/redact.h"
 #include "config/stats.h"
+#include "crawler/detail/log_stats.h"
 #include "crawler/engine.h"
 
 namespace crawler {
 namespace {
 
 namespace asio = boost::asio;
-
-// Scrapy's LogStats extension: one progress line per interval, rates per minute.
-class log_stats {
- public:
-  log_stats(asio::io_context& io, stats& stats, double interval)
-      : timer_(io), stats_(stats), interval_(interval), logger_(get_logger("logstats")) {
-    if (interval_ <= 0) return;
-    log();
-  }
-
- private:
-  void log() {
-    auto pages = stats_.get_int("response_received_count");
-    auto items = stats_.get_int("item_scraped_count");
-    double per_minute = 60.0 / interval_;
-    logger_->info("Crawled {} pages (at {} pages/min), scraped {} items (at {} items/min)", pages,
-                  std::int64_t((pages - last_pages_) * per_minute), items,
-                  std::int64_t((items - last_items_) * per_minute));
-    last_pages_ = pages;
-    last_items_ = items;
-    timer_.expires_after(std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-        std::chrono::duration<double>(interval_)));
-    timer_.async_wait([this](boost::system::error_code error) {
-      if (!error) log();
-    });
-  }
-
-  asio::steady_timer timer_;
-  stats& stats_;
-  double interval_;
-  std::int64_t last_pages_ = 0, last_items_ = 0;
-  std::shared_ptr<spdlog::logger> logger_;
-};
 
 // The stats as Scrapy's pprint shows them: one "'key': value" per line, sorted.
 std::string dump_stats(const nlohmann::json& stats) {
@@ -128,7 +95,7 @@ crawl_result run_crawl(spider& spider, const settings& settings, crawl_options o
     signals.add(SIGTERM);
     wait_for_signal();
   }
-  log_stats progress{io, stats, settings.get_double("LOGSTATS_INTERVAL")};
+  detail::log_stats progress{io, stats, settings.get_double("LOGSTATS_INTERVAL")};
 
   crawl_result result;
   result.finish_reason = engine.run();

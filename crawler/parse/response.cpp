@@ -1,4 +1,4 @@
-#include "crawler/response.h"
+#include "crawler/parse/response.h"
 
 #include <boost/url/parse.hpp>
 #include <boost/url/url.hpp>

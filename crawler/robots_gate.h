@@ -33,7 +33,7 @@
 #include "config/settings.h"
 #include "config/stats.h"
 #include "crawler/downloader.h"
-#include "crawler/robots_txt.h"
+#include "crawler/parse/robots_txt.h"
 
 namespace spdlog {
 class logger;

@@ -1,4 +1,4 @@
-#include "crawler/detail/regex.h"
+#include "crawler/parse/regex.h"
 
 #include <re2/re2.h>
 
@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-namespace crawler::detail {
+namespace crawler {
 
 std::shared_ptr<const re2::RE2> compile_regex(std::string_view pattern) {
   re2::RE2::Options options;
@@ -54,4 +54,4 @@ void for_each_match(const re2::RE2& pattern, std::string_view text,
   }
 }
 
-}  // namespace crawler::detail
+}  // namespace crawler

@@ -19,8 +19,8 @@
 #include <string>
 #include <string_view>
 
-#include "crawler/html.h"
-#include "crawler/selector.h"
+#include "crawler/parse/html.h"
+#include "crawler/parse/selector.h"
 #include "scheduler/request.h"
 
 namespace crawler {

@@ -1,10 +1,10 @@
-#include "crawler/detail/css.h"
+#include "crawler/parse/detail/css.h"
 
 #include <algorithm>
 #include <cctype>
 
-#include "crawler/detail/text.h"
-#include "crawler/selector_error.h"
+#include "crawler/parse/ascii.h"
+#include "crawler/parse/selector_error.h"
 
 namespace crawler::detail {
 namespace {

@@ -1,4 +1,4 @@
-#include "crawler/html.h"
+#include "crawler/parse/html.h"
 
 #include <gumbo.h>
 #include <iconv.h>
@@ -10,14 +10,14 @@
 #include <cstring>
 #include <vector>
 
-#include "crawler/detail/text.h"
+#include "crawler/parse/ascii.h"
 
 namespace crawler {
 namespace {
 
 // The value of `charset=` in a Content-Type value or a <meta content>, trimmed of quotes.
 std::string charset_parameter(std::string_view value) {
-  auto text = detail::ascii_lower(value);
+  auto text = ascii_lower(value);
   auto at = text.find("charset");
   if (at == std::string::npos) return {};
   at = text.find('=', at);
@@ -115,7 +115,7 @@ std::size_t find_ascii_case_insensitive(std::string_view text, std::string_view 
   for (auto at = from; at + lower_needle.size() <= text.size(); ++at) {
     bool same = true;
     for (std::size_t i = 0; i < lower_needle.size() && same; ++i) {
-      same = detail::ascii_lower(text[at + i]) == lower_needle[i];
+      same = ascii_lower(text[at + i]) == lower_needle[i];
     }
     if (same) return at;
   }
@@ -132,7 +132,7 @@ std::string sniff_encoding(std::string_view body, std::string_view content_type)
     return canonical_encoding(charset);
   }
   // <meta charset="..."> or <meta http-equiv="Content-Type" content="...; charset=...">.
-  auto head = detail::ascii_lower(body.substr(0, 1024));
+  auto head = ascii_lower(body.substr(0, 1024));
   for (std::size_t at = head.find("<meta"); at != std::string::npos;
        at = head.find("<meta", at + 5)) {
     auto end = head.find('>', at);
@@ -146,7 +146,7 @@ std::string sniff_encoding(std::string_view body, std::string_view content_type)
 }
 
 std::string decode_to_utf8(std::string_view body, std::string_view encoding) {
-  auto name = canonical_encoding(detail::ascii_lower(encoding));
+  auto name = canonical_encoding(ascii_lower(encoding));
   if (is_utf8_name(name)) {
     if (body.starts_with("\xEF\xBB\xBF")) body.remove_prefix(3);
     return repair_utf8(body);
@@ -225,7 +225,7 @@ std::size_t estimate_nesting_depth(std::string_view markup) {
     bool closing = at < markup.size() && markup[at] == '/';
     if (closing) ++at;
     auto name_end = at;
-    while (name_end < markup.size() && !detail::is_ascii_space(markup[name_end]) &&
+    while (name_end < markup.size() && !is_ascii_space(markup[name_end]) &&
            markup[name_end] != '>' && markup[name_end] != '/') {
       ++name_end;
     }
@@ -237,7 +237,7 @@ std::size_t estimate_nesting_depth(std::string_view markup) {
     // longer one (a custom element) is only ever an ordinary element.
     char lowered[16];
     auto length = std::min(name_end - at, sizeof lowered);
-    for (std::size_t i = 0; i < length; ++i) lowered[i] = detail::ascii_lower(markup[at + i]);
+    for (std::size_t i = 0; i < length; ++i) lowered[i] = ascii_lower(markup[at + i]);
     std::string_view name(lowered, length);
     // The end of the tag: the first '>' outside a quoted attribute value.
     auto end = name_end;

@@ -1,10 +1,10 @@
-#include "crawler/robots_txt.h"
+#include "crawler/parse/robots_txt.h"
 
 #include <algorithm>
 #include <charconv>
 #include <cmath>
 
-#include "crawler/detail/text.h"
+#include "crawler/parse/ascii.h"
 #include "dedup/url_bytes.h"
 
 namespace crawler {
@@ -84,7 +84,7 @@ bool pattern_matches(std::string_view pattern, std::string_view path) {
 // The product token of a User-agent line: "Googlebot/2.1" names "googlebot".
 std::string product_token(std::string_view value) {
   auto end = value.find_first_of(" \t/");
-  return detail::ascii_lower(value.substr(0, end));
+  return ascii_lower(value.substr(0, end));
 }
 
 }  // namespace
@@ -105,8 +105,8 @@ robots_txt::robots_txt(std::string_view body) {
     }
     auto colon = line.find(':');
     if (colon == std::string_view::npos) continue;
-    auto key = detail::ascii_lower(detail::trim_ascii_space(line.substr(0, colon)));
-    auto value = detail::trim_ascii_space(line.substr(colon + 1));
+    auto key = ascii_lower(trim_ascii_space(line.substr(0, colon)));
+    auto value = trim_ascii_space(line.substr(colon + 1));
 
     if (key == "user-agent" || key == "useragent" || key == "user agent") {
       if (!reading_agents) groups_.emplace_back();
@@ -150,7 +150,7 @@ robots_txt robots_txt::disallow_all() {
 }
 
 std::vector<const robots_txt::group*> robots_txt::groups_for(std::string_view user_agent) const {
-  auto agent = detail::ascii_lower(user_agent);
+  auto agent = ascii_lower(user_agent);
   std::string best;
   for (const auto& group : groups_) {
     for (const auto& token : group.agents) {

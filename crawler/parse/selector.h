@@ -25,8 +25,8 @@
 #include <string_view>
 #include <vector>
 
-#include "crawler/html.h"
-#include "crawler/selector_error.h"
+#include "crawler/parse/html.h"
+#include "crawler/parse/selector_error.h"
 
 namespace crawler {
 

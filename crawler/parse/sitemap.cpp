@@ -1,4 +1,4 @@
-#include "crawler/sitemap.h"
+#include "crawler/parse/sitemap.h"
 
 #include <zlib.h>
 
@@ -6,8 +6,8 @@
 #include <cstdlib>
 
 #include "config/log.h"
-#include "crawler/detail/text.h"
-#include "crawler/robots_txt.h"
+#include "crawler/parse/ascii.h"
+#include "crawler/parse/robots_txt.h"
 
 namespace crawler {
 namespace {
@@ -92,7 +92,7 @@ class sitemap_scanner {
       return;
     }
     ++depth_;
-    if (depth_ <= 3) names_[depth_ - 1] = detail::ascii_lower(name);
+    if (depth_ <= 3) names_[depth_ - 1] = ascii_lower(name);
     in_loc_ = depth_ == 3 && names_[2] == "loc" &&
               ((names_[0] == "urlset" && names_[1] == "url") ||
                (names_[0] == "sitemapindex" && names_[1] == "sitemap"));
@@ -106,7 +106,7 @@ class sitemap_scanner {
     in_loc_ = false;
     auto url = decode_entities(loc_text_);
     loc_text_.clear();
-    auto trimmed = detail::trim_ascii_space(url);
+    auto trimmed = trim_ascii_space(url);
     if (trimmed.empty() || trimmed.size() > max_loc) return;
     (names_[0] == "urlset" ? out_.urls : out_.sitemaps).emplace_back(trimmed);
   }

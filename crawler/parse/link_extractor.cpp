@@ -1,4 +1,4 @@
-#include "crawler/link_extractor.h"
+#include "crawler/parse/link_extractor.h"
 
 #include <gumbo.h>
 
@@ -6,9 +6,9 @@
 #include <boost/url/parse.hpp>
 #include <unordered_set>
 
-#include "crawler/detail/css.h"
-#include "crawler/detail/regex.h"
-#include "crawler/detail/text.h"
+#include "crawler/parse/detail/css.h"
+#include "crawler/parse/regex.h"
+#include "crawler/parse/ascii.h"
 #include "dedup/canonical_url.h"
 
 namespace crawler {
@@ -16,7 +16,7 @@ namespace {
 
 std::vector<std::string> lower_all(const std::vector<std::string>& values) {
   std::vector<std::string> out;
-  for (const auto& value : values) out.push_back(detail::ascii_lower(value));
+  for (const auto& value : values) out.push_back(ascii_lower(value));
   return out;
 }
 
@@ -25,7 +25,7 @@ std::vector<std::shared_ptr<const re2::RE2>> compile(const std::vector<std::stri
   std::vector<std::shared_ptr<const re2::RE2>> compiled;
   for (std::size_t i = 0; i < patterns.size(); ++i) {
     try {
-      compiled.push_back(detail::compile_regex(patterns[i]));
+      compiled.push_back(compile_regex(patterns[i]));
     } catch (const std::invalid_argument& error) {
       throw std::invalid_argument(std::string(option) + "[" + std::to_string(i) + "]: " +
                                   error.what());
@@ -79,7 +79,7 @@ link_extractor::link_extractor(link_extractor_options options)
   options_.deny_domains = lower_all(options_.deny_domains);
   if (!options_.deny_extensions) options_.deny_extensions = ignored_extensions();
   for (auto& extension : *options_.deny_extensions) {
-    extension = detail::ascii_lower(extension);
+    extension = ascii_lower(extension);
     if (extension.starts_with('.')) extension.erase(0, 1);
   }
   for (std::size_t i = 0; i < options_.restrict_css.size(); ++i) {
@@ -94,16 +94,16 @@ link_extractor::link_extractor(link_extractor_options options)
 bool link_extractor::matches(std::string_view url) const {
   auto parsed = boost::urls::parse_uri(url);
   if (!parsed) return false;
-  auto scheme = detail::ascii_lower(parsed->scheme());
+  auto scheme = ascii_lower(parsed->scheme());
   if (scheme != "http" && scheme != "https" && scheme != "file" && scheme != "ftp") return false;
-  auto found = [url](const auto& pattern) { return detail::regex_search(*pattern, url); };
+  auto found = [url](const auto& pattern) { return regex_search(*pattern, url); };
   if (!allow_.empty() && std::none_of(allow_.begin(), allow_.end(), found)) return false;
   if (std::any_of(deny_.begin(), deny_.end(), found)) return false;
-  auto host = detail::ascii_lower(parsed->host());
+  auto host = ascii_lower(parsed->host());
   if (!options_.allow_domains.empty() && !host_in_domains(host, options_.allow_domains))
     return false;
   if (host_in_domains(host, options_.deny_domains)) return false;
-  auto path = detail::ascii_lower(parsed->encoded_path());
+  auto path = ascii_lower(parsed->encoded_path());
   for (const auto& extension : *options_.deny_extensions) {
     if (path.size() > extension.size() && path.ends_with(extension) &&
         path[path.size() - extension.size() - 1] == '.') {
@@ -147,7 +147,7 @@ std::vector<link> link_extractor::extract_links(const response& response) const 
         auto* attribute = gumbo_get_attribute(&node->v.element.attributes, attr.c_str());
         if (!attribute) continue;
         std::string_view value = attribute->value;
-        if (options_.strip) value = detail::trim_ascii_space(value);
+        if (options_.strip) value = trim_ascii_space(value);
         std::string url;
         try {
           url = response.urljoin(value);
@@ -165,7 +165,7 @@ std::vector<link> link_extractor::extract_links(const response& response) const 
         if (options_.unique && !seen.insert(url).second) continue;
         auto* rel = gumbo_get_attribute(&node->v.element.attributes, "rel");
         bool nofollow =
-            rel && detail::ascii_lower(rel->value).find("nofollow") != std::string::npos;
+            rel && ascii_lower(rel->value).find("nofollow") != std::string::npos;
         links.push_back(
             {std::move(url), selector(response.document(), node).text_content(), nofollow});
       }

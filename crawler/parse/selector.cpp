@@ -1,10 +1,10 @@
-#include "crawler/selector.h"
+#include "crawler/parse/selector.h"
 
 #include <gumbo.h>
 
 
-#include "crawler/detail/css.h"
-#include "crawler/detail/regex.h"
+#include "crawler/parse/detail/css.h"
+#include "crawler/parse/regex.h"
 
 namespace crawler {
 namespace {
@@ -216,7 +216,7 @@ std::string normalize_space(std::string_view text) {
 
 std::shared_ptr<const re2::RE2> compile(std::string_view pattern) {
   try {
-    return detail::compile_regex(pattern);
+    return compile_regex(pattern);
   } catch (const std::invalid_argument& error) {
     throw selector_error(error.what());
   }
@@ -289,7 +289,7 @@ std::vector<std::string> selector_list::re(std::string_view regex) const {
   for (const auto& item : *this) {
     auto text = item.get();
     // As parsel: the whole match without groups, else every group of every match, in order.
-    detail::for_each_match(*pattern, text, [&matches](std::span<const std::string_view> groups) {
+    for_each_match(*pattern, text, [&matches](std::span<const std::string_view> groups) {
       if (groups.size() == 1) {
         matches.emplace_back(groups[0]);
       } else {

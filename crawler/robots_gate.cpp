@@ -1,4 +1,4 @@
-#include "crawler/robots.h"
+#include "crawler/robots_gate.h"
 
 #include <boost/url/parse.hpp>
 

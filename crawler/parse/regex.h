@@ -3,9 +3,9 @@
 // it (std::regex recursed per character: one 100 KB href crashed the crawler). RE2 refuses what
 // it cannot run in linear time, lookaround and backreferences; the error says so.
 //
-//   auto pattern = crawler::detail::compile_regex(R"(page-(\d+))");  // std::invalid_argument
-//   crawler::detail::regex_search(*pattern, url);                      // Python's re.search
-//   crawler::detail::for_each_match(*pattern, text, [](std::span<const std::string_view> groups) {
+//   auto pattern = crawler::compile_regex(R"(page-(\d+))");  // std::invalid_argument
+//   crawler::regex_search(*pattern, url);                      // Python's re.search
+//   crawler::for_each_match(*pattern, text, [](std::span<const std::string_view> groups) {
 //     // groups[0]: the whole match; groups[1..]: its groups (empty when a group did not take part)
 //     return true;  // false stops
 //   });
@@ -20,7 +20,7 @@ namespace re2 {
 class RE2;
 }
 
-namespace crawler::detail {
+namespace crawler {
 
 /// Compiles `pattern` (Perl/Python syntax as RE2 takes it, UTF-8). Throws std::invalid_argument:
 /// `invalid regex "<pattern>": <RE2's reason>`, with a hint when lookaround or a backreference
@@ -37,4 +37,4 @@ int regex_groups(const re2::RE2& pattern);
 void for_each_match(const re2::RE2& pattern, std::string_view text,
                     const std::function<bool(std::span<const std::string_view> groups)>& on_match);
 
-}  // namespace crawler::detail
+}  // namespace crawler
