@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <hiredis/hiredis.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -303,6 +304,65 @@ TEST(crawl, download_delay_spaces_requests_to_one_host) {
   auto result = crawl(spider, {"DOWNLOAD_DELAY=0.2", "RANDOMIZE_DOWNLOAD_DELAY=false"});
   EXPECT_EQ(spider.responses.size(), 4u);
   EXPECT_GE(result.stats["elapsed_time_seconds"].get<double>(), 0.6);
+}
+
+// RANDOMIZE_DOWNLOAD_DELAY (on by default, as in Scrapy): each wait is the delay times a random
+// factor between 0.5 and 1.5, so gaps vary; off, every gap is the delay.
+TEST(crawl, randomize_download_delay_spreads_gaps_between_half_and_one_and_a_half_delays) {
+  http_server server;
+  std::vector<crawler::request> start;
+  for (int i = 0; i < 9; ++i) start.push_back(get(server.url("/s?wd=" + std::to_string(i))));
+  recording_spider spider(start);
+  crawl(spider, {"DOWNLOAD_DELAY=0.1"});
+  auto gaps = server.gaps_between_requests();
+  ASSERT_EQ(gaps.size(), 8u);
+  auto [least, most] = std::minmax_element(gaps.begin(), gaps.end());
+  EXPECT_GE(*least, 0.05 - 0.005);
+  EXPECT_LE(*most, 0.15 + 0.05);  // 0.05: scheduling slack on a loaded machine
+  // Eight uniform draws all within 5 ms of one another: odds of one in 10^8.
+  EXPECT_GT(*most - *least, 0.005) << "gaps do not vary: the delay is not randomised";
+}
+
+// CONCURRENT_REQUESTS_PER_DOMAIN caps the requests one host answers at once, whatever
+// CONCURRENT_REQUESTS allows.
+TEST(crawl, concurrent_requests_per_domain_caps_what_one_host_answers_at_once) {
+  http_server server;
+  std::vector<crawler::request> start;
+  for (int i = 0; i < 12; ++i) {
+    start.push_back(get(server.url("/slow?ms=100&i=" + std::to_string(i))));
+  }
+  for (std::size_t per_domain : {2u, 6u}) {
+    recording_spider spider(start);
+    crawl(spider, {"CONCURRENT_REQUESTS=16",
+                   "CONCURRENT_REQUESTS_PER_DOMAIN=" + std::to_string(per_domain)});
+    EXPECT_EQ(spider.responses.size(), 12u);
+    EXPECT_EQ(server.most_in_flight(), per_domain)  // the most so far: 2, then 6
+        << "CONCURRENT_REQUESTS_PER_DOMAIN=" << per_domain;
+  }
+}
+
+// DEPTH_PRIORITY=1 lowers a request's priority by its depth: the crawl goes breadth-first, every
+// page of one depth before the next; -1 goes depth-first.
+TEST(crawl, depth_priority_one_crawls_breadth_first_and_minus_one_depth_first) {
+  http_server server({.site_pages = 1000});
+  auto depths_crawled = [&](const std::string& priority) {
+    recording_spider spider({get(server.url("/site/0"))});
+    spider.follow_links = true;
+    crawl(spider, {"DEPTH_PRIORITY=" + priority, "CONCURRENT_REQUESTS=1",
+                   "CLOSESPIDER_PAGECOUNT=40"});
+    std::vector<int> depths;
+    for (const auto& response : spider.responses) {
+      depths.push_back(response.meta().value("depth", 0));
+    }
+    return depths;
+  };
+  auto breadth_first = depths_crawled("1");
+  EXPECT_TRUE(std::is_sorted(breadth_first.begin(), breadth_first.end()))
+      << testing::PrintToString(breadth_first);
+  auto depth_first = depths_crawled("-1");
+  EXPECT_GT(*std::max_element(depth_first.begin(), depth_first.end()),
+            *std::max_element(breadth_first.begin(), breadth_first.end()) + 5)
+      << testing::PrintToString(depth_first);
 }
 
 TEST(crawl, autothrottle_starts_at_its_start_delay_and_shortens_it_for_a_fast_server) {

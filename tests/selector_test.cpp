@@ -101,6 +101,25 @@ TEST(selector, structural_pseudo_classes) {
   EXPECT_EQ(response.css("ol li:nth-last-child(1) article::attr(data-id)").get(), "3");
 }
 
+// The rest of README's pseudo-classes; each expected value is what parsel 1.7 (lxml, cssselect)
+// returns for the same page and query.
+TEST(selector, only_child_of_type_and_empty_pseudo_classes_answer_as_parsel_does) {
+  auto response = page(
+      R"(<div id="a"><p>one</p></div><div id="b"><p>x</p><span>s</span><p></p><p>last</p></div>)"
+      R"(<ul><li id="l1"></li><li id="l2">full</li><li id="l3"> </li>)"
+      R"(<li id="l4"><!-- c --></li></ul>)");
+  using texts = std::vector<std::string>;
+  EXPECT_EQ(response.css("p:only-child::text").getall(), texts{"one"});
+  EXPECT_EQ(response.css("div:only-child").size(), 0u);
+  EXPECT_EQ(response.css("#b p:first-of-type::text").getall(), texts{"x"});
+  EXPECT_EQ(response.css("#b p:last-of-type::text").getall(), texts{"last"});
+  EXPECT_EQ(response.css("#b p:nth-last-of-type(3)::text").getall(), texts{"x"});
+  EXPECT_EQ(response.css("div:first-of-type::attr(id)").getall(), texts{"a"});
+  EXPECT_EQ(response.css("div:last-of-type::attr(id)").getall(), texts{"b"});
+  // A comment leaves an element empty; a space does not.
+  EXPECT_EQ(response.css("li:empty::attr(id)").getall(), (texts{"l1", "l4"}));
+}
+
 TEST(selector, groups_come_back_in_document_order) {
   auto response = page(catalogue);
   EXPECT_EQ(response.css("li.next a::text, title::text").getall(),
