@@ -338,6 +338,35 @@ TEST(fleet, pushed_start_urls_are_crawled_once_and_bad_ones_are_set_aside) {
   EXPECT_EQ(nlohmann::json::parse(unrunnable[0])["reason"], "spider site has no callback \"nope\"");
 }
 
+// Every Redis key a fleet uses that has a setting comes from its template, %(spider)s and %(name)s
+// both standing for the spider's name; nothing is written under the default names. The shared
+// stats and the worker lines have no setting (DESIGN's <spider>:stats, <spider>:workers).
+TEST(fleet, every_key_follows_its_template_setting) {
+  http_server site({.site_pages = 20});
+  redis_server redis;
+  temp_dir dir;
+  std::vector<std::string> keys{"-s", "SCHEDULER_QUEUE_KEY=jobs:%(spider)s:queue",
+                                "-s", "DUPEFILTER_KEY=jobs:%(name)s:seen",
+                                "-s", "REDIS_ITEMS_KEY=out:%(spider)s",
+                                "-s", "REDIS_START_URLS_KEY=in:%(name)s",
+                                "-s", "REDIS_PIPELINE=true",
+                                "-s", "SCHEDULER_PERSIST=true"};
+  std::vector<std::string> push{crawler_binary(), "push", "site", "-s", "REDIS_URL=" + redis.url(),
+                                "-s", "REDIS_START_URLS_KEY=in:%(name)s", site.url("/site/0")};
+  child_process pushed(push);
+  ASSERT_EQ(pushed.wait(), 0) << pushed.stderr_text();
+  EXPECT_EQ(pushed.stdout_text(), "Pushed 1 start URLs to in:site\n");
+  auto fleet = worker(site, redis, dir.path() / "items.jsonl", "redis_set", keys);
+  ASSERT_EQ(fleet->wait(), 0) << fleet->stderr_text();
+  EXPECT_EQ(redis_list(redis.port(), "out:site").size(), 20u);
+  EXPECT_EQ(redis_list(redis.port(), "jobs:site:seen", "SMEMBERS").size(), 20u);
+  for (const auto& key : redis_list(redis.port(), "*", "KEYS")) {
+    EXPECT_TRUE(key.starts_with("jobs:site:") || key == "out:site" || key.starts_with("in:site") ||
+                key == "site:stats" || key == "site:workers")
+        << key;
+  }
+}
+
 // REDIS_START_URLS_BATCH_SIZE start URLs move into the queue at a time (CONCURRENT_REQUESTS when
 // 0, as scrapy-redis), so a worker does not drain a long list it cannot crawl soon.
 TEST(fleet, start_urls_move_into_the_queue_a_batch_at_a_time) {
