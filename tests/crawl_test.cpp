@@ -341,28 +341,41 @@ TEST(crawl, concurrent_requests_per_domain_caps_what_one_host_answers_at_once) {
   }
 }
 
+// The depth of each page a one-at-a-time crawl of the generated site visits, in order.
+std::vector<int> depths_crawled(const http_server& server, std::vector<std::string> settings) {
+  recording_spider spider({get(server.url("/site/0"))});
+  spider.follow_links = true;
+  settings.insert(settings.end(), {"CONCURRENT_REQUESTS=1", "CLOSESPIDER_PAGECOUNT=40"});
+  crawl(spider, settings);
+  std::vector<int> depths;
+  for (const auto& response : spider.responses) depths.push_back(response.meta().value("depth", 0));
+  return depths;
+}
+
+int deepest(const std::vector<int>& depths) {
+  return *std::max_element(depths.begin(), depths.end());
+}
+
 // DEPTH_PRIORITY=1 lowers a request's priority by its depth: the crawl goes breadth-first, every
 // page of one depth before the next; -1 goes depth-first.
 TEST(crawl, depth_priority_one_crawls_breadth_first_and_minus_one_depth_first) {
   http_server server({.site_pages = 1000});
-  auto depths_crawled = [&](const std::string& priority) {
-    recording_spider spider({get(server.url("/site/0"))});
-    spider.follow_links = true;
-    crawl(spider, {"DEPTH_PRIORITY=" + priority, "CONCURRENT_REQUESTS=1",
-                   "CLOSESPIDER_PAGECOUNT=40"});
-    std::vector<int> depths;
-    for (const auto& response : spider.responses) {
-      depths.push_back(response.meta().value("depth", 0));
-    }
-    return depths;
-  };
-  auto breadth_first = depths_crawled("1");
+  auto breadth_first = depths_crawled(server, {"DEPTH_PRIORITY=1"});
   EXPECT_TRUE(std::is_sorted(breadth_first.begin(), breadth_first.end()))
       << testing::PrintToString(breadth_first);
-  auto depth_first = depths_crawled("-1");
-  EXPECT_GT(*std::max_element(depth_first.begin(), depth_first.end()),
-            *std::max_element(breadth_first.begin(), breadth_first.end()) + 5)
+  auto depth_first = depths_crawled(server, {"DEPTH_PRIORITY=-1"});
+  EXPECT_GT(deepest(depth_first), deepest(breadth_first) + 5)
       << testing::PrintToString(depth_first);
+}
+
+// Within one priority, SCHEDULER_MEMORY_QUEUE orders requests: lifo (Scrapy's default) takes the
+// newest first and goes deep, fifo the oldest first and goes breadth-first.
+TEST(crawl, scheduler_memory_queue_lifo_goes_deep_and_fifo_breadth_first) {
+  http_server server({.site_pages = 1000});
+  auto fifo = depths_crawled(server, {"SCHEDULER_MEMORY_QUEUE=fifo"});
+  EXPECT_TRUE(std::is_sorted(fifo.begin(), fifo.end())) << testing::PrintToString(fifo);
+  auto lifo = depths_crawled(server, {});
+  EXPECT_GT(deepest(lifo), deepest(fifo) + 5) << testing::PrintToString(lifo);
 }
 
 TEST(crawl, autothrottle_starts_at_its_start_delay_and_shortens_it_for_a_fast_server) {
