@@ -4,6 +4,7 @@
 #include <hiredis/hiredis.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -591,11 +592,38 @@ TEST(crawler_command, version_prints_the_version) {
   EXPECT_EQ(version.stdout_text(), "crawler " CRAWLER_VERSION "\n");
 }
 
+// As `scrapy fetch`: the body after redirects, and a newline.
 TEST(crawler_command, fetch_prints_the_body) {
   http_server server;
   child_process fetch({crawler_binary(), "fetch", server.url("/redirect/2"), "--nolog"});
   EXPECT_EQ(fetch.wait(), 0) << fetch.stderr_text();
-  EXPECT_EQ(fetch.stdout_text(), "arrived");
+  EXPECT_EQ(fetch.stdout_text(), "arrived\n");
+}
+
+// --headers prints the request's headers ("> "), a ">" line, then the response's ("< "), a line
+// each as Scrapy does; --no-redirect shows the redirect itself.
+TEST(crawler_command, fetch_headers_and_no_redirect_show_the_exchange_as_scrapy_fetch_does) {
+  http_server server;
+  child_process fetch({crawler_binary(), "fetch", "--headers", "--no-redirect",
+                       server.url("/redirect/2"), "--nolog", "-s", "USER_AGENT=probe/1"});
+  EXPECT_EQ(fetch.wait(), 0) << fetch.stderr_text();
+  auto text = fetch.stdout_text();
+  EXPECT_NE(text.find("> User-Agent: probe/1\n"), std::string::npos) << text;
+  auto divider = text.find("\n>\n");
+  ASSERT_NE(divider, std::string::npos) << text;
+  EXPECT_NE(text.find("\n< Location: /redirect/1\n", divider), std::string::npos) << text;
+  EXPECT_EQ(text.find('\r'), std::string::npos) << "lines end in \\n, as Scrapy's";
+  EXPECT_EQ(server.hits("/redirect/1"), 0u);
+}
+
+TEST(crawler_command, version_verbose_names_the_libraries_it_was_built_with) {
+  child_process version({crawler_binary(), "version", "-v"});
+  EXPECT_EQ(version.wait(), 0);
+  auto text = version.stdout_text();
+  EXPECT_TRUE(text.starts_with("crawler " CRAWLER_VERSION "\n")) << text;
+  for (const char* library : {"\nlibcurl   : libcurl/", "\nBoost     : 1.", "\nhiredis   : "}) {
+    EXPECT_NE(text.find(library), std::string::npos) << library << " in " << text;
+  }
 }
 
 TEST(crawler_command, the_quotes_example_crawls_the_shipped_pages_offline) {
@@ -664,6 +692,44 @@ TEST(crawler_command, dedup_takes_settings_before_the_files_as_readme_shows) {
   child_process dedup({crawler_binary(), "dedup", "-s", "DUPEFILTER_CLASS=bloom", urls.string()});
   ASSERT_EQ(dedup.wait(), 0) << dedup.stderr_text();
   EXPECT_EQ(dedup.stdout_text(), "http://a.example/1\nhttp://a.example/2\n");
+}
+
+// --seed-scenario feeds the seed articles' 110 URLs first (10 duplicates), then the files; --spider
+// names the Redis keys; "-" reads standard input.
+TEST(crawler_command, dedup_seed_scenario_spider_and_stdin_flags) {
+  redis_server redis;
+  temp_dir dir;
+  auto urls = dir.path() / "urls.txt";
+  std::ofstream(urls) << "http://127.0.0.1:8080/s?wd=5\nhttp://b.example/new\n";
+  child_process dedup({crawler_binary(), "dedup", "-s", "DUPEFILTER_CLASS=redis_set", "-s",
+                       "REDIS_URL=" + redis.url(), "--spider", "shop", "--seed-scenario", "-"},
+                      urls);
+  ASSERT_EQ(dedup.wait(), 0) << dedup.stderr_text();
+  auto printed = dedup.stdout_text();
+  EXPECT_EQ(std::count(printed.begin(), printed.end(), '\n'), 101) << printed;  // 100 + 1 new
+  EXPECT_TRUE(printed.ends_with("\nhttp://b.example/new\n")) << printed;
+  auto* context = redisConnect("127.0.0.1", redis.port());
+  auto* members = static_cast<redisReply*>(redisCommand(context, "SCARD shop:dupefilter"));
+  EXPECT_EQ(members->integer, 101);
+  freeReplyObject(members);
+  redisFree(context);
+}
+
+// --method and --body enter the fingerprint as Scrapy's do (expected values from Scrapy 2.8's
+// scrapy.utils.request.fingerprint); "-" reads the URLs from standard input.
+TEST(crawler_command, fingerprint_method_body_and_stdin_flags) {
+  temp_dir dir;
+  auto urls = dir.path() / "urls.txt";
+  std::ofstream(urls) << "http://a.example/x?b=2&a=1\n";
+  child_process post({crawler_binary(), "fingerprint", "--method", "POST", "--body", "k=v", "-"},
+                     urls);
+  ASSERT_EQ(post.wait(), 0) << post.stderr_text();
+  EXPECT_EQ(post.stdout_text(),
+            "ee68b583e3d9408675ffdb034902c502f904a8f6\thttp://a.example/x?a=1&b=2\n");
+  child_process get({crawler_binary(), "fingerprint", "-"}, urls);
+  ASSERT_EQ(get.wait(), 0) << get.stderr_text();
+  EXPECT_EQ(get.stdout_text(),
+            "7352f045b0032bbf35b876e36396029285936737\thttp://a.example/x?a=1&b=2\n");
 }
 
 TEST(crawler_command, a_start_url_that_is_not_a_url_is_one_line_before_anything_is_fetched) {

@@ -112,7 +112,7 @@ TEST_P(dupefilter_contract, a_duplicate_inside_one_batch_is_new_once_then_seen) 
 }
 
 TEST_P(dupefilter_contract, the_seed_scenario_filters_ten_of_a_hundred_and_ten) {
-  // 001_40562daa3d1c459d.txt section 6: ?wd=0..9, then ?wd=0..99.
+  // The seed articles' scenario: ?wd=0..9, then ?wd=0..99.
   auto filter = open();
   int duplicates = 0;
   for (int round : {10, 100}) {

@@ -122,16 +122,17 @@ class fetch_spider : public spider {
 
   void parse(const response& response, output&) override {
     fetched = true;
+    // As Scrapy prints them: a line each, "\n"-ended; the body is followed by a "\n" too.
     if (headers_) {
       for (const auto& [name, value] : response.request.headers) {
-        std::cout << "> " << name << ": " << value << "\r\n";
+        std::cout << "> " << name << ": " << value << '\n';
       }
-      std::cout << ">\r\n";
+      std::cout << ">\n";
       for (const auto& [name, value] : response.headers) {
-        std::cout << "< " << name << ": " << value << "\r\n";
+        std::cout << "< " << name << ": " << value << '\n';
       }
     } else {
-      std::cout << response.body;
+      std::cout << response.body << '\n';
     }
     std::cout.flush();
   }

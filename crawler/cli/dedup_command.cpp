@@ -98,7 +98,7 @@ int run(const dedup_options& options) {
   url_deduplicator deduplicator(*filter, scheme);
   bool all_ok = true;
   if (options.seed_scenario) {
-    // 001_40562daa3d1c459d.txt section 6: ?wd=0..9, then ?wd=0..99: 110 requests, 10 duplicates.
+    // The seed articles' scenario: ?wd=0..9, then ?wd=0..99: 110 requests, 10 of them duplicates.
     for (int round : {10, 100}) {
       for (int i = 0; i < round; ++i)
         deduplicator.add("http://127.0.0.1:8080/s?wd=" + std::to_string(i), "seed");
