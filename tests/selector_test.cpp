@@ -120,6 +120,26 @@ TEST(selector, only_child_of_type_and_empty_pseudo_classes_answer_as_parsel_does
   EXPECT_EQ(response.css("li:empty::attr(id)").getall(), (texts{"l1", "l4"}));
 }
 
+// Text comes back in document order, and "X *::text" / "X ::text" is parsel's idiom for all the
+// text of a block: X's own text nodes and those of everything under it. Expected values are
+// parsel 1.7's for the same page and query.
+TEST(selector, text_is_in_document_order_and_star_text_is_all_the_text_of_a_block_as_in_parsel) {
+  using texts = std::vector<std::string>;
+  auto block = page(R"(<div id="d">a<p>b<b>x</b>y</p>c<span>z</span></div><p>out</p>)");
+  EXPECT_EQ(block.css("div *::text").getall(), (texts{"a", "b", "x", "y", "c", "z"}));
+  EXPECT_EQ(block.css("div ::text").getall(), (texts{"a", "b", "x", "y", "c", "z"}));
+  EXPECT_EQ(block.css("#d > *::text").getall(), (texts{"b", "y", "z"}));
+  EXPECT_EQ(block.css("div p *::text").getall(), (texts{"b", "x", "y"}));
+  EXPECT_EQ(block.css("*::text").getall(), (texts{"a", "b", "x", "y", "c", "z", "out"}));
+  auto nested = page(R"(<div id="o">a<div id="i">b</div>c<p id="p">d</p></div>)");
+  EXPECT_EQ(nested.css("div::text").getall(), (texts{"a", "b", "c"}));
+  EXPECT_EQ(nested.css("p::text, div::text").getall(), (texts{"a", "b", "c", "d"}));
+  EXPECT_EQ(nested.css("div *::attr(id)").getall(), (texts{"o", "i", "p"}));
+  EXPECT_EQ(nested.css("div ::attr(id)").getall(), (texts{"o", "i", "p"}));
+  // On a selection, the same: the text of each selected block.
+  EXPECT_EQ(block.css("p").css("*::text").getall(), (texts{"b", "x", "y", "out"}));
+}
+
 TEST(selector, groups_come_back_in_document_order) {
   auto response = page(catalogue);
   EXPECT_EQ(response.css("li.next a::text, title::text").getall(),

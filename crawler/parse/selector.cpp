@@ -26,33 +26,6 @@ const GumboVector* children_of(const GumboNode* node) {
   return nullptr;
 }
 
-void emit(const std::vector<complex_selector>& group, const GumboNode* element,
-          const std::shared_ptr<const html_document>& document, selector_list& out) {
-  for (const auto& selector : group) {
-    if (!detail::matches(selector, element)) continue;
-    switch (selector.pseudo) {
-      case detail::pseudo_element::none:
-        out.emplace_back(document, element);
-        break;
-      case detail::pseudo_element::text: {
-        const auto& children = element->v.element.children;
-        for (unsigned i = 0; i < children.length; ++i) {
-          auto* child = static_cast<const GumboNode*>(children.data[i]);
-          if (is_text(child)) out.emplace_back(std::string(child->v.text.text));
-        }
-        break;
-      }
-      case detail::pseudo_element::attr:
-        if (auto* attribute =
-                gumbo_get_attribute(&element->v.element.attributes, selector.attr_name.c_str())) {
-          out.emplace_back(std::string(attribute->value));
-        }
-        break;
-    }
-    return;  // an element is selected once, by the first alternative that matches
-  }
-}
-
 // Calls visit(node) for `root` and every node under it, in document order. An explicit stack,
 // not recursion: a hostile page can nest elements as deep as it likes.
 template <typename Visit>
@@ -70,12 +43,101 @@ void for_each_node(const GumboNode* root, Visit&& visit) {
   }
 }
 
+// Selects what `group` picks under `root` (descendant-or-self), in document order, as parsel's
+// XPath would: an element or an attribute once, by the first alternative that takes it; a text
+// node once, when its parent's own text is selected ("X::text") or when it lies anywhere under an
+// element a descendant-or-self alternative matched ("X *::text", "X ::text": parsel's idiom for
+// all the text of a block). The walk keeps an explicit stack, not recursion: a hostile page can
+// nest elements as deep as it likes (see for_each_node).
+class selection_walk {
+ public:
+  selection_walk(const std::vector<complex_selector>& group,
+                 const std::shared_ptr<const html_document>& document, selector_list& out)
+      : group_(group), document_(document), out_(out), open_anchors_(group.size(), 0) {}
+
+  void run(const GumboNode* root) {
+    std::vector<std::pair<const GumboNode*, bool>> stack{{root, false}};  // (node, leaving)
+    while (!stack.empty()) {
+      auto [node, leaving] = stack.back();
+      stack.pop_back();
+      if (leaving) {
+        leave();
+        continue;
+      }
+      if (is_text(node)) {
+        if (text_anchors_ > 0 || (!own_text_.empty() && own_text_.back())) {
+          out_.emplace_back(std::string(node->v.text.text));
+        }
+        continue;
+      }
+      if (is_element(node)) enter(node);
+      if (const auto* children = children_of(node)) {
+        if (is_element(node)) stack.emplace_back(node, true);
+        for (unsigned i = children->length; i-- > 0;) {
+          stack.emplace_back(static_cast<const GumboNode*>(children->data[i]), false);
+        }
+      } else if (is_element(node)) {
+        leave();
+      }
+    }
+  }
+
+ private:
+  void enter(const GumboNode* element) {
+    anchored_.emplace_back();
+    for (std::size_t i = 0; i < group_.size(); ++i) {
+      if (!group_[i].descendant_or_self || !detail::matches(group_[i], element)) continue;
+      ++open_anchors_[i];
+      if (group_[i].pseudo == detail::pseudo_element::text) ++text_anchors_;
+      anchored_.back().push_back(i);
+    }
+    bool own_text = false;
+    for (std::size_t i = 0; i < group_.size(); ++i) {
+      const auto& selector = group_[i];
+      bool taken = selector.descendant_or_self ? open_anchors_[i] > 0
+                                               : detail::matches(selector, element);
+      if (!taken) continue;
+      switch (selector.pseudo) {
+        case detail::pseudo_element::none:
+          out_.emplace_back(document_, element);
+          break;
+        case detail::pseudo_element::text:
+          own_text = !selector.descendant_or_self;  // else the anchor count emits its text
+          break;
+        case detail::pseudo_element::attr:
+          if (auto* attribute = gumbo_get_attribute(&element->v.element.attributes,
+                                                    selector.attr_name.c_str())) {
+            out_.emplace_back(std::string(attribute->value));
+          }
+          break;
+      }
+      break;
+    }
+    own_text_.push_back(own_text);
+  }
+
+  void leave() {
+    for (auto i : anchored_.back()) {
+      --open_anchors_[i];
+      if (group_[i].pseudo == detail::pseudo_element::text) --text_anchors_;
+    }
+    anchored_.pop_back();
+    own_text_.pop_back();
+  }
+
+  const std::vector<complex_selector>& group_;
+  const std::shared_ptr<const html_document>& document_;
+  selector_list& out_;
+  std::vector<int> open_anchors_;                  // per alternative: open elements it matched
+  int text_anchors_ = 0;                           // of those, with ::text
+  std::vector<std::vector<std::size_t>> anchored_;  // per open element: alternatives it anchors
+  std::vector<char> own_text_;                     // per open element: its own text is selected
+};
+
 // Descendant-or-self, in document order.
 void walk(const std::vector<complex_selector>& group, const GumboNode* root,
           const std::shared_ptr<const html_document>& document, selector_list& out) {
-  for_each_node(root, [&](const GumboNode* node) {
-    if (is_element(node)) emit(group, node, document, out);
-  });
+  selection_walk(group, document, out).run(root);
 }
 
 bool is_void(GumboTag tag) {

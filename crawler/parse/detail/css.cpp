@@ -93,6 +93,8 @@ class parser {
       skip_space();
       if (at_end() || peek() == ',') break;
       if (peek() == ':' && peek(1) == ':') {
+        // "X ::text" is "X *::text": a descendant combinator, then any element.
+        if (before != pos_) selector.descendant_or_self = true;
         pseudo(selector);
         break;
       }
@@ -107,7 +109,21 @@ class parser {
       selector.parts.push_back(compound_selector());
     }
     if (peek() == ':' && peek(1) == ':') pseudo(selector);
+    // "X *::text": parsel takes the text (or attribute) of X and everything under it, not of
+    // X's descendants only; the bare "*" step goes and the matcher ends at X.
+    if (selector.pseudo != pseudo_element::none && selector.parts.size() > 1 &&
+        selector.combinators.back() == ' ' && is_any_element(selector.parts.back())) {
+      selector.parts.pop_back();
+      selector.combinators.pop_back();
+      selector.descendant_or_self = true;
+    }
     return selector;
+  }
+
+  static bool is_any_element(const compound& part) {
+    return part.tag == GUMBO_TAG_LAST && part.unknown_tag.empty() && part.ids.empty() &&
+           part.classes.empty() && part.attributes.empty() && part.positions.empty() &&
+           part.negations.empty() && !part.empty;
   }
 
   void pseudo(complex_selector& selector) {

@@ -43,6 +43,9 @@ struct complex_selector {
   std::vector<char> combinators;  // between parts[i] and parts[i + 1]: ' ', '>', '+', '~'
   pseudo_element pseudo = pseudo_element::none;
   std::string attr_name;  // for ::attr(name)
+  // "X *::text", "X ::text", "X *::attr(n)": the pseudo-element applies to the elements X
+  // matches and everything under them (parsel reads them so); parts then end at X.
+  bool descendant_or_self = false;
 };
 
 /// A comma-separated group. Throws selector_error naming the selector and position.
