@@ -274,6 +274,17 @@ TEST(response, urljoin_honours_base_href) {
   EXPECT_EQ(page("").urljoin("hTtP://other/Path"), "http://other/Path");
 }
 
+// An empty reference is the page itself, fragment and all: Python's urljoin (and so Scrapy's
+// response.urljoin and LinkExtractor, 2.8) keeps the base's fragment where RFC 3986 drops it.
+TEST(response, an_empty_link_is_the_page_itself_with_its_fragment_as_in_scrapy) {
+  auto response = page("", "text/html", "http://a.example/p?q=1#frag");
+  EXPECT_EQ(response.urljoin(""), "http://a.example/p?q=1#frag");
+  EXPECT_EQ(response.urljoin("#top"), "http://a.example/p?q=1#top");
+  EXPECT_EQ(response.urljoin("?r=2"), "http://a.example/p?r=2");
+  EXPECT_EQ(response.urljoin("x.html"), "http://a.example/x.html");
+  EXPECT_EQ(response.urljoin("//b.example/"), "http://b.example/");
+}
+
 TEST(link_extractor, extracts_absolute_unique_links_in_document_order) {
   auto response = page(catalogue);
   crawler::link_extractor extractor;
@@ -282,6 +293,28 @@ TEST(link_extractor, extracts_absolute_unique_links_in_document_order) {
   EXPECT_EQ(links[0].url, "http://example.com/dir/a-light/index.html");
   EXPECT_EQ(links[0].text, "A Light...");
   EXPECT_EQ(links[3].url, "http://example.com/dir/page-2.html");
+}
+
+// `unique` compares canonical URLs with their fragments, as Scrapy 2.8's LinkExtractor: the
+// expected lists are its answers for this page (unique=True, then unique=False).
+TEST(link_extractor, unique_compares_canonical_urls_with_fragments_as_scrapy_does) {
+  auto response = page(
+      R"(<a href="a.html">1</a><a href="a.html#x">2</a><a href="#top">3</a><a href="#again">4</a>)"
+      R"(<a href="b?y=1&x=2">5</a><a href="b?x=2&y=1">6</a>)",
+      "text/html", "http://a.example/p");
+  auto urls = [&](bool unique) {
+    std::vector<std::string> found;
+    for (const auto& link : crawler::link_extractor({.unique = unique}).extract_links(response)) {
+      found.push_back(link.url);
+    }
+    return found;
+  };
+  std::vector<std::string> all{"http://a.example/a.html",   "http://a.example/a.html#x",
+                               "http://a.example/p#top",    "http://a.example/p#again",
+                               "http://a.example/b?y=1&x=2", "http://a.example/b?x=2&y=1"};
+  EXPECT_EQ(urls(false), all);
+  all.pop_back();
+  EXPECT_EQ(urls(true), all);
 }
 
 TEST(link_extractor, allow_deny_restrict_and_extensions) {

@@ -38,6 +38,20 @@ bool is_element(const GumboNode* node) {
   return node->type == GUMBO_NODE_ELEMENT || node->type == GUMBO_NODE_TEMPLATE;
 }
 
+// What `unique` compares, as Scrapy 2.8: the canonical URL with its fragment kept, so
+// "b?y=1&x=2" and "b?x=2&y=1" are one link and "a.html" and "a.html#x" two.
+std::string unique_key(const std::string& url, bool canonical_already) {
+  if (canonical_already) return url;
+  try {
+    auto hash = url.find('#');
+    auto key = dedup::canonicalize_url(url);
+    if (hash != std::string::npos) key.append(url, hash);
+    return key;
+  } catch (const dedup::url_error&) {
+    return url;
+  }
+}
+
 }  // namespace
 
 bool host_in_domains(std::string_view host, const std::vector<std::string>& domains) {
@@ -162,7 +176,7 @@ std::vector<link> link_extractor::extract_links(const response& response) const 
             continue;
           }
         }
-        if (options_.unique && !seen.insert(url).second) continue;
+        if (options_.unique && !seen.insert(unique_key(url, options_.canonicalize)).second) continue;
         auto* rel = gumbo_get_attribute(&node->v.element.attributes, "rel");
         bool nofollow =
             rel && ascii_lower(rel->value).find("nofollow") != std::string::npos;

@@ -66,6 +66,9 @@ std::string response::urljoin(std::string_view link) const {
   }
   // "HTTP://x/" is http: lower-cased as Python's urljoin does (found by link_extractor_fuzzer).
   resolved.normalize_scheme();
+  // The base's fragment stays only for an empty link (the page itself, as Python's urljoin
+  // answers); "?r=2" or "x.html" name another resource, which RFC 3986 gives no fragment.
+  if (!link.empty() && !reference->has_fragment()) resolved.remove_fragment();
   return std::string(resolved.buffer());
 }
 
