@@ -7,6 +7,7 @@
 #include "config/log.h"
 #include "crawler/parse/ascii.h"
 #include "crawler/parse/link_extractor.h"
+#include "crawler/parse/meta_refresh.h"
 #include "crawler/scheme_policy.h"
 
 namespace crawler {
@@ -198,32 +199,21 @@ class retry_middleware : public downloader_middleware {
 };
 
 // Scrapy's RedirectMiddleware: the target goes back through the scheduler and the dupefilter.
-class redirect_middleware : public downloader_middleware {
- public:
-  redirect_middleware(const settings& settings, stats& stats)
+// What Scrapy's redirect middlewares share (BaseRedirectMiddleware): the scheme check, the
+// REDIRECT_MAX_TIMES budget, the redirect_* meta and the priority adjustment.
+class redirecting_middleware : public downloader_middleware {
+ protected:
+  redirecting_middleware(const settings& settings, stats& stats)
       : schemes_(settings),
         stats_(stats),
         max_times_(settings.get_int("REDIRECT_MAX_TIMES")),
         priority_adjust_(int(settings.get_int("REDIRECT_PRIORITY_ADJUST"))),
         logger_(get_logger("redirect")) {}
 
-  std::optional<request> process_response(const request& request,
-                                          const response& response) override {
-    int status = response.status;
-    bool redirect_status =
-        status == 301 || status == 302 || status == 303 || status == 307 || status == 308;
-    if (!redirect_status || meta_flag(request, "dont_redirect") ||
-        meta_lists_status(request, status)) {
-      return std::nullopt;
-    }
-    auto location = response.header("Location");
-    if (location.empty()) return std::nullopt;
-    std::string target;
-    try {
-      target = response.urljoin(location);
-    } catch (const link_error& error) {
-      throw ignore_request(std::string("bad redirect location: ") + error.what());
-    }
+  /// `request` sent on to `target` for `reason` (a status, or "meta refresh"); with `as_get`,
+  /// as a GET without the body. Throws ignore_request when it may not go there.
+  request redirect(const request& request, const std::string& target, const nlohmann::json& reason,
+                   bool as_get) {
     if (!schemes_.may_follow(request.url, target)) {
       // As Scrapy 2.11.2 (GHSA-23j4-mw76-5v7h): a site cannot redirect the crawler to file://,
       // gopher:// and the like.
@@ -245,9 +235,9 @@ class redirect_middleware : public downloader_middleware {
     urls.push_back(request.url);
     auto& reasons = redirected.meta["redirect_reasons"];
     if (!reasons.is_array()) reasons = nlohmann::json::array();
-    reasons.push_back(status);
+    reasons.push_back(reason);
     redirected.priority += priority_adjust_;
-    if ((status == 302 || status == 303) && request.method != "HEAD") {
+    if (as_get) {
       redirected.method = "GET";
       redirected.body.clear();
       std::erase_if(redirected.headers, [](const auto& field) {
@@ -255,8 +245,9 @@ class redirect_middleware : public downloader_middleware {
                !find_header({field}, "Content-Length").empty();
       });
     }
-    logger_->debug("Redirecting ({}) to {} from {}", status, redirected.describe(),
-                   request.describe());
+    logger_->debug("Redirecting ({}) to {} from {}",
+                   reason.is_string() ? reason.get<std::string>() : reason.dump(),
+                   redirected.describe(), request.describe());
     return redirected;
   }
 
@@ -266,6 +257,70 @@ class redirect_middleware : public downloader_middleware {
   std::int64_t max_times_;
   int priority_adjust_;
   std::shared_ptr<spdlog::logger> logger_;
+};
+
+// Scrapy's RedirectMiddleware: 301, 302, 303, 307 and 308 are followed through the scheduler.
+class redirect_middleware : public redirecting_middleware {
+ public:
+  redirect_middleware(const settings& settings, stats& stats)
+      : redirecting_middleware(settings, stats) {}
+
+  std::optional<request> process_response(const request& request,
+                                          const response& response) override {
+    int status = response.status;
+    bool redirect_status =
+        status == 301 || status == 302 || status == 303 || status == 307 || status == 308;
+    if (!redirect_status || meta_flag(request, "dont_redirect") ||
+        meta_lists_status(request, status)) {
+      return std::nullopt;
+    }
+    auto location = response.header("Location");
+    if (location.empty()) return std::nullopt;
+    std::string target;
+    try {
+      target = response.urljoin(location);
+    } catch (const link_error& error) {
+      throw ignore_request(std::string("bad redirect location: ") + error.what());
+    }
+    return redirect(request, target, status,
+                    (status == 302 || status == 303) && request.method != "HEAD");
+  }
+};
+
+// Scrapy's MetaRefreshMiddleware (METAREFRESH_ENABLED): an HTML page whose
+// <meta http-equiv="refresh"> asks for another URL within METAREFRESH_MAXDELAY seconds is
+// followed as a redirect (a GET), reason "meta refresh".
+class meta_refresh_middleware : public redirecting_middleware {
+ public:
+  meta_refresh_middleware(const settings& settings, stats& stats)
+      : redirecting_middleware(settings, stats),
+        max_delay_(settings.get_double("METAREFRESH_MAXDELAY")),
+        ignore_tags_(settings.get_list("METAREFRESH_IGNORE_TAGS")) {}
+
+  std::optional<request> process_response(const request& request,
+                                          const response& response) override {
+    if (meta_flag(request, "dont_redirect") || request.method == "HEAD" || !is_html(response)) {
+      return std::nullopt;
+    }
+    auto refresh = find_meta_refresh(response.body, response.url, ignore_tags_);
+    if (!refresh || !(refresh->delay < max_delay_)) return std::nullopt;
+    return redirect(request, refresh->url, "meta refresh", true);
+  }
+
+ private:
+  // Scrapy's HtmlResponse: what the Content-Type (or, without one, the URL's extension) says.
+  static bool is_html(const response& response) {
+    auto type = ascii_lower(response.header("Content-Type"));
+    if (!type.empty()) {
+      return type.find("text/html") != std::string::npos ||
+             type.find("application/xhtml+xml") != std::string::npos;
+    }
+    auto path = std::string_view(response.url).substr(0, response.url.find_first_of("?#"));
+    return path.ends_with(".html") || path.ends_with(".htm");
+  }
+
+  double max_delay_;
+  std::vector<std::string> ignore_tags_;
 };
 
 // Scrapy's HttpErrorMiddleware: only 2xx reach callbacks unless the spider asks for more.
@@ -497,6 +552,10 @@ std::vector<std::unique_ptr<downloader_middleware>> default_downloader_middlewar
   chain.push_back(std::make_unique<user_agent_middleware>(settings));
   if (settings.get_bool("RETRY_ENABLED")) {
     chain.push_back(std::make_unique<retry_middleware>(settings, stats));
+  }
+  // Responses come back through the chain in reverse: 3xx redirects are handled first.
+  if (settings.get_bool("METAREFRESH_ENABLED")) {
+    chain.push_back(std::make_unique<meta_refresh_middleware>(settings, stats));
   }
   if (settings.get_bool("REDIRECT_ENABLED")) {
     chain.push_back(std::make_unique<redirect_middleware>(settings, stats));

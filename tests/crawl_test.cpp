@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 #include <thread>
 
@@ -111,6 +112,37 @@ TEST(crawl, a_redirect_chain_is_followed_through_the_scheduler) {
   EXPECT_EQ(spider.responses[0].meta()["redirect_times"], 3);
   EXPECT_EQ(stat(result, "downloader/response_status_count/302"), 3);
   EXPECT_EQ(stat(result, "scheduler/enqueued"), 4);  // the start request and three targets
+}
+
+// METAREFRESH_ENABLED (on, as in Scrapy): a page whose <meta http-equiv="refresh"> points
+// elsewhere within METAREFRESH_MAXDELAY seconds is followed as a redirect, "meta refresh" among
+// its redirect_reasons; a longer delay is not, nor a refresh to a scheme the page may not reach.
+TEST(crawl, a_meta_refresh_is_followed_as_a_redirect_within_metarefresh_maxdelay) {
+  http_server server({.pages = {
+      {"/soon", R"(<html><head><meta http-equiv="refresh" content="2; url=/s?wd=soon"></head>)"},
+      {"/late", R"(<meta http-equiv="refresh" content="200; url=/s?wd=late">)"},
+      {"/local", R"(<meta http-equiv="refresh" content="0; url=file:///etc/passwd">)"}}});
+  std::vector<crawler::request> start{get(server.url("/soon")), get(server.url("/late")),
+                                      get(server.url("/local"))};
+  recording_spider spider(start);
+  auto result = crawl(spider, {"CONCURRENT_REQUESTS=1", "SCHEDULER_MEMORY_QUEUE=fifo"});
+  std::map<std::string, nlohmann::json> reached;
+  for (const auto& response : spider.responses) reached[response.url] = response.meta();
+  ASSERT_EQ(reached.size(), 2u) << testing::PrintToString(spider.responses.size());
+  auto soon = reached.at(server.url("/s?wd=soon"));
+  EXPECT_EQ(soon["redirect_reasons"], nlohmann::json::array({"meta refresh"}));
+  EXPECT_EQ(soon["redirect_urls"], nlohmann::json::array({server.url("/soon")}));
+  EXPECT_TRUE(reached.contains(server.url("/late")));  // 200 s: past METAREFRESH_MAXDELAY
+  EXPECT_EQ(server.hits("/s?wd=late"), 0u);
+  ASSERT_EQ(spider.failures.size(), 1u);  // file:// from an http page: refused, as a 302 would be
+  EXPECT_EQ(spider.failures[0].request.url, server.url("/local"));
+  EXPECT_EQ(stat(result, "scheme/filtered"), 1);
+
+  recording_spider unrefreshed({get(server.url("/soon"))});
+  crawl(unrefreshed, {"METAREFRESH_ENABLED=false"});
+  ASSERT_EQ(unrefreshed.responses.size(), 1u);
+  EXPECT_EQ(unrefreshed.responses[0].url, server.url("/soon"));
+  EXPECT_EQ(server.hits("/s?wd=soon"), 1u);
 }
 
 TEST(crawl, a_redirect_loop_ends_at_the_dupefilter) {

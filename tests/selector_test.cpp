@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "crawler/parse/link_extractor.h"
+#include "crawler/parse/meta_refresh.h"
 #include "crawler/parse/response.h"
 
 namespace {
@@ -263,6 +264,30 @@ TEST(encoding, invalid_utf8_becomes_replacement_characters) {
   EXPECT_EQ(response.css("p::text").get(),
             "a\xef\xbf\xbd\xef\xbf\xbd"
             "b\xef\xbf\xbd");
+}
+
+// Each expected answer is w3lib 2.1's get_meta_refresh over the same text (the first 4096 bytes,
+// as Scrapy passes them).
+TEST(meta_refresh, is_found_as_w3lib_finds_it) {
+  using crawler::find_meta_refresh;
+  auto found = [](std::string_view html, std::vector<std::string> ignore = {}) {
+    auto refresh = find_meta_refresh(html, "http://a.example/p", ignore);
+    return refresh ? std::to_string(refresh->delay) + " " + refresh->url : std::string("none");
+  };
+  EXPECT_EQ(found(R"(<meta http-equiv="refresh" content="5; url=/next">)"),
+            "5.000000 http://a.example/next");
+  EXPECT_EQ(found("<META content='0;URL=http://b.example/x?a=1&amp;b=2' HTTP-EQUIV='Refresh'>"),
+            "0.000000 http://b.example/x?a=1&b=2");
+  EXPECT_EQ(found(R"(<meta http-equiv="refresh" content="1.5; url='quoted.html'">)"),
+            "1.500000 http://a.example/quoted.html");
+  EXPECT_EQ(found(R"(<!-- <meta http-equiv="refresh" content="0;url=/c"> -->)"), "none");
+  EXPECT_EQ(found(R"(<meta http-equiv="refresh" content="3">)"), "none");  // a reload
+  EXPECT_EQ(found(std::string(4100, 'x') + R"(<meta http-equiv="refresh" content="0;url=/far">)"),
+            "none");
+  std::string noscript =
+      R"(<noscript><meta http-equiv="refresh" content="0;url=/js-off"></noscript>)";
+  EXPECT_EQ(found(noscript), "0.000000 http://a.example/js-off");
+  EXPECT_EQ(found(noscript, {"noscript"}), "none");
 }
 
 TEST(response, urljoin_honours_base_href) {

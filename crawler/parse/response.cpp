@@ -37,17 +37,17 @@ nlohmann::json response::json() const {
   return parsed;
 }
 
-std::string response::urljoin(std::string_view link) const {
+std::string urljoin(std::string_view base_text, std::string_view link) {
   auto is_space = [](char c) {
     return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f';
   };
   while (!link.empty() && is_space(link.front())) link.remove_prefix(1);
   while (!link.empty() && is_space(link.back())) link.remove_suffix(1);
-  auto base_text = base_url();
   auto base = boost::urls::parse_uri(base_text);
-  if (!base)
-    throw link_error("cannot resolve \"" + std::string(link) + "\": base URL " + base_text +
-                     " is not absolute");
+  if (!base) {
+    throw link_error("cannot resolve \"" + std::string(link) + "\": base URL " +
+                     std::string(base_text) + " is not absolute");
+  }
   auto reference = boost::urls::parse_uri_reference(link);
   std::string encoded;
   if (!reference) {
@@ -55,14 +55,14 @@ std::string response::urljoin(std::string_view link) const {
     reference = boost::urls::parse_uri_reference(encoded);
   }
   if (!reference) {
-    throw link_error("\"" + std::string(link) + "\" on " + url +
+    throw link_error("\"" + std::string(link) + "\" on " + std::string(base_text) +
                      " is not a URL: " + reference.error().message());
   }
   boost::urls::url resolved;
   auto result = boost::urls::resolve(*base, *reference, resolved);
   if (!result) {
-    throw link_error("cannot resolve \"" + std::string(link) + "\" against " + url + ": " +
-                     result.error().message());
+    throw link_error("cannot resolve \"" + std::string(link) + "\" against " +
+                     std::string(base_text) + ": " + result.error().message());
   }
   // "HTTP://x/" is http: lower-cased as Python's urljoin does (found by link_extractor_fuzzer).
   resolved.normalize_scheme();
@@ -70,6 +70,10 @@ std::string response::urljoin(std::string_view link) const {
   // answers); "?r=2" or "x.html" name another resource, which RFC 3986 gives no fragment.
   if (!link.empty() && !reference->has_fragment()) resolved.remove_fragment();
   return std::string(resolved.buffer());
+}
+
+std::string response::urljoin(std::string_view link) const {
+  return crawler::urljoin(base_url(), link);
 }
 
 const std::shared_ptr<const html_document>& response::document() const {

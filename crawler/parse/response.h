@@ -31,6 +31,11 @@ class link_error : public std::invalid_argument {
   using std::invalid_argument::invalid_argument;
 };
 
+/// `link` resolved against the absolute URL `base` (RFC 3986), surrounding whitespace ignored,
+/// unsafe bytes percent-encoded, as Python's urljoin over w3lib's safe_url_string. Throws
+/// link_error when `link` is not a URL reference or `base` not absolute.
+std::string urljoin(std::string_view base, std::string_view link);
+
 struct response {
   /// The URL that answered (the request's URL; redirects arrive as new requests).
   std::string url;
