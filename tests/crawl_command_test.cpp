@@ -129,7 +129,8 @@ struct interrupted_site {
   }
 
   void wait_for_hits(std::size_t count) {
-    while (server.total_hits() < count) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    crawler::fixtures::wait_until([&] { return server.total_hits() >= count; },
+                                  std::to_string(count) + " requests to the site");
   }
 
   /// The URLs of the items in the feed, each once (read_item_urls fails on a line that is not whole).
@@ -246,9 +247,8 @@ TEST(crawler_command, requests_waiting_for_robots_txt_survive_a_forced_stop) {
       {.site_pages = 30, .robots_txt = "User-agent: *\nAllow: /\n", .robots_delay_ms = 1000});
   {
     child_process first(site.argv(1, {"ROBOTSTXT_OBEY=true"}));
-    while (site.server.hits("/robots.txt") == 0) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    }
+    crawler::fixtures::wait_until([&] { return site.server.hits("/robots.txt") > 0; },
+                                  "the request for /robots.txt");
     first.signal(SIGINT);
     // Apart, or the two signals arrive as one; well within robots.txt's second.
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
