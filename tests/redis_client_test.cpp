@@ -2,7 +2,9 @@
 
 #include <boost/asio/use_future.hpp>
 
+#include "config/settings.h"
 #include "event_loop.h"
+#include "redis/endpoint.h"
 #include "redis/client.h"
 #include "redis_server.h"
 
@@ -45,6 +47,31 @@ TEST(redis_url, rejects_malformed_urls_naming_the_url_and_the_part) {
     EXPECT_NE(std::string(error.what()).find("bad port '99999'"), std::string::npos);
   }
   EXPECT_THROW(redis::parse_redis_url("redis://localhost/x"), redis::redis_error);
+}
+
+// Without REDIS_URL, REDIS_HOST and REDIS_PORT say where, and REDIS_PARAMS how, as scrapy-redis
+// reads them: its password is sent with AUTH and its db selected.
+TEST(redis_url, redis_host_port_and_params_are_used_when_redis_url_is_unset) {
+  fixtures::redis_server server({.password = "pw-in-params"});
+  crawler::settings settings;
+  settings.set("REDIS_HOST", "127.0.0.1");
+  settings.set("REDIS_PORT", server.port());
+  settings.set_from_string(
+      R"(REDIS_PARAMS={"password": "pw-in-params", "db": 3, "socket_timeout": 2.5})");
+  auto where = redis::endpoint_from(settings);
+  EXPECT_EQ(where.address(), "redis://127.0.0.1:" + std::to_string(server.port()) + "/3");
+  EXPECT_EQ(where.command_timeout, std::chrono::milliseconds(2500));
+  fixtures::event_loop loop;
+  auto client = redis::client::create(loop.executor(), where);
+  auto replies = client->async_pipeline({{"SET", "k", "v"}}, use_future).get();
+  ASSERT_EQ(replies.size(), 1u);
+  EXPECT_FALSE(replies[0].is_error()) << replies[0].str;
+  // It landed in db 3, reached with the password.
+  auto in_db3 = redis::client::create(
+      loop.executor(), redis::parse_redis_url("redis://:pw-in-params@127.0.0.1:" +
+                                              std::to_string(server.port()) + "/3"));
+  auto got = in_db3->async_pipeline({{"GET", "k"}}, use_future).get();
+  EXPECT_EQ(got[0].str, "v");
 }
 
 TEST(redis_client, pipelines_commands_and_returns_replies_in_order) {
