@@ -1,7 +1,5 @@
 #include "crawler/run_crawl.h"
 
-#include <sys/resource.h>
-
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <fstream>
@@ -11,6 +9,7 @@
 #include "config/redact.h"
 #include "config/stats.h"
 #include "crawler/detail/log_stats.h"
+#include "crawler/detail/memory_usage.h"
 #include "crawler/engine.h"
 
 namespace crawler {
@@ -96,14 +95,14 @@ crawl_result run_crawl(spider& spider, const settings& settings, crawl_options o
     wait_for_signal();
   }
   detail::log_stats progress{io, stats, settings.get_double("LOGSTATS_INTERVAL")};
+  detail::memory_usage memory{io, settings, stats,
+                              [&engine](std::string reason) { engine.close(std::move(reason)); }};
 
   crawl_result result;
   result.finish_reason = engine.run();
   signals.clear();
 
-  rusage usage{};
-  getrusage(RUSAGE_SELF, &usage);
-  stats.max_value("memusage/max", std::int64_t(usage.ru_maxrss) * 1024);
+  stats.max_value("memusage/max", detail::peak_resident_bytes());
   result.stats = stats.to_json();
   logger->info("Dumping crawler stats:\n{}", dump_stats(result.stats));
   logger->info("Spider closed ({})", result.finish_reason);

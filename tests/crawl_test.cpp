@@ -319,6 +319,32 @@ TEST(crawl, closespider_pagecount_closes_with_scrapys_reason) {
   EXPECT_LE(spider.responses.size(), 22u);  // the two in flight finish
 }
 
+// MEMUSAGE_* as Scrapy's MemoryUsage extension: peak memory in memusage/startup and /max; past
+// MEMUSAGE_LIMIT_MB the spider closes with memusage_exceeded (any crawler is past 1 MiB, and the
+// first check is at start), past MEMUSAGE_WARNING_MB one warning and the crawl goes on.
+TEST(crawl, memusage_limit_closes_with_memusage_exceeded_and_warning_mb_only_warns) {
+  http_server server({.site_pages = 1000, .page_delay_ms = 20});
+  recording_spider limited({get(server.url("/site/0"))});
+  limited.follow_links = true;
+  auto closed = crawl(limited, {"MEMUSAGE_LIMIT_MB=1"});
+  EXPECT_EQ(closed.finish_reason, "memusage_exceeded");
+  EXPECT_EQ(stat(closed, "memusage/limit_reached"), 1);
+  EXPECT_GT(stat(closed, "memusage/startup"), 1 << 20);
+  EXPECT_LT(limited.responses.size(), 100u);
+
+  recording_spider warned({get(server.url("/s?wd=a")), get(server.url("/s?wd=b"))});
+  auto finished = crawl(warned, {"MEMUSAGE_WARNING_MB=1"});
+  EXPECT_EQ(finished.finish_reason, "finished");
+  EXPECT_EQ(stat(finished, "memusage/warning_reached"), 1);
+  EXPECT_EQ(stat(finished, "log_count/WARNING"), 1);
+  EXPECT_EQ(warned.responses.size(), 2u);
+
+  recording_spider untracked({get(server.url("/s?wd=c"))});
+  auto off = crawl(untracked, {"MEMUSAGE_ENABLED=false", "MEMUSAGE_LIMIT_MB=1"});
+  EXPECT_EQ(off.finish_reason, "finished");
+  EXPECT_FALSE(off.stats.contains("memusage/startup"));
+}
+
 TEST(crawl, closespider_timeout_closes_a_crawl_that_would_run_on) {
   http_server server({.site_pages = 1000, .page_delay_ms = 50});
   recording_spider spider({get(server.url("/site/0"))});
