@@ -3,7 +3,9 @@
 #include <spdlog/pattern_formatter.h>
 #include <spdlog/sinks/base_sink.h>
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <mutex>
 
 #include "config/redact.h"
@@ -31,28 +33,84 @@ class scrapy_level_flag : public spdlog::custom_flag_formatter {
   }
 };
 
-// Standard error, with every credential redacted (redact.h) after the line is formatted, so
-// neither a message nor its arguments can leak one.
-class redacting_stderr_sink : public spdlog::sinks::base_sink<std::mutex> {
+// Standard error or LOG_FILE, with every credential redacted (redact.h) after the line is
+// formatted, so neither a message nor its arguments can leak one.
+class redacting_sink : public spdlog::sinks::base_sink<std::mutex> {
+ public:
+  ~redacting_sink() override {
+    if (file_) std::fclose(file_);
+  }
+  /// Where lines go from now on: `file` (taken over), or standard error when null.
+  void write_to(std::FILE* file) {
+    std::lock_guard lock(mutex_);
+    if (file_) std::fclose(file_);
+    file_ = file;
+  }
+
  protected:
   void sink_it_(const spdlog::details::log_msg& msg) override {
     spdlog::memory_buf_t formatted;
     formatter_->format(msg, formatted);
     auto line = redact(std::string_view(formatted.data(), formatted.size()));
-    std::fwrite(line.data(), 1, line.size(), stderr);
+    std::fwrite(line.data(), 1, line.size(), file_ ? file_ : stderr);
   }
-  void flush_() override { std::fflush(stderr); }
+  void flush_() override { std::fflush(file_ ? file_ : stderr); }
+
+ private:
+  std::FILE* file_ = nullptr;
 };
 
-spdlog::sink_ptr shared_sink() {
-  static spdlog::sink_ptr sink = [] {
-    auto s = std::make_shared<redacting_stderr_sink>();
-    auto formatter = std::make_unique<spdlog::pattern_formatter>();
-    formatter->add_flag<scrapy_level_flag>('*').set_pattern("%Y-%m-%d %H:%M:%S [%n] %*: %v");
-    s->set_formatter(std::move(formatter));
-    return s;
+std::unique_ptr<spdlog::formatter> formatter_for(const std::string& pattern) {
+  auto formatter = std::make_unique<spdlog::pattern_formatter>();
+  formatter->add_flag<scrapy_level_flag>('*').set_pattern(pattern);
+  return formatter;
+}
+
+std::shared_ptr<redacting_sink> shared_sink() {
+  static auto sink = [] {
+    auto made = std::make_shared<redacting_sink>();
+    made->set_formatter(formatter_for("%Y-%m-%d %H:%M:%S [%n] %*: %v"));  // before any settings
+    return made;
   }();
   return sink;
+}
+
+// LOG_FORMAT's Python logging fields and LOG_DATEFORMAT's strftime directives as an spdlog
+// pattern. Throws settings_error naming a field it does not know.
+std::string log_pattern(const settings& settings) {
+  const std::string format = settings.get_string("LOG_FORMAT");
+  const std::string date = settings.get_string("LOG_DATEFORMAT");  // spdlog takes %Y, %H, ...
+  std::string name = settings.get_bool("LOG_SHORT_NAMES") ? "crawler" : "%n";
+  std::string pattern;
+  for (std::size_t i = 0; i < format.size(); ++i) {
+    if (format.compare(i, 2, "%%") == 0) {
+      pattern += "%%";
+      ++i;
+    } else if (format.compare(i, 2, "%(") == 0) {
+      auto close = format.find(')', i);
+      if (close == std::string::npos || close + 1 >= format.size()) {
+        throw settings_error("LOG_FORMAT: unterminated field at " + std::to_string(i) + ": " +
+                             format);
+      }
+      auto field = format.substr(i + 2, close - i - 2);
+      if (field == "asctime") pattern += date;
+      else if (field == "name") pattern += name;
+      else if (field == "levelname") pattern += "%*";
+      else if (field == "message") pattern += "%v";
+      else if (field == "process") pattern += "%P";
+      else if (field == "thread") pattern += "%t";
+      else {
+        throw settings_error("LOG_FORMAT: unsupported field %(" + field +
+                             ") (asctime, name, levelname, message, process, thread)");
+      }
+      i = close + 1;  // past the conversion letter: s, d
+    } else if (format[i] == '%') {
+      pattern += "%%";
+    } else {
+      pattern += format[i];
+    }
+  }
+  return pattern;
 }
 
 // Scrapy's log_count/<LEVEL> stats: every message that passed the level, counted by level.
@@ -103,6 +161,15 @@ void configure_logging(const settings& settings) {
   else
     throw settings_error("LOG_LEVEL: unknown level '" + name +
                          "' (DEBUG, INFO, WARNING, ERROR, CRITICAL)");
+  if (!settings.get_bool("LOG_ENABLED")) level = spdlog::level::off;
+  auto formatter = formatter_for(log_pattern(settings));
+  std::FILE* file = nullptr;
+  if (auto path = settings.get_string("LOG_FILE"); !path.empty()) {
+    file = std::fopen(path.c_str(), settings.get_bool("LOG_FILE_APPEND") ? "a" : "w");
+    if (!file) throw settings_error("LOG_FILE: cannot open " + path + ": " + std::strerror(errno));
+  }
+  shared_sink()->set_formatter(std::move(formatter));
+  shared_sink()->write_to(file);
   std::lock_guard lock(registry_mutex);
   current_level = level;
   spdlog::apply_all([level](const std::shared_ptr<spdlog::logger>& l) { l->set_level(level); });

@@ -4,7 +4,10 @@
 //   log->debug("Filtered duplicate request: <GET {}>", url);
 //
 // Every logger shares one sink and the level set by configure_logging() from LOG_LEVEL
-// (DEBUG, INFO, WARNING, ERROR, CRITICAL; Scrapy's default DEBUG).
+// (DEBUG, INFO, WARNING, ERROR, CRITICAL; Scrapy's default DEBUG) and LOG_ENABLED. The sink writes
+// to LOG_FILE when set (appending unless LOG_FILE_APPEND is false), lines shaped by LOG_FORMAT
+// (Python logging's %(asctime)s, %(name)s, %(levelname)s, %(message)s, %(process)d, %(thread)d),
+// LOG_DATEFORMAT and LOG_SHORT_NAMES, as Scrapy's.
 #pragma once
 
 #include <spdlog/spdlog.h>
@@ -19,8 +22,8 @@ namespace crawler {
 class settings;
 class stats;
 
-/// Applies LOG_LEVEL to every logger, present and future. Throws settings_error on an unknown
-/// level.
+/// Applies the LOG_* settings to every logger, present and future. Throws settings_error naming
+/// the setting: an unknown level, a LOG_FORMAT field it cannot print, a LOG_FILE it cannot open.
 void configure_logging(const settings& settings);
 
 /// Counts every message logged from now on as `log_count/<LEVEL>` in `stats` (Scrapy's stats);

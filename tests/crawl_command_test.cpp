@@ -9,6 +9,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <random>
+#include <regex>
 #include <set>
 #include <thread>
 
@@ -683,6 +684,49 @@ TEST(crawler_command, no_output_of_a_crawl_holds_its_passwords) {
   for (const auto& output : outputs) {
     EXPECT_EQ(output.find(password), std::string::npos) << output;
   }
+}
+
+// LOG_FILE takes the log off standard error, appending (LOG_FILE_APPEND) or starting afresh;
+// LOG_FORMAT, LOG_DATEFORMAT and LOG_SHORT_NAMES shape the lines as in Scrapy; LOG_ENABLED=false
+// silences it; a field LOG_FORMAT cannot print stops the crawl naming the setting.
+TEST(crawler_command, log_file_format_dateformat_short_names_and_enabled) {
+  temp_dir dir;
+  auto log = dir.path() / "crawl.log";
+  auto quotes = [&](std::vector<std::string> settings) {
+    std::vector<std::string> argv{crawler_binary(), "crawl", "quotes", "-L", "INFO", "-O",
+                                  (dir.path() / "quotes.jsonl").string()};
+    for (auto& setting : settings) argv.insert(argv.end(), {"-s", setting});
+    return std::make_unique<child_process>(argv);
+  };
+  auto read_log = [&] {
+    std::ifstream in(log);
+    return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  };
+  for (int run = 0; run < 2; ++run) {
+    auto crawl = quotes({"LOG_FILE=" + log.string()});
+    ASSERT_EQ(crawl->wait(), 0) << crawl->stderr_text();
+    EXPECT_EQ(crawl->stderr_text(), "");
+  }
+  EXPECT_EQ(count_of(read_log(), "] INFO: Spider closed (finished)\n"), 2u);  // appended
+  auto shaped = quotes({"LOG_FILE=" + log.string(), "LOG_FILE_APPEND=false",
+                        "LOG_FORMAT=%(levelname)s|%(name)s|%(message)s", "LOG_SHORT_NAMES=true"});
+  ASSERT_EQ(shaped->wait(), 0) << shaped->stderr_text();
+  auto text = read_log();
+  EXPECT_EQ(count_of(text, "Spider closed"), 1u) << text;  // started afresh
+  EXPECT_NE(text.find("\nINFO|crawler|Spider closed (finished)\n"), std::string::npos) << text;
+
+  auto dated = quotes({"LOG_DATEFORMAT=%H:%M"});
+  ASSERT_EQ(dated->wait(), 0) << dated->stderr_text();
+  std::regex hour_minute(R"(^\d\d:\d\d \[crawler\] INFO: )");
+  EXPECT_TRUE(std::regex_search(dated->stderr_text(), hour_minute)) << dated->stderr_text();
+  auto silent = quotes({"LOG_ENABLED=false"});
+  ASSERT_EQ(silent->wait(), 0);
+  EXPECT_EQ(silent->stderr_text(), "");
+  auto unknown = quotes({"LOG_FORMAT=%(asctime)s %(module)s %(message)s"});
+  EXPECT_EQ(unknown->wait(), 2);
+  EXPECT_NE(unknown->stderr_text().find("LOG_FORMAT: unsupported field %(module)"),
+            std::string::npos)
+      << unknown->stderr_text();
 }
 
 TEST(crawler_command, dedup_takes_settings_before_the_files_as_readme_shows) {
