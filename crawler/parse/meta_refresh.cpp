@@ -5,6 +5,7 @@
 #include <cstdlib>
 
 #include "crawler/parse/ascii.h"
+#include "crawler/parse/detail/entities.h"
 #include "crawler/parse/response.h"
 
 namespace crawler {
@@ -32,44 +33,6 @@ const RE2& comment() {
   return pattern;
 }
 
-// The entities a URL in an attribute carries: the five XML ones and numeric references.
-std::string decode_entities(std::string_view text) {
-  std::string out;
-  out.reserve(text.size());
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    if (text[i] != '&') {
-      out += text[i];
-      continue;
-    }
-    auto end = text.find(';', i);
-    if (end == std::string_view::npos || end - i > 10) {
-      out += '&';
-      continue;
-    }
-    auto name = text.substr(i + 1, end - i - 1);
-    long code = -1;
-    if (name == "amp") code = '&';
-    else if (name == "lt") code = '<';
-    else if (name == "gt") code = '>';
-    else if (name == "quot") code = '"';
-    else if (name == "apos") code = '\'';
-    else if (name.size() > 1 && name[0] == '#') {
-      bool hex = name[1] == 'x' || name[1] == 'X';
-      std::string digits(name.substr(hex ? 2 : 1));
-      char* stop = nullptr;
-      code = digits.empty() ? -1 : std::strtol(digits.c_str(), &stop, hex ? 16 : 10);
-      if (stop && *stop) code = -1;
-    }
-    if (code < 0 || code > 0x7f) {  // leave the rest as written; a URL escapes them anyway
-      out += '&';
-      continue;
-    }
-    out += char(code);
-    i = end;
-  }
-  return out;
-}
-
 }  // namespace
 
 std::optional<meta_refresh> find_meta_refresh(std::string_view html, std::string_view page_url,
@@ -81,7 +44,7 @@ std::optional<meta_refresh> find_meta_refresh(std::string_view html, std::string
     RE2 element("(?is)<" + quoted + "\\b.*?</" + quoted + ">");
     if (element.ok()) RE2::GlobalReplace(&text, element, "");
   }
-  text = decode_entities(text);
+  text = detail::decode_entities(text);
   RE2::GlobalReplace(&text, comment(), "");
 
   std::string delay[2], url[2];
