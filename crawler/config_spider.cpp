@@ -18,18 +18,60 @@ using json = nlohmann::json;
   throw config_error(path + ": " + what);
 }
 
-// Rejects keys outside `known`, suggesting the nearest one.
+// Rejects keys outside `known`, each on a line of its own, suggesting the nearest one.
 void check_keys(const json& object, const std::string& path,
                 std::initializer_list<std::string_view> known) {
   if (!object.is_object()) fail(path, "must be an object");
   std::vector<std::string_view> names(known);
+  std::string unknown;
   for (const auto& [key, value] : object.items()) {
     if (std::find(names.begin(), names.end(), key) != names.end()) continue;
     std::string message = "unknown key \"" + key + "\"";
     if (auto best = nearest_name(key, names); !best.empty()) {
       message += " (did you mean \"" + std::string(best) + "\"?)";
     }
-    fail(path.empty() ? key : path + "." + key, message);
+    if (!unknown.empty()) unknown += '\n';
+    unknown += (path.empty() ? key : path + "." + key) + ": " + message;
+  }
+  if (!unknown.empty()) throw config_error(unknown);
+}
+
+// Every problem of a crawl file, so that one look lists them all: each part is checked on its
+// own, and a part that fails is left out of the spider while the others are still checked.
+class problem_list {
+ public:
+  /// Runs `check`; a config_error it throws is recorded (a line a problem) and false returned.
+  template <typename Check>
+  bool attempt(Check&& check) {
+    try {
+      check();
+      return true;
+    } catch (const config_error& error) {
+      if (!text_.empty()) text_ += '\n';
+      text_ += error.what();
+      return false;
+    }
+  }
+  /// Throws one config_error holding every problem, a line each, if there was any.
+  void throw_if_any() const {
+    if (!text_.empty()) throw config_error(text_);
+  }
+
+ private:
+  std::string text_;
+};
+
+// Each setting through the settings model on its own, so every bad one is named.
+void check_settings(const json& object, const std::string& path, problem_list& problems) {
+  for (const auto& [key, value] : object.items()) {
+    problems.attempt([&] {
+      try {
+        settings checked;
+        checked.merge_json(json{{key, value}}, path);
+      } catch (const settings_error& error) {
+        throw config_error(error.what());
+      }
+    });
   }
 }
 
@@ -219,97 +261,135 @@ link_extractor_options read_extractor(const json& rule, const std::string& where
 }  // namespace
 
 crawl_config load_crawl_config(const json& document) {
-  check_keys(document, "", {"settings", "spider"});
+  problem_list problems;
+  if (!document.is_object()) fail("(top)", "must be an object with \"settings\" and \"spider\"");
+  problems.attempt([&] { check_keys(document, "", {"settings", "spider"}); });
   crawl_config config;
   if (auto settings = document.find("settings"); settings != document.end()) {
-    if (!settings->is_object()) fail("settings", "must be an object");
-    config.settings = *settings;
+    if (problems.attempt([&] {
+          if (!settings->is_object()) fail("settings", "must be an object");
+        })) {
+      config.settings = *settings;
+      check_settings(*settings, "settings", problems);
+    }
   }
   auto spider_json = document.find("spider");
-  if (spider_json == document.end()) fail("spider", "is required");
+  if (spider_json == document.end() || !spider_json->is_object()) {
+    problems.attempt([&] { fail("spider", spider_json == document.end() ? "is required"
+                                                                         : "must be an object"); });
+    problems.throw_if_any();
+  }
   const std::string path = "spider";
-  check_keys(*spider_json, path,
-             {"name", "start_urls", "allowed_domains", "rules", "callbacks", "custom_settings"});
-  auto name = get_string(*spider_json, path, "name", true);
-  if (name.empty()) fail(child(path, "name"), "must not be empty");
+  problems.attempt([&] {
+    check_keys(*spider_json, path,
+               {"name", "start_urls", "allowed_domains", "rules", "callbacks", "custom_settings"});
+  });
+  std::string name = "spider";
+  problems.attempt([&] {
+    name = get_string(*spider_json, path, "name", true);
+    if (name.empty()) fail(child(path, "name"), "must not be empty");
+  });
   auto spider = std::make_unique<config_spider>(name);
 
   auto start = spider_json->find("start_urls");
-  if (start == spider_json->end()) fail(child(path, "start_urls"), "is required");
-  if (!start->is_array() || start->empty()) {
-    fail(child(path, "start_urls"), "must be a non-empty list of URLs or {\"sitemap\": URL}");
-  }
-  for (std::size_t i = 0; i < start->size(); ++i) {
-    const auto& entry = (*start)[i];
-    auto where = index(child(path, "start_urls"), i);
-    if (entry.is_string()) {
-      spider->start_urls.push_back(entry.get<std::string>());
-    } else if (entry.is_object()) {
-      check_keys(entry, where, {"sitemap"});
-      spider->sitemap_urls.push_back(get_string(entry, where, "sitemap", true));
-    } else {
-      fail(where, "must be a URL or {\"sitemap\": URL}");
+  bool start_ok = problems.attempt([&] {
+    if (start == spider_json->end()) fail(child(path, "start_urls"), "is required");
+    if (!start->is_array() || start->empty()) {
+      fail(child(path, "start_urls"), "must be a non-empty list of URLs or {\"sitemap\": URL}");
     }
+  });
+  for (std::size_t i = 0; start_ok && i < start->size(); ++i) {
+    problems.attempt([&] {
+      const auto& entry = (*start)[i];
+      auto where = index(child(path, "start_urls"), i);
+      if (entry.is_string()) {
+        spider->start_urls.push_back(entry.get<std::string>());
+      } else if (entry.is_object()) {
+        check_keys(entry, where, {"sitemap"});
+        spider->sitemap_urls.push_back(get_string(entry, where, "sitemap", true));
+      } else {
+        fail(where, "must be a URL or {\"sitemap\": URL}");
+      }
+    });
   }
-  spider->allowed_domains = get_strings(*spider_json, path, "allowed_domains");
+  problems.attempt(
+      [&] { spider->allowed_domains = get_strings(*spider_json, path, "allowed_domains"); });
   if (auto custom = spider_json->find("custom_settings"); custom != spider_json->end()) {
-    if (!custom->is_object()) fail(child(path, "custom_settings"), "must be an object");
-    spider->custom_settings = *custom;
+    if (problems.attempt([&] {
+          if (!custom->is_object()) fail(child(path, "custom_settings"), "must be an object");
+        })) {
+      spider->custom_settings = *custom;
+      check_settings(*custom, child(path, "custom_settings"), problems);
+    }
   }
 
   std::vector<std::string> callback_names;
   if (auto callbacks = spider_json->find("callbacks"); callbacks != spider_json->end()) {
     auto where = child(path, "callbacks");
-    if (!callbacks->is_object()) fail(where, "must be an object of callback names");
-    for (const auto& [callback_name, spec] : callbacks->items()) {
+    bool callbacks_ok = problems.attempt([&] {
+      if (!callbacks->is_object()) fail(where, "must be an object of callback names");
+    });
+    static const json none = json::object();
+    const json& listed = callbacks_ok ? *callbacks : none;
+    for (const auto& [callback_name, spec] : listed.items()) {
+      // A callback with a bad field still exists: rules naming it are not a second problem.
+      callback_names.push_back(callback_name);
       auto callback_path = child(where, callback_name);
-      check_keys(spec, callback_path, {"fields"});
-      auto fields_json = spec.find("fields");
-      if (fields_json == spec.end()) fail(child(callback_path, "fields"), "is required");
-      if (!fields_json->is_object()) fail(child(callback_path, "fields"), "must be an object");
+      auto fields_path = child(callback_path, "fields");
+      auto fields_json = spec.is_object() ? spec.find("fields") : spec.end();
+      bool spec_ok = problems.attempt([&] {
+        check_keys(spec, callback_path, {"fields"});
+        if (fields_json == spec.end()) fail(fields_path, "is required");
+        if (!fields_json->is_object()) fail(fields_path, "must be an object");
+      });
+      if (!spec_ok) continue;
       std::vector<field> fields;
       for (const auto& [field_name, field_spec] : fields_json->items()) {
-        fields.push_back(
-            read_field(field_name, field_spec, child(child(callback_path, "fields"), field_name)));
+        problems.attempt([&] {
+          fields.push_back(read_field(field_name, field_spec, child(fields_path, field_name)));
+        });
       }
       spider->add_callback(callback_name, std::move(fields));
-      callback_names.push_back(callback_name);
     }
   }
 
   if (auto rules = spider_json->find("rules"); rules != spider_json->end()) {
     auto where = child(path, "rules");
-    if (!rules->is_array()) fail(where, "must be a list of rules");
-    for (std::size_t i = 0; i < rules->size(); ++i) {
-      const auto& rule_json = (*rules)[i];
-      auto rule_path = index(where, i);
-      check_keys(rule_json, rule_path,
-                 {"allow", "deny", "allow_domains", "deny_domains", "restrict_css", "tags", "attrs",
-                  "canonicalize", "unique", "deny_extensions", "callback", "follow"});
-      // The link extractor checks its own regexes and selectors ("allow[1]: invalid regex ...");
-      // the rule's path in front makes that a path into the file.
-      std::optional<link_extractor> extractor;
-      try {
-        extractor.emplace(read_extractor(rule_json, rule_path));
-      } catch (const std::invalid_argument& error) {
-        throw config_error(rule_path + "." + error.what());
-      }
-      rule made{std::move(*extractor)};
-      made.callback = get_string(rule_json, rule_path, "callback", false);
-      if (!made.callback.empty() && std::find(callback_names.begin(), callback_names.end(),
-                                              made.callback) == callback_names.end()) {
-        std::vector<std::string_view> names(callback_names.begin(), callback_names.end());
-        std::string message = "no callback \"" + made.callback + "\" in spider.callbacks";
-        if (auto best = nearest_name(made.callback, names); !best.empty()) {
-          message += " (did you mean \"" + std::string(best) + "\"?)";
+    bool rules_ok =
+        problems.attempt([&] { if (!rules->is_array()) fail(where, "must be a list of rules"); });
+    for (std::size_t i = 0; rules_ok && i < rules->size(); ++i) {
+      problems.attempt([&] {
+        const auto& rule_json = (*rules)[i];
+        auto rule_path = index(where, i);
+        check_keys(rule_json, rule_path,
+                   {"allow", "deny", "allow_domains", "deny_domains", "restrict_css", "tags",
+                    "attrs", "canonicalize", "unique", "deny_extensions", "callback", "follow"});
+        // The link extractor checks its own regexes and selectors ("allow[1]: invalid regex
+        // ..."); the rule's path in front makes that a path into the file.
+        std::optional<link_extractor> extractor;
+        try {
+          extractor.emplace(read_extractor(rule_json, rule_path));
+        } catch (const std::invalid_argument& error) {
+          throw config_error(rule_path + "." + error.what());
         }
-        fail(child(rule_path, "callback"), message);
-      }
-      if (rule_json.contains("follow"))
-        made.follow = get_bool(rule_json, rule_path, "follow", true);
-      spider->rules.push_back(std::move(made));
+        rule made{std::move(*extractor)};
+        made.callback = get_string(rule_json, rule_path, "callback", false);
+        if (!made.callback.empty() && std::find(callback_names.begin(), callback_names.end(),
+                                                made.callback) == callback_names.end()) {
+          std::vector<std::string_view> names(callback_names.begin(), callback_names.end());
+          std::string message = "no callback \"" + made.callback + "\" in spider.callbacks";
+          if (auto best = nearest_name(made.callback, names); !best.empty()) {
+            message += " (did you mean \"" + std::string(best) + "\"?)";
+          }
+          fail(child(rule_path, "callback"), message);
+        }
+        if (rule_json.contains("follow"))
+          made.follow = get_bool(rule_json, rule_path, "follow", true);
+        spider->rules.push_back(std::move(made));
+      });
     }
   }
+  problems.throw_if_any();
   config.spider = std::move(spider);
   return config;
 }
@@ -363,7 +443,14 @@ crawl_config load_crawl_config_file(const std::string& path) {
   try {
     return load_crawl_config(document);
   } catch (const config_error& error) {
-    throw config_error(path + ": " + error.what());
+    // Each problem on its own line, each with the file in front.
+    std::string problems, line;
+    std::istringstream lines(error.what());
+    while (std::getline(lines, line)) {
+      if (!problems.empty()) problems += '\n';
+      problems += path + ": " + line;
+    }
+    throw config_error(problems);
   }
 }
 

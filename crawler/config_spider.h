@@ -26,8 +26,10 @@
 // "all"), or $url, $status, $depth. A field with no match is null; the item is still exported.
 //
 // Everything is checked before anything is fetched: unknown keys (with a suggestion), wrong types,
-// invalid regexes and selectors, callbacks that do not exist. The error names the JSON path:
+// invalid regexes and selectors, callbacks that do not exist, each setting's value. Every problem
+// is reported, a line each, naming its JSON path (`crawler check FILE.json` prints them):
 //   spider.rules[1].allow[0]: invalid regex "(": ...
+//   settings.DOWNLOAD_DELAY: expected a finite number >= 0 and <= 86400, got -1
 #pragma once
 
 #include <memory>
@@ -39,7 +41,8 @@
 
 namespace crawler {
 
-/// A crawl file that cannot be used. what() starts with the JSON path of the problem.
+/// A crawl file that cannot be used. what() holds every problem, a line each, starting with its
+/// JSON path.
 class config_error : public std::invalid_argument {
  public:
   using std::invalid_argument::invalid_argument;

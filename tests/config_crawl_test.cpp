@@ -3,6 +3,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <set>
 
 #include "child_process.h"
@@ -300,6 +301,51 @@ TEST(crawler_run, a_bad_file_exits_2_with_the_path_before_fetching_anything) {
   auto error = run.stderr_text();
   EXPECT_NE(error.find("spider.rules[0].restrict_css[0]: invalid CSS selector"), std::string::npos)
       << error;
+  EXPECT_EQ(server.total_hits(), 0u);
+}
+
+// `crawler check` lists every problem of a crawl file, a line each with its file and JSON path,
+// and exits 1; a good file gets one OK line and 0. Nothing is fetched either way.
+TEST(crawler_check, lists_every_problem_with_its_path_and_fetches_nothing) {
+  http_server server;
+  temp_dir dir;
+  auto document = books_config();
+  document["spider"]["start_urls"] = {server.url("/s?wd=1")};
+  document["settings"]["DOWNLOAD_DELAY"] = -1;
+  document["settings"]["CONCURENT_REQUESTS"] = 2;
+  document["spider"]["rules"][0]["allow"] = {"(unclosed"};
+  document["spider"]["rules"].push_back({{"callback", "pgae"}});
+  document["spider"]["callbacks"]["page"]["fields"]["title"] = "title::txet";
+  document["spider"]["allowed_domain"] = {"127.0.0.1"};
+  auto file = write_config(dir, document);
+  child_process check({crawler_binary(), "check", file});
+  EXPECT_EQ(check.wait(), 1);
+  EXPECT_EQ(check.stdout_text(), "");
+  std::istringstream lines(check.stderr_text());
+  std::vector<std::string> problems;
+  for (std::string line; std::getline(lines, line);) {
+    EXPECT_TRUE(line.starts_with(file + ": ")) << line;
+    problems.push_back(line.substr(file.size() + 2));
+  }
+  std::vector<std::string> starts{
+      "settings: unknown setting 'CONCURENT_REQUESTS' (did you mean 'CONCURRENT_REQUESTS'?)",
+      "settings.DOWNLOAD_DELAY: expected a finite number >= 0",
+      "spider.allowed_domain: unknown key \"allowed_domain\" (did you mean \"allowed_domains\"?)",
+      "spider.callbacks.page.fields.title", "spider.rules[0].allow[0]: invalid regex",
+      "spider.rules[1].callback: no callback \"pgae\" in spider.callbacks "
+      "(did you mean \"page\"?)"};
+  ASSERT_EQ(problems.size(), starts.size()) << check.stderr_text();
+  for (std::size_t i = 0; i < starts.size(); ++i) {
+    EXPECT_TRUE(problems[i].starts_with(starts[i])) << problems[i];
+  }
+  EXPECT_EQ(server.total_hits(), 0u);
+
+  auto good = books_config();
+  good["spider"]["start_urls"] = {server.url("/s?wd=1")};
+  child_process ok({crawler_binary(), "check", write_config(dir, good)});
+  EXPECT_EQ(ok.wait(), 0) << ok.stderr_text();
+  EXPECT_EQ(ok.stdout_text(),
+            dir.path().string() + "/crawl.json: OK: spider \"pages\", 1 start URLs, 1 rules\n");
   EXPECT_EQ(server.total_hits(), 0u);
 }
 

@@ -184,6 +184,27 @@ void add_crawl_commands(CLI::App& app, int& exit_status) {
     }
   });
 
+  auto check_file = std::make_shared<std::string>();
+  CLI::App* check = app.add_subcommand(
+      "check", "Check a crawl file without fetching anything: every problem, with its JSON path");
+  check->add_option("file", *check_file, "the crawl file")->required();
+  check->callback([check_file, &exit_status] {
+    try {
+      auto config = load_crawl_config_file(*check_file);
+      const auto& spider = *config.spider;
+      std::cout << *check_file << ": OK: spider \"" << spider.name() << "\", "
+                << spider.start_urls.size() << " start URLs, "
+                << spider.rules.size() << " rules\n";
+      exit_status = 0;
+    } catch (const config_error& error) {
+      std::cerr << redact(error.what()) << '\n';  // a line a problem
+      exit_status = 1;
+    } catch (const std::exception& error) {
+      std::cerr << "crawler check: " << redact(error.what()) << '\n';
+      exit_status = 2;
+    }
+  });
+
   CLI::App* list = app.add_subcommand("list", "List the spiders compiled in");
   list->callback([] {
     for (const auto* entry : registered_spiders()) std::cout << entry->name << '\n';
