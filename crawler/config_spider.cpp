@@ -220,6 +220,11 @@ class config_spider : public crawl_spider {
     });
   }
 
+  // A callback named as Scrapy's CrawlSpider hook runs on the start pages (and sitemap pages).
+  void parse_start_url(const response& response, output& out) override {
+    if (has_callback("parse_start_url")) call("parse_start_url", response, out);
+  }
+
   void start_requests(output& out) override {
     crawl_spider::start_requests(out);
     for (const auto& url : sitemap_urls) {

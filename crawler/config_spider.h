@@ -19,7 +19,8 @@
 //   }
 //
 // The spider is a crawl_spider: rules as in Scrapy's CrawlSpider (each link to the first rule that
-// extracts it; `follow` defaults to true without a callback). A rule takes the link extractor's
+// extracts it; `follow` defaults to true without a callback); a callback named "parse_start_url"
+// makes an item of each start page, as that CrawlSpider hook does. A rule takes the link extractor's
 // options (allow, deny, allow_domains, deny_domains, restrict_css, tags, attrs, canonicalize,
 // unique, deny_extensions). A field is a CSS selector (the first match's text, trimmed),
 // {"css", "all": true} for every match, {"css", "re"} for a regex's first match (every match with

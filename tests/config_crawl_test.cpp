@@ -349,6 +349,46 @@ TEST(crawler_check, lists_every_problem_with_its_path_and_fetches_nothing) {
   EXPECT_EQ(server.total_hits(), 0u);
 }
 
+// `crawler genspider` writes a crawl file that passes `crawler check` and runs: basic makes an item
+// of the start page, crawl a rule and its callback. It does not overwrite without --force.
+TEST(crawler_genspider, writes_crawl_files_that_check_and_run) {
+  http_server server({.pages = {{"/", "<html><head><title>Home</title></head></html>"}}});
+  temp_dir dir;
+  auto generate = [&](std::vector<std::string> extra) {
+    std::vector<std::string> argv{crawler_binary(), "genspider", "-d", dir.path().string()};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    return std::make_unique<child_process>(argv);
+  };
+  auto basic = generate({"home", server.url("/")});
+  ASSERT_EQ(basic->wait(), 0) << basic->stderr_text();
+  auto file = (dir.path() / "home.json").string();
+  EXPECT_EQ(basic->stdout_text(), "Created spider 'home' using template 'basic' in " + file + "\n");
+  auto items = dir.path() / "items.jsonl";
+  child_process run({crawler_binary(), "run", file, "-O", items.string(), "--nolog"});
+  ASSERT_EQ(run.wait(), 0) << run.stderr_text();
+  std::ifstream in(items);
+  std::string line;
+  ASSERT_TRUE(std::getline(in, line));
+  EXPECT_EQ(json::parse(line), (json{{"url", server.url("/")}, {"title", "Home"}}));
+
+  auto crawl = generate({"-t", "crawl", "shop", "shop.example"});
+  ASSERT_EQ(crawl->wait(), 0) << crawl->stderr_text();
+  child_process check({crawler_binary(), "check", (dir.path() / "shop.json").string()});
+  EXPECT_EQ(check.wait(), 0) << check.stderr_text();
+  EXPECT_NE(check.stdout_text().find("OK: spider \"shop\", 1 start URLs, 1 rules"),
+            std::string::npos);
+
+  auto again = generate({"home", "other.example"});
+  EXPECT_EQ(again->wait(), 1);
+  EXPECT_EQ(again->stderr_text(),
+            "crawler genspider: " + file + " already exists (--force replaces it)\n");
+  auto forced = generate({"--force", "home", "other.example"});
+  EXPECT_EQ(forced->wait(), 0);
+  EXPECT_EQ(json::parse(std::ifstream(file))["spider"]["start_urls"][0], "https://other.example/");
+  auto bad = generate({"9lives", "x.example"});
+  EXPECT_EQ(bad->wait(), 2);
+}
+
 TEST(crawl_config, every_example_file_is_valid) {
   std::size_t files = 0;
   for (const auto& entry :

@@ -14,6 +14,7 @@ int main(int argc, char** argv) {
   add_push_command(app, exit_status);
   add_stats_command(app, exit_status);
   add_status_command(app, exit_status);
+  add_genspider_command(app, exit_status);
   CLI11_PARSE(app, argc, argv);
   return exit_status;
 }
