@@ -52,6 +52,41 @@ TEST(request_journal, what_was_queued_and_not_done_is_pending_after_a_crash) {
   EXPECT_EQ(next.lease, "4");
 }
 
+// A resumed request is the request that was queued, every field of it: a priority or a POST body
+// lost in the journal would change the crawl after a crash.
+TEST(request_journal, a_resumed_request_keeps_every_field) {
+  temp_dir dir;
+  request queued{"http://a/form"};
+  queued.method = "POST";
+  queued.headers = {{"Content-Type", "application/x-www-form-urlencoded"}, {"X-Twice", "1"},
+                    {"X-Twice", "2"}};
+  queued.body = "q=crawler&page=2";
+  queued.meta = {{"depth", 3}, {"cookiejar", "b"}};
+  queued.priority = -7;
+  queued.dont_filter = true;
+  queued.callback = "parse_result";
+  queued.errback = "on_error";
+  {
+    request_journal journal(dir.path(), false);
+    journal.open();
+    journal.queued(queued);
+    journal.commit();
+  }
+  request_journal again(dir.path(), false);
+  auto replay = again.open();
+  ASSERT_EQ(replay.pending.size(), 1u);
+  const auto& resumed = replay.pending[0];
+  EXPECT_EQ(resumed.url, queued.url);
+  EXPECT_EQ(resumed.method, "POST");
+  EXPECT_EQ(resumed.headers, queued.headers);
+  EXPECT_EQ(resumed.body, queued.body);
+  EXPECT_EQ(resumed.meta, queued.meta);
+  EXPECT_EQ(resumed.priority, -7);
+  EXPECT_TRUE(resumed.dont_filter);
+  EXPECT_EQ(resumed.callback, "parse_result");
+  EXPECT_EQ(resumed.errback, "on_error");
+}
+
 // "~<id>": a page's links went to a dupefilter that records them at once (Redis). A crash before
 // its done mark leaves the page pending and torn; one whose outcome was stored is not.
 TEST(request_journal, a_page_whose_links_were_being_checked_at_a_crash_is_torn) {
