@@ -5,6 +5,7 @@
 #include <set>
 
 #include "config/log.h"
+#include "config/redact.h"
 #include "crawler/parse/ascii.h"
 #include "crawler/parse/link_extractor.h"
 #include "crawler/parse/meta_refresh.h"
@@ -106,6 +107,59 @@ void count_scheme_filtered(stats& stats, spdlog::logger& logger, std::string_vie
   stats.inc_value("scheme/filtered");
   logger.debug("Filtered request to a scheme {} may not lead to: {}", from, request.describe());
 }
+
+// Scrapy's HttpAuthMiddleware: with spider arguments http_user / http_pass (`-a`, or set_argument
+// in a spider's constructor), requests to http_auth_domain (and its subdomains) carry Basic
+// credentials. Unset, the domain is the first request's host, as Scrapy 2.5.1 on; given empty,
+// every domain gets them. A request with its own Authorization keeps it.
+class http_auth_middleware : public downloader_middleware {
+ public:
+  explicit http_auth_middleware(const spider& spider) {
+    auto user = spider.argument("http_user");
+    auto password = spider.argument("http_pass");
+    if (user.empty() && password.empty()) return;
+    remember_secret(password);
+    header_ = "Basic " + base64(user + ":" + password);
+    remember_secret(header_.substr(6));
+    domain_set_ = spider.has_argument("http_auth_domain");
+    if (domain_set_) domain_ = ascii_lower(spider.argument("http_auth_domain"));
+  }
+
+  void process_request(request& request) override {
+    if (header_.empty() || !find_header(request.headers, "Authorization").empty()) return;
+    auto url = boost::urls::parse_uri(request.url);
+    std::string host = url ? ascii_lower(url->host()) : std::string();
+    if (!domain_set_) {
+      domain_ = host;
+      domain_set_ = true;
+    }
+    if (domain_.empty() || host_in_domains(host, {domain_})) {
+      request.headers.emplace_back("Authorization", header_);
+    }
+  }
+
+ private:
+  static std::string base64(std::string_view bytes) {
+    static constexpr char digits[] =
+        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    std::string out;
+    for (std::size_t i = 0; i < bytes.size(); i += 3) {
+      auto byte = [&](std::size_t at) -> std::uint32_t {
+        return at < bytes.size() ? static_cast<unsigned char>(bytes[at]) : 0;
+      };
+      std::uint32_t chunk = byte(i) << 16 | byte(i + 1) << 8 | byte(i + 2);
+      out += digits[(chunk >> 18) & 63];
+      out += digits[(chunk >> 12) & 63];
+      out += i + 1 < bytes.size() ? digits[(chunk >> 6) & 63] : '=';
+      out += i + 2 < bytes.size() ? digits[chunk & 63] : '=';
+    }
+    return out;
+  }
+
+  std::string header_;
+  std::string domain_;
+  bool domain_set_ = false;
+};
 
 class default_headers_middleware : public downloader_middleware {
  public:
@@ -548,6 +602,7 @@ std::vector<std::unique_ptr<downloader_middleware>> default_downloader_middlewar
     const settings& settings, stats& stats, const spider& spider) {
   std::vector<std::unique_ptr<downloader_middleware>> chain;
   chain.push_back(std::make_unique<offsite_redirect_middleware>(spider, stats));
+  chain.push_back(std::make_unique<http_auth_middleware>(spider));
   chain.push_back(std::make_unique<default_headers_middleware>(settings));
   chain.push_back(std::make_unique<user_agent_middleware>(settings));
   if (settings.get_bool("RETRY_ENABLED")) {

@@ -104,6 +104,8 @@ class spider {
   }
   /// The argument `key`, or `fallback` when it was not given.
   std::string argument(std::string_view key, std::string_view fallback = {}) const;
+  /// Whether the argument `key` was given (even empty).
+  bool has_argument(std::string_view key) const { return arguments_.contains(key); }
 
   /// Settings this spider needs whatever the command line says (Scrapy's custom_settings): applied
   /// over the defaults and the config file, under `-s` overrides.

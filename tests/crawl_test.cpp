@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <set>
 #include <thread>
 
@@ -245,6 +246,36 @@ TEST(crawl, a_refused_connection_is_an_error_not_a_silent_drop) {
   ASSERT_EQ(spider.failures.size(), 1u);
   EXPECT_EQ(spider.failures[0].type, "ConnectionRefusedError");
   EXPECT_EQ(stat(result, "log_count/ERROR"), 1);
+}
+
+// Spider arguments http_user / http_pass send Basic credentials, as Scrapy's HttpAuthMiddleware:
+// to http_auth_domain, or without it to the first request's host only (a link to another host
+// must not carry them); an empty http_auth_domain sends them everywhere.
+TEST(crawl, http_user_and_pass_authenticate_to_http_auth_domain_only) {
+  http_server server;
+  auto elsewhere = "http://localhost:" + std::to_string(server.port()) + "/auth";
+  auto statuses = [&](std::optional<std::string> domain) {
+    recording_spider spider({get(server.url("/auth")), get(elsewhere)});
+    spider.set_argument("http_user", "user");
+    spider.set_argument("http_pass", "pass");
+    if (domain) spider.set_argument("http_auth_domain", *domain);
+    crawl(spider, {"CONCURRENT_REQUESTS=1", "SCHEDULER_MEMORY_QUEUE=fifo", "RETRY_ENABLED=false"});
+    std::map<std::string, int> by_url;
+    for (const auto& response : spider.responses) by_url[response.url] = response.status;
+    for (const auto& failure : spider.failures) {
+      by_url[failure.request.url] = failure.response ? failure.response->status : -1;
+    }
+    return by_url;
+  };
+  auto first_host = statuses(std::nullopt);
+  EXPECT_EQ(first_host[server.url("/auth")], 200);
+  EXPECT_EQ(first_host[elsewhere], 401);
+  auto named = statuses("localhost");
+  EXPECT_EQ(named[server.url("/auth")], 401);
+  EXPECT_EQ(named[elsewhere], 200);
+  auto everywhere = statuses("");
+  EXPECT_EQ(everywhere[server.url("/auth")], 200);
+  EXPECT_EQ(everywhere[elsewhere], 200);
 }
 
 TEST(crawl, cookies_set_by_one_response_go_with_the_next_request) {
