@@ -47,17 +47,29 @@ class redacting_sink : public spdlog::sinks::base_sink<std::mutex> {
     file_ = file;
   }
 
+  /// Draws `line` at the bottom of the terminal on standard error, in place of the last one; log
+  /// lines to standard error are written above it. Empty: the line is erased.
+  void show_status(std::string line) {
+    std::lock_guard lock(mutex_);
+    status_ = redact(line);
+    std::string drawn = "\r" + status_ + "\x1b[K";
+    std::fwrite(drawn.data(), 1, drawn.size(), stderr);
+    std::fflush(stderr);
+  }
+
  protected:
   void sink_it_(const spdlog::details::log_msg& msg) override {
     spdlog::memory_buf_t formatted;
     formatter_->format(msg, formatted);
     auto line = redact(std::string_view(formatted.data(), formatted.size()));
+    if (!file_ && !status_.empty()) line = "\r\x1b[K" + line + status_ + "\x1b[K";
     std::fwrite(line.data(), 1, line.size(), file_ ? file_ : stderr);
   }
   void flush_() override { std::fflush(file_ ? file_ : stderr); }
 
  private:
   std::FILE* file_ = nullptr;
+  std::string status_;  // the status line drawn under the log, if any
 };
 
 std::unique_ptr<spdlog::formatter> formatter_for(const std::string& pattern) {
@@ -140,6 +152,10 @@ std::shared_ptr<counting_sink> counter() {
 }
 
 }  // namespace
+
+void show_status_line(std::string line) {
+  shared_sink()->show_status(std::move(line));
+}
 
 void count_log_messages(stats* stats) {
   counter()->set_stats(stats);

@@ -26,6 +26,11 @@ class stats;
 /// the setting: an unknown level, a LOG_FORMAT field it cannot print, a LOG_FILE it cannot open.
 void configure_logging(const settings& settings);
 
+/// Draws `line` as the last line of a terminal on standard error, replacing the previous one, with
+/// log lines written above it (redacted as they are). An empty `line` erases it. Only for a
+/// standard error that is a terminal.
+void show_status_line(std::string line);
+
 /// Counts every message logged from now on as `log_count/<LEVEL>` in `stats` (Scrapy's stats);
 /// null stops counting. `stats` must outlive the counting.
 void count_log_messages(stats* stats);

@@ -108,6 +108,8 @@ const std::vector<setting_spec>& table() {
       {"LOG_DATEFORMAT", string, "%Y-%m-%d %H:%M:%S", "%(asctime)s, in strftime's directives."},
       {"LOG_SHORT_NAMES", boolean, false, "Name every line's component \"crawler\"."},
       {"LOGSTATS_INTERVAL", number, 60.0, "Seconds between progress lines.", seconds},
+      {"PROGRESS", boolean, true,
+       "A live status line under the log when standard error is a terminal."},
       {"MEMUSAGE_ENABLED", boolean, true, "Track peak memory in memusage/* stats."},
       {"MEMUSAGE_LIMIT_MB", integer, 0,
        "Close with memusage_exceeded past this many MiB of peak memory; 0: no limit.", {0, 1e9}},

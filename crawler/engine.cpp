@@ -381,6 +381,14 @@ std::size_t engine::held_outside_downloader() const {
   return (robots_ ? robots_->waiting() : 0) + parsing_ + refused_ + pending_enqueues_;
 }
 
+std::size_t engine::queued() const {
+  return scheduler_->size();
+}
+
+std::size_t engine::in_flight() const {
+  return downloader_->active() + held_outside_downloader();
+}
+
 void engine::handle_response(response response) {
   response.parse_limits = html_limits_;
   if (!parsers_ || response.status < 200 || response.status >= 300 || !is_markup(response)) {

@@ -65,6 +65,12 @@ class engine {
   /// Stops now: requests in flight go back to the queue (and to JOBDIR), then closes.
   void force_close(std::string reason);
 
+  /// Requests queued in this process. On the loop only.
+  std::size_t queued() const;
+  /// Requests between the queue and their outcome: downloading, waiting for robots.txt, being
+  /// parsed, going through the dupefilter. On the loop only.
+  std::size_t in_flight() const;
+
  private:
   enum class phase { opening, running, closing, closed };
 

@@ -4,12 +4,14 @@
 #include <boost/asio/signal_set.hpp>
 #include <fstream>
 #include <functional>
+#include <optional>
 
 #include "config/log.h"
 #include "config/redact.h"
 #include "config/stats.h"
 #include "crawler/detail/log_stats.h"
 #include "crawler/detail/memory_usage.h"
+#include "crawler/detail/progress_line.h"
 #include "crawler/engine.h"
 
 namespace crawler {
@@ -97,9 +99,12 @@ crawl_result run_crawl(spider& spider, const settings& settings, crawl_options o
   detail::log_stats progress{io, stats, settings.get_double("LOGSTATS_INTERVAL")};
   detail::memory_usage memory{io, settings, stats,
                               [&engine](std::string reason) { engine.close(std::move(reason)); }};
+  std::optional<detail::progress_line> status;
+  if (detail::progress_line::wanted(settings)) status.emplace(io, settings, stats, engine);
 
   crawl_result result;
   result.finish_reason = engine.run();
+  status.reset();  // erased before the stats are dumped
   signals.clear();
 
   stats.max_value("memusage/max", detail::peak_resident_bytes());

@@ -2,7 +2,10 @@
 // Ctrl-C and resume with JOBDIR, and one-line errors for crawls that cannot start.
 #include <gtest/gtest.h>
 #include <hiredis/hiredis.h>
+#include <pty.h>
 #include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <fstream>
@@ -727,6 +730,53 @@ TEST(crawler_command, log_file_format_dateformat_short_names_and_enabled) {
   EXPECT_NE(unknown->stderr_text().find("LOG_FORMAT: unsupported field %(module)"),
             std::string::npos)
       << unknown->stderr_text();
+}
+
+// Runs `argv` with standard output and error on a pseudo-terminal, as a user's shell would; returns
+// the exit status and everything it wrote.
+std::pair<int, std::string> run_on_a_terminal(const std::vector<std::string>& argv) {
+  int terminal = -1;
+  pid_t pid = forkpty(&terminal, nullptr, nullptr, nullptr);
+  if (pid < 0) throw std::runtime_error("forkpty failed");
+  if (pid == 0) {
+    std::vector<char*> args;
+    for (const auto& arg : argv) args.push_back(const_cast<char*>(arg.c_str()));
+    args.push_back(nullptr);
+    execv(args[0], args.data());
+    _exit(127);
+  }
+  std::string output;
+  char buffer[4096];
+  for (ssize_t got; (got = read(terminal, buffer, sizeof buffer)) > 0;) output.append(buffer, got);
+  close(terminal);  // read ends with EIO once the child has exited
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
+}
+
+// On a terminal a live status line is drawn under the log (carriage return, erase to the end of
+// the line) and erased before the stats are dumped; PROGRESS=false, or standard error not being a
+// terminal (every other test here), leaves the log as plain lines.
+TEST(crawler_command, on_a_terminal_a_live_progress_line_is_drawn_under_the_log) {
+  http_server server({.site_pages = 60, .page_delay_ms = 20});
+  std::vector<std::string> argv{crawler_binary(), "crawl", "site", "-a",
+                                "start=" + server.url("/site/0"), "-L", "INFO", "-s",
+                                "CLOSESPIDER_PAGECOUNT=40", "-s", "CONCURRENT_REQUESTS=2"};
+  auto [status, output] = run_on_a_terminal(argv);
+  ASSERT_EQ(status, 0) << output;
+  EXPECT_NE(output.find("\r0:00 | "), std::string::npos) << output;
+  EXPECT_NE(output.find(" in flight | "), std::string::npos) << output;
+  EXPECT_NE(output.find("%\x1b[K"), std::string::npos) << "a bar toward CLOSESPIDER_PAGECOUNT";
+  auto erased = output.rfind("\r\x1b[K");
+  auto dumped = output.find("Dumping crawler stats");
+  ASSERT_NE(dumped, std::string::npos);
+  EXPECT_LT(erased, dumped);
+  EXPECT_EQ(output.find(" pages ", dumped), std::string::npos) << "no line after the erase";
+
+  argv.insert(argv.end(), {"-s", "PROGRESS=false"});
+  auto [plain_status, plain] = run_on_a_terminal(argv);
+  ASSERT_EQ(plain_status, 0) << plain;
+  EXPECT_EQ(plain.find("\x1b[K"), std::string::npos) << plain;
 }
 
 TEST(crawler_command, dedup_takes_settings_before_the_files_as_readme_shows) {
