@@ -113,6 +113,18 @@ TEST(robots_txt, user_agents_match_case_insensitively_inside_the_full_header) {
   EXPECT_FALSE(robots.allowed("/public", "crawler/0.1"));
 }
 
+// The longest token found in the User-Agent picks the group, before or after the shorter one.
+TEST(robots_txt, the_longest_user_agent_token_wins_wherever_its_group_sits) {
+  for (std::string order : {"news first", "news last"}) {
+    std::string news = "User-agent: mybot-news\nDisallow: /news\n\n";
+    std::string plain = "User-agent: MyBot\nDisallow: /private\n\n";
+    robots_txt robots{order == "news first" ? news + plain : plain + news};
+    EXPECT_TRUE(robots.allowed("/private/x", "MyBot-News/1.0")) << order;
+    EXPECT_FALSE(robots.allowed("/news/today", "MyBot-News/1.0")) << order;
+    EXPECT_FALSE(robots.allowed("/private/x", "MyBot/1.0")) << order;
+  }
+}
+
 TEST(robots_txt, groups_for_the_same_agent_are_merged) {
   robots_txt robots{
       "User-agent: bot\nDisallow: /a\n\nUser-agent: other\nDisallow: /\n\n"

@@ -342,6 +342,22 @@ TEST(link_extractor, unique_compares_canonical_urls_with_fragments_as_scrapy_doe
   EXPECT_EQ(urls(true), all);
 }
 
+// A domain takes itself and its subdomains, never a name that merely ends the same way: offsite
+// filtering, allowed_domains and allow_domains all ask this.
+TEST(link_extractor, a_domain_takes_its_subdomains_but_not_lookalike_hosts) {
+  std::vector<std::string> domains{"example.com"};
+  EXPECT_TRUE(crawler::host_in_domains("example.com", domains));
+  EXPECT_TRUE(crawler::host_in_domains("shop.example.com", domains));
+  EXPECT_FALSE(crawler::host_in_domains("notexample.com", domains));
+  EXPECT_FALSE(crawler::host_in_domains("example.com.evil.net", domains));
+  auto response = page(
+      R"(<a href="http://shop.example.com/a">1</a><a href="http://badexample.com/b">2</a>)",
+      "text/html", "http://example.com/");
+  auto links = crawler::link_extractor({.allow_domains = {"example.com"}}).extract_links(response);
+  ASSERT_EQ(links.size(), 1u);
+  EXPECT_EQ(links[0].url, "http://shop.example.com/a");
+}
+
 TEST(link_extractor, allow_deny_restrict_and_extensions) {
   auto response = page(R"(<div id="nav"><a href="/c/page-2.html">2</a>
       <a href="/c/page-3.html" rel="nofollow">3</a></div>
