@@ -278,6 +278,37 @@ TEST(crawl, http_user_and_pass_authenticate_to_http_auth_domain_only) {
   EXPECT_EQ(everywhere[elsewhere], 200);
 }
 
+// HTTPPROXY_ENABLED (on): meta["proxy"], with its credentials, or the http_proxy environment
+// variable routes a request through a proxy; off, neither is used. The target host does not
+// exist: only the proxy can answer for it.
+TEST(crawl, requests_go_through_meta_proxy_or_http_proxy_unless_httpproxy_enabled_is_false) {
+  http_server proxy;
+  const std::string target = "http://site.invalid/page?x=1";
+  auto bodies = [&](crawler::request request, std::vector<std::string> settings) {
+    recording_spider spider({std::move(request)});
+    crawl(spider, std::move(settings));
+    std::vector<std::string> out;
+    for (const auto& response : spider.responses) out.push_back(response.body);
+    for (const auto& failure : spider.failures) out.push_back("failed: " + failure.type);
+    return out;
+  };
+  auto with_meta = get(target);
+  with_meta.meta["proxy"] = "http://user:s3cret@127.0.0.1:" + std::to_string(proxy.port());
+  EXPECT_EQ(bodies(with_meta, {}),
+            std::vector<std::string>{"proxied " + target + " with Basic dXNlcjpzM2NyZXQ="});
+  EXPECT_EQ(proxy.hits(target), 1u);
+
+  setenv("http_proxy", proxy.url("").c_str(), 1);
+  auto from_environment = bodies(get(target), {});
+  auto disabled =
+      bodies(with_meta, {"HTTPPROXY_ENABLED=false", "RETRY_ENABLED=false", "DOWNLOAD_TIMEOUT=5"});
+  unsetenv("http_proxy");
+  EXPECT_EQ(from_environment, std::vector<std::string>{"proxied " + target});
+  ASSERT_EQ(disabled.size(), 1u);
+  EXPECT_TRUE(disabled[0].starts_with("failed: ")) << disabled[0];
+  EXPECT_EQ(proxy.hits(target), 2u);
+}
+
 TEST(crawl, cookies_set_by_one_response_go_with_the_next_request) {
   http_server server;
   // One at a time, oldest first: /cookie/set answers before /cookie/check leaves.
