@@ -3,12 +3,6 @@
 #include <unordered_set>
 
 namespace crawler {
-namespace {
-
-// The callback every rule-made request names; meta "rule" says which rule made it.
-constexpr const char* rule_callback = "_crawl_spider_rule";
-
-}  // namespace
 
 crawl_spider::crawl_spider(std::string name) : spider(std::move(name)) {
   callback(rule_callback, &crawl_spider::parse_rule_page);

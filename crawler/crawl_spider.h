@@ -41,6 +41,9 @@ struct rule {
 
 class crawl_spider : public spider {
  public:
+  /// The callback every rule-made request names; its meta "rule" says which rule made it.
+  static constexpr const char* rule_callback = "_crawl_spider_rule";
+
   explicit crawl_spider(std::string name);
 
   void parse(const response& response, output& out) final;

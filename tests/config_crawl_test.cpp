@@ -15,6 +15,7 @@
 namespace {
 
 using crawler::fixtures::child_process;
+using crawler::fixtures::count_of;
 using crawler::fixtures::crawler_binary;
 using crawler::fixtures::http_server;
 using crawler::fixtures::temp_dir;
@@ -387,6 +388,44 @@ TEST(crawler_genspider, writes_crawl_files_that_check_and_run) {
   EXPECT_EQ(json::parse(std::ifstream(file))["spider"]["start_urls"][0], "https://other.example/");
   auto bad = generate({"9lives", "x.example"});
   EXPECT_EQ(bad->wait(), 2);
+}
+
+// `crawler parse` runs one page through a callback (or the rule that takes its URL) and prints
+// what it yields, a block per level as `scrapy parse` does; --depth follows the requests.
+TEST(crawler_parse, prints_the_items_and_requests_of_one_page_a_block_per_level) {
+  http_server server({.site_pages = 50});
+  temp_dir dir;
+  auto document = books_config();
+  document["spider"]["start_urls"] = {server.url("/site/0")};
+  auto file = write_config(dir, document);
+  auto parse = [&](std::vector<std::string> extra) {
+    std::vector<std::string> argv{crawler_binary(), "parse", server.url("/site/3"), "-c", file,
+                                  "--nolog"};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    return std::make_unique<child_process>(argv);
+  };
+  auto one = parse({"--callback", "page"});
+  ASSERT_EQ(one->wait(), 0) << one->stderr_text();
+  json item = {{"title", "Page 3"}, {"url", server.url("/site/3")}};
+  EXPECT_EQ(one->stdout_text(), ">>> STATUS DEPTH LEVEL 1 <<<\n# Scraped Items  " +
+                                    std::string(60, '-') + "\n" + item.dump() + "\n\n# Requests  " +
+                                    std::string(65, '-') + "\n\n");
+  // Through the rule: its callback's item, and the links it follows (site_links(3): 22, 44, 4).
+  auto ruled = parse({"--rules", "--depth", "2"});
+  ASSERT_EQ(ruled->wait(), 0) << ruled->stderr_text();
+  auto text = ruled->stdout_text();
+  auto level2 = text.find(">>> STATUS DEPTH LEVEL 2 <<<");
+  ASSERT_NE(level2, std::string::npos) << text;
+  for (const char* page : {"/site/22>", "/site/44>", "/site/4>"}) {
+    EXPECT_NE(text.find("<GET " + server.url(page)), std::string::npos) << page << text;
+  }
+  EXPECT_EQ(count_of(text.substr(level2), "{\"title\":\"Page "), 3u) << text;
+  EXPECT_EQ(server.hits("/site/22"), 1u);
+  EXPECT_EQ(count_of(text, ">>> STATUS DEPTH LEVEL 3"), 0u);  // --depth 2 stops there
+
+  auto unknown = parse({"--callback", "nope"});
+  EXPECT_EQ(unknown->wait(), 2);
+  EXPECT_EQ(unknown->stderr_text(), "crawler parse: spider pages has no callback \"nope\"\n");
 }
 
 TEST(crawl_config, every_example_file_is_valid) {

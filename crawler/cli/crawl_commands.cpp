@@ -4,6 +4,7 @@
 
 #include <boost/version.hpp>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -11,6 +12,7 @@
 #include "config/redact.h"
 #include "crawler/cli/detail/commands.h"
 #include "crawler/config_spider.h"
+#include "crawler/crawl_spider.h"
 #include "crawler/run_crawl.h"
 #include "crawler/feeds.h"
 
@@ -145,6 +147,128 @@ class fetch_spider : public spider {
   bool redirect_;
 };
 
+// `scrapy parse`: one page through one callback, printing the items and requests it yields, a
+// block per level; with --depth N the requests are followed N - 1 levels further, each through
+// the callback it names.
+class parse_spider : public spider {
+ public:
+  parse_spider(spider& inner, request first, int depth)
+      : spider(inner.name()), inner_(inner), first_(std::move(first)), depth_(depth) {
+    custom_settings = inner.custom_settings;
+    allowed_domains = inner.allowed_domains;
+    parses_html = inner.parses_html;
+    callback("_parse_command", &parse_spider::on_page);
+  }
+
+  void start_requests(output& out) override { out.request(wrapped(first_, 1)); }
+
+  void on_page(const response& response, output& out) {
+    const auto& meta = response.meta();
+    auto level = meta.value("_parse_level", 1);
+    output produced;
+    inner_.call(meta.value("_parse_callback", std::string()), response, produced);
+    auto& found = levels[level];
+    for (auto& item : produced.items) found.items.push_back(std::move(item));
+    for (const auto& request : produced.requests) found.requests.push_back(request.describe());
+    ++pages;
+    if (level >= depth_) return;
+    for (auto& request : produced.requests) out.request(wrapped(std::move(request), level + 1));
+  }
+
+  /// What the pages of each level yielded, a block per level, as Scrapy prints it at the end.
+  void print(std::ostream& out) const {
+    for (const auto& [level, found] : levels) {
+      out << ">>> STATUS DEPTH LEVEL " << level << " <<<\n"
+          << "# Scraped Items  " << std::string(60, '-') << '\n';
+      for (const auto& item : found.items) out << item.dump() << '\n';
+      out << "\n# Requests  " << std::string(65, '-') << '\n';
+      for (const auto& request : found.requests) out << request << '\n';
+      out << '\n';
+    }
+  }
+
+  struct yielded {
+    std::vector<nlohmann::json> items;
+    std::vector<std::string> requests;
+  };
+  std::map<int, yielded> levels;
+  int pages = 0;
+
+ private:
+  // The request as this spider sends it: its callback kept in meta, to be run by on_page.
+  static request wrapped(request original, int level) {
+    original.meta["_parse_callback"] = original.callback;
+    original.meta["_parse_level"] = level;
+    original.callback = "_parse_command";
+    return original;
+  }
+
+  spider& inner_;
+  request first_;
+  int depth_;
+};
+
+struct parse_options {
+  crawl_options_cli common;
+  std::string url, config, callback;
+  bool rules = false;
+  int depth = 1;
+};
+
+int run_parse_command(const parse_options& options) {
+  std::unique_ptr<spider> owned;
+  nlohmann::json file_settings = nlohmann::json::object();
+  if (!options.config.empty()) {
+    auto config = load_crawl_config_file(options.config);
+    file_settings = config.settings;
+    owned = std::move(config.spider);
+  } else {
+    const auto* entry = find_spider(options.common.spider);
+    if (!entry) {
+      std::cerr << "crawler parse: unknown spider \"" << options.common.spider
+                << "\"; known spiders: " << known_spiders() << '\n';
+      return 2;
+    }
+    owned = entry->make();
+  }
+  for (const auto& argument : options.common.arguments) {
+    auto [key, value] = split_argument(argument);
+    owned->set_argument(key, value);
+  }
+  request first{options.url, options.callback};
+  first.dont_filter = true;
+  if (options.rules) {
+    // As `scrapy parse --rules`: the first rule whose link extractor takes the URL decides.
+    auto* crawling = dynamic_cast<crawl_spider*>(owned.get());
+    std::size_t index = 0;
+    while (crawling && index < crawling->rules.size() &&
+           !crawling->rules[index].link_extractor.matches(options.url)) {
+      ++index;
+    }
+    if (!crawling || index == crawling->rules.size()) {
+      std::cerr << "crawler parse: no rule of spider " << owned->name() << " takes "
+                << options.url << '\n';
+      return 2;
+    }
+    first.callback = crawl_spider::rule_callback;
+    first.meta["rule"] = index;
+  } else if (!options.callback.empty() && !owned->has_callback(options.callback)) {
+    std::cerr << "crawler parse: spider " << owned->name() << " has no callback \""
+              << options.callback << "\"\n";
+    return 2;
+  }
+  parse_spider spider{*owned, std::move(first), options.depth};
+  auto settings = crawl_settings(spider, options.common, file_settings);
+  auto result = run_crawl(spider, settings);
+  spider.print(std::cout);
+  if (spider.pages == 0) {
+    std::cerr << "crawler parse: no response reached a callback (" << result.finish_reason
+              << ")\n";
+    return 1;
+  }
+  return exit_status_for(result);
+}
+
 }  // namespace
 
 void add_crawl_commands(CLI::App& app, int& exit_status) {
@@ -180,6 +304,36 @@ void add_crawl_commands(CLI::App& app, int& exit_status) {
       exit_status = run_config_command(run->file, run->common);
     } catch (const std::exception& error) {
       std::cerr << "crawler run: " << redact(error.what()) << '\n';
+      exit_status = 2;
+    }
+  });
+
+  auto parse = std::make_shared<parse_options>();
+  CLI::App* parse_command = app.add_subcommand(
+      "parse", "Run one page through a callback and print the items and requests it yields");
+  parse_command->add_option("url", parse->url, "the page")->required();
+  auto* config_option =
+      parse_command->add_option("-c,--config", parse->config, "the crawl file of the spider");
+  parse_command->add_option("--spider", parse->common.spider, "a compiled-in spider instead")
+      ->excludes(config_option);
+  parse_command->add_option("--callback", parse->callback, "the callback (default: parse)");
+  parse_command->add_flag("-r,--rules", parse->rules,
+                          "the callback of the first rule whose link extractor takes URL");
+  parse_command->add_option("-d,--depth", parse->depth, "levels of requests to follow (1)")
+      ->check(CLI::Range(1, 1000));
+  parse_command->add_option("-a", parse->common.arguments, "spider argument NAME=VALUE")
+      ->allow_extra_args(false);
+  add_common_options(parse_command, parse->common);
+  parse_command->callback([parse, &exit_status] {
+    if (parse->config.empty() && parse->common.spider.empty()) {
+      std::cerr << "crawler parse: give the spider with --config FILE.json or --spider NAME\n";
+      exit_status = 2;
+      return;
+    }
+    try {
+      exit_status = run_parse_command(*parse);
+    } catch (const std::exception& error) {
+      std::cerr << "crawler parse: " << redact(error.what()) << '\n';
       exit_status = 2;
     }
   });

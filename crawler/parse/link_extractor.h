@@ -69,7 +69,7 @@ class link_extractor {
 
  private:
   link_extractor_options options_;
-  std::vector<std::shared_ptr<const re2::RE2>> allow_;  // RE2: see detail/regex.h
+  std::vector<std::shared_ptr<const re2::RE2>> allow_;  // RE2: see regex.h
   std::vector<std::shared_ptr<const re2::RE2>> deny_;
   std::vector<std::string> tags_;   // lower-case
   std::vector<std::string> attrs_;  // lower-case
