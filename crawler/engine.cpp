@@ -416,12 +416,16 @@ void engine::deliver(response response) {
   for (auto& middleware : spider_middlewares_) {
     if (auto rejected = middleware->process_spider_input(response)) {
       handle_failure(std::move(*rejected));
-      ++pages_;
-      if (page_limit_ > 0 && pages_ == page_limit_) begin_close("closespider_pagecount");
-      return;
+      return count_page();
     }
   }
   run_callback(response);
+  count_page();
+}
+
+// CLOSESPIDER_PAGECOUNT counts every response, those the spider middlewares turn away (a 404 to
+// HttpError) too, as Scrapy's CloseSpider counts response_received.
+void engine::count_page() {
   ++pages_;
   if (page_limit_ > 0 && pages_ == page_limit_) begin_close("closespider_pagecount");
 }

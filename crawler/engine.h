@@ -106,6 +106,7 @@ class engine {
   void check_idle();
   void begin_close(const std::string& reason);
   void finish();
+  void count_page();
   void count_error();
   void feed_failed();
   void fail_startup(std::exception_ptr error);

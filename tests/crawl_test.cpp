@@ -407,6 +407,21 @@ TEST(crawl, memusage_limit_closes_with_memusage_exceeded_and_warning_mb_only_war
   EXPECT_FALSE(off.stats.contains("memusage/startup"));
 }
 
+// Responses the spider never sees (a 404 turned away by HttpError) count toward
+// CLOSESPIDER_PAGECOUNT too, as in Scrapy: one request at a time, the third closes the spider.
+TEST(crawl, closespider_pagecount_counts_responses_turned_away_by_httperror) {
+  http_server server;
+  std::vector<crawler::request> start;
+  for (int i = 0; i < 10; ++i) {
+    start.push_back(get(server.url("/status/404?i=" + std::to_string(i))));
+  }
+  recording_spider spider(start);
+  auto result = crawl(spider, {"CLOSESPIDER_PAGECOUNT=3", "CONCURRENT_REQUESTS=1"});
+  EXPECT_EQ(result.finish_reason, "closespider_pagecount");
+  EXPECT_EQ(server.total_hits(), 3u);
+  EXPECT_TRUE(spider.responses.empty());
+}
+
 TEST(crawl, closespider_timeout_closes_a_crawl_that_would_run_on) {
   http_server server({.site_pages = 1000, .page_delay_ms = 50});
   recording_spider spider({get(server.url("/site/0"))});

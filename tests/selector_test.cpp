@@ -132,7 +132,8 @@ TEST(selector, text_is_in_document_order_and_star_text_is_all_the_text_of_a_bloc
   EXPECT_EQ(block.css("#d > *::text").getall(), (texts{"b", "y", "z"}));
   EXPECT_EQ(block.css("div p *::text").getall(), (texts{"b", "x", "y"}));
   EXPECT_EQ(block.css("*::text").getall(), (texts{"a", "b", "x", "y", "c", "z", "out"}));
-  auto nested = page(R"(<div id="o">a<div id="i">b</div>c<p id="p">d</p></div>)");
+  auto nested =
+      page(R"(<div id="o">a<div id="i">b</div>c<p id="p">d</p></div><b id="after">e</b>)");
   EXPECT_EQ(nested.css("div::text").getall(), (texts{"a", "b", "c"}));
   EXPECT_EQ(nested.css("p::text, div::text").getall(), (texts{"a", "b", "c", "d"}));
   EXPECT_EQ(nested.css("div *::attr(id)").getall(), (texts{"o", "i", "p"}));
