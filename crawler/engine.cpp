@@ -455,7 +455,7 @@ void engine::handle_failure(failure failure) {
     if (!spider_.call_errback(failure.request.errback, failure, out)) {
       logger_->error("Spider {} has no errback \"{}\" for {}", spider_.name(),
                      failure.request.errback, failure.request.describe());
-      return;
+      return enqueue({}, failure.request.lease);  // settled: a fleet or JOBDIR must not retry it
     }
   } catch (const std::exception& error) {
     logger_->error("Spider error processing the failure of {}\n{}: {}", failure.request.describe(),

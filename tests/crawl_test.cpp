@@ -12,6 +12,7 @@
 #include <set>
 #include <thread>
 
+#include "crawler/crawl_spider.h"
 #include "crawler/downloader.h"
 #include "crawler/parse/href_scanner.h"
 #include "http_server.h"
@@ -66,7 +67,7 @@ crawler::request get(const std::string& url) {
   return crawler::request{url};
 }
 
-crawler::crawl_result crawl(recording_spider& spider, std::vector<std::string> overrides = {}) {
+crawler::crawl_result crawl(crawler::spider& spider, std::vector<std::string> overrides = {}) {
   overrides.insert(overrides.begin(), {"LOG_LEVEL=WARNING", "LOGSTATS_INTERVAL=0"});
   auto settings = crawler::settings_for(spider, overrides);
   crawler::crawl_options options;
@@ -420,6 +421,52 @@ TEST(crawl, closespider_pagecount_counts_responses_turned_away_by_httperror) {
   EXPECT_EQ(result.finish_reason, "closespider_pagecount");
   EXPECT_EQ(server.total_hits(), 3u);
   EXPECT_TRUE(spider.responses.empty());
+}
+
+// CLOSESPIDER_ERRORCOUNT closes the spider at that many spider errors: one page at a time, every
+// callback throwing, the third error is the last page.
+TEST(crawl, closespider_errorcount_closes_at_that_many_spider_errors) {
+  http_server server;
+  class failing : public recording_spider {
+   public:
+    using recording_spider::recording_spider;
+    void parse(const crawler::response&, crawler::output&) override {
+      throw std::runtime_error("bad page");
+    }
+  };
+  std::vector<crawler::request> start;
+  for (int i = 0; i < 10; ++i) start.push_back(get(server.url("/s?wd=" + std::to_string(i))));
+  failing spider(start);
+  auto result = crawl(spider, {"CLOSESPIDER_ERRORCOUNT=3", "CONCURRENT_REQUESTS=1"});
+  EXPECT_EQ(result.finish_reason, "closespider_errorcount");
+  EXPECT_EQ(server.total_hits(), 3u);
+  EXPECT_EQ(stat(result, "spider_exceptions/std::runtime_error"), 3);
+}
+
+// A rule with a callback does not follow the links of the pages it leads to unless it says
+// `follow`; a rule without one does (Scrapy's CrawlSpider default).
+TEST(crawl, a_rule_with_a_callback_follows_only_when_told_to) {
+  http_server server({.site_pages = 1000});
+  class rules_spider : public crawler::crawl_spider {
+   public:
+    explicit rules_spider(std::string start, std::optional<bool> follow)
+        : crawl_spider("rules") {
+      start_urls = {std::move(start)};
+      rules.push_back({crawler::link_extractor({.allow = {R"(/site/\d+$)"}}), "page"});
+      rules.back().follow = follow;
+      callback("page", [this](const crawler::response& response, crawler::output&) {
+        pages.insert(response.url);
+      });
+    }
+    std::set<std::string> pages;
+  };
+  rules_spider unset(server.url("/site/0"), std::nullopt);
+  crawl(unset, {"CLOSESPIDER_PAGECOUNT=50"});
+  // Page 0 links to 1 and 5 (site_links): those two, and nothing from them.
+  EXPECT_EQ(unset.pages, (std::set<std::string>{server.url("/site/1"), server.url("/site/5")}));
+  rules_spider following(server.url("/site/0"), true);
+  crawl(following, {"CLOSESPIDER_PAGECOUNT=50"});
+  EXPECT_GT(following.pages.size(), 20u);
 }
 
 TEST(crawl, closespider_timeout_closes_a_crawl_that_would_run_on) {
