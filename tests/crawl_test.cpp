@@ -702,6 +702,52 @@ TEST(crawl, items_go_to_every_feed_format) {
   EXPECT_EQ(count, 50u);
 }
 
+// CSV fields are quoted as Python's csv module (Scrapy's CsvItemExporter) quotes them: only when
+// they hold a quote, a comma or a line break, with quotes doubled; rows end in \r\n.
+TEST(crawl, csv_feeds_quote_fields_as_pythons_csv_module) {
+  http_server server;
+  crawler::fixtures::temp_dir dir;
+  auto csv = (dir.path() / "items.csv").string();
+  class texts : public recording_spider {
+   public:
+    using recording_spider::recording_spider;
+    void parse(const crawler::response&, crawler::output& out) override {
+      for (const char* text : {"say \"hi\"", "a,b", "line\nbreak", "plain"}) {
+        out.item({{"text", text}});
+      }
+    }
+  };
+  texts spider({get(server.url("/s?wd=1"))});
+  crawl(spider, {"FEEDS=" + nlohmann::json{{csv, {{"format", "csv"}}}}.dump()});
+  std::ifstream in(csv, std::ios::binary);
+  std::string written(std::istreambuf_iterator<char>(in), {});
+  EXPECT_EQ(written, "text\r\n\"say \"\"hi\"\"\"\r\n\"a,b\"\r\n\"line\nbreak\"\r\nplain\r\n");
+}
+
+// Each link goes to the first rule that extracts it: a link two rules take is requested once, by
+// the first, as in Scrapy's CrawlSpider.
+TEST(crawl, a_link_two_rules_extract_is_requested_once_by_the_first) {
+  class two_rules : public crawler::crawl_spider {
+   public:
+    two_rules() : crawl_spider("two_rules") {
+      rules.push_back({crawler::link_extractor({.allow = {"/a"}}), "first"});
+      rules.push_back({crawler::link_extractor({.allow = {"/a", "/b"}}), "second"});
+    }
+  };
+  two_rules spider;
+  crawler::response page;
+  page.url = page.request.url = "http://example.com/";
+  page.body = R"(<a href="/a">a</a><a href="/b">b</a>)";
+  page.headers.emplace_back("Content-Type", "text/html");
+  crawler::output out;
+  spider.parse(page, out);
+  ASSERT_EQ(out.requests.size(), 2u);
+  EXPECT_EQ(out.requests[0].url, "http://example.com/a");
+  EXPECT_EQ(out.requests[0].meta["rule"], 0);
+  EXPECT_EQ(out.requests[1].url, "http://example.com/b");
+  EXPECT_EQ(out.requests[1].meta["rule"], 1);
+}
+
 class drop_odd_pages : public crawler::item_pipeline {
  public:
   void process_item(nlohmann::json& item, crawler::spider&) override {
