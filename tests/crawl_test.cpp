@@ -748,6 +748,21 @@ TEST(crawl, a_link_two_rules_extract_is_requested_once_by_the_first) {
   EXPECT_EQ(out.requests[1].meta["rule"], 1);
 }
 
+// Host names compare without case: a link to LOCALHOST is on a site whose allowed_domains says
+// localhost; one to another host is offsite.
+TEST(crawl, allowed_domains_compare_host_names_without_case) {
+  http_server server({.pages = {{"/", R"(<a href="http://LOCALHOST:{port}/s?wd=up">up</a>)"
+                                       R"(<a href="http://127.0.0.1:{port}/s?wd=ip">ip</a>)"}}});
+  auto home = "http://localhost:" + std::to_string(server.port()) + "/";
+  recording_spider spider({get(home)});
+  spider.follow_links = true;
+  spider.allowed_domains = {"localhost"};
+  auto result = crawl(spider);
+  EXPECT_EQ(server.hits("/s?wd=up"), 1u);
+  EXPECT_EQ(server.hits("/s?wd=ip"), 0u);
+  EXPECT_EQ(stat(result, "offsite/filtered"), 1);
+}
+
 class drop_odd_pages : public crawler::item_pipeline {
  public:
   void process_item(nlohmann::json& item, crawler::spider&) override {
