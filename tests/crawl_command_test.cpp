@@ -779,6 +779,26 @@ TEST(crawler_command, on_a_terminal_a_live_progress_line_is_drawn_under_the_log)
   EXPECT_EQ(plain.find("\x1b[K"), std::string::npos) << plain;
 }
 
+// -o appends to a feed, -O starts it afresh, as in Scrapy.
+TEST(crawler_command, minus_o_appends_and_capital_o_overwrites) {
+  temp_dir dir;
+  auto feed = (dir.path() / "quotes.jsonl").string();
+  auto lines = [&] {
+    std::ifstream in(feed);
+    std::size_t count = 0;
+    for (std::string line; std::getline(in, line);) ++count;
+    return count;
+  };
+  for (const char* flag : {"-o", "-o", "-O"}) {
+    child_process crawl({crawler_binary(), "crawl", "quotes", flag, feed, "--nolog"});
+    ASSERT_EQ(crawl.wait(), 0) << crawl.stderr_text();
+  }
+  EXPECT_EQ(lines(), 30u);  // the last run's 30 quotes only
+  child_process again({crawler_binary(), "crawl", "quotes", "-o", feed, "--nolog"});
+  ASSERT_EQ(again.wait(), 0);
+  EXPECT_EQ(lines(), 60u);
+}
+
 TEST(crawler_command, dedup_takes_settings_before_the_files_as_readme_shows) {
   temp_dir dir;
   auto urls = dir.path() / "urls.txt";
