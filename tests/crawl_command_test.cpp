@@ -779,6 +779,25 @@ TEST(crawler_command, on_a_terminal_a_live_progress_line_is_drawn_under_the_log)
   EXPECT_EQ(plain.find("\x1b[K"), std::string::npos) << plain;
 }
 
+// -L sets LOG_LEVEL over the default DEBUG, and over -s; --nolog silences the log.
+TEST(crawler_command, minus_l_sets_the_log_level_and_nolog_silences_it) {
+  temp_dir dir;
+  auto feed = (dir.path() / "quotes.jsonl").string();
+  auto log_of = [&](std::vector<std::string> flags) {
+    std::vector<std::string> argv{crawler_binary(), "crawl", "quotes", "-O", feed};
+    argv.insert(argv.end(), flags.begin(), flags.end());
+    child_process crawl(argv);
+    EXPECT_EQ(crawl.wait(), 0) << crawl.stderr_text();
+    return crawl.stderr_text();
+  };
+  EXPECT_NE(log_of({}).find("] DEBUG: Crawled (200)"), std::string::npos);
+  auto info = log_of({"-L", "INFO", "-s", "LOG_LEVEL=DEBUG"});
+  EXPECT_EQ(info.find("DEBUG"), std::string::npos) << info;
+  EXPECT_NE(info.find("] INFO: Spider closed (finished)"), std::string::npos) << info;
+  EXPECT_EQ(log_of({"-L", "ERROR"}), "");
+  EXPECT_EQ(log_of({"--nolog"}), "");
+}
+
 // -o appends to a feed, -O starts it afresh, as in Scrapy.
 TEST(crawler_command, minus_o_appends_and_capital_o_overwrites) {
   temp_dir dir;
