@@ -41,6 +41,8 @@ selected() {
   return 1
 }
 
+# Read from a copy: editing mutants.tsv during a run must not shift the lines under the loop.
+cp "$here/mutants.tsv" "$scratch/mutants.tsv"
 caught=0; missed=0; others=0
 results=()
 while IFS=$'\t' read -r name file expression suites; do
@@ -77,7 +79,7 @@ while IFS=$'\t' read -r name file expression suites; do
   printf '%-45s %-28s %s\n' "$name" "$verdict" "$by"
   results+=("| \`$name\` | $verdict | ${by:+\`$by\`} |")
   cp "$scratch/original" "$target"
-done < "$here/mutants.tsv"
+done < "$scratch/mutants.tsv"
 # Leave the scratch build matching the work tree again.
 cmake --build "$scratch/build" -j "$jobs" > /dev/null 2>&1
 
