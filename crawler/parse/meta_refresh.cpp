@@ -33,11 +33,25 @@ const RE2& comment() {
   return pattern;
 }
 
+// Whether `text` holds `word` (lower-case ASCII) in any case.
+bool contains_any_case(std::string_view text, std::string_view word) {
+  for (std::size_t at = 0; at + word.size() <= text.size(); ++at) {
+    std::size_t i = 0;
+    while (i < word.size() && ascii_lower(text[at + i]) == word[i]) ++i;
+    if (i == word.size()) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 std::optional<meta_refresh> find_meta_refresh(std::string_view html, std::string_view page_url,
                                               const std::vector<std::string>& ignore_tags) {
-  std::string text(html.substr(0, 4096));
+  html = html.substr(0, 4096);
+  // Every page is asked and few have one: without "http-equiv" written out there is none (w3lib
+  // would also find one spelled with entities, "http&#45;equiv", which no browser follows).
+  if (!contains_any_case(html, "http-equiv")) return std::nullopt;
+  std::string text(html);
   for (const auto& tag : ignore_tags) {
     std::string name = ascii_lower(tag);
     std::string quoted = RE2::QuoteMeta(name);
