@@ -14,34 +14,24 @@
 namespace crawler::cli {
 namespace {
 
-// The start page fields a user fills in; what Scrapy's basic template leaves as `pass`.
-constexpr const char* basic_template = R"({
+// A crawl file: basic has an item per start page (what Scrapy's basic template leaves as `pass`),
+// crawl adds Scrapy's rule that follows "Items/" links to parse_item. Fields to fill in.
+constexpr const char* crawl_file_template = R"({
   "settings": {"ROBOTSTXT_OBEY": true},
   "spider": {
     "name": "{name}",
     "allowed_domains": ["{host}"],
-    "start_urls": ["{start}"],
+    "start_urls": ["{start}"],{rules}
     "callbacks": {
-      "parse_start_url": {"fields": {"url": "$url", "title": "title::text"}}
+      "{callback}": {"fields": {"url": "$url", "title": "title::text"}}
     }
   }
 }
 )";
 
-// Scrapy's crawl template: a rule that follows "Items/" links to parse_item.
-constexpr const char* crawl_template = R"({
-  "settings": {"ROBOTSTXT_OBEY": true},
-  "spider": {
-    "name": "{name}",
-    "allowed_domains": ["{host}"],
-    "start_urls": ["{start}"],
-    "rules": [{"allow": ["Items/"], "callback": "parse_item", "follow": true}],
-    "callbacks": {
-      "parse_item": {"fields": {"url": "$url", "title": "title::text"}}
-    }
-  }
-}
-)";
+constexpr const char* crawl_rules =
+    R"(
+    "rules": [{"allow": ["Items/"], "callback": "parse_item", "follow": true}],)";
 
 constexpr const char* cpp_template =
     R"(// {name}: crawls {host}. Build it with the CMakeLists.txt beside it, then
@@ -130,10 +120,11 @@ int generate(const genspider_options& options) {
 
   std::map<std::filesystem::path, std::string> files;
   auto dir = std::filesystem::path(options.dir);
-  if (options.template_name == "basic") {
-    files[dir / (options.name + ".json")] = fill(basic_template, values);
-  } else if (options.template_name == "crawl") {
-    files[dir / (options.name + ".json")] = fill(crawl_template, values);
+  if (options.template_name == "basic" || options.template_name == "crawl") {
+    bool crawl = options.template_name == "crawl";
+    values["rules"] = crawl ? crawl_rules : "";
+    values["callback"] = crawl ? "parse_item" : "parse_start_url";
+    files[dir / (options.name + ".json")] = fill(crawl_file_template, values);
   } else {  // cpp: a folder of its own, a CMake project
     files[dir / options.name / (options.name + ".cpp")] = fill(cpp_template, values);
     files[dir / options.name / "CMakeLists.txt"] = fill(cmake_template, values);
