@@ -20,11 +20,12 @@
 //
 // The spider is a crawl_spider: rules as in Scrapy's CrawlSpider (each link to the first rule that
 // extracts it; `follow` defaults to true without a callback); a callback named "parse_start_url"
-// makes an item of each start page, as that CrawlSpider hook does. A rule takes the link extractor's
-// options (allow, deny, allow_domains, deny_domains, restrict_css, tags, attrs, canonicalize,
-// unique, deny_extensions). A field is a CSS selector (the first match's text, trimmed),
-// {"css", "all": true} for every match, {"css", "re"} for a regex's first match (every match with
-// "all"), or $url, $status, $depth. A field with no match is null; the item is still exported.
+// makes an item of each start page, as that CrawlSpider hook does. A rule takes the link
+// extractor's options (allow, deny, allow_domains, deny_domains, restrict_css, tags, attrs,
+// canonicalize, unique, deny_extensions). A field is a CSS selector (the first match's text,
+// trimmed), {"css", "all": true} for every match, {"css", "re"} for a regex's first match (every
+// match with "all"), or $url, $status, $depth. A field with no match is null; the item is still
+// exported.
 //
 // Everything is checked before anything is fetched: unknown keys (with a suggestion), wrong types,
 // invalid regexes and selectors, callbacks that do not exist, each setting's value. Every problem

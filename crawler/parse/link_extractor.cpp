@@ -176,7 +176,9 @@ std::vector<link> link_extractor::extract_links(const response& response) const 
             continue;
           }
         }
-        if (options_.unique && !seen.insert(unique_key(url, options_.canonicalize)).second) continue;
+        if (options_.unique && !seen.insert(unique_key(url, options_.canonicalize)).second) {
+          continue;
+        }
         auto* rel = gumbo_get_attribute(&node->v.element.attributes, "rel");
         bool nofollow =
             rel && ascii_lower(rel->value).find("nofollow") != std::string::npos;
