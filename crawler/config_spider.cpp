@@ -63,7 +63,9 @@ class problem_list {
 
 // Each setting through the settings model on its own, so every bad one is named.
 void check_settings(const json& object, const std::string& path, problem_list& problems) {
-  for (const auto& [key, value] : object.items()) {
+  for (const auto& entry : object.items()) {
+    const auto& key = entry.key();
+    const auto& value = entry.value();
     problems.attempt([&] {
       try {
         settings checked;
@@ -336,7 +338,9 @@ crawl_config load_crawl_config(const json& document) {
     });
     static const json none = json::object();
     const json& listed = callbacks_ok ? *callbacks : none;
-    for (const auto& [callback_name, spec] : listed.items()) {
+    for (const auto& entry : listed.items()) {
+      const std::string& callback_name = entry.key();
+      const json& spec = entry.value();
       // A callback with a bad field still exists: rules naming it are not a second problem.
       callback_names.push_back(callback_name);
       auto callback_path = child(where, callback_name);
@@ -349,7 +353,9 @@ crawl_config load_crawl_config(const json& document) {
       });
       if (!spec_ok) continue;
       std::vector<field> fields;
-      for (const auto& [field_name, field_spec] : fields_json->items()) {
+      for (const auto& field_entry : fields_json->items()) {
+        const std::string& field_name = field_entry.key();
+        const json& field_spec = field_entry.value();
         problems.attempt([&] {
           fields.push_back(read_field(field_name, field_spec, child(fields_path, field_name)));
         });
