@@ -801,6 +801,19 @@ TEST(crawler_command, minus_l_sets_the_log_level_and_nolog_silences_it) {
   EXPECT_EQ(log_of({"--nolog"}), "");
 }
 
+// `crawler parse --spider NAME` runs a compiled-in spider's callback on one page: the quotes
+// spider on a shipped page yields its ten quotes and the request for the next page.
+TEST(crawler_command, parse_runs_a_compiled_in_spider_on_one_page) {
+  auto page = std::filesystem::path(CRAWLER_FIXTURES_DIR) / "../../spiders/data/quotes/page-1.json";
+  auto url = "file://" + std::filesystem::weakly_canonical(page).string();
+  child_process parse({crawler_binary(), "parse", url, "--spider", "quotes", "--nolog"});
+  ASSERT_EQ(parse.wait(), 0) << parse.stderr_text();
+  auto text = parse.stdout_text();
+  EXPECT_EQ(count_of(text, "{\"author\":"), 10u) << text;
+  EXPECT_NE(text.find("\n<GET " + url.substr(0, url.size() - 6) + "2.json>\n"), std::string::npos)
+      << text;
+}
+
 // -o appends to a feed, -O starts it afresh, as in Scrapy.
 TEST(crawler_command, minus_o_appends_and_capital_o_overwrites) {
   temp_dir dir;

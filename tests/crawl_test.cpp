@@ -123,7 +123,9 @@ TEST(crawl, a_meta_refresh_is_followed_as_a_redirect_within_metarefresh_maxdelay
   http_server server({.pages = {
       {"/soon", R"(<html><head><meta http-equiv="refresh" content="2; url=/s?wd=soon"></head>)"},
       {"/late", R"(<meta http-equiv="refresh" content="200; url=/s?wd=late">)"},
-      {"/local", R"(<meta http-equiv="refresh" content="0; url=file:///etc/passwd">)"}}});
+      {"/local", R"(<meta http-equiv="refresh" content="0; url=file:///etc/passwd">)"},
+      {"/noscript",
+       R"(<noscript><meta http-equiv="refresh" content="0; url=/s?wd=js"></noscript>)"}}});
   std::vector<crawler::request> start{get(server.url("/soon")), get(server.url("/late")),
                                       get(server.url("/local"))};
   recording_spider spider(start);
@@ -139,6 +141,14 @@ TEST(crawl, a_meta_refresh_is_followed_as_a_redirect_within_metarefresh_maxdelay
   ASSERT_EQ(spider.failures.size(), 1u);  // file:// from an http page: refused, as a 302 would be
   EXPECT_EQ(spider.failures[0].request.url, server.url("/local"));
   EXPECT_EQ(stat(result, "scheme/filtered"), 1);
+
+  // METAREFRESH_IGNORE_TAGS: a refresh inside <noscript> is for browsers without scripts.
+  recording_spider ignoring({get(server.url("/noscript"))});
+  crawl(ignoring, {R"(METAREFRESH_IGNORE_TAGS=["noscript"])"});
+  EXPECT_EQ(server.hits("/s?wd=js"), 0u);
+  recording_spider following({get(server.url("/noscript"))});
+  crawl(following);
+  EXPECT_EQ(server.hits("/s?wd=js"), 1u);
 
   recording_spider unrefreshed({get(server.url("/soon"))});
   crawl(unrefreshed, {"METAREFRESH_ENABLED=false"});
