@@ -27,10 +27,6 @@ double seconds_since(clock::time_point then) {
 struct downloader::slot {
   explicit slot(const asio::any_io_executor& executor) : timer(executor) {}
 
-  struct waiting {
-    crawler::request request;
-    completion done;
-  };
   std::deque<waiting> queue;
   std::size_t transferring = 0;
   double delay = 0;
@@ -45,7 +41,9 @@ downloader::downloader(asio::any_io_executor executor, const settings& settings,
     : executor_(executor),
       stats_(stats),
       total_concurrency_(std::size_t(settings.get_int("CONCURRENT_REQUESTS"))),
-      per_slot_concurrency_(std::size_t(settings.get_int("CONCURRENT_REQUESTS_PER_DOMAIN"))),
+      per_slot_concurrency_(std::size_t(settings.get_int(
+          settings.get_int("CONCURRENT_REQUESTS_PER_IP") > 0 ? "CONCURRENT_REQUESTS_PER_IP"
+                                                             : "CONCURRENT_REQUESTS_PER_DOMAIN"))),
       delay_(settings.get_double("DOWNLOAD_DELAY")),
       randomize_delay_(settings.get_bool("RANDOMIZE_DOWNLOAD_DELAY")),
       autothrottle_(settings.get_bool("AUTOTHROTTLE_ENABLED")),
@@ -63,6 +61,10 @@ downloader::downloader(asio::any_io_executor executor, const settings& settings,
   options_->compression = settings.get_bool("COMPRESSION_ENABLED");
   options_->proxy_enabled = settings.get_bool("HTTPPROXY_ENABLED");
   options_->protocols = scheme_policy(settings).curl_protocols();
+  if (settings.get_int("CONCURRENT_REQUESTS_PER_IP") > 0) {
+    slots_per_ip_ = true;
+    resolver_ = std::make_unique<asio::ip::tcp::resolver>(executor);
+  }
 }
 
 downloader::~downloader() = default;
@@ -77,18 +79,50 @@ std::string downloader::slot_key(const request& request) const {
 }
 
 void downloader::fetch(request request, completion done) {
+  ++active_;
   auto key = slot_key(request);
+  if (slots_per_ip_ && !request.meta.contains("download_slot")) {
+    // Scrapy keys the slot by its DNS cache's address, which misses a host's first requests;
+    // here they wait for the address, so even those keep to the server's limit.
+    if (auto address = addresses_.find(key); address != addresses_.end()) {
+      key = address->second;
+    } else if (boost::system::error_code not_ip; asio::ip::make_address(key, not_ip), not_ip) {
+      auto& waiting = resolving_[key];
+      waiting.push_back({std::move(request), std::move(done)});
+      if (waiting.size() == 1) resolve(key);
+      return;
+    }
+  }
+  enter_slot(key, {std::move(request), std::move(done)});
+}
+
+void downloader::resolve(const std::string& host) {
+  resolver_->async_resolve(
+      host, "",
+      [this, host](boost::system::error_code error, asio::ip::tcp::resolver::results_type found) {
+        if (error == asio::error::operation_aborted) return;  // closing: the requests were taken
+        // An address that cannot be found keys the slot by the host name: the transfer then
+        // fails with DNSLookupError as any other would.
+        addresses_[host] =
+            error || found.empty() ? host : found.begin()->endpoint().address().to_string();
+        auto waiting = std::move(resolving_[host]);
+        resolving_.erase(host);
+        for (auto& next : waiting) enter_slot(addresses_[host], std::move(next));
+      });
+}
+
+void downloader::enter_slot(const std::string& key, waiting next) {
   auto& entry = slots_[key];
   if (!entry) {
     entry = std::make_unique<slot>(executor_);
     entry->delay = autothrottle_ ? std::max(delay_, autothrottle_start_delay_) : delay_;
-    if (auto crawl_delay = crawl_delays_.find(key); crawl_delay != crawl_delays_.end()) {
+    auto host = slot_key(next.request);  // a Crawl-delay is the host's, whatever the key
+    if (auto crawl_delay = crawl_delays_.find(host); crawl_delay != crawl_delays_.end()) {
       entry->least_delay = crawl_delay->second;
       entry->delay = std::max(entry->delay, entry->least_delay);
     }
   }
-  ++active_;
-  entry->queue.push_back({std::move(request), std::move(done)});
+  entry->queue.push_back(std::move(next));
   process_queue(key, *entry);
   if (!sweep_timer_) {
     sweep_timer_ = std::make_unique<asio::steady_timer>(executor_);
@@ -98,7 +132,9 @@ void downloader::fetch(request request, completion done) {
 
 void downloader::set_crawl_delay(const std::string& host, double seconds) {
   crawl_delays_[host] = seconds;
-  if (auto found = slots_.find(host); found != slots_.end()) {
+  auto address = addresses_.find(host);
+  if (auto found = slots_.find(address == addresses_.end() ? host : address->second);
+      found != slots_.end()) {
     found->second->least_delay = seconds;
     found->second->delay = std::max(found->second->delay, seconds);
   }
@@ -206,6 +242,12 @@ void downloader::sweep_idle_slots() {
 
 std::vector<request> downloader::take_waiting() {
   std::vector<request> requests;
+  if (resolver_) resolver_->cancel();
+  for (auto& [host, waiting] : resolving_) {
+    for (auto& next : waiting) requests.push_back(std::move(next.request));
+    active_ -= waiting.size();
+  }
+  resolving_.clear();
   for (auto& [key, slot] : slots_) {
     slot->timer.cancel();
     slot->timer_armed = false;

@@ -6,8 +6,9 @@
 //     if (result.response) ...; else log(result.error_type, result.error_message);
 //   });
 //
-// A request first waits in its slot (keyed by host name, or meta "download_slot"): at most
-// CONCURRENT_REQUESTS_PER_DOMAIN transfers per slot, DOWNLOAD_DELAY seconds between starts
+// A request first waits in its slot (keyed by host name, or meta "download_slot"; with
+// CONCURRENT_REQUESTS_PER_IP, by the host's IP address, so host names that share a server share
+// its limit): at most CONCURRENT_REQUESTS_PER_DOMAIN (or _PER_IP) transfers per slot, DOWNLOAD_DELAY seconds between starts
 // (0.5x-1.5x with RANDOMIZE_DOWNLOAD_DELAY), adapted to the server's latency with
 // AUTOTHROTTLE_ENABLED (Scrapy's formula). Then libcurl fetches it: connections are reused,
 // HTTP/2 is negotiated over TLS, bodies are decoded (gzip, deflate, br) and cut off past
@@ -19,6 +20,7 @@
 #pragma once
 
 #include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <cstddef>
 #include <functional>
@@ -82,8 +84,14 @@ class downloader {
 
  private:
   struct slot;
+  struct waiting {
+    crawler::request request;
+    completion done;
+  };
 
   std::string slot_key(const request& request) const;
+  void enter_slot(const std::string& key, waiting next);
+  void resolve(const std::string& host);
   void process_queue(const std::string& key, slot& slot);
   void start_transfer(const std::string& key, slot& slot);
   void adjust_throttle(slot& slot, const download_result& result, double latency);
@@ -103,6 +111,11 @@ class downloader {
   std::unique_ptr<detail::curl_transfers> transfers_;
   std::map<std::string, std::unique_ptr<slot>, std::less<>> slots_;
   std::map<std::string, double, std::less<>> crawl_delays_;  // outlive idle slots
+  // CONCURRENT_REQUESTS_PER_IP: each host's address, and the requests waiting for it.
+  bool slots_per_ip_ = false;
+  std::map<std::string, std::string, std::less<>> addresses_;
+  std::map<std::string, std::vector<waiting>, std::less<>> resolving_;
+  std::unique_ptr<boost::asio::ip::tcp::resolver> resolver_;
   std::unique_ptr<boost::asio::steady_timer> sweep_timer_;
   std::shared_ptr<spdlog::logger> logger_;
 };

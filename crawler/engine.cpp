@@ -63,7 +63,8 @@ engine::engine(asio::io_context& io, const settings& settings, stats& stats, spi
                    std::size_t(settings.get_int("HTML_MAX_DEPTH"))},
       downloader_middlewares_(default_downloader_middlewares(settings, stats, spider)),
       spider_middlewares_(default_spider_middlewares(settings, stats, spider)),
-      feeds_(std::make_unique<feed_exporter>(settings, stats)),
+      feeds_(
+          std::make_unique<feed_exporter>(settings, stats, feed_exporter::parameters_for(spider))),
       closespider_timer_(io),
       store_retry_timer_(io),
       item_limit_(settings.get_int("CLOSESPIDER_ITEMCOUNT")),
@@ -305,22 +306,28 @@ void engine::download(request request) {
 }
 
 void engine::send(request request, downloader::completion done) {
+  std::optional<download_result> answered;
   try {
-    for (auto& middleware : downloader_middlewares_) middleware->process_request(request);
+    for (auto& middleware : downloader_middlewares_) {
+      middleware->process_request(request);
+      if (auto response = middleware->answer(request)) {
+        answered.emplace(download_result{request, std::move(response)});
+        break;
+      }
+    }
   } catch (const ignore_request& ignored) {
-    // Completed on the loop, never inside the caller (the robots gate may be mid-call); counted
-    // as held until then so the spider cannot go idle with the errback still to run.
-    download_result result{std::move(request)};
-    result.error_type = "IgnoreRequest";
-    result.error_message = ignored.what();
-    ++refused_;
-    asio::post(io_, [this, result = std::move(result), done = std::move(done)]() mutable {
-      --refused_;
-      done(std::move(result));
-    });
-    return;
+    answered.emplace(download_result{std::move(request)});
+    answered->error_type = "IgnoreRequest";
+    answered->error_message = ignored.what();
   }
-  downloader_->fetch(std::move(request), std::move(done));
+  if (!answered) return downloader_->fetch(std::move(request), std::move(done));
+  // Completed on the loop, never inside the caller (the robots gate may be mid-call); counted
+  // as held until then so the spider cannot go idle with the callback or errback still to run.
+  ++answered_here_;
+  asio::post(io_, [this, result = std::move(*answered), done = std::move(done)]() mutable {
+    --answered_here_;
+    done(std::move(result));
+  });
 }
 
 // Scrapy's engine.download(): through the downloader middlewares, retries and redirects
@@ -378,7 +385,7 @@ void engine::on_downloaded(download_result result) {
 // check is a round trip, and a crawl that downloaded on meanwhile would keep more pages half done
 // (refetched after a crash, held in memory while Redis is away) than CONCURRENT_REQUESTS says.
 std::size_t engine::held_outside_downloader() const {
-  return (robots_ ? robots_->waiting() : 0) + parsing_ + refused_ + pending_enqueues_;
+  return (robots_ ? robots_->waiting() : 0) + parsing_ + answered_here_ + pending_enqueues_;
 }
 
 std::size_t engine::queued() const {
@@ -411,8 +418,14 @@ void engine::handle_response(response response) {
 
 void engine::deliver(response response) {
   stats_.inc_value("response_received_count");
-  logger_->debug("Crawled ({}) {} (referer: {})", response.status, response.request.describe(),
-                 referer_of(response.request));
+  if (logger_->should_log(spdlog::level::debug)) {
+    // Scrapy's form: flags as a Python list after the referer, " ['cached']".
+    std::string flags;
+    for (const auto& flag : response.flags) flags += (flags.empty() ? " ['" : ", '") + flag + "'";
+    if (!flags.empty()) flags += ']';
+    logger_->debug("Crawled ({}) {} (referer: {}){}", response.status, response.request.describe(),
+                   referer_of(response.request), flags);
+  }
   for (auto& middleware : spider_middlewares_) {
     if (auto rejected = middleware->process_spider_input(response)) {
       handle_failure(std::move(*rejected));

@@ -145,7 +145,7 @@ class engine {
   bool store_items_;           // REDIS_PIPELINE
   bool flush_feeds_per_page_;  // JOBDIR: a page's items reach the OS before it is marked done
   std::size_t parsing_ = 0;
-  std::size_t refused_ = 0;  // requests a downloader middleware ignored, errback not yet run
+  std::size_t answered_here_ = 0;  // a downloader middleware ignored or answered, not yet handed on
   // Last, so it is joined before anything its jobs could touch is destroyed.
   std::unique_ptr<boost::asio::thread_pool> parsers_;  // with spider.parses_html
 };

@@ -1,11 +1,17 @@
 #include "crawler/feeds.h"
 
+#include <fmt/chrono.h>
+
+#include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstring>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 
 #include "config/log.h"
+#include "crawler/spider.h"
 
 namespace crawler {
 namespace {
@@ -67,6 +73,73 @@ void drop_torn_tail(const std::string& path) {
       ->warn("{}: dropped its last {} bytes, a line cut short by a crash", path, size - keep);
 }
 
+// What one feed writes: FEEDS.<uri>'s options over the FEED_EXPORT_* settings.
+struct feed_options {
+  std::string path;
+  std::string format;
+  bool overwrite = false;
+  std::vector<std::string> fields;  // empty: each item's own, in its order
+  bool ensure_ascii = true;         // FEED_EXPORT_ENCODING unset, as Scrapy's JSON exporters
+  int indent = 0;
+};
+
+// Scrapy's `uri % uri_params`: %(key)s (or %(key)d) is the parameter, %% a percent sign. Any other
+// percent sign stays as written (Scrapy would stop with a Python error).
+std::string expand_uri(const std::string& uri, const feed_exporter::uri_parameters& parameters) {
+  std::string path;
+  for (std::size_t i = 0; i < uri.size();) {
+    if (uri.compare(i, 2, "%%") == 0) {
+      path += '%';
+      i += 2;
+    } else if (uri.compare(i, 2, "%(") == 0) {
+      auto close = uri.find(')', i);
+      if (close == std::string::npos || close + 1 == uri.size() ||
+          (uri[close + 1] != 's' && uri[close + 1] != 'd')) {
+        throw settings_error("FEEDS." + uri + ": \"%(\" at offset " + std::to_string(i) +
+                             " must be followed by a name and \")s\"");
+      }
+      auto key = uri.substr(i + 2, close - i - 2);
+      auto value = parameters.find(key);
+      if (value == parameters.end()) {
+        throw settings_error("FEEDS." + uri + ": no parameter \"" + key +
+                             "\"; a feed URI may name %(name)s, %(time)s and spider arguments");
+      }
+      path += value->second;
+      i = close + 2;
+    } else {
+      path += uri[i++];
+    }
+  }
+  return path;
+}
+
+std::vector<std::string> field_names(const nlohmann::json& value, const std::string& where) {
+  std::vector<std::string> names;
+  if (value.is_null()) return names;
+  if (!value.is_array()) throw settings_error(where + ": must be a list of field names");
+  for (std::size_t i = 0; i < value.size(); ++i) {
+    if (!value[i].is_string()) {
+      throw settings_error(where + "[" + std::to_string(i) + "]: must be a field name (a string)");
+    }
+    names.push_back(value[i].get<std::string>());
+  }
+  return names;
+}
+
+// Whether JSON feeds escape non-ASCII text. Only UTF-8 is written otherwise: every item's text is
+// UTF-8 already, and a feed in another encoding would need a transcoder for no user we know of.
+bool escapes_non_ascii(const nlohmann::json& encoding, const std::string& where) {
+  if (encoding.is_null()) return true;
+  if (encoding.is_string()) {
+    auto name = encoding.get<std::string>();
+    std::transform(name.begin(), name.end(), name.begin(),
+                   [](unsigned char c) { return std::tolower(c); });
+    if (name == "utf-8" || name == "utf8") return false;
+  }
+  throw settings_error(where + ": unsupported encoding " + encoding.dump() +
+                       "; feeds are written as utf-8 (or, unset, JSON with \\u escapes)");
+}
+
 }  // namespace
 
 nlohmann::json feed_for_file(std::string_view path, bool overwrite) {
@@ -81,9 +154,14 @@ nlohmann::json feed_for_file(std::string_view path, bool overwrite) {
 
 class feed_exporter::feed {
  public:
-  feed(std::string path, std::string format, bool overwrite, bool flushed_per_page)
-      : path_(std::move(path)), format_(std::move(format)), flushed_per_page_(flushed_per_page) {
-    if (format_ == "json") overwrite = true;  // two arrays in one file would not be JSON
+  feed(feed_options options, bool flushed_per_page)
+      : path_(std::move(options.path)),
+        format_(std::move(options.format)),
+        fields_(std::move(options.fields)),
+        ensure_ascii_(options.ensure_ascii),
+        indent_(format_ == "json" && options.indent > 0 ? options.indent : -1),
+        flushed_per_page_(flushed_per_page) {
+    bool overwrite = options.overwrite || format_ == "json";  // two arrays would not be JSON
     if (auto parent = std::filesystem::path(path_).parent_path(); !parent.empty()) {
       std::filesystem::create_directories(parent);
     }
@@ -101,10 +179,9 @@ class feed_exporter::feed {
   // False once the file could not be written (a full disk): logged once, with the reason.
   bool write(const nlohmann::json& item) {
     if (format_ == "jsonlines") {
-      out_ << item.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << '\n';
+      out_ << encode(item) << '\n';
     } else if (format_ == "json") {
-      out_ << (count_ ? ",\n" : "\n")
-           << item.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+      out_ << (count_ ? ",\n" : "\n") << encode(item);
     } else {
       write_csv(item);
     }
@@ -151,6 +228,19 @@ class feed_exporter::feed {
   }
 
  private:
+  // The item as JSON text: only `fields_`, in their order, when there are some (a field the item
+  // lacks is left out, as Scrapy leaves it).
+  std::string encode(const nlohmann::json& item) const {
+    constexpr auto replace = nlohmann::json::error_handler_t::replace;
+    if (fields_.empty() || !item.is_object())
+      return item.dump(indent_, ' ', ensure_ascii_, replace);
+    nlohmann::ordered_json picked = nlohmann::ordered_json::object();
+    for (const auto& field : fields_) {
+      if (auto value = item.find(field); value != item.end()) picked[field] = *value;
+    }
+    return picked.dump(indent_, ' ', ensure_ascii_, replace);
+  }
+
   void write_csv(const nlohmann::json& item) {
     if (!item.is_object()) {
       out_ << csv_field(item) << "\r\n";
@@ -158,13 +248,13 @@ class feed_exporter::feed {
     }
     if (fields_.empty()) {
       for (const auto& [key, value] : item.items()) fields_.push_back(key);
-      if (!header_written_) {
-        for (std::size_t i = 0; i < fields_.size(); ++i) {
-          out_ << (i ? "," : "") << csv_field(fields_[i]);
-        }
-        out_ << "\r\n";
-        header_written_ = true;
+    }
+    if (!header_written_) {
+      for (std::size_t i = 0; i < fields_.size(); ++i) {
+        out_ << (i ? "," : "") << csv_field(fields_[i]);
       }
+      out_ << "\r\n";
+      header_written_ = true;
     }
     for (std::size_t i = 0; i < fields_.size(); ++i) {
       auto value = item.find(fields_[i]);
@@ -176,7 +266,9 @@ class feed_exporter::feed {
   std::string path_;
   std::string format_;
   std::ofstream out_;
-  std::vector<std::string> fields_;
+  std::vector<std::string> fields_;  // the columns of a CSV; what JSON writes, when given
+  bool ensure_ascii_;
+  int indent_;  // nlohmann's: -1 writes an item on one line
   bool header_written_ = false;
   bool failed_ = false;
   std::size_t count_ = 0;
@@ -184,26 +276,53 @@ class feed_exporter::feed {
   std::uintmax_t whole_size_ = 0;  // the file's size at the last flush that succeeded
 };
 
-feed_exporter::feed_exporter(const settings& settings, stats& stats) : stats_(stats) {
+feed_exporter::feed_exporter(const settings& settings, stats& stats,
+                             const uri_parameters& parameters)
+    : stats_(stats) {
   for (const auto& [uri, options] : settings.get("FEEDS").items()) {
     auto where = "FEEDS." + uri;
     if (!options.is_object()) throw settings_error(where + ": must be an object of feed options");
-    std::string path = uri.starts_with("file://") ? uri.substr(7) : uri;
-    if (path.find("://") != std::string::npos) {
+    feed_options feed;
+    feed.path = expand_uri(uri.starts_with("file://") ? uri.substr(7) : uri, parameters);
+    if (feed.path.find("://") != std::string::npos) {
       throw settings_error(where + ": only local files are supported as feed storage");
     }
-    auto format = options.value("format", format_for_extension(path));
-    if (format == "jsonl" || format == "jl") format = "jsonlines";
-    if (format != "jsonlines" && format != "json" && format != "csv") {
-      throw settings_error(where + ".format: unknown format \"" + format +
+    feed.format = options.value("format", format_for_extension(feed.path));
+    if (feed.format == "jsonl" || feed.format == "jl") feed.format = "jsonlines";
+    if (feed.format != "jsonlines" && feed.format != "json" && feed.format != "csv") {
+      throw settings_error(where + ".format: unknown format \"" + feed.format +
                            "\"; valid formats are jsonlines, json and csv");
     }
-    auto overwrite = options.value("overwrite", false);
-    feeds_.push_back(std::make_unique<feed>(path, format, overwrite, settings.has("JOBDIR")));
+    feed.overwrite = options.value("overwrite", false);
+    feed.fields = options.contains("fields")
+                      ? field_names(options["fields"], where + ".fields")
+                      : field_names(settings.get("FEED_EXPORT_FIELDS"), "FEED_EXPORT_FIELDS");
+    feed.ensure_ascii =
+        options.contains("encoding")
+            ? escapes_non_ascii(options["encoding"], where + ".encoding")
+            : escapes_non_ascii(settings.get("FEED_EXPORT_ENCODING"), "FEED_EXPORT_ENCODING");
+    if (options.contains("indent")) {
+      if (!options["indent"].is_number_integer() || options["indent"].get<int>() < 0) {
+        throw settings_error(where + ".indent: must be a whole number of spaces, 0 or more");
+      }
+      feed.indent = options["indent"].get<int>();
+    } else {
+      feed.indent = int(settings.get_int("FEED_EXPORT_INDENT"));
+    }
+    feeds_.push_back(
+        std::make_unique<feed_exporter::feed>(std::move(feed), settings.has("JOBDIR")));
   }
 }
 
 feed_exporter::~feed_exporter() = default;
+
+feed_exporter::uri_parameters feed_exporter::parameters_for(const spider& spider) {
+  uri_parameters parameters(spider.arguments().begin(), spider.arguments().end());
+  parameters["name"] = spider.name();
+  // Scrapy's %(time)s: the UTC time to the second, colons made dashes for file names.
+  parameters["time"] = fmt::format("{:%Y-%m-%dT%H-%M-%S}", fmt::gmtime(std::time(nullptr)));
+  return parameters;
+}
 
 bool feed_exporter::export_item(const nlohmann::json& item) {
   bool ok = true;

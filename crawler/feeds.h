@@ -10,8 +10,15 @@
 // as Scrapy's file storage; a .json feed is always overwritten, since two arrays in one file would
 // not be JSON. At close each feed logs "Stored <format> feed (N items) in: <path>" and counts
 // `feedexport/success_count/FileFeedStorage`.
+//
+// As in Scrapy, a feed's options "fields", "encoding" and "indent" default to FEED_EXPORT_FIELDS
+// (the fields written, in order; a CSV's columns), FEED_EXPORT_ENCODING (unset: JSON escapes
+// non-ASCII text as \uXXXX; "utf-8" writes it as is) and FEED_EXPORT_INDENT (.json only), and a
+// feed URI may name `%(name)s` (the spider), `%(time)s` (the UTC start, 2026-11-24T06-10-00) and
+// any spider argument: `-o 'out/%(name)s-%(time)s.jsonl'`.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -27,11 +34,18 @@ namespace crawler {
 /// extension. Throws settings_error naming the file when the extension is not a known format.
 nlohmann::json feed_for_file(std::string_view path, bool overwrite);
 
+class spider;
+
 class feed_exporter {
  public:
-  /// Opens every feed in FEEDS. Throws settings_error for an unknown format (naming
-  /// FEEDS.<uri>.format) and std::runtime_error for a file that cannot be opened.
-  feed_exporter(const settings& settings, stats& stats);
+  /// The values a feed URI's `%(key)s` may name: the spider's name, the time and its arguments.
+  using uri_parameters = std::map<std::string, std::string, std::less<>>;
+
+  /// Opens every feed in FEEDS. Throws settings_error for a bad option (an unknown format, an
+  /// encoding other than utf-8, a parameter the URI names that does not exist), naming
+  /// FEEDS.<uri>.<option> or the FEED_EXPORT_* setting, and std::runtime_error for a file that
+  /// cannot be opened.
+  feed_exporter(const settings& settings, stats& stats, const uri_parameters& parameters);
   ~feed_exporter();
 
   /// False when a feed could not be written (a full disk): the crawl should stop.
@@ -41,6 +55,9 @@ class feed_exporter {
   bool flush();
   /// Finishes every file; returns false if one could not be written (each is logged).
   bool close();
+
+  /// A crawl's feed URI parameters: `name`, `time` (now, in UTC) and the spider's arguments.
+  static uri_parameters parameters_for(const spider& spider);
 
   class feed;
 

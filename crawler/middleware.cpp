@@ -6,6 +6,7 @@
 
 #include "config/log.h"
 #include "config/redact.h"
+#include "crawler/http_cache.h"
 #include "crawler/parse/ascii.h"
 #include "crawler/parse/link_extractor.h"
 #include "crawler/parse/meta_refresh.h"
@@ -15,6 +16,9 @@ namespace crawler {
 
 downloader_middleware::~downloader_middleware() = default;
 void downloader_middleware::process_request(request&) {}
+std::optional<response> downloader_middleware::answer(const request&) {
+  return std::nullopt;
+}
 std::optional<request> downloader_middleware::process_response(const request&, const response&) {
   return std::nullopt;
 }
@@ -614,6 +618,9 @@ std::vector<std::unique_ptr<downloader_middleware>> default_downloader_middlewar
   }
   if (settings.get_bool("REDIRECT_ENABLED")) {
     chain.push_back(std::make_unique<redirect_middleware>(settings, stats));
+  }
+  if (settings.get_bool("HTTPCACHE_ENABLED")) {
+    chain.push_back(std::make_unique<http_cache_middleware>(settings, stats, spider));
   }
   return chain;
 }

@@ -10,10 +10,11 @@
 // Downloader middlewares see requests in order on the way out (process_request) and responses and
 // failures in reverse order on the way back, as Scrapy runs them by priority. The built-ins, by
 // Scrapy's priority: Offsite (50, redirects to other hosts), DefaultHeaders (400), UserAgent
-// (500), Retry (550), Redirect (600, only to schemes the page may lead to); the downloader itself
-// counts `downloader/*` stats (Scrapy's DownloaderStats, 850). Spider middlewares, by priority:
-// Scheme (ours, first: DOWNLOAD_SCHEMES, see scheme_policy.h), HttpError (50), Offsite (500),
-// Referer (700), UrlLength (800), Depth (900). A process_request that throws ignore_request sends
+// (500), Retry (550), Redirect (600, only to schemes the page may lead to), HttpCache (900, with
+// HTTPCACHE_ENABLED, see http_cache.h); the downloader itself counts `downloader/*` stats
+// (Scrapy's DownloaderStats, 850), so responses from the cache are not in them. Spider
+// middlewares, by priority: Scheme (ours, first: DOWNLOAD_SCHEMES, see scheme_policy.h),
+// HttpError (50), Offsite (500), Referer (700), UrlLength (800), Depth (900). A process_request that throws ignore_request sends
 // the request to its errback as an IgnoreRequest failure.
 #pragma once
 
@@ -42,6 +43,10 @@ class downloader_middleware {
   virtual ~downloader_middleware();
   /// Before the download; may change the request.
   virtual void process_request(request& request);
+  /// After this middleware's process_request: a response to use instead of downloading (as a
+  /// Scrapy process_request returning a Response, e.g. the HTTP cache's). The middlewares after
+  /// this one do not see the request; the response comes back through every process_response.
+  virtual std::optional<response> answer(const request& request);
   /// After a response; a returned request is scheduled instead of passing the response on
   /// (a retry, a redirect). May throw ignore_request.
   virtual std::optional<request> process_response(const request& request, const response& response);

@@ -106,6 +106,8 @@ class spider {
   std::string argument(std::string_view key, std::string_view fallback = {}) const;
   /// Whether the argument `key` was given (even empty).
   bool has_argument(std::string_view key) const { return arguments_.contains(key); }
+  /// Every argument given, by name.
+  const std::map<std::string, std::string, std::less<>>& arguments() const { return arguments_; }
 
   /// Settings this spider needs whatever the command line says (Scrapy's custom_settings): applied
   /// over the defaults and the config file, under `-s` overrides.

@@ -45,6 +45,8 @@ struct response {
   std::string body;
   /// "HTTP/1.1", "HTTP/2", or "" for file://.
   std::string protocol;
+  /// Scrapy's response.flags: how the response came, e.g. "cached" from the HTTP cache.
+  std::vector<std::string> flags;
   crawler::request request;
   /// The budgets document() holds the page to (HTML_MAX_SIZE, HTML_MAX_DEPTH, set by the engine).
   html_limits parse_limits;

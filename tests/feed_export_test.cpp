@@ -1,0 +1,128 @@
+// What the FEED_EXPORT_* settings and a feed's own options put in the file. Expected texts are
+// Scrapy 2.8's exporters' (JsonLinesItemExporter, JsonItemExporter, CsvItemExporter) on the same
+// items, less the space Python's json puts after "," and ":" on one line.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <regex>
+
+#include "crawler/feeds.h"
+#include "crawler/spider.h"
+#include "redis_server.h"
+
+namespace {
+
+using json = nlohmann::json;
+
+const json first_item = {{"url", "http://x/"}, {"title", "Caf\u00e9 \u2615"}, {"n", 3}};
+const json second_item = {{"url", "u2"}};
+
+std::string read_file(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), {}};
+}
+
+// Writes both items to one feed at `uri` with `options` and the FEED_EXPORT_* `overrides`.
+void export_items(const std::string& uri, json options, std::vector<std::string> overrides = {},
+                  const crawler::feed_exporter::uri_parameters& parameters = {}) {
+  if (options.is_null()) options = json::object();  // `{}` at a call: no options
+  overrides.push_back("FEEDS=" + json{{uri, options}}.dump());
+  crawler::settings settings;
+  for (const auto& override : overrides) settings.set_from_string(override);
+  crawler::stats stats;
+  crawler::feed_exporter feeds(settings, stats, parameters);
+  ASSERT_TRUE(feeds.export_item(first_item));
+  ASSERT_TRUE(feeds.export_item(second_item));
+  ASSERT_TRUE(feeds.close());
+}
+
+TEST(feed_export, fields_choose_and_order_what_json_lines_write_and_escape_non_ascii_by_default) {
+  crawler::fixtures::temp_dir dir;
+  auto path = (dir.path() / "items.jsonl").string();
+  export_items(path, {{"format", "jsonlines"}},
+               {R"(FEED_EXPORT_FIELDS=["title","url","missing"])"});
+  EXPECT_EQ(read_file(path),
+            "{\"title\":\"Caf\\u00e9 \\u2615\",\"url\":\"http://x/\"}\n{\"url\":\"u2\"}\n");
+}
+
+TEST(feed_export, utf8_encoding_writes_text_as_it_is) {
+  crawler::fixtures::temp_dir dir;
+  auto path = (dir.path() / "items.jsonl").string();
+  export_items(path, {{"format", "jsonlines"}}, {"FEED_EXPORT_ENCODING=utf-8"});
+  EXPECT_EQ(read_file(path),
+            "{\"n\":3,\"title\":\"Caf\u00e9 \u2615\",\"url\":\"http://x/\"}\n"
+            "{\"url\":\"u2\"}\n");
+}
+
+TEST(feed_export, indent_spreads_each_json_item_over_lines) {
+  crawler::fixtures::temp_dir dir;
+  auto path = (dir.path() / "items.json").string();
+  export_items(path, {{"format", "json"}, {"fields", {"title", "n"}}}, {"FEED_EXPORT_INDENT=2"});
+  EXPECT_EQ(read_file(path), "[\n{\n  \"title\": \"Caf\\u00e9 \\u2615\",\n  \"n\": 3\n},\n{}\n]\n");
+}
+
+TEST(feed_export, a_feeds_own_options_win_over_the_settings) {
+  crawler::fixtures::temp_dir dir;
+  auto path = (dir.path() / "items.jsonl").string();
+  export_items(path, {{"encoding", "UTF-8"}, {"fields", {"url"}}},
+               {R"(FEED_EXPORT_FIELDS=["title"])", "FEED_EXPORT_INDENT=4"});
+  EXPECT_EQ(read_file(path), "{\"url\":\"http://x/\"}\n{\"url\":\"u2\"}\n");
+}
+
+TEST(feed_export, fields_are_the_csv_columns_with_missing_values_empty) {
+  crawler::fixtures::temp_dir dir;
+  auto path = (dir.path() / "items.csv").string();
+  export_items(path, {}, {R"(FEED_EXPORT_FIELDS=["title","url","missing"])"});
+  EXPECT_EQ(read_file(path), "title,url,missing\r\nCaf\u00e9 \u2615,http://x/,\r\n,u2,\r\n");
+}
+
+TEST(feed_export, the_uri_names_the_spider_the_time_and_spider_arguments) {
+  crawler::fixtures::temp_dir dir;
+  crawler::spider spider("books");
+  spider.set_argument("category", "poetry");
+  auto parameters = crawler::feed_exporter::parameters_for(spider);
+  export_items((dir.path() / "%(name)s-%(category)s-%(time)s-100%%.jsonl").string(), {}, {},
+               parameters);
+  std::vector<std::string> names;
+  for (const auto& entry : std::filesystem::directory_iterator(dir.path())) {
+    names.push_back(entry.path().filename().string());
+  }
+  ASSERT_EQ(names.size(), 1u);
+  EXPECT_TRUE(std::regex_match(
+      names[0], std::regex(R"(books-poetry-\d{4}-\d\d-\d\dT\d\d-\d\d-\d\d-100%\.jsonl)")))
+      << names[0];
+}
+
+// Each bad option stops the crawl before anything is written, naming where it was set.
+TEST(feed_export, bad_feed_options_name_their_setting) {
+  crawler::fixtures::temp_dir dir;
+  auto path = (dir.path() / "items.jsonl").string();
+  auto error_of = [&](const std::string& uri, json options, std::vector<std::string> overrides) {
+    try {
+      export_items(uri, std::move(options), std::move(overrides));
+    } catch (const crawler::settings_error& error) {
+      return std::string(error.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(error_of(path, {{"encoding", "latin-1"}}, {}),
+            "FEEDS." + path +
+                ".encoding: unsupported encoding \"latin-1\"; feeds are written as utf-8 (or, "
+                "unset, JSON with \\u escapes)");
+  EXPECT_EQ(error_of(path, {}, {"FEED_EXPORT_ENCODING=cp1252"}).substr(0, 44),
+            "FEED_EXPORT_ENCODING: unsupported encoding \"");
+  EXPECT_EQ(error_of(path, {}, {R"(FEED_EXPORT_FIELDS=["a",1])"}),
+            "FEED_EXPORT_FIELDS[1]: must be a field name (a string)");
+  EXPECT_EQ(error_of(path, {{"indent", -1}}, {}),
+            "FEEDS." + path + ".indent: must be a whole number of spaces, 0 or more");
+  EXPECT_EQ(error_of("out/%(nope)s.jsonl", {}, {}),
+            "FEEDS.out/%(nope)s.jsonl: no parameter \"nope\"; a feed URI may name %(name)s, "
+            "%(time)s and spider arguments");
+  EXPECT_EQ(error_of("out/%(name.jsonl", {}, {}),
+            "FEEDS.out/%(name.jsonl: \"%(\" at offset 4 must be followed by a name and \")s\"");
+  EXPECT_FALSE(std::filesystem::exists("out"));
+}
+
+}  // namespace
