@@ -3,8 +3,8 @@
 
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 #include <set>
+#include <sstream>
 
 #include "child_process.h"
 #include "crawler/config_spider.h"
@@ -18,6 +18,7 @@ using crawler::fixtures::child_process;
 using crawler::fixtures::count_of;
 using crawler::fixtures::crawler_binary;
 using crawler::fixtures::http_server;
+using crawler::fixtures::run_on_a_terminal;
 using crawler::fixtures::temp_dir;
 using json = nlohmann::json;
 
@@ -59,7 +60,7 @@ TEST(crawl_config, errors_name_the_json_path) {
   // Regexes run on RE2, in time linear in the text: what needs backtracking is refused, saying so.
   document = books_config();
   document["spider"]["callbacks"]["page"]["fields"]["price"] = {{"css", "p::text"},
-                                                                 {"re", "(\\d+)(?=EUR)"}};
+                                                                {"re", "(\\d+)(?=EUR)"}};
   EXPECT_EQ(error_of(document),
             "spider.callbacks.page.fields.price.re: invalid regex \"(\\d+)(?=EUR)\": invalid "
             "perl operator: (?= (lookahead, lookbehind and backreferences are not supported: "
@@ -257,8 +258,8 @@ TEST(crawler_run, settings_on_the_command_line_win_over_the_files) {
   auto file = write_config(dir, document);
   auto pages = [&](std::vector<std::string> extra) {
     auto stats_path = (dir.path() / "stats.json").string();
-    std::vector<std::string> argv{crawler_binary(), "run", file, "-s", "STATS_FILE=" + stats_path,
-                                  "--nolog"};
+    std::vector<std::string> argv{crawler_binary(),           "run",    file, "-s",
+                                  "STATS_FILE=" + stats_path, "--nolog"};
     argv.insert(argv.end(), extra.begin(), extra.end());
     child_process run(argv);
     EXPECT_EQ(run.wait(), 0) << run.stderr_text();
@@ -332,7 +333,8 @@ TEST(crawler_check, lists_every_problem_with_its_path_and_fetches_nothing) {
       "settings: unknown setting 'CONCURENT_REQUESTS' (did you mean 'CONCURRENT_REQUESTS'?)",
       "settings.DOWNLOAD_DELAY: expected a finite number >= 0",
       "spider.allowed_domain: unknown key \"allowed_domain\" (did you mean \"allowed_domains\"?)",
-      "spider.callbacks.page.fields.title", "spider.rules[0].allow[0]: invalid regex",
+      "spider.callbacks.page.fields.title",
+      "spider.rules[0].allow[0]: invalid regex",
       "spider.rules[1].callback: no callback \"pgae\" in spider.callbacks "
       "(did you mean \"page\"?)"};
   ASSERT_EQ(problems.size(), starts.size()) << check.stderr_text();
@@ -426,6 +428,51 @@ TEST(crawler_parse, prints_the_items_and_requests_of_one_page_a_block_per_level)
   auto unknown = parse({"--callback", "nope"});
   EXPECT_EQ(unknown->wait(), 2);
   EXPECT_EQ(unknown->stderr_text(), "crawler parse: spider pages has no callback \"nope\"\n");
+}
+
+// `crawler shell` fed by a pipe: selections as JSON lists, the links each rule takes, a bad
+// selector's error (the shell goes on), a fetched 404 becoming the page; nothing after quit.
+TEST(crawler_shell, a_piped_session_selects_lists_links_and_survives_errors) {
+  http_server server({.site_pages = 50});
+  temp_dir dir;
+  auto document = books_config();
+  document["spider"]["rules"] =
+      json::parse(R"([{"allow": ["/site/4$"], "callback": "page"}, {"allow": ["/site/\\d+$"]}])");
+  auto file = write_config(dir, document);
+  std::ofstream(dir.path() / "input")
+      << "h1::text\na::attr(href)\nlinks\ntitle::[\n"
+      << "fetch " << server.url("/status/404") << "\nstatus\nh1::text\nquit\nh1::text\n";
+  child_process shell({crawler_binary(), "shell", server.url("/site/3"), "-c", file},
+                      dir.path() / "input");
+  ASSERT_EQ(shell.wait(), 0) << shell.stderr_text();
+  auto page = [&](const char* path) { return server.url(path); };
+  auto output = shell.stdout_text();
+  auto first_line = output.substr(0, output.find('\n') + 1);
+  EXPECT_TRUE(first_line.starts_with("[200] " + page("/site/3") + " (")) << output;
+  EXPECT_EQ(output.substr(first_line.size()),
+            "[\"Page 3\"]\n"
+            "[\"/site/22\",\"/site/44\",\"/site/4\",\"/site/4\",\"#top\",\"/site/3#again\"]\n" +
+                page("/site/4") + "  [rule 0 page]\n" + page("/site/22") + "  [rule 1]\n" +
+                page("/site/44") + "  [rule 1]\n[404] " + page("/status/404") +
+                " (0 bytes)\n404\n[]\n");
+  EXPECT_NE(shell.stderr_text().find("invalid CSS selector \"title::[\" at position"),
+            std::string::npos)
+      << shell.stderr_text();
+}
+
+// On a terminal lines are edited and remembered: the up arrow brings back the last selector.
+// Without a page, a selector says what to do first.
+TEST(crawler_shell, on_a_terminal_the_up_arrow_recalls_the_last_line) {
+  http_server server;
+  auto [status, output] = run_on_a_terminal({crawler_binary(), "shell", server.url("/site/3")},
+                                            "h1::text\n\x1b[A\nquit\n");
+  ASSERT_EQ(status, 0) << output;
+  EXPECT_EQ(count_of(output, "[\"Page 3\"]"), 2u) << output;
+  EXPECT_NE(output.find(">>> "), std::string::npos) << output;
+
+  auto [empty_status, empty] = run_on_a_terminal({crawler_binary(), "shell"}, "h1::text\nquit\n");
+  EXPECT_EQ(empty_status, 0);
+  EXPECT_NE(empty.find("no page yet: fetch URL first"), std::string::npos) << empty;
 }
 
 TEST(crawl_config, every_example_file_is_valid) {

@@ -2,7 +2,6 @@
 // Ctrl-C and resume with JOBDIR, and one-line errors for crawls that cannot start.
 #include <gtest/gtest.h>
 #include <hiredis/hiredis.h>
-#include <pty.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -29,6 +28,7 @@ using crawler::fixtures::crawler_binary;
 using crawler::fixtures::http_server;
 using crawler::fixtures::redis_server;
 using crawler::fixtures::reply_holding_relay;
+using crawler::fixtures::run_on_a_terminal;
 using crawler::fixtures::temp_dir;
 
 nlohmann::json read_json(const std::filesystem::path& path) {
@@ -414,17 +414,17 @@ TEST_P(sick_redis, refusing_writes_mid_crawl_is_waited_for_and_the_crawl_complet
 
 INSTANTIATE_TEST_SUITE_P(
     crawler_command, sick_redis,
-    testing::Values(
-        redis_sickness{"read_only",
-                       {"REPLICAOF 127.0.0.1 1"},  // a master that is not there
-                       {"REPLICAOF NO ONE"},
-                       "READONLY",
-                       "redis_set"},
-        redis_sickness{"full",
-                       {"CONFIG SET maxmemory-policy noeviction", "CONFIG SET maxmemory 1"},
-                       {"CONFIG SET maxmemory 0"},
-                       "OOM",
-                       "redis_bitmap"}),
+    testing::Values(redis_sickness{"read_only",
+                                   {"REPLICAOF 127.0.0.1 1"},  // a master that is not there
+                                   {"REPLICAOF NO ONE"},
+                                   "READONLY",
+                                   "redis_set"},
+                    redis_sickness{
+                        "full",
+                        {"CONFIG SET maxmemory-policy noeviction", "CONFIG SET maxmemory 1"},
+                        {"CONFIG SET maxmemory 0"},
+                        "OOM",
+                        "redis_bitmap"}),
     [](const auto& info) { return info.param.name; });
 
 // One that does not heal within REDIS_FAILURE_TIMEOUT closes the crawl (exit 1, finish_reason
@@ -479,15 +479,22 @@ std::vector<std::string> twice_on_a_filling_disk(const std::filesystem::path& di
                                                  const std::string& size,
                                                  const std::vector<std::string>& argv,
                                                  const std::string& after = ":") {
-  auto script = "dir=$1; shift\n"
-                "mount -t tmpfs -o size=" + size + " crawler-test \"$dir\" || exit 90\n"
-                "\"$@\" -s \"STATS_FILE=$dir/../stats1.json\"; echo \"first exit $?\"\n"
-                "set -- \"$dir\" \"$@\"; " + after + "; shift\n"
-                "mount -o remount,size=64m \"$dir\" || exit 91\n"
-                "\"$@\" -s \"STATS_FILE=$dir/../stats2.json\"; echo \"second exit $?\"\n"
-                "set -- \"$dir\" \"$@\"; " + after + "\n";
-  std::vector<std::string> args{"/usr/bin/unshare", "--user", "--map-root-user", "--mount",
-                                "sh", "-c", script, "sh", dir.string()};
+  auto script =
+      "dir=$1; shift\n"
+      "mount -t tmpfs -o size=" +
+      size +
+      " crawler-test \"$dir\" || exit 90\n"
+      "\"$@\" -s \"STATS_FILE=$dir/../stats1.json\"; echo \"first exit $?\"\n"
+      "set -- \"$dir\" \"$@\"; " +
+      after +
+      "; shift\n"
+      "mount -o remount,size=64m \"$dir\" || exit 91\n"
+      "\"$@\" -s \"STATS_FILE=$dir/../stats2.json\"; echo \"second exit $?\"\n"
+      "set -- \"$dir\" \"$@\"; " +
+      after + "\n";
+  std::vector<std::string> args{
+      "/usr/bin/unshare", "--user", "--map-root-user", "--mount", "sh", "-c", script, "sh",
+      dir.string()};
   args.insert(args.end(), argv.begin(), argv.end());
   return args;
 }
@@ -503,7 +510,8 @@ void expect_a_stop_then_a_finish(const child_process& runs) {
 
 // JOBDIR on a disk that fills mid-crawl: the crawl stops (exit 1, jobdir_write_failed, a line
 // naming the file), and once there is room a resume crawls every page, none lost.
-TEST(crawler_command, a_jobdir_disk_filling_mid_crawl_stops_the_crawl_and_the_resume_loses_nothing) {
+TEST(crawler_command,
+     a_jobdir_disk_filling_mid_crawl_stops_the_crawl_and_the_resume_loses_nothing) {
   interrupted_site site({.site_pages = 300, .page_delay_ms = 5});
   auto job = site.dir.path() / "job";
   std::filesystem::create_directories(job);
@@ -528,8 +536,9 @@ TEST(crawler_command, a_requests_seen_that_cannot_be_written_stops_the_crawl_los
   {
     child_process first(site.argv(1, {"CONCURRENT_REQUESTS=4"}));
     EXPECT_EQ(first.wait(), 1) << first.stderr_text();
-    EXPECT_NE(first.stderr_text().find("requests.seen: No space left on device; closing the spider"),
-              std::string::npos)
+    EXPECT_NE(
+        first.stderr_text().find("requests.seen: No space left on device; closing the spider"),
+        std::string::npos)
         << first.stderr_text();
   }
   EXPECT_EQ(read_json(site.dir.path() / "stats1.json")["finish_reason"], "jobdir_write_failed");
@@ -554,8 +563,8 @@ TEST(crawler_command, a_feed_disk_filling_mid_crawl_stops_the_crawl_with_every_l
   child_process runs(twice_on_a_filling_disk(
       disk, "8k",
       {crawler_binary(), "crawl", "site", "-a", "start=" + site.server.url("/site/0"), "-o",
-       (disk / "items.jsonl").string(), "-s", "JOBDIR=" + (site.dir.path() / "job").string(),
-       "-s", "CONCURRENT_REQUESTS=4", "-L", "WARNING"},
+       (disk / "items.jsonl").string(), "-s", "JOBDIR=" + (site.dir.path() / "job").string(), "-s",
+       "CONCURRENT_REQUESTS=4", "-L", "WARNING"},
       R"(cp "$1/items.jsonl" "$1/../items.jsonl"; [ -e "$1/../first.jsonl" ] ||)"
       R"( cp "$1/items.jsonl" "$1/../first.jsonl")"));
   ASSERT_EQ(runs.wait(), 0) << runs.stderr_text();
@@ -699,7 +708,12 @@ TEST(crawler_command, log_file_format_dateformat_short_names_and_enabled) {
   temp_dir dir;
   auto log = dir.path() / "crawl.log";
   auto quotes = [&](std::vector<std::string> settings) {
-    std::vector<std::string> argv{crawler_binary(), "crawl", "quotes", "-L", "INFO", "-O",
+    std::vector<std::string> argv{crawler_binary(),
+                                  "crawl",
+                                  "quotes",
+                                  "-L",
+                                  "INFO",
+                                  "-O",
                                   (dir.path() / "quotes.jsonl").string()};
     for (auto& setting : settings) argv.insert(argv.end(), {"-s", setting});
     return std::make_unique<child_process>(argv);
@@ -737,34 +751,22 @@ TEST(crawler_command, log_file_format_dateformat_short_names_and_enabled) {
 
 // Runs `argv` with standard output and error on a pseudo-terminal, as a user's shell would; returns
 // the exit status and everything it wrote.
-std::pair<int, std::string> run_on_a_terminal(const std::vector<std::string>& argv) {
-  int terminal = -1;
-  pid_t pid = forkpty(&terminal, nullptr, nullptr, nullptr);
-  if (pid < 0) throw std::runtime_error("forkpty failed");
-  if (pid == 0) {
-    std::vector<char*> args;
-    for (const auto& arg : argv) args.push_back(const_cast<char*>(arg.c_str()));
-    args.push_back(nullptr);
-    execv(args[0], args.data());
-    _exit(127);
-  }
-  std::string output;
-  char buffer[4096];
-  for (ssize_t got; (got = read(terminal, buffer, sizeof buffer)) > 0;) output.append(buffer, got);
-  close(terminal);  // read ends with EIO once the child has exited
-  int status = 0;
-  waitpid(pid, &status, 0);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
-}
-
 // On a terminal a live status line is drawn under the log (carriage return, erase to the end of
 // the line) and erased before the stats are dumped; PROGRESS=false, or standard error not being a
 // terminal (every other test here), leaves the log as plain lines.
 TEST(crawler_command, on_a_terminal_a_live_progress_line_is_drawn_under_the_log) {
   http_server server({.site_pages = 60, .page_delay_ms = 20});
-  std::vector<std::string> argv{crawler_binary(), "crawl", "site", "-a",
-                                "start=" + server.url("/site/0"), "-L", "INFO", "-s",
-                                "CLOSESPIDER_PAGECOUNT=40", "-s", "CONCURRENT_REQUESTS=2"};
+  std::vector<std::string> argv{crawler_binary(),
+                                "crawl",
+                                "site",
+                                "-a",
+                                "start=" + server.url("/site/0"),
+                                "-L",
+                                "INFO",
+                                "-s",
+                                "CLOSESPIDER_PAGECOUNT=40",
+                                "-s",
+                                "CONCURRENT_REQUESTS=2"};
   auto [status, output] = run_on_a_terminal(argv);
   ASSERT_EQ(status, 0) << output;
   EXPECT_NE(output.find("\r0:00 | "), std::string::npos) << output;

@@ -38,4 +38,9 @@ void add_status_command(CLI::App& app, int& exit_status);
 /// NAME or DOMAIN.
 void add_genspider_command(CLI::App& app, int& exit_status);
 
+/// `crawler shell [URL|FILE] [-c FILE.json] [-s KEY=VALUE]... [-L LEVEL]`: fetches the page, then
+/// runs a CSS selector or a command (links, fetch URL, headers, status, url, view, help, quit)
+/// per line read; with line editing and history on a terminal.
+void add_shell_command(CLI::App& app, int& exit_status);
+
 }  // namespace crawler::cli
