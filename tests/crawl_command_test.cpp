@@ -784,6 +784,24 @@ TEST(crawler_command, on_a_terminal_a_live_progress_line_is_drawn_under_the_log)
   EXPECT_EQ(plain.find("\x1b[K"), std::string::npos) << plain;
 }
 
+// `crawler bench` needs nothing but itself: it serves its site, crawls it until
+// CLOSESPIDER_TIMEOUT with a LOGSTATS line a second, and sums up in pages/min.
+TEST(crawler_command, bench_crawls_its_own_site_for_the_timeout_and_prints_pages_per_minute) {
+  child_process bench({crawler_binary(), "bench", "-s", "CLOSESPIDER_TIMEOUT=2"});
+  ASSERT_EQ(bench.wait(), 0) << bench.stderr_text();
+  std::smatch summary;
+  auto out = bench.stdout_text();
+  ASSERT_TRUE(std::regex_match(
+      out, summary,
+      std::regex(R"(crawler bench: (\d+) pages in 2\.\d s: (\d+) pages/min \((\d+) pages/s\)\n)")))
+      << out;
+  EXPECT_GT(std::stol(summary[1]), 100);  // a loopback site, not one page and a stall
+  EXPECT_NEAR(std::stod(summary[2]), std::stod(summary[3]) * 60, 60);
+  auto log = bench.stderr_text();
+  EXPECT_GE(count_of(log, "INFO: Crawled "), 2u) << log;  // LOGSTATS_INTERVAL=1
+  EXPECT_NE(log.find("Spider closed (closespider_timeout)"), std::string::npos) << log;
+}
+
 // -L sets LOG_LEVEL over the default DEBUG, and over -s; --nolog silences the log.
 TEST(crawler_command, minus_l_sets_the_log_level_and_nolog_silences_it) {
   temp_dir dir;

@@ -16,6 +16,7 @@ int main(int argc, char** argv) {
   add_status_command(app, exit_status);
   add_genspider_command(app, exit_status);
   add_shell_command(app, exit_status);
+  add_bench_command(app, exit_status);
   CLI11_PARSE(app, argc, argv);
   return exit_status;
 }

@@ -43,4 +43,8 @@ void add_genspider_command(CLI::App& app, int& exit_status);
 /// per line read; with line editing and history on a terminal.
 void add_shell_command(CLI::App& app, int& exit_status);
 
+/// `crawler bench [-s KEY=VALUE]...`: crawls a site served from inside the process for
+/// CLOSESPIDER_TIMEOUT (10) seconds, every link followed, and prints pages/min.
+void add_bench_command(CLI::App& app, int& exit_status);
+
 }  // namespace crawler::cli
