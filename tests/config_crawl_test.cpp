@@ -460,6 +460,28 @@ TEST(crawler_shell, a_piped_session_selects_lists_links_and_survives_errors) {
       << shell.stderr_text();
 }
 
+// `view` writes the page to a temporary file with a <base> so its relative links resolve in a
+// browser, and prints the path and its file:// URL.
+TEST(crawler_shell, view_writes_the_page_with_a_base_for_a_browser) {
+  http_server server;
+  temp_dir dir;
+  std::ofstream(dir.path() / "input") << "view\n";
+  child_process shell({crawler_binary(), "shell", server.url("/site/3")}, dir.path() / "input");
+  ASSERT_EQ(shell.wait(), 0) << shell.stderr_text();
+  std::istringstream lines(shell.stdout_text());
+  std::string fetched, path, url;
+  std::getline(lines, fetched);
+  std::getline(lines, path);
+  std::getline(lines, url);
+  EXPECT_EQ(url, "file://" + path);
+  std::ifstream file(path);
+  std::string written((std::istreambuf_iterator<char>(file)), {});
+  std::filesystem::remove(path);
+  EXPECT_NE(written.find("<head><base href=\"" + server.url("/site/3") + "\"><title>Page 3"),
+            std::string::npos)
+      << written;
+}
+
 // On a terminal lines are edited and remembered: the up arrow brings back the last selector.
 // Without a page, a selector says what to do first.
 TEST(crawler_shell, on_a_terminal_the_up_arrow_recalls_the_last_line) {
