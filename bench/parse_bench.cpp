@@ -64,15 +64,21 @@ void depth_estimate(benchmark::State& state) {
 }
 BENCHMARK(depth_estimate);
 
+// HTML_PARSER: argument 0 is Gumbo (the default), 1 libxml2.
+crawler::html_parser parser_of(const benchmark::State& state) {
+  return state.range(0) == 0 ? crawler::html_parser::gumbo : crawler::html_parser::libxml2;
+}
+
 void parse_only(benchmark::State& state) {
   auto response = make_response();
   for (auto _ : state) {
-    auto document = crawler::html_document::parse(response.body, "text/html; charset=utf-8");
+    auto document = crawler::html_document::parse(response.body, "text/html; charset=utf-8", {},
+                                                  parser_of(state));
     benchmark::DoNotOptimize(document.get());
   }
   state.SetBytesProcessed(std::int64_t(state.iterations() * response.body.size()));
 }
-BENCHMARK(parse_only);
+BENCHMARK(parse_only)->Arg(0)->Arg(1);
 
 // What a typical callback does: select four fields per product, extract the links.
 std::size_t select_and_extract(const crawler::response& response,
@@ -90,12 +96,13 @@ std::size_t select_and_extract(const crawler::response& response,
 void parse_select_extract(benchmark::State& state) {
   auto base = make_response();
   crawler::link_extractor extractor({.allow = {R"(/catalogue/)"}});
+  base.parser = parser_of(state);
   for (auto _ : state) {
     crawler::response response = base;  // a fresh response: nothing parsed yet
     benchmark::DoNotOptimize(select_and_extract(response, extractor));
   }
 }
-BENCHMARK(parse_select_extract);
+BENCHMARK(parse_select_extract)->Arg(0)->Arg(1);
 
 // The event loop's share for a spider that parses_html: the page arrives parsed by a worker.
 void select_extract_parsed_ahead(benchmark::State& state) {

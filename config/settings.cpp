@@ -45,6 +45,8 @@ const std::vector<setting_spec>& table() {
        33554432,
        "Largest page in bytes that is parsed as HTML; larger ones are skipped.",
        {1, huge_count}},
+      {"HTML_PARSER", string, "gumbo",
+       "gumbo (HTML5, as browsers) or libxml2 (the tree Scrapy's selectors see, faster)."},
       {"HTML_MAX_DEPTH",
        integer,
        2000,

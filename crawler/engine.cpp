@@ -13,6 +13,15 @@
 namespace crawler {
 namespace {
 
+// HTML_PARSER, checked when the crawl starts rather than on its first page.
+html_parser parser_named_in(const settings& settings) {
+  try {
+    return html_parser_named(settings.get_string("HTML_PARSER"));
+  } catch (const std::invalid_argument& error) {
+    throw settings_error(std::string("HTML_PARSER: ") + error.what());
+  }
+}
+
 namespace asio = boost::asio;
 
 std::string now_iso() {
@@ -61,6 +70,7 @@ engine::engine(asio::io_context& io, const settings& settings, stats& stats, spi
       schemes_(settings),
       html_limits_{std::size_t(settings.get_int("HTML_MAX_SIZE")),
                    std::size_t(settings.get_int("HTML_MAX_DEPTH"))},
+      html_parser_(parser_named_in(settings)),
       downloader_middlewares_(default_downloader_middlewares(settings, stats, spider)),
       spider_middlewares_(default_spider_middlewares(settings, stats, spider)),
       feeds_(
@@ -398,6 +408,7 @@ std::size_t engine::in_flight() const {
 
 void engine::handle_response(response response) {
   response.parse_limits = html_limits_;
+  response.parser = html_parser_;
   if (!parsers_ || response.status < 200 || response.status >= 300 || !is_markup(response)) {
     return deliver(std::move(response));
   }

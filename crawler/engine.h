@@ -120,6 +120,7 @@ class engine {
   std::unique_ptr<downloader> downloader_;
   scheme_policy schemes_;
   html_limits html_limits_;
+  html_parser html_parser_;
   std::vector<std::unique_ptr<downloader_middleware>> downloader_middlewares_;
   std::unique_ptr<robots_gate> robots_;  // with ROBOTSTXT_OBEY
   std::vector<std::unique_ptr<spider_middleware>> spider_middlewares_;

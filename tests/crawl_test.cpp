@@ -1,6 +1,4 @@
 // The engine, downloader and middlewares against a real loopback HTTP server.
-#include "crawler/run_crawl.h"
-
 #include <gtest/gtest.h>
 #include <hiredis/hiredis.h>
 
@@ -15,6 +13,7 @@
 #include "crawler/crawl_spider.h"
 #include "crawler/downloader.h"
 #include "crawler/parse/href_scanner.h"
+#include "crawler/run_crawl.h"
 #include "http_server.h"
 #include "redis_server.h"
 
@@ -120,12 +119,14 @@ TEST(crawl, a_redirect_chain_is_followed_through_the_scheduler) {
 // elsewhere within METAREFRESH_MAXDELAY seconds is followed as a redirect, "meta refresh" among
 // its redirect_reasons; a longer delay is not, nor a refresh to a scheme the page may not reach.
 TEST(crawl, a_meta_refresh_is_followed_as_a_redirect_within_metarefresh_maxdelay) {
-  http_server server({.pages = {
-      {"/soon", R"(<html><head><meta http-equiv="refresh" content="2; url=/s?wd=soon"></head>)"},
-      {"/late", R"(<meta http-equiv="refresh" content="200; url=/s?wd=late">)"},
-      {"/local", R"(<meta http-equiv="refresh" content="0; url=file:///etc/passwd">)"},
-      {"/noscript",
-       R"(<noscript><meta http-equiv="refresh" content="0; url=/s?wd=js"></noscript>)"}}});
+  http_server server(
+      {.pages = {
+           {"/soon",
+            R"(<html><head><meta http-equiv="refresh" content="2; url=/s?wd=soon"></head>)"},
+           {"/late", R"(<meta http-equiv="refresh" content="200; url=/s?wd=late">)"},
+           {"/local", R"(<meta http-equiv="refresh" content="0; url=file:///etc/passwd">)"},
+           {"/noscript",
+            R"(<noscript><meta http-equiv="refresh" content="0; url=/s?wd=js"></noscript>)"}}});
   std::vector<crawler::request> start{get(server.url("/soon")), get(server.url("/late")),
                                       get(server.url("/local"))};
   recording_spider spider(start);
@@ -459,8 +460,7 @@ TEST(crawl, a_rule_with_a_callback_follows_only_when_told_to) {
   http_server server({.site_pages = 1000});
   class rules_spider : public crawler::crawl_spider {
    public:
-    explicit rules_spider(std::string start, std::optional<bool> follow)
-        : crawl_spider("rules") {
+    explicit rules_spider(std::string start, std::optional<bool> follow) : crawl_spider("rules") {
       start_urls = {std::move(start)};
       rules.push_back({crawler::link_extractor({.allow = {R"(/site/\d+$)"}}), "page"});
       rules.back().follow = follow;
@@ -784,7 +784,7 @@ TEST(crawl, a_link_two_rules_extract_is_requested_once_by_the_first) {
 // localhost; one to another host is offsite.
 TEST(crawl, allowed_domains_compare_host_names_without_case) {
   http_server server({.pages = {{"/", R"(<a href="http://LOCALHOST:{port}/s?wd=up">up</a>)"
-                                       R"(<a href="http://127.0.0.1:{port}/s?wd=ip">ip</a>)"}}});
+                                      R"(<a href="http://127.0.0.1:{port}/s?wd=ip">ip</a>)"}}});
   auto home = "http://localhost:" + std::to_string(server.port()) + "/";
   recording_spider spider({get(home)});
   spider.follow_links = true;
@@ -1116,6 +1116,34 @@ TEST(crawl, the_http_cache_ignoring_missing_pages_drops_them_without_a_request) 
   EXPECT_EQ(spider.failures[0].message,
             "Ignored request not in cache: <GET " + server.url("/s?wd=a") + ">");
   EXPECT_EQ(stat(result, "httpcache/ignore"), 1);
+}
+
+// HTML_PARSER reaches the callbacks' pages: Gumbo inserts the <tbody> HTML5 implies, libxml2
+// (as lxml under Scrapy) does not; a parser nobody knows stops the crawl before it starts.
+TEST(crawl, html_parser_chooses_the_tree_callbacks_select_on) {
+  http_server server({.pages = {{"/table", "<table><tr><td>1</td></tr></table>"}}});
+  class cells : public recording_spider {
+   public:
+    using recording_spider::recording_spider;
+    void parse(const crawler::response& response, crawler::output&) override {
+      found = response.css("table > tbody > tr > td::text").getall().size();
+    }
+    std::size_t found = 99;
+  };
+  cells gumbo({get(server.url("/table"))});
+  crawl(gumbo);
+  EXPECT_EQ(gumbo.found, 1u);
+  cells libxml2({get(server.url("/table"))});
+  crawl(libxml2, {"HTML_PARSER=libxml2"});
+  EXPECT_EQ(libxml2.found, 0u);
+  try {
+    cells unknown({get(server.url("/table"))});
+    crawl(unknown, {"HTML_PARSER=lxml"});
+    FAIL() << "HTML_PARSER=lxml accepted";
+  } catch (const crawler::settings_error& error) {
+    EXPECT_STREQ(error.what(),
+                 "HTML_PARSER: unknown HTML parser \"lxml\"; known: \"gumbo\", \"libxml2\"");
+  }
 }
 
 TEST(crawl, settings_a_fleet_cannot_run_with_are_refused_before_it_starts) {

@@ -11,6 +11,20 @@ namespace {
 
 using crawler::selector_error;
 
+// One conformance suite over every parser: each test runs with Gumbo and with libxml2.
+crawler::html_parser current_parser = crawler::html_parser::gumbo;
+
+class selector : public ::testing::TestWithParam<crawler::html_parser> {
+ protected:
+  void SetUp() override { current_parser = GetParam(); }
+  bool libxml2() const { return GetParam() == crawler::html_parser::libxml2; }
+};
+
+// The other parsed-page suites run over both parsers too.
+using encoding = selector;
+using link_extraction = selector;
+using response_links = selector;
+
 crawler::response page(std::string body, std::string content_type = "text/html",
                        std::string url = "http://example.com/dir/page.html") {
   crawler::response response;
@@ -18,6 +32,7 @@ crawler::response page(std::string body, std::string content_type = "text/html",
   response.request.url = url;
   response.body = std::move(body);
   response.headers.emplace_back("Content-Type", content_type);
+  response.parser = current_parser;
   return response;
 }
 
@@ -45,7 +60,7 @@ const char* catalogue = R"(<!DOCTYPE html>
 <script>var x = "<a href='nope'>";</script>
 </body></html>)";
 
-TEST(selector, type_class_and_pseudo_elements_select_as_parsel_does) {
+TEST_P(selector, type_class_and_pseudo_elements_select_as_parsel_does) {
   auto response = page(catalogue);
   EXPECT_EQ(response.css("title::text").get(), " Books to Scrape ");
   EXPECT_EQ(response.css("article.product_pod h3 a::attr(title)").getall(),
@@ -55,14 +70,14 @@ TEST(selector, type_class_and_pseudo_elements_select_as_parsel_does) {
   EXPECT_EQ(response.css("p.missing::text").get("none"), "none");
 }
 
-TEST(selector, text_returns_the_elements_own_text_nodes_only) {
+TEST_P(selector, text_returns_the_elements_own_text_nodes_only) {
   auto response = page(catalogue);
   EXPECT_EQ(response.css("body > p::text").getall(),
             (std::vector<std::string>{"Intro ", " outro"}));
   EXPECT_EQ(response.css("body > p")[0].text_content(), "Intro bold outro");
 }
 
-TEST(selector, combinators_child_adjacent_and_sibling) {
+TEST_P(selector, combinators_child_adjacent_and_sibling) {
   auto response = page(catalogue);
   EXPECT_EQ(response.css("ol > li").size(), 3u);
   EXPECT_EQ(response.css("div > li").size(), 0u);
@@ -72,7 +87,7 @@ TEST(selector, combinators_child_adjacent_and_sibling) {
             (std::vector<std::string>{"In stock", "Out of stock"}));
 }
 
-TEST(selector, attribute_operators_and_the_i_flag) {
+TEST_P(selector, attribute_operators_and_the_i_flag) {
   auto response = page(catalogue);
   EXPECT_EQ(response.css("[data-id]").size(), 3u);
   EXPECT_EQ(response.css("[data-id='2'] a::text").get(), "Tipping...");
@@ -87,7 +102,7 @@ TEST(selector, attribute_operators_and_the_i_flag) {
   EXPECT_EQ(response.css("div.page.wide").size(), 1u);
 }
 
-TEST(selector, structural_pseudo_classes) {
+TEST_P(selector, structural_pseudo_classes) {
   auto response = page(catalogue);
   EXPECT_EQ(response.css("li.col:first-child article::attr(data-id)").get(), "1");
   EXPECT_EQ(response.css("li.col:last-child article::attr(data-id)").get(), "3");
@@ -104,7 +119,7 @@ TEST(selector, structural_pseudo_classes) {
 
 // The rest of README's pseudo-classes; each expected value is what parsel 1.7 (lxml, cssselect)
 // returns for the same page and query.
-TEST(selector, only_child_of_type_and_empty_pseudo_classes_answer_as_parsel_does) {
+TEST_P(selector, only_child_of_type_and_empty_pseudo_classes_answer_as_parsel_does) {
   auto response = page(
       R"(<div id="a"><p>one</p></div><div id="b"><p>x</p><span>s</span><p></p><p>last</p></div>)"
       R"(<ul><li id="l1"></li><li id="l2">full</li><li id="l3"> </li>)"
@@ -124,7 +139,7 @@ TEST(selector, only_child_of_type_and_empty_pseudo_classes_answer_as_parsel_does
 // Text comes back in document order, and "X *::text" / "X ::text" is parsel's idiom for all the
 // text of a block: X's own text nodes and those of everything under it. Expected values are
 // parsel 1.7's for the same page and query.
-TEST(selector, text_is_in_document_order_and_star_text_is_all_the_text_of_a_block_as_in_parsel) {
+TEST_P(selector, text_is_in_document_order_and_star_text_is_all_the_text_of_a_block_as_in_parsel) {
   using texts = std::vector<std::string>;
   auto block = page(R"(<div id="d">a<p>b<b>x</b>y</p>c<span>z</span></div><p>out</p>)");
   EXPECT_EQ(block.css("div *::text").getall(), (texts{"a", "b", "x", "y", "c", "z"}));
@@ -142,13 +157,13 @@ TEST(selector, text_is_in_document_order_and_star_text_is_all_the_text_of_a_bloc
   EXPECT_EQ(block.css("p").css("*::text").getall(), (texts{"b", "x", "y", "out"}));
 }
 
-TEST(selector, groups_come_back_in_document_order) {
+TEST_P(selector, groups_come_back_in_document_order) {
   auto response = page(catalogue);
   EXPECT_EQ(response.css("li.next a::text, title::text").getall(),
             (std::vector<std::string>{" Books to Scrape ", "next"}));
 }
 
-TEST(selector, nested_selections_search_descendant_or_self) {
+TEST_P(selector, nested_selections_search_descendant_or_self) {
   auto response = page(catalogue);
   std::vector<std::string> prices;
   for (const auto& book : response.css("article.product_pod")) {
@@ -161,7 +176,7 @@ TEST(selector, nested_selections_search_descendant_or_self) {
   EXPECT_EQ(response.css("article").attrib().at("class"), "product_pod");
 }
 
-TEST(selector, re_and_re_first_extract_groups) {
+TEST_P(selector, re_and_re_first_extract_groups) {
   auto response = page(catalogue);
   EXPECT_EQ(response.css("p.price_color::text").re(R"(\d+\.\d+)"),
             (std::vector<std::string>{"51.77", "53.74", "50.10"}));
@@ -174,24 +189,28 @@ TEST(selector, re_and_re_first_extract_groups) {
   }
 }
 
-TEST(selector, get_on_an_element_is_its_outer_html) {
+TEST_P(selector, get_on_an_element_is_its_outer_html) {
   auto response = page("<div><p class=\"a\">x &amp; y<br></p></div>");
   EXPECT_EQ(response.css("p").get(), "<p class=\"a\">x &amp; y<br></p>");
 }
 
-TEST(selector, script_contents_are_not_markup) {
+TEST_P(selector, script_contents_are_not_markup) {
   auto response = page(catalogue);
   EXPECT_EQ(response.css("a[href=nope]").size(), 0u);
 }
 
-TEST(selector, malformed_markup_parses_as_a_browser_would) {
+// Where the parsers legitimately differ: Gumbo inserts the <tbody> HTML5 implies, as a browser
+// does; libxml2 does not, and neither does parsel over lxml (recorded: 0 for "table tbody tr td",
+// 2 for "table tr td"). Both close the open cells and recover the misnested <b><i>.
+TEST_P(selector, malformed_markup_parses_as_a_browser_would_or_as_lxml) {
   auto response = page("<table><tr><td>1<td>2</table><p>unclosed <b>bold <i>both</b> after");
   EXPECT_EQ(response.css("td::text").getall(), (std::vector<std::string>{"1", "2"}));
-  EXPECT_EQ(response.css("table tbody tr td").size(), 2u);
+  EXPECT_EQ(response.css("table tbody tr td").size(), libxml2() ? 0u : 2u);
+  EXPECT_EQ(response.css("table tr td").size(), 2u);
   EXPECT_EQ(response.css("p")[0].text_content(), "unclosed bold both after");
 }
 
-TEST(selector, a_malformed_selector_names_the_position) {
+TEST_P(selector, a_malformed_selector_names_the_position) {
   auto response = page(catalogue);
   try {
     response.css("a[href");
@@ -240,25 +259,25 @@ TEST(selector, a_malformed_selector_names_the_position) {
   EXPECT_EQ(response.css(allowed + std::string(32, ')')).size(), response.css("a").size());
 }
 
-TEST(encoding, the_http_charset_decodes_the_body) {
+TEST_P(encoding, the_http_charset_decodes_the_body) {
   auto response = page("<p>caf\xe9</p>", "text/html; charset=ISO-8859-1");
   EXPECT_EQ(response.css("p::text").get(), "caf\xc3\xa9");
   EXPECT_EQ(response.document()->encoding(), "windows-1252");
 }
 
-TEST(encoding, a_meta_charset_decodes_the_body) {
+TEST_P(encoding, a_meta_charset_decodes_the_body) {
   auto response =
       page("<html><head><meta charset=\"shift_jis\"></head><p>\x93\xfa\x96\x7b</p>", "text/html");
   EXPECT_EQ(response.css("p::text").get(), "\xe6\x97\xa5\xe6\x9c\xac");  // 日本
 }
 
-TEST(encoding, a_byte_order_mark_wins) {
+TEST_P(encoding, a_byte_order_mark_wins) {
   auto response = page("\xef\xbb\xbf<p>ok</p>", "text/html; charset=windows-1252");
   EXPECT_EQ(response.document()->encoding(), "utf-8");
   EXPECT_EQ(response.css("p::text").get(), "ok");
 }
 
-TEST(encoding, invalid_utf8_becomes_replacement_characters) {
+TEST_P(encoding, invalid_utf8_becomes_replacement_characters) {
   auto response = page(
       "<p>a\xff\xfe"
       "b\xc3</p>");
@@ -291,7 +310,7 @@ TEST(meta_refresh, is_found_as_w3lib_finds_it) {
   EXPECT_EQ(found(noscript, {"noscript"}), "none");
 }
 
-TEST(response, urljoin_honours_base_href) {
+TEST_P(response_links, urljoin_honours_base_href) {
   auto response = page("<html><head><base href=\"/other/\"></head><a href=\"x.html\">x</a>");
   EXPECT_EQ(response.urljoin("x.html"), "http://example.com/other/x.html");
   EXPECT_EQ(page("<a href=x>").urljoin("../y?q=1"), "http://example.com/y?q=1");
@@ -302,7 +321,7 @@ TEST(response, urljoin_honours_base_href) {
 
 // An empty reference is the page itself, fragment and all: Python's urljoin (and so Scrapy's
 // response.urljoin and LinkExtractor, 2.8) keeps the base's fragment where RFC 3986 drops it.
-TEST(response, an_empty_link_is_the_page_itself_with_its_fragment_as_in_scrapy) {
+TEST_P(response_links, an_empty_link_is_the_page_itself_with_its_fragment_as_in_scrapy) {
   auto response = page("", "text/html", "http://a.example/p?q=1#frag");
   EXPECT_EQ(response.urljoin(""), "http://a.example/p?q=1#frag");
   EXPECT_EQ(response.urljoin("#top"), "http://a.example/p?q=1#top");
@@ -311,7 +330,7 @@ TEST(response, an_empty_link_is_the_page_itself_with_its_fragment_as_in_scrapy) 
   EXPECT_EQ(response.urljoin("//b.example/"), "http://b.example/");
 }
 
-TEST(link_extractor, extracts_absolute_unique_links_in_document_order) {
+TEST_P(link_extraction, extracts_absolute_unique_links_in_document_order) {
   auto response = page(catalogue);
   crawler::link_extractor extractor;
   auto links = extractor.extract_links(response);
@@ -323,7 +342,7 @@ TEST(link_extractor, extracts_absolute_unique_links_in_document_order) {
 
 // `unique` compares canonical URLs with their fragments, as Scrapy 2.8's LinkExtractor: the
 // expected lists are its answers for this page (unique=True, then unique=False).
-TEST(link_extractor, unique_compares_canonical_urls_with_fragments_as_scrapy_does) {
+TEST_P(link_extraction, unique_compares_canonical_urls_with_fragments_as_scrapy_does) {
   auto response = page(
       R"(<a href="a.html">1</a><a href="a.html#x">2</a><a href="#top">3</a><a href="#again">4</a>)"
       R"(<a href="b?y=1&x=2">5</a><a href="b?x=2&y=1">6</a>)",
@@ -335,8 +354,8 @@ TEST(link_extractor, unique_compares_canonical_urls_with_fragments_as_scrapy_doe
     }
     return found;
   };
-  std::vector<std::string> all{"http://a.example/a.html",   "http://a.example/a.html#x",
-                               "http://a.example/p#top",    "http://a.example/p#again",
+  std::vector<std::string> all{"http://a.example/a.html",    "http://a.example/a.html#x",
+                               "http://a.example/p#top",     "http://a.example/p#again",
                                "http://a.example/b?y=1&x=2", "http://a.example/b?x=2&y=1"};
   EXPECT_EQ(urls(false), all);
   all.pop_back();
@@ -345,21 +364,21 @@ TEST(link_extractor, unique_compares_canonical_urls_with_fragments_as_scrapy_doe
 
 // A domain takes itself and its subdomains, never a name that merely ends the same way: offsite
 // filtering, allowed_domains and allow_domains all ask this.
-TEST(link_extractor, a_domain_takes_its_subdomains_but_not_lookalike_hosts) {
+TEST_P(link_extraction, a_domain_takes_its_subdomains_but_not_lookalike_hosts) {
   std::vector<std::string> domains{"example.com"};
   EXPECT_TRUE(crawler::host_in_domains("example.com", domains));
   EXPECT_TRUE(crawler::host_in_domains("shop.example.com", domains));
   EXPECT_FALSE(crawler::host_in_domains("notexample.com", domains));
   EXPECT_FALSE(crawler::host_in_domains("example.com.evil.net", domains));
-  auto response = page(
-      R"(<a href="http://shop.example.com/a">1</a><a href="http://badexample.com/b">2</a>)",
-      "text/html", "http://example.com/");
+  auto response =
+      page(R"(<a href="http://shop.example.com/a">1</a><a href="http://badexample.com/b">2</a>)",
+           "text/html", "http://example.com/");
   auto links = crawler::link_extractor({.allow_domains = {"example.com"}}).extract_links(response);
   ASSERT_EQ(links.size(), 1u);
   EXPECT_EQ(links[0].url, "http://shop.example.com/a");
 }
 
-TEST(link_extractor, allow_deny_restrict_and_extensions) {
+TEST_P(link_extraction, allow_deny_restrict_and_extensions) {
   auto response = page(R"(<div id="nav"><a href="/c/page-2.html">2</a>
       <a href="/c/page-3.html" rel="nofollow">3</a></div>
     <a href="/item/1">one</a> <a href="/item/1#again">one again</a> <a href="/doc.PDF">pdf</a>
@@ -393,7 +412,7 @@ TEST(link_extractor, allow_deny_restrict_and_extensions) {
 
 // std::regex recursed once per character: a 100 KB href crashed the crawler on a rule's allow
 // pattern, and long page text did the same to re(). RE2's stack does not grow with the text.
-TEST(link_extractor, a_link_of_a_megabyte_is_matched_without_exhausting_the_stack) {
+TEST_P(link_extraction, a_link_of_a_megabyte_is_matched_without_exhausting_the_stack) {
   crawler::response page;
   page.url = "http://example.com/";
   page.headers = {{"Content-Type", "text/html"}};
@@ -404,17 +423,16 @@ TEST(link_extractor, a_link_of_a_megabyte_is_matched_without_exhausting_the_stac
   EXPECT_EQ(page.css("a::attr(href)").re(R"(/(?:a|b)*z)").size(), 1u);
 }
 
-TEST(selector, re_takes_every_match_left_to_right_as_python_does) {
+TEST_P(selector, re_takes_every_match_left_to_right_as_python_does) {
   auto response = page("<p>a1b22c333</p><p>x</p>");
   EXPECT_EQ(response.css("p::text").re(R"(\d+)"), (std::vector<std::string>{"1", "22", "333"}));
   EXPECT_EQ(response.css("p::text").re(R"(([a-z])(\d*))"),
             (std::vector<std::string>{"a", "1", "b", "22", "c", "333", "x", ""}));
   // Empty matches step one character (not one byte) on: "é" is two bytes.
-  EXPECT_EQ(page("<p>é1</p>").css("p::text").re(R"(\d*)"),
-            (std::vector<std::string>{"", "1", ""}));
+  EXPECT_EQ(page("<p>é1</p>").css("p::text").re(R"(\d*)"), (std::vector<std::string>{"", "1", ""}));
 }
 
-TEST(link_extractor, a_bad_regex_names_the_option_and_index) {
+TEST_P(link_extraction, a_bad_regex_names_the_option_and_index) {
   try {
     crawler::link_extractor({.allow = {"ok", "(unclosed"}});
     FAIL() << "no error";
@@ -424,5 +442,15 @@ TEST(link_extractor, a_bad_regex_names_the_option_and_index) {
   }
   EXPECT_THROW(crawler::link_extractor({.restrict_css = {"div["}}), std::invalid_argument);
 }
+
+const auto every_parser =
+    ::testing::Values(crawler::html_parser::gumbo, crawler::html_parser::libxml2);
+std::string parser_name(const ::testing::TestParamInfo<crawler::html_parser>& info) {
+  return info.param == crawler::html_parser::gumbo ? "gumbo" : "libxml2";
+}
+INSTANTIATE_TEST_SUITE_P(every_parser, selector, every_parser, parser_name);
+INSTANTIATE_TEST_SUITE_P(every_parser, encoding, every_parser, parser_name);
+INSTANTIATE_TEST_SUITE_P(every_parser, link_extraction, every_parser, parser_name);
+INSTANTIATE_TEST_SUITE_P(every_parser, response_links, every_parser, parser_name);
 
 }  // namespace

@@ -1,6 +1,5 @@
 #include "crawler/parse/html.h"
 
-#include <gumbo.h>
 #include <iconv.h>
 
 #include <algorithm>
@@ -11,6 +10,7 @@
 #include <vector>
 
 #include "crawler/parse/ascii.h"
+#include "crawler/parse/detail/tree_builder.h"
 
 namespace crawler {
 namespace {
@@ -176,41 +176,6 @@ std::string decode_to_utf8(std::string_view body, std::string_view encoding) {
   return out;
 }
 
-// Gumbo allocates and frees one node, string or vector at a time: a tenth of its time went to
-// malloc and free, and as much again to freeing the tree node by node. Its allocations for one
-// document come from a few large blocks instead, all freed together with the document; what
-// Gumbo frees while parsing (grown buffers, token scratch) stays until then.
-struct html_document::arena {
-  static constexpr std::size_t alignment = alignof(std::max_align_t);
-  std::vector<std::unique_ptr<std::byte[]>> blocks;
-  std::byte* next = nullptr;
-  std::size_t left = 0;
-  std::size_t block_size;
-
-  explicit arena(std::size_t expected) : block_size(std::max<std::size_t>(expected, 16 * 1024)) {}
-
-  void* allocate(std::size_t size) {
-    size = (size + alignment - 1) & ~(alignment - 1);
-    if (size > left) {
-      // Doubling blocks: a large page takes a handful of them.
-      auto bytes = std::max(size, block_size);
-      block_size *= 2;
-      blocks.emplace_back(new std::byte[bytes]);  // not zeroed: Gumbo writes before it reads
-      next = blocks.back().get();
-      left = bytes;
-    }
-    void* result = next;
-    next += size;
-    left -= size;
-    return result;
-  }
-
-  static void* gumbo_allocate(void* self, std::size_t size) {
-    return static_cast<arena*>(self)->allocate(size);
-  }
-  static void gumbo_free(void*, void*) {}
-};
-
 std::size_t estimate_nesting_depth(std::string_view markup) {
   std::size_t depth = 0, deepest = 0, foreign = 0;  // foreign: inside <svg> or <math>
   std::size_t at = 0;
@@ -275,11 +240,90 @@ std::size_t estimate_nesting_depth(std::string_view markup) {
   return deepest;
 }
 
-html_document::html_document() = default;
+namespace detail {
+
+tree_builder::tree_builder(html_document& document) : document_(document) {
+  document.nodes_.push_back({html_node::kind::document});
+  root_ = &document.nodes_.back();
+}
+
+html_node* tree_builder::append(html_node* parent, html_node node) {
+  node.parent = parent;
+  node.previous_sibling = parent->last_child;
+  auto& added = document_.nodes_.emplace_back(node);
+  if (auto* last = const_cast<html_node*>(parent->last_child)) {
+    last->next_sibling = &added;
+  } else {
+    parent->first_child = &added;
+  }
+  parent->last_child = &added;
+  return &added;
+}
+
+html_node* tree_builder::add_element(html_node* parent, std::string_view name) {
+  auto* element = append(parent, {html_node::kind::element, name});
+  first_attribute_.emplace_back(element, document_.attributes_.size());
+  return element;
+}
+
+void tree_builder::add_attribute(std::string_view name, std::string_view value) {
+  document_.attributes_.push_back({name, value});
+}
+
+void tree_builder::add_leaf(html_node* parent, html_node::kind type, std::string_view text) {
+  html_node leaf{type};
+  leaf.text = text;
+  append(parent, leaf);
+}
+
+std::string_view tree_builder::own(std::string text) {
+  return document_.strings_.emplace_back(std::move(text));
+}
+
+void tree_builder::keep(std::shared_ptr<const void> output) {
+  document_.parser_output_ = std::move(output);
+}
+
+void tree_builder::finish() {
+  const auto* attributes = document_.attributes_.data();
+  for (std::size_t i = 0; i < first_attribute_.size(); ++i) {
+    auto [element, first] = first_attribute_[i];
+    auto end = i + 1 < first_attribute_.size() ? first_attribute_[i + 1].second
+                                               : document_.attributes_.size();
+    element->attributes = {attributes + first, end - first};
+  }
+}
+
+}  // namespace detail
+
+namespace {
+
+// HTML_PARSER's registry: a parser is a name and the function that builds the tree with it.
+struct registered_parser {
+  html_parser parser;
+  std::string_view name;
+  void (*build)(const std::string& utf8, detail::tree_builder& builder);
+};
+constexpr registered_parser parsers[] = {
+    {html_parser::gumbo, "gumbo", &detail::build_with_gumbo},
+    {html_parser::libxml2, "libxml2", &detail::build_with_libxml2},
+};
+
+}  // namespace
+
+html_parser html_parser_named(std::string_view name) {
+  std::string known;
+  for (const auto& entry : parsers) {
+    if (entry.name == name) return entry.parser;
+    known += (known.empty() ? "\"" : ", \"") + std::string(entry.name) + "\"";
+  }
+  throw std::invalid_argument("unknown HTML parser \"" + std::string(name) + "\"; known: " + known);
+}
 
 std::shared_ptr<const html_document> html_document::parse(std::string_view body,
                                                           std::string_view content_type,
-                                                          const html_limits& limits) {
+                                                          const html_limits& limits,
+                                                          html_parser parser) {
   if (body.size() > limits.max_bytes) {
     throw page_too_complex("too_large", "the page is " + std::to_string(body.size()) +
                                             " bytes, more than HTML_MAX_SIZE (" +
@@ -293,26 +337,12 @@ std::shared_ptr<const html_document> html_document::parse(std::string_view body,
   std::shared_ptr<html_document> document(new html_document);
   document->encoding_ = sniff_encoding(body, content_type);
   document->utf8_ = decode_to_utf8(body, document->encoding_);
-  // Parse errors are not reported to users, and recording them is most of Gumbo's time on
-  // real pages: stop collecting after none.
-  GumboOptions options = kGumboDefaultOptions;
-  options.max_errors = 0;
-  // About eight bytes of tree per byte of markup on catalogue pages.
-  document->arena_ = std::make_unique<arena>(document->utf8_.size() * 8);
-  options.allocator = &arena::gumbo_allocate;
-  options.deallocator = &arena::gumbo_free;
-  options.userdata = document->arena_.get();
-  document->output_ =
-      gumbo_parse_with_options(&options, document->utf8_.data(), document->utf8_.size());
+  detail::tree_builder builder(*document);
+  for (const auto& entry : parsers) {
+    if (entry.parser == parser) entry.build(document->utf8_, builder);
+  }
+  builder.finish();
   return document;
-}
-
-// The arena frees the whole tree at once; gumbo_destroy_output would only walk it to free
-// nothing.
-html_document::~html_document() = default;
-
-const GumboInternalNode* html_document::root() const {
-  return output_->document;
 }
 
 }  // namespace crawler

@@ -1,5 +1,7 @@
-// A parsed HTML page: the body decoded to UTF-8 and parsed once by Gumbo (the HTML5 algorithm,
-// so broken markup parses as a browser would).
+// A parsed HTML page: the body decoded to UTF-8 and parsed once, into one tree of html_node
+// whichever parser read it (HTML_PARSER): Gumbo, the default (HTML5's algorithm, so broken markup
+// parses as a browser would), or libxml2 (the parser under Scrapy's selectors, parsel over lxml,
+// so selectors see the tree Scrapy sees; faster on most pages).
 //
 //   auto document = crawler::html_document::parse(response.body, response.header("Content-Type"));
 //   auto titles = crawler::select(document, "title::text").getall();
@@ -8,18 +10,65 @@
 // <meta charset> or <meta http-equiv="Content-Type"> in the first 1024 bytes, else UTF-8, as
 // browsers do. Bytes that are invalid in that encoding become U+FFFD; nothing is dropped silently
 // and nothing crashes. A document is immutable once parsed and may be shared between threads.
+//
+// A parser is one file in detail/ that walks its own tree into a detail::tree_builder, and one
+// line in the registry in html.cpp.
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
+#include <deque>
 #include <memory>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <string_view>
-
-struct GumboInternalOutput;
-struct GumboInternalNode;
+#include <vector>
 
 namespace crawler {
+
+namespace detail {
+class tree_builder;
+}
+
+/// HTML_PARSER's values.
+enum class html_parser : std::uint8_t { gumbo, libxml2 };
+
+/// The parser called `name` ("gumbo", "libxml2"). Throws std::invalid_argument naming the known
+/// ones.
+html_parser html_parser_named(std::string_view name);
+
+struct html_attribute {
+  std::string_view name;   // lower-case
+  std::string_view value;  // entities decoded
+};
+
+/// One node of a parsed page. Elements have a name and attributes, text and comments their
+/// content; every node links to its parent, children and siblings, so walks need no recursion.
+struct html_node {
+  enum class kind : std::uint8_t { document, element, text, comment, cdata };
+
+  kind type = kind::element;
+  std::string_view name;  // an element's lower-case name
+  std::string_view text;  // the content of text, comment and cdata nodes, entities decoded
+  std::span<const html_attribute> attributes;
+  const html_node* parent = nullptr;
+  const html_node* first_child = nullptr;
+  const html_node* last_child = nullptr;
+  const html_node* next_sibling = nullptr;
+  const html_node* previous_sibling = nullptr;
+
+  bool is_element() const { return type == kind::element; }
+  /// Text a selector's ::text returns: text and cdata nodes.
+  bool is_text() const { return type == kind::text || type == kind::cdata; }
+  /// The value of the attribute `name` (lower-case), or nullptr when the element has none.
+  const std::string_view* attribute(std::string_view name) const {
+    for (const auto& attribute : attributes) {
+      if (attribute.name == name) return &attribute.value;
+    }
+    return nullptr;
+  }
+};
 
 /// What a page may cost before it is parsed (HTML_MAX_SIZE, HTML_MAX_DEPTH). Gumbo's time grows
 /// with the square of the nesting depth (100,000 nested <div>s take it about 17 s), so a page
@@ -49,30 +98,34 @@ std::size_t estimate_nesting_depth(std::string_view markup);
 
 class html_document {
  public:
-  /// Decodes and parses `body`. `content_type` is the response's Content-Type header, if any.
-  /// Throws page_too_complex, before parsing, when `body` is over a budget of `limits`.
+  /// Decodes and parses `body` with `parser`. `content_type` is the response's Content-Type
+  /// header, if any. Throws page_too_complex, before parsing, when `body` is over a budget of
+  /// `limits`.
   static std::shared_ptr<const html_document> parse(std::string_view body,
                                                     std::string_view content_type = {},
-                                                    const html_limits& limits = {});
-  ~html_document();
+                                                    const html_limits& limits = {},
+                                                    html_parser parser = html_parser::gumbo);
+  ~html_document() = default;
   html_document(const html_document&) = delete;
   html_document& operator=(const html_document&) = delete;
 
   /// The document node (the parent of <html>).
-  const GumboInternalNode* root() const;
+  const html_node* root() const { return &nodes_.front(); }
   /// The encoding the body was decoded from, lower-case ("utf-8", "windows-1252", ...).
   const std::string& encoding() const { return encoding_; }
   /// The body as UTF-8, as it was parsed (node positions point into it).
   const std::string& text() const { return utf8_; }
 
  private:
-  struct arena;
+  friend class detail::tree_builder;
 
-  html_document();
+  html_document() = default;
   std::string utf8_;
   std::string encoding_;
-  std::unique_ptr<arena> arena_;  // owns every byte Gumbo allocated for output_
-  GumboInternalOutput* output_ = nullptr;
+  std::deque<html_node> nodes_;  // a deque: nodes keep their address as the tree grows
+  std::vector<html_attribute> attributes_;
+  std::deque<std::string> strings_;  // names and values the parser's own output does not hold
+  std::shared_ptr<const void> parser_output_;  // what the nodes' strings point into
 };
 
 /// `body` decoded to UTF-8 from `encoding` (any name iconv knows); invalid bytes become U+FFFD.

@@ -1,14 +1,11 @@
 #include "crawler/parse/link_extractor.h"
 
-#include <gumbo.h>
-
 #include <algorithm>
 #include <boost/url/parse.hpp>
 #include <unordered_set>
 
-#include "crawler/parse/detail/css.h"
-#include "crawler/parse/regex.h"
 #include "crawler/parse/ascii.h"
+#include "crawler/parse/regex.h"
 #include "dedup/canonical_url.h"
 
 namespace crawler {
@@ -27,15 +24,11 @@ std::vector<std::shared_ptr<const re2::RE2>> compile(const std::vector<std::stri
     try {
       compiled.push_back(compile_regex(patterns[i]));
     } catch (const std::invalid_argument& error) {
-      throw std::invalid_argument(std::string(option) + "[" + std::to_string(i) + "]: " +
-                                  error.what());
+      throw std::invalid_argument(std::string(option) + "[" + std::to_string(i) +
+                                  "]: " + error.what());
     }
   }
   return compiled;
-}
-
-bool is_element(const GumboNode* node) {
-  return node->type == GUMBO_NODE_ELEMENT || node->type == GUMBO_NODE_TEMPLATE;
 }
 
 // What `unique` compares, as Scrapy 2.8: the canonical URL with its fragment kept, so
@@ -128,7 +121,7 @@ bool link_extractor::matches(std::string_view url) const {
 }
 
 std::vector<link> link_extractor::extract_links(const response& response) const {
-  std::vector<const GumboNode*> regions;
+  std::vector<const html_node*> regions;
   if (options_.restrict_css.empty()) {
     regions.push_back(response.document()->root());
   } else {
@@ -140,27 +133,22 @@ std::vector<link> link_extractor::extract_links(const response& response) const 
   }
   std::vector<link> links;
   std::unordered_set<std::string> seen;
-  std::vector<const GumboNode*> stack;
-  for (auto* region : regions) {
-    stack.push_back(region);
-    while (!stack.empty()) {
-      auto* node = stack.back();
-      stack.pop_back();
-      const GumboVector* children = node->type == GUMBO_NODE_DOCUMENT ? &node->v.document.children
-                                    : is_element(node)                ? &node->v.element.children
-                                                                      : nullptr;
-      if (children) {
-        for (unsigned i = children->length; i-- > 0;) {
-          stack.push_back(static_cast<const GumboNode*>(children->data[i]));
-        }
+  for (const auto* region : regions) {
+    // Every element under the region, in document order, walked without recursion.
+    for (const html_node* node = region; node;) {
+      const html_node* element = node;
+      if (node->first_child) {
+        node = node->first_child;
+      } else {
+        while (node != region && !node->next_sibling) node = node->parent;
+        node = node == region ? nullptr : node->next_sibling;
       }
-      if (!is_element(node)) continue;
-      auto name = detail::element_name(node);
-      if (std::find(tags_.begin(), tags_.end(), name) == tags_.end()) continue;
+      if (!element->is_element()) continue;
+      if (std::find(tags_.begin(), tags_.end(), element->name) == tags_.end()) continue;
       for (const auto& attr : attrs_) {
-        auto* attribute = gumbo_get_attribute(&node->v.element.attributes, attr.c_str());
+        const auto* attribute = element->attribute(attr);
         if (!attribute) continue;
-        std::string_view value = attribute->value;
+        std::string_view value = *attribute;
         if (options_.strip) value = trim_ascii_space(value);
         std::string url;
         try {
@@ -179,11 +167,10 @@ std::vector<link> link_extractor::extract_links(const response& response) const 
         if (options_.unique && !seen.insert(unique_key(url, options_.canonicalize)).second) {
           continue;
         }
-        auto* rel = gumbo_get_attribute(&node->v.element.attributes, "rel");
-        bool nofollow =
-            rel && ascii_lower(rel->value).find("nofollow") != std::string::npos;
+        const auto* rel = element->attribute("rel");
+        bool nofollow = rel && ascii_lower(*rel).find("nofollow") != std::string::npos;
         links.push_back(
-            {std::move(url), selector(response.document(), node).text_content(), nofollow});
+            {std::move(url), selector(response.document(), element).text_content(), nofollow});
       }
     }
   }

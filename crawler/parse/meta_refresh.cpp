@@ -62,10 +62,9 @@ std::optional<meta_refresh> find_meta_refresh(std::string_view html, std::string
   RE2::GlobalReplace(&text, comment(), "");
 
   std::string delay[2], url[2];
-  bool found = RE2::PartialMatch(text, equiv_then_content(), &delay[0], &url[0], &delay[1],
-                                 &url[1]) ||
-               RE2::PartialMatch(text, content_then_equiv(), &delay[0], &url[0], &delay[1],
-                                 &url[1]);
+  bool found =
+      RE2::PartialMatch(text, equiv_then_content(), &delay[0], &url[0], &delay[1], &url[1]) ||
+      RE2::PartialMatch(text, content_then_equiv(), &delay[0], &url[0], &delay[1], &url[1]);
   if (!found) return std::nullopt;
   int which = delay[0].empty() ? 1 : 0;
   std::string_view link = url[which];

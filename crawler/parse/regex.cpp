@@ -11,14 +11,15 @@ namespace crawler {
 std::shared_ptr<const re2::RE2> compile_regex(std::string_view pattern) {
   re2::RE2::Options options;
   options.set_log_errors(false);  // the error goes into the exception, not to stderr
-  auto compiled = std::make_shared<const re2::RE2>(re2::StringPiece(pattern.data(), pattern.size()),
-                                                   options);
+  auto compiled =
+      std::make_shared<const re2::RE2>(re2::StringPiece(pattern.data(), pattern.size()), options);
   if (!compiled->ok()) {
     std::string reason = compiled->error();
     if (compiled->error_code() == re2::RE2::ErrorBadPerlOp ||
         compiled->error_code() == re2::RE2::ErrorBadEscape) {
-      reason += " (lookahead, lookbehind and backreferences are not supported: regexes run in "
-                "time linear in the text)";
+      reason +=
+          " (lookahead, lookbehind and backreferences are not supported: regexes run in "
+          "time linear in the text)";
     }
     throw std::invalid_argument("invalid regex \"" + std::string(pattern) + "\": " + reason);
   }
@@ -29,7 +30,9 @@ bool regex_search(const re2::RE2& pattern, std::string_view text) {
   return re2::RE2::PartialMatch(re2::StringPiece(text.data(), text.size()), pattern);
 }
 
-int regex_groups(const re2::RE2& pattern) { return pattern.NumberOfCapturingGroups(); }
+int regex_groups(const re2::RE2& pattern) {
+  return pattern.NumberOfCapturingGroups();
+}
 
 void for_each_match(const re2::RE2& pattern, std::string_view text,
                     const std::function<bool(std::span<const std::string_view> groups)>& on_match) {

@@ -77,7 +77,8 @@ std::string response::urljoin(std::string_view link) const {
 }
 
 const std::shared_ptr<const html_document>& response::document() const {
-  if (!document_) document_ = html_document::parse(body, header("Content-Type"), parse_limits);
+  if (!document_)
+    document_ = html_document::parse(body, header("Content-Type"), parse_limits, parser);
   return document_;
 }
 

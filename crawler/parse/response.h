@@ -50,6 +50,8 @@ struct response {
   crawler::request request;
   /// The budgets document() holds the page to (HTML_MAX_SIZE, HTML_MAX_DEPTH, set by the engine).
   html_limits parse_limits;
+  /// The parser document() reads the page with (HTML_PARSER, set by the engine).
+  html_parser parser = html_parser::gumbo;
 
   const nlohmann::json& meta() const { return request.meta; }
   /// The value of the first header called `name` (any case), or "".

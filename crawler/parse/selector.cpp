@@ -1,7 +1,6 @@
 #include "crawler/parse/selector.h"
 
-#include <gumbo.h>
-
+#include <algorithm>
 
 #include "crawler/parse/detail/css.h"
 #include "crawler/parse/regex.h"
@@ -11,35 +10,19 @@ namespace {
 
 using detail::complex_selector;
 
-bool is_element(const GumboNode* node) {
-  return node->type == GUMBO_NODE_ELEMENT || node->type == GUMBO_NODE_TEMPLATE;
-}
-
-bool is_text(const GumboNode* node) {
-  return node->type == GUMBO_NODE_TEXT || node->type == GUMBO_NODE_WHITESPACE ||
-         node->type == GUMBO_NODE_CDATA;
-}
-
-const GumboVector* children_of(const GumboNode* node) {
-  if (node->type == GUMBO_NODE_DOCUMENT) return &node->v.document.children;
-  if (is_element(node)) return &node->v.element.children;
-  return nullptr;
-}
-
-// Calls visit(node) for `root` and every node under it, in document order. An explicit stack,
+// Calls visit(node) for `root` and every node under it, in document order. An explicit walk,
 // not recursion: a hostile page can nest elements as deep as it likes.
 template <typename Visit>
-void for_each_node(const GumboNode* root, Visit&& visit) {
-  std::vector<const GumboNode*> stack{root};
-  while (!stack.empty()) {
-    const auto* node = stack.back();
-    stack.pop_back();
+void for_each_node(const html_node* root, Visit&& visit) {
+  const html_node* node = root;
+  while (node) {
     visit(node);
-    if (const auto* children = children_of(node)) {
-      for (unsigned i = children->length; i-- > 0;) {
-        stack.push_back(static_cast<const GumboNode*>(children->data[i]));
-      }
+    if (node->first_child) {
+      node = node->first_child;
+      continue;
     }
+    while (node != root && !node->next_sibling) node = node->parent;
+    node = node == root ? nullptr : node->next_sibling;
   }
 }
 
@@ -55,35 +38,33 @@ class selection_walk {
                  const std::shared_ptr<const html_document>& document, selector_list& out)
       : group_(group), document_(document), out_(out), open_anchors_(group.size(), 0) {}
 
-  void run(const GumboNode* root) {
-    std::vector<std::pair<const GumboNode*, bool>> stack{{root, false}};  // (node, leaving)
-    while (!stack.empty()) {
-      auto [node, leaving] = stack.back();
-      stack.pop_back();
-      if (leaving) {
-        leave();
-        continue;
-      }
-      if (is_text(node)) {
+  void run(const html_node* root) {
+    const html_node* node = root;
+    while (node) {
+      if (node->is_text()) {
         if (text_anchors_ > 0 || (!own_text_.empty() && own_text_.back())) {
-          out_.emplace_back(std::string(node->v.text.text));
+          out_.emplace_back(std::string(node->text));
         }
+      } else if (node->is_element()) {
+        enter(node);
+      }
+      // Down to the first child, else across to the next sibling, leaving each element on the
+      // way up; never above `root`.
+      if (node->first_child && node->type != html_node::kind::text) {
+        node = node->first_child;
         continue;
       }
-      if (is_element(node)) enter(node);
-      if (const auto* children = children_of(node)) {
-        if (is_element(node)) stack.emplace_back(node, true);
-        for (unsigned i = children->length; i-- > 0;) {
-          stack.emplace_back(static_cast<const GumboNode*>(children->data[i]), false);
-        }
-      } else if (is_element(node)) {
-        leave();
+      if (node->is_element()) leave();
+      while (node != root && !node->next_sibling) {
+        node = node->parent;
+        if (node->is_element()) leave();
       }
+      node = node == root ? nullptr : node->next_sibling;
     }
   }
 
  private:
-  void enter(const GumboNode* element) {
+  void enter(const html_node* element) {
     anchored_.emplace_back();
     for (std::size_t i = 0; i < group_.size(); ++i) {
       if (!group_[i].descendant_or_self || !detail::matches(group_[i], element)) continue;
@@ -94,8 +75,8 @@ class selection_walk {
     bool own_text = false;
     for (std::size_t i = 0; i < group_.size(); ++i) {
       const auto& selector = group_[i];
-      bool taken = selector.descendant_or_self ? open_anchors_[i] > 0
-                                               : detail::matches(selector, element);
+      bool taken =
+          selector.descendant_or_self ? open_anchors_[i] > 0 : detail::matches(selector, element);
       if (!taken) continue;
       switch (selector.pseudo) {
         case detail::pseudo_element::none:
@@ -105,9 +86,8 @@ class selection_walk {
           own_text = !selector.descendant_or_self;  // else the anchor count emits its text
           break;
         case detail::pseudo_element::attr:
-          if (auto* attribute = gumbo_get_attribute(&element->v.element.attributes,
-                                                    selector.attr_name.c_str())) {
-            out_.emplace_back(std::string(attribute->value));
+          if (const auto* value = element->attribute(selector.attr_name)) {
+            out_.emplace_back(std::string(*value));
           }
           break;
       }
@@ -128,38 +108,23 @@ class selection_walk {
   const std::vector<complex_selector>& group_;
   const std::shared_ptr<const html_document>& document_;
   selector_list& out_;
-  std::vector<int> open_anchors_;                  // per alternative: open elements it matched
-  int text_anchors_ = 0;                           // of those, with ::text
+  std::vector<int> open_anchors_;                   // per alternative: open elements it matched
+  int text_anchors_ = 0;                            // of those, with ::text
   std::vector<std::vector<std::size_t>> anchored_;  // per open element: alternatives it anchors
-  std::vector<char> own_text_;                     // per open element: its own text is selected
+  std::vector<char> own_text_;                      // per open element: its own text is selected
 };
 
 // Descendant-or-self, in document order.
-void walk(const std::vector<complex_selector>& group, const GumboNode* root,
+void walk(const std::vector<complex_selector>& group, const html_node* root,
           const std::shared_ptr<const html_document>& document, selector_list& out) {
   selection_walk(group, document, out).run(root);
 }
 
-bool is_void(GumboTag tag) {
-  switch (tag) {
-    case GUMBO_TAG_AREA:
-    case GUMBO_TAG_BASE:
-    case GUMBO_TAG_BR:
-    case GUMBO_TAG_COL:
-    case GUMBO_TAG_EMBED:
-    case GUMBO_TAG_HR:
-    case GUMBO_TAG_IMG:
-    case GUMBO_TAG_INPUT:
-    case GUMBO_TAG_LINK:
-    case GUMBO_TAG_META:
-    case GUMBO_TAG_PARAM:
-    case GUMBO_TAG_SOURCE:
-    case GUMBO_TAG_TRACK:
-    case GUMBO_TAG_WBR:
-      return true;
-    default:
-      return false;
-  }
+bool is_void(std::string_view name) {
+  static constexpr std::string_view names[] = {"area",  "base",   "br",    "col",  "embed",
+                                               "hr",    "img",    "input", "link", "meta",
+                                               "param", "source", "track", "wbr"};
+  return std::find(std::begin(names), std::end(names), name) != std::end(names);
 }
 
 void escape(std::string_view text, bool attribute, std::string& out) {
@@ -185,79 +150,75 @@ void escape(std::string_view text, bool attribute, std::string& out) {
 
 // One node's markup, without its children's: the text of a leaf, or an element's start tag.
 // Returns true when the node is an element whose children and end tag follow.
-bool open_node(const GumboNode* node, std::string& out, bool raw_text) {
+bool open_node(const html_node* node, std::string& out, bool raw_text) {
   switch (node->type) {
-    case GUMBO_NODE_TEXT:
-    case GUMBO_NODE_WHITESPACE:
+    case html_node::kind::text:
       if (raw_text) {
-        out += node->v.text.text;
+        out += node->text;
       } else {
-        escape(node->v.text.text, false, out);
+        escape(node->text, false, out);
       }
       return false;
-    case GUMBO_NODE_CDATA:
+    case html_node::kind::cdata:
       out += "<![CDATA[";
-      out += node->v.text.text;
+      out += node->text;
       out += "]]>";
       return false;
-    case GUMBO_NODE_COMMENT:
+    case html_node::kind::comment:
       out += "<!--";
-      out += node->v.text.text;
+      out += node->text;
       out += "-->";
       return false;
-    case GUMBO_NODE_DOCUMENT:
+    case html_node::kind::document:
       return true;
-    default:
+    case html_node::kind::element:
       break;
   }
   out += '<';
-  out += detail::element_name(node);
-  const auto& attributes = node->v.element.attributes;
-  for (unsigned i = 0; i < attributes.length; ++i) {
-    auto* attribute = static_cast<const GumboAttribute*>(attributes.data[i]);
+  out += node->name;
+  for (const auto& attribute : node->attributes) {
     out += ' ';
-    out += attribute->name;
+    out += attribute.name;
     out += "=\"";
-    escape(attribute->value, true, out);
+    escape(attribute.value, true, out);
     out += '"';
   }
   out += '>';
-  return !is_void(node->v.element.tag);
+  return !is_void(node->name);
 }
 
 // The markup of `root` and everything under it, with an explicit stack (see for_each_node).
-void serialize(const GumboNode* root, std::string& out) {
+void serialize(const html_node* root, std::string& out) {
   struct frame {
-    const GumboNode* node;
-    unsigned next_child;
+    const html_node* node;
+    const html_node* next_child;
     bool raw_text;  // the children of <script> and <style> are not escaped
   };
   std::vector<frame> stack;
-  if (open_node(root, out, false)) stack.push_back({root, 0, false});
+  if (open_node(root, out, false)) stack.push_back({root, root->first_child, false});
   while (!stack.empty()) {
     auto& top = stack.back();
-    const auto* children = children_of(top.node);
-    if (top.next_child < children->length) {
-      auto* child = static_cast<const GumboNode*>(children->data[top.next_child++]);
+    if (const auto* child = top.next_child) {
+      top.next_child = child->next_sibling;
       bool raw = top.raw_text;
       if (open_node(child, out, raw)) {
-        auto tag = child->v.element.tag;
-        stack.push_back({child, 0, tag == GUMBO_TAG_SCRIPT || tag == GUMBO_TAG_STYLE});
+        stack.push_back(
+            {child, child->first_child, child->name == "script" || child->name == "style"});
       }
       continue;
     }
-    if (top.node->type != GUMBO_NODE_DOCUMENT) {
+    if (top.node->type != html_node::kind::document) {
       out += "</";
-      out += detail::element_name(top.node);
+      out += top.node->name;
       out += '>';
     }
     stack.pop_back();
   }
 }
 
-void collect_text(const GumboNode* root, std::string& out) {
-  for_each_node(root, [&](const GumboNode* node) {
-    if (is_text(node)) out += node->v.text.text;
+void collect_text(const html_node* root, std::string& out) {
+  for_each_node(root, [&](const html_node* node) {
+    if (node->is_text()) out += node->text;
   });
 }
 
@@ -314,11 +275,8 @@ std::string selector::get() const {
 std::map<std::string, std::string> selector::attrib() const {
   std::map<std::string, std::string> attributes;
   if (!node_) return attributes;
-  const auto& list = node_->v.element.attributes;
-  for (unsigned i = 0; i < list.length; ++i) {
-    auto* attribute = static_cast<const GumboAttribute*>(list.data[i]);
-    attributes.emplace(attribute->name, attribute->value);
-  }
+  for (const auto& attribute : node_->attributes)
+    attributes.emplace(attribute.name, attribute.value);
   return attributes;
 }
 

@@ -35,7 +35,7 @@ class selector_list;
 /// One selected thing: an element, or a string (from ::text or ::attr()).
 class selector {
  public:
-  selector(std::shared_ptr<const html_document> document, const GumboInternalNode* node)
+  selector(std::shared_ptr<const html_document> document, const html_node* node)
       : document_(std::move(document)), node_(node) {}
   explicit selector(std::string text) : text_(std::move(text)) {}
 
@@ -49,12 +49,12 @@ class selector {
   /// value likewise.
   std::string text_content() const;
   bool is_element() const { return node_ != nullptr; }
-  const GumboInternalNode* node() const { return node_; }
+  const html_node* node() const { return node_; }
   const std::shared_ptr<const html_document>& document() const { return document_; }
 
  private:
   std::shared_ptr<const html_document> document_;
-  const GumboInternalNode* node_ = nullptr;
+  const html_node* node_ = nullptr;
   std::string text_;
 };
 

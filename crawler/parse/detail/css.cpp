@@ -121,9 +121,9 @@ class parser {
   }
 
   static bool is_any_element(const compound& part) {
-    return part.tag == GUMBO_TAG_LAST && part.unknown_tag.empty() && part.ids.empty() &&
-           part.classes.empty() && part.attributes.empty() && part.positions.empty() &&
-           part.negations.empty() && !part.empty;
+    return part.tag.empty() && part.ids.empty() && part.classes.empty() &&
+           part.attributes.empty() && part.positions.empty() && part.negations.empty() &&
+           !part.empty;
   }
 
   void pseudo(complex_selector& selector) {
@@ -151,9 +151,7 @@ class parser {
     if (accept('*')) {
       any = true;
     } else if (is_name_char(peek()) || peek() == '\\') {
-      auto name = ascii_lower(identifier("an element name"));
-      result.tag = gumbo_tag_enum(name.c_str());
-      if (result.tag == GUMBO_TAG_UNKNOWN) result.unknown_tag = name;
+      result.tag = ascii_lower(identifier("an element name"));
       any = true;
     }
     while (!at_end()) {
@@ -303,31 +301,17 @@ class parser {
   int not_depth_ = 0;
 };
 
-bool is_element(const GumboNode* node) {
-  return node && (node->type == GUMBO_NODE_ELEMENT || node->type == GUMBO_NODE_TEMPLATE);
-}
-
-const GumboVector* children_of(const GumboNode* node) {
-  if (!node) return nullptr;
-  if (node->type == GUMBO_NODE_DOCUMENT) return &node->v.document.children;
-  if (is_element(node)) return &node->v.element.children;
-  return nullptr;
-}
-
-bool same_name(const GumboNode* a, const GumboNode* b) {
-  if (a->v.element.tag != b->v.element.tag) return false;
-  return a->v.element.tag != GUMBO_TAG_UNKNOWN || element_name(a) == element_name(b);
+bool is_element(const html_node* node) {
+  return node && node->is_element();
 }
 
 // The element's 1-based position among its element siblings (of its type), from either end.
-int position(const GumboNode* element, bool of_type, bool from_end) {
-  const auto* siblings = children_of(element->parent);
-  if (!siblings) return 1;
+int position(const html_node* element, bool of_type, bool from_end) {
   int count = 0;
   int mine = 0;
-  for (unsigned i = 0; i < siblings->length; ++i) {
-    auto* sibling = static_cast<const GumboNode*>(siblings->data[i]);
-    if (!is_element(sibling) || (of_type && !same_name(sibling, element))) continue;
+  for (const auto* sibling = element->parent ? element->parent->first_child : element; sibling;
+       sibling = sibling->next_sibling) {
+    if (!sibling->is_element() || (of_type && sibling->name != element->name)) continue;
     ++count;
     if (sibling == element) mine = count;
   }
@@ -354,16 +338,11 @@ bool contains_word(std::string_view list, std::string_view word, bool ignore_cas
   return false;
 }
 
-const char* attribute_value(const GumboNode* element, const std::string& name) {
-  auto* attribute = gumbo_get_attribute(&element->v.element.attributes, name.c_str());
-  return attribute ? attribute->value : nullptr;
-}
-
-bool attribute_matches(const attribute_test& test, const GumboNode* element) {
-  const char* raw = attribute_value(element, test.name);
+bool attribute_matches(const attribute_test& test, const html_node* element) {
+  const auto* raw = element->attribute(test.name);
   if (!raw) return false;
   if (test.op == 0) return true;
-  std::string value = test.ignore_case ? ascii_lower(raw) : std::string(raw);
+  std::string value = test.ignore_case ? ascii_lower(*raw) : std::string(*raw);
   std::string wanted = test.ignore_case ? ascii_lower(test.value) : test.value;
   switch (test.op) {
     case '=':
@@ -382,20 +361,17 @@ bool attribute_matches(const attribute_test& test, const GumboNode* element) {
   return false;
 }
 
-bool compound_matches(const compound& part, const GumboNode* element) {
-  if (part.tag != GUMBO_TAG_LAST) {
-    if (element->v.element.tag != part.tag) return false;
-    if (part.tag == GUMBO_TAG_UNKNOWN && element_name(element) != part.unknown_tag) return false;
-  }
+bool compound_matches(const compound& part, const html_node* element) {
+  if (!part.tag.empty() && element->name != part.tag) return false;
   for (const auto& id : part.ids) {
-    const char* value = attribute_value(element, "id");
-    if (!value || id != value) return false;
+    const auto* value = element->attribute("id");
+    if (!value || id != *value) return false;
   }
   if (!part.classes.empty()) {
-    const char* value = attribute_value(element, "class");
+    const auto* value = element->attribute("class");
     if (!value) return false;
     for (const auto& name : part.classes) {
-      if (!contains_word(value, name, false)) return false;
+      if (!contains_word(*value, name, false)) return false;
     }
   }
   for (const auto& test : part.attributes) {
@@ -405,10 +381,8 @@ bool compound_matches(const compound& part, const GumboNode* element) {
     if (!nth_matches(test, position(element, test.of_type, test.from_end))) return false;
   }
   if (part.empty) {
-    const auto& children = element->v.element.children;
-    for (unsigned i = 0; i < children.length; ++i) {
-      auto* child = static_cast<const GumboNode*>(children.data[i]);
-      if (child->type != GUMBO_NODE_COMMENT) return false;
+    for (const auto* child = element->first_child; child; child = child->next_sibling) {
+      if (child->type != html_node::kind::comment) return false;
     }
   }
   for (const auto& negation : part.negations) {
@@ -417,18 +391,15 @@ bool compound_matches(const compound& part, const GumboNode* element) {
   return true;
 }
 
-const GumboNode* previous_element(const GumboNode* element) {
-  const auto* siblings = children_of(element->parent);
-  if (!siblings) return nullptr;
-  for (auto i = element->index_within_parent; i-- > 0;) {
-    auto* sibling = static_cast<const GumboNode*>(siblings->data[i]);
-    if (is_element(sibling)) return sibling;
+const html_node* previous_element(const html_node* element) {
+  for (auto* sibling = element->previous_sibling; sibling; sibling = sibling->previous_sibling) {
+    if (sibling->is_element()) return sibling;
   }
   return nullptr;
 }
 
 // Right to left: parts[index] matched `element`; does the rest match to its left?
-bool matches_left(const complex_selector& selector, std::size_t index, const GumboNode* element) {
+bool matches_left(const complex_selector& selector, std::size_t index, const html_node* element) {
   if (index == 0) return true;
   const auto& part = selector.parts[index - 1];
   switch (selector.combinators[index - 1]) {
@@ -467,18 +438,10 @@ std::vector<complex_selector> parse_selector_group(std::string_view query) {
   return parser(query).group();
 }
 
-bool matches(const complex_selector& selector, const GumboNode* element) {
+bool matches(const complex_selector& selector, const html_node* element) {
   if (!is_element(element)) return false;
   auto last = selector.parts.size() - 1;
   return compound_matches(selector.parts[last], element) && matches_left(selector, last, element);
-}
-
-std::string element_name(const GumboNode* element) {
-  auto tag = element->v.element.tag;
-  if (tag != GUMBO_TAG_UNKNOWN) return gumbo_normalized_tagname(tag);
-  GumboStringPiece original = element->v.element.original_tag;
-  gumbo_tag_from_original_text(&original);
-  return ascii_lower(std::string_view(original.data, original.length));
 }
 
 }  // namespace crawler::detail

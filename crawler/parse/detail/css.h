@@ -1,12 +1,12 @@
 // The CSS selector engine behind selector.h: a parser to a small AST and a right-to-left matcher
-// over Gumbo elements.
+// over html_node elements, whichever parser built them.
 #pragma once
-
-#include <gumbo.h>
 
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "crawler/parse/html.h"
 
 namespace crawler::detail {
 
@@ -26,8 +26,7 @@ struct nth_test {
 };
 
 struct compound {
-  GumboTag tag = GUMBO_TAG_LAST;  // GUMBO_TAG_LAST: any element
-  std::string unknown_tag;        // lower-case name when tag is GUMBO_TAG_UNKNOWN
+  std::string tag;  // lower-case; empty: any element
   std::vector<std::string> ids;
   std::vector<std::string> classes;
   std::vector<attribute_test> attributes;
@@ -51,11 +50,7 @@ struct complex_selector {
 /// A comma-separated group. Throws selector_error naming the selector and position.
 std::vector<complex_selector> parse_selector_group(std::string_view query);
 
-/// Whether `element` (a GUMBO_NODE_ELEMENT or GUMBO_NODE_TEMPLATE) matches `selector`, ignoring
-/// its pseudo-element.
-bool matches(const complex_selector& selector, const GumboNode* element);
-
-/// The element's name, lower-case ("div", or the original name of an unknown element).
-std::string element_name(const GumboNode* element);
+/// Whether `element` matches `selector`, ignoring its pseudo-element (false for other nodes).
+bool matches(const complex_selector& selector, const html_node* element);
 
 }  // namespace crawler::detail

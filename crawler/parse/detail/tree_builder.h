@@ -1,0 +1,47 @@
+// What a parser fills an html_document with. A parser walks its own tree in document order and
+// calls add_* for each node, under a parent it added before; its output stays alive (keep()) as
+// long as the document, so names and text can point into it instead of being copied.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "crawler/parse/html.h"
+
+namespace crawler::detail {
+
+class tree_builder {
+ public:
+  explicit tree_builder(html_document& document);
+
+  /// The document node, the parent of the top-level nodes.
+  html_node* root() { return root_; }
+  /// A new element, the last child of `parent`; its attributes follow with add_attribute.
+  html_node* add_element(html_node* parent, std::string_view name);
+  /// An attribute of the element added last.
+  void add_attribute(std::string_view name, std::string_view value);
+  /// A text, comment or cdata node, the last child of `parent`.
+  void add_leaf(html_node* parent, html_node::kind type, std::string_view text);
+  /// A copy of `text` the document owns (a name lower-cased, a value joined from pieces).
+  std::string_view own(std::string text);
+  /// Keeps the parser's output alive with the document.
+  void keep(std::shared_ptr<const void> output);
+  /// Points every element at its attributes; the document is whole after this.
+  void finish();
+
+ private:
+  html_node* append(html_node* parent, html_node node);
+
+  html_document& document_;
+  html_node* root_;
+  std::vector<std::pair<html_node*, std::size_t>> first_attribute_;  // element, offset
+};
+
+/// The parsers of the registry in html.cpp: each parses `utf8` into `builder`.
+void build_with_gumbo(const std::string& utf8, tree_builder& builder);
+void build_with_libxml2(const std::string& utf8, tree_builder& builder);
+
+}  // namespace crawler::detail
