@@ -6,7 +6,7 @@
 # the end: a crawl that runs for days must not grow. Fails (exit 1) when the end is more than 10%
 # above, when the crawl did not run to its time limit, or when it crawled nothing.
 #
-#   bash bench/soak.sh [BUILD_DIR] [SECONDS]        # defaults: build 1800; CI runs 60
+#   bash bench/soak.sh [BUILD_DIR] [SECONDS]        # defaults: build 1800; CI runs 40
 set -euo pipefail
 build=${1:-build}
 seconds=${2:-1800}
