@@ -16,18 +16,25 @@ void crawl_spider::parse(const response& response, output& out) {
 
 void crawl_spider::parse_start_url(const response&, output&) {}
 
-void crawl_spider::follow_rules(const response& response, output& out) {
+std::vector<std::pair<std::size_t, link>> crawl_spider::links_by_rule(
+    const response& response) const {
+  std::vector<std::pair<std::size_t, link>> taken;
   std::unordered_set<std::string> seen;
   for (std::size_t index = 0; index < rules.size(); ++index) {
     auto links = rules[index].link_extractor.extract_links(response);
     std::erase_if(links, [&seen](const link& link) { return !seen.insert(link.url).second; });
     if (rules[index].process_links) links = rules[index].process_links(std::move(links));
-    for (auto& link : links) {
-      crawler::request request{std::move(link.url), rule_callback};
-      request.meta["rule"] = index;
-      request.meta["link_text"] = std::move(link.text);
-      out.request(std::move(request));
-    }
+    for (auto& link : links) taken.emplace_back(index, std::move(link));
+  }
+  return taken;
+}
+
+void crawl_spider::follow_rules(const response& response, output& out) {
+  for (auto& [index, link] : links_by_rule(response)) {
+    crawler::request request{std::move(link.url), rule_callback};
+    request.meta["rule"] = index;
+    request.meta["link_text"] = std::move(link.text);
+    out.request(std::move(request));
   }
 }
 

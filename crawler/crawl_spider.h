@@ -22,6 +22,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "crawler/parse/link_extractor.h"
@@ -51,6 +52,10 @@ class crawl_spider : public spider {
   virtual void parse_start_url(const response& response, output& out);
 
   std::vector<rule> rules;
+
+  /// The links the rules take from `response`, in order, each with the index of the first rule
+  /// that extracts it (after that rule's process_links): what the crawl follows from the page.
+  std::vector<std::pair<std::size_t, link>> links_by_rule(const response& response) const;
 
  private:
   void follow_rules(const response& response, output& out);

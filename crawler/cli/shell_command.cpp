@@ -12,7 +12,6 @@
 #include <memory>
 #include <optional>
 #include <string>
-#include <unordered_set>
 #include <vector>
 
 #include "config/redact.h"
@@ -164,16 +163,10 @@ class shell {
       for (const auto& link : link_extractor().extract_links(*page_)) std::cout << link.url << '\n';
       return;
     }
-    std::unordered_set<std::string> seen;
-    for (std::size_t index = 0; index < crawling->rules.size(); ++index) {
-      const auto& rule = crawling->rules[index];
-      auto links = rule.link_extractor.extract_links(*page_);
-      std::erase_if(links, [&seen](const link& link) { return !seen.insert(link.url).second; });
-      if (rule.process_links) links = rule.process_links(std::move(links));
-      for (const auto& link : links) {
-        std::cout << link.url << "  [rule " << index
-                  << (rule.callback.empty() ? std::string() : " " + rule.callback) << "]\n";
-      }
+    for (const auto& [index, link] : crawling->links_by_rule(*page_)) {
+      const auto& callback = crawling->rules[index].callback;
+      std::cout << link.url << "  [rule " << index << (callback.empty() ? "" : " " + callback)
+                << "]\n";
     }
   }
 
