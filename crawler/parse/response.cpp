@@ -4,6 +4,7 @@
 #include <boost/url/url.hpp>
 #include <cctype>
 
+#include "crawler/parse/detail/plain_urljoin.h"
 #include "dedup/url_bytes.h"
 
 namespace crawler {
@@ -43,6 +44,7 @@ std::string urljoin(std::string_view base_text, std::string_view link) {
   };
   while (!link.empty() && is_space(link.front())) link.remove_prefix(1);
   while (!link.empty() && is_space(link.back())) link.remove_suffix(1);
+  if (auto joined = detail::plain_urljoin(base_text, link)) return std::move(*joined);
   auto base = boost::urls::parse_uri(base_text);
   if (!base) {
     throw link_error("cannot resolve \"" + std::string(link) + "\": base URL " +
@@ -66,6 +68,12 @@ std::string urljoin(std::string_view base_text, std::string_view link) {
   }
   // "HTTP://x/" is http: lower-cased as Python's urljoin does (found by link_extractor_fuzzer).
   resolved.normalize_scheme();
+  // Boost.URL 1.81 keeps ".." segments that climb above the root ("http://a/../x"); RFC 3986
+  // and Python's urljoin drop them, as plain_urljoin does.
+  auto segments = resolved.encoded_segments();
+  while (resolved.is_path_absolute() && !segments.empty() && *segments.begin() == "..") {
+    segments.erase(segments.begin());
+  }
   // The base's fragment stays only for an empty link (the page itself, as Python's urljoin
   // answers); "?r=2" or "x.html" name another resource, which RFC 3986 gives no fragment.
   if (!link.empty() && !reference->has_fragment()) resolved.remove_fragment();
@@ -82,7 +90,7 @@ const std::shared_ptr<const html_document>& response::document() const {
   return document_;
 }
 
-std::string response::base_url() const {
+const std::string& response::base_url() const {
   if (base_url_) return *base_url_;
   base_url_ = url;
   // Parsing only pays when the page may have a <base>: most pages do not.

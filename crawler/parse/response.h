@@ -73,7 +73,7 @@ struct response {
   /// `query` over the page (see selector.h). Throws selector_error for a bad selector.
   selector_list css(std::string_view query) const { return select(document(), query); }
   /// The URL relative links resolve against: the page's <base href> if it has one, else url.
-  std::string base_url() const;
+  const std::string& base_url() const;
 
  private:
   mutable std::shared_ptr<const html_document> document_;
