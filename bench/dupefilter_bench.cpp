@@ -228,6 +228,8 @@ int main(int argc, char** argv) {
     row(backend, per_second(remote_keys.size(), result.seconds).c_str(), result.bytes_per_key,
         result.fpr, note.c_str());
     filter->async_close(use_future).get();
+    // redis_bitmap and redisbloom share the default key, each in its own type.
+    client->async_command({"FLUSHDB"}, use_future).get();
   }
   return 0;
 }

@@ -1,8 +1,15 @@
-# Sourced by the crawl benchmarks: generates the benchmark site and serves it with nginx on a
-# free loopback port (config, pid and logs in WORK, which the caller removes).
+# Sourced by the crawl benchmarks: generates the benchmark site (site_generator.py) and serves it
+# with nginx on a free loopback port; config, pid, site and logs live in WORK, which the caller
+# removes.
 #
-#   source "$here/site_server.sh"; serve_site "$work" "$pages"   # sets $port and $start
+#   source "$here/site_server.sh"
+#   serve_site "$work" "$pages"       # sets $port and $start; WORK/expected.txt lists the pages
+#   ... crawl ...
+#   take_access_log "$work" NAME      # moves what nginx logged since the last call to WORK/logs/NAME.log
 #   stop_site "$work"
+#
+# The access log has one line per request, "<epoch seconds.millis> <status> <request URI>", so
+# every crawler's pages, duplicates and pages/s over time are read the same way, off the server.
 
 free_port() {
   python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
@@ -12,27 +19,42 @@ serve_site() {
   local work=$1 pages=$2
   command -v nginx >/dev/null || { echo "needs nginx: apt-get install nginx-light" >&2; exit 1; }
   chmod 755 "$work"  # nginx workers drop root and must read the site
-  python3 "$(dirname "${BASH_SOURCE[0]}")/make_site.py" "$work/site" "$pages"
   port=$(free_port)
-  mkdir -p "$work/nginx"
+  python3 "$(dirname "${BASH_SOURCE[0]}")/site_generator.py" "$work" "$pages" \
+    --base "http://127.0.0.1:$port" >&2
+  mkdir -p "$work/nginx" "$work/logs"
   cat > "$work/nginx.conf" <<CONF
 worker_processes 1;
 pid $work/nginx.pid;
 error_log $work/nginx/error.log;
 daemon on;
-events { worker_connections 1024; }
+events { worker_connections 4096; }
 http {
-  access_log off;
+  log_format bench '\$msec \$status \$request_uri';
+  access_log $work/access.log bench buffer=256k flush=1s;
   client_body_temp_path $work/nginx; proxy_temp_path $work/nginx; fastcgi_temp_path $work/nginx;
   uwsgi_temp_path $work/nginx; scgi_temp_path $work/nginx;
   keepalive_requests 1000000;
   sendfile on;
-  types { text/html html; }
-  server { listen 127.0.0.1:$port; root $work/site; }
+  types { text/html html; text/css css; text/plain txt; application/xml xml; }
+  server {
+    listen 127.0.0.1:$port;
+    root $work/site;
+    # A list page is one file whatever the order of its query arguments.
+    location = /list { default_type text/html; try_files /list/\$arg_cat-\$arg_page.html =404; }
+  }
 }
 CONF
   nginx -c "$work/nginx.conf" -p "$work"
-  start="http://127.0.0.1:$port/0.html"
+  start="http://127.0.0.1:$port/"
+}
+
+take_access_log() {
+  local work=$1 name=$2
+  mv "$work/access.log" "$work/logs/$name.log"
+  kill -USR1 "$(cat "$work/nginx.pid")"  # nginx flushes and reopens its log
+  local waited=0
+  while [ ! -e "$work/access.log" ] && [ $waited -lt 50 ]; do sleep 0.1; waited=$((waited + 1)); done
 }
 
 stop_site() {

@@ -1,0 +1,292 @@
+#!/usr/bin/env python3
+"""Turns what bench/run.sh measured (WORK) into OUT/report.md, results.json and two charts.
+
+    report.py WORK OUT --pages N
+
+Each contender's pages come from nginx's access log of its run (WORK/logs/NAME.log, lines of
+"<epoch.millis> <status> <request URI>"), counted against the site's page set (WORK/expected.txt):
+a page is fetched when a request for it, its query arguments in any order, got a 200. A contender
+that misses a page is void: its speed is shown but not compared. Wall time, CPU and peak RSS come
+from /usr/bin/time (WORK/NAME.time: "wall user sys maxrss_kb").
+"""
+import argparse
+import json
+import os
+import platform
+import re
+import subprocess
+from collections import Counter
+
+CRAWLS = ["crawler-gumbo", "crawler-libxml2", "crawler-links", "scrapy", "crawlee", "spider-rs", "wget"]
+WHAT = {
+    "crawler-gumbo": "`crawler run`, rules + 2-field item, Gumbo",
+    "crawler-libxml2": "`crawler run`, rules + 2-field item, libxml2",
+    "crawler-links": "`crawler crawl site`, links only",
+    "scrapy": "Scrapy 2.8 CrawlSpider, rules + 2-field item",
+    "crawlee": "Crawlee 3.18.1 CheerioCrawler, 2-field item",
+    "spider-rs": "spider-rs 0.0.157, links only",
+    "wget": "wget --recursive, links only",
+}
+
+
+def canonical(uri):
+    path, _, query = uri.partition("?")
+    return path + ("?" + "&".join(sorted(query.split("&"))) if query else "")
+
+
+def read_log(path):
+    rows = []
+    if not os.path.exists(path):
+        return rows
+    with open(path) as f:
+        for line in f:
+            parts = line.split(" ", 2)
+            if len(parts) == 3:
+                rows.append((float(parts[0]), int(parts[1]), parts[2].rstrip("\n")))
+    return rows
+
+
+def read_time(path):
+    if not os.path.exists(path):
+        return None
+    fields = open(path).read().split()
+    if len(fields) != 4:
+        return None
+    wall, user, sys_, rss = map(float, fields)
+    return {"wall": wall, "cpu": user + sys_, "rss_mib": rss / 1024}
+
+
+def count_pages(rows, expected):
+    fetched = [(t, canonical(u)) for t, status, u in rows if status == 200]
+    pages = [(t, u) for t, u in fetched if u in expected]
+    unique = {u for _, u in pages}
+    extra = {u for _, u in fetched if u not in expected and u not in ("/robots.txt", "/sitemap.xml",
+                                                                      "/static/site.css")}
+    return {
+        "requests": len(rows),
+        "pages": len(unique),
+        "duplicate_fetches": len(pages) - len(unique),
+        "missing": len(expected) - len(unique),
+        "extra": sorted(extra)[:5],
+        "extra_count": len(extra),
+        "status": dict(Counter(str(s) for _, s, _ in rows)),
+        "times": sorted(t for t, _ in pages),
+    }
+
+
+def rate_by_slice(times, first, last):
+    """Pages per second between the first-th and last-th fraction of a crawl's page times."""
+    lo, hi = int(len(times) * first), max(int(len(times) * last) - 1, 0)
+    if hi <= lo or times[hi] <= times[lo]:
+        return None
+    return (hi - lo) / (times[hi] - times[lo])
+
+
+def version(cmd):
+    try:
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return "not found"
+    return ((done.stdout.strip() or done.stderr.strip()).splitlines() or ["?"])[0]
+
+
+def machine():
+    cpu = next((line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo")
+                if line.startswith("model name")), platform.processor())
+    return f"{os.cpu_count()} cores ({cpu}), Linux {platform.release()}"
+
+
+def fmt(value, digits=0):
+    if value is None:
+        return "-"
+    return f"{value:,.{digits}f}"
+
+
+def charts(out, results, timelines):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    names = [n for n in CRAWLS if n in results and results[n].get("pages_per_s")]
+    colors = ["#1f77b4" if n.startswith("crawler") else "#999999" for n in names]
+    fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.5))
+    left.barh(names, [results[n]["pages_per_s"] for n in names], color=colors)
+    left.set_xlabel("pages/s (higher is better)")
+    left.invert_yaxis()
+    right.barh(names, [results[n]["cpu_ms_per_page"] for n in names], color=colors)
+    right.set_xlabel("CPU ms per page (lower is better)")
+    right.invert_yaxis()
+    fig.suptitle("Crawling the benchmark site on loopback nginx")
+    fig.tight_layout()
+    fig.savefig(os.path.join(out, "pages.png"), dpi=100)
+    plt.close(fig)
+
+    fig, ax = plt.subplots(figsize=(12, 4.5))
+    for name, times in timelines.items():
+        if len(times) < 2:
+            continue
+        span = times[-1] - times[0]
+        bucket = max(0.25, span / 60)
+        counts = Counter(int((t - times[0]) / bucket) for t in times)
+        xs = sorted(counts)
+        ax.plot([x * bucket for x in xs], [counts[x] / bucket for x in xs], label=name)
+    ax.set_xlabel("seconds since the crawl's first page")
+    ax.set_ylabel("pages/s")
+    ax.set_yscale("log")
+    ax.legend(loc="lower right", fontsize="small")
+    ax.set_title("Pages/s over each crawl (flat means the seen set and queue cost nothing as they grow)")
+    fig.tight_layout()
+    fig.savefig(os.path.join(out, "timeline.png"), dpi=100)
+    plt.close(fig)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("work")
+    parser.add_argument("out")
+    parser.add_argument("--pages", type=int, required=True)
+    args = parser.parse_args()
+    work, out = args.work, args.out
+    expected = set(open(os.path.join(work, "expected.txt")).read().split())
+
+    results, timelines = {}, {}
+    for name in CRAWLS + [c + "@1core" for c in CRAWLS if c.startswith("crawler")]:
+        timing = read_time(os.path.join(work, f"{name}.time"))
+        log = os.path.join(work, "logs", f"{name}.log")
+        if timing is None and not os.path.exists(log):
+            continue
+        counted = count_pages(read_log(log), expected)
+        times = counted.pop("times")
+        entry = {**counted, **(timing or {"failed": True})}
+        if timing and counted["pages"]:
+            entry["pages_per_s"] = counted["pages"] / timing["wall"]
+            entry["cpu_ms_per_page"] = timing["cpu"] / counted["pages"] * 1000
+        entry["void"] = counted["missing"] > 0 or timing is None
+        results[name] = entry
+        if "@" not in name:
+            timelines[name] = times
+
+    wrk = None
+    if os.path.exists(os.path.join(work, "wrk.out")):
+        match = re.search(r"Requests/sec:\s+([\d.]+)", open(os.path.join(work, "wrk.out")).read())
+        wrk = float(match.group(1)) if match else None
+
+    base = results.get("scrapy")
+    base_ok = base and not base["void"]
+    for entry in results.values():
+        if base_ok and not entry["void"] and entry.get("pages_per_s"):
+            entry["x_scrapy_pages_per_s"] = entry["pages_per_s"] / base["pages_per_s"]
+            entry["x_scrapy_cpu"] = base["cpu_ms_per_page"] / entry["cpu_ms_per_page"]
+            entry["x_scrapy_rss"] = base["rss_mib"] / entry["rss_mib"]
+
+    lines = [f"# Crawl benchmark, {os.path.basename(out)}", "",
+             f"- Machine: {machine()}; nginx (1 worker) shares it with each crawler.",
+             f"- Site: {len(expected):,} pages reachable from `/` (`bench/site_generator.py`, "
+             f"{args.pages:,} asked), 8-16 KB each, 20-40 links a page: relative spellings, repeats, "
+             "fragments, query arguments in either order, other hosts, 404s, robots.txt-disallowed "
+             "/private/.",
+             f"- Versions: {version(['nginx', '-v'])}; {version(['/usr/bin/python3', '-m', 'scrapy', 'version'])}; "
+             f"node {version(['node', '--version'])}; {version(['wget', '--version'])}; "
+             f"{version(['wrk', '--version'])}.",
+             "- Every contender: 64 concurrent requests where it has the setting, robots.txt obeyed, "
+             "the site's host only. Pages are counted off nginx's access log.",
+             "", "## Crawls", "",
+             "| contender | what | pages | missing | duplicate fetches | wall s | pages/s | CPU ms/page | peak RSS MiB | pages/s vs Scrapy | CPU/page vs Scrapy | RSS vs Scrapy |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for name in CRAWLS:
+        if name not in results:
+            lines.append(f"| {name} | {WHAT[name]} | skipped | | | | | | | | | |")
+            continue
+        e = results[name]
+        void = " (void)" if e["void"] else ""
+        lines.append(
+            f"| {name}{void} | {WHAT[name]} | {e['pages']:,} | {e['missing']:,} | {e['duplicate_fetches']:,} | "
+            f"{fmt(e.get('wall'), 2)} | {fmt(e.get('pages_per_s'))} | {fmt(e.get('cpu_ms_per_page'), 3)} | "
+            f"{fmt(e.get('rss_mib'), 1)} | {fmt(e.get('x_scrapy_pages_per_s'), 1)}x | "
+            f"{fmt(e.get('x_scrapy_cpu'), 1)}x less | {fmt(e.get('x_scrapy_rss'), 1)}x less |")
+    if wrk:
+        lines += ["", f"**Ceiling**: wrk (1 thread, 64 connections, 10 s over the site's pages) got "
+                  f"{wrk:,.0f} requests/s from the same nginx."]
+        for name in ("crawler-links", "crawler-libxml2", "crawler-gumbo"):
+            if results.get(name, {}).get("pages_per_s"):
+                lines.append(f"`{name}` reached {results[name]['pages_per_s'] / wrk:.0%} of it.")
+    void = [n for n in results if results[n]["void"]]
+    if void:
+        lines += ["", "Void (missed pages of the site, or failed): " + ", ".join(
+            f"{n} ({results[n]['missing']:,} missing)" for n in void) + "."]
+    extras = [f"{n}: {results[n]['extra_count']} (e.g. {', '.join(results[n]['extra'][:3])})"
+              for n in CRAWLS if n in results and results[n]["extra_count"]]
+    if extras:
+        lines += ["", "Fetched outside the page set (disallowed or missing pages): " + "; ".join(extras) + "."]
+    lines += ["", "![pages/s and CPU per page](pages.png)", "", "![pages/s over each crawl](timeline.png)"]
+
+    pinned = [n for n in CRAWLS if n + "@1core" in results]
+    if pinned:
+        lines += ["", "## One core and two", "",
+                  "The same crawls with the crawler pinned to one core (`taskset -c 0`; nginx free to "
+                  "use the other) and unpinned (two cores, shared with nginx).", "",
+                  "| contender | pages/s, 1 core | pages/s, 2 cores | 2 cores / 1 core | CPU ms/page, 1 core |",
+                  "|---|---:|---:|---:|---:|"]
+        for name in pinned:
+            one, two = results[name + "@1core"], results[name]
+            ratio = two["pages_per_s"] / one["pages_per_s"] if one.get("pages_per_s") and two.get("pages_per_s") else None
+            lines.append(f"| {name} | {fmt(one.get('pages_per_s'))} | {fmt(two.get('pages_per_s'))} | "
+                         f"{fmt(ratio, 2)}x | {fmt(one.get('cpu_ms_per_page'), 3)} |")
+
+    long_log = os.path.join(work, "logs", "long-bloom.log")
+    if os.path.exists(long_log):
+        long_expected = set(open(os.path.join(work, "long-expected.txt")).read().split())
+        counted = count_pages(read_log(long_log), long_expected)
+        timing = read_time(os.path.join(work, "long-bloom.time"))
+        times = counted["times"]
+        first, last = rate_by_slice(times, 0.02, 0.12), rate_by_slice(times, 0.90, 1.0)
+        timelines["long-bloom"] = times
+        results["long-bloom"] = {k: v for k, v in counted.items() if k != "times"}
+        results["long-bloom"].update(timing or {})
+        results["long-bloom"].update({"first_tenth_pages_per_s": first, "last_tenth_pages_per_s": last})
+        lines += ["", "## A long crawl with the bloom dupefilter", "",
+                  f"`crawler crawl site -s DUPEFILTER_CLASS=bloom` on a {len(long_expected):,}-page site: "
+                  f"{counted['pages']:,} pages ({counted['missing']:,} missing) in {fmt(timing and timing['wall'], 1)} s, "
+                  f"peak RSS {fmt(timing and timing['rss_mib'], 1)} MiB.", "",
+                  f"- pages/s over the first tenth after warm-up (pages 2%-12%): {fmt(first)}",
+                  f"- pages/s over the last tenth (pages 90%-100%): {fmt(last)}",
+                  f"- last / first: {fmt(last / first if first and last else None, 2)}"]
+        stats_path = os.path.join(work, "long-bloom.stats.json")
+        if os.path.exists(stats_path):
+            stats = json.load(open(stats_path))
+            keep = {k: v for k, v in stats.items() if k.startswith(("bloomfilter/", "memusage/", "scheduler/"))}
+            lines += ["", "Its stats on memory, the dupefilter and the queue:", "", "```",
+                      json.dumps(keep, indent=1, sort_keys=True), "```"]
+
+    fp_c, fp_s = read_time(os.path.join(work, "fp-crawler.time")), read_time(os.path.join(work, "fp-scrapy.time"))
+    if fp_c and fp_s:
+        agree = open(os.path.join(work, "fp.agree")).read().strip()
+        results["fingerprint"] = {"crawler": fp_c, "scrapy": fp_s, "output": agree}
+        lines += ["", "## Fingerprints of 100,000 URLs, whole process", "",
+                  "`crawler fingerprint -` against the same loop in Scrapy (`bench/peers/scrapy_fingerprint.py`: "
+                  "`fingerprint(Request(url))` and `canonicalize_url`), on URLs from "
+                  "`site_generator.py --urls 100000`. Outputs are " + agree + ".", "",
+                  "| | wall s | CPU s | peak RSS MiB |", "|---|---:|---:|---:|",
+                  f"| crawler | {fp_c['wall']:.2f} | {fp_c['cpu']:.2f} | {fp_c['rss_mib']:.1f} |",
+                  f"| Scrapy | {fp_s['wall']:.2f} | {fp_s['cpu']:.2f} | {fp_s['rss_mib']:.1f} |", "",
+                  f"crawler / Scrapy: **{fp_s['wall'] / fp_c['wall']:.0f}x** faster (wall)."]
+
+    micro = [(n, os.path.join(work, f"micro-{n}.txt")) for n in ("fingerprint_bench", "parse_bench", "dupefilter_bench")]
+    micro = [(n, p) for n, p in micro if os.path.exists(p)]
+    if micro:
+        lines += ["", "## Micro-benchmarks", ""]
+        for name, path in micro:
+            text = open(path).read().strip()
+            lines += [f"`{name}`:", "", "```", text, "```", ""]
+
+    os.makedirs(out, exist_ok=True)
+    with open(os.path.join(out, "report.md"), "w") as f:
+        f.write("\n".join(lines).rstrip() + "\n")
+    with open(os.path.join(out, "results.json"), "w") as f:
+        json.dump({"site_pages": len(expected), "wrk_requests_per_s": wrk, "contenders": results}, f,
+                  indent=1, sort_keys=True)
+    charts(out, results, timelines)
+
+
+if __name__ == "__main__":
+    main()
