@@ -211,6 +211,7 @@ json extract(const field& spec, const response& response) {
 class config_spider : public crawl_spider {
  public:
   explicit config_spider(std::string name) : crawl_spider(std::move(name)) {
+    concurrent_callbacks = true;  // its rules and fields are fixed once the file is loaded
     callback("_sitemap", [this](const response& response, output& out) { sitemap(response, out); });
   }
 

@@ -412,6 +412,23 @@ void engine::handle_response(response response) {
   if (!parsers_ || response.status < 200 || response.status >= 300 || !is_markup(response)) {
     return deliver(std::move(response));
   }
+  if (spider_.concurrent_callbacks) {
+    // The callback runs on the pool with the parse: the loop only downloads and schedules.
+    if (!admit(response)) return;
+    ++parsing_;
+    asio::post(*parsers_, [this, response = std::move(response)]() mutable {
+      output out;
+      auto outcome = call_spider(spider_, response, out);
+      asio::post(io_, [this, response = std::move(response), out = std::move(out),
+                       outcome = std::move(outcome)]() mutable {
+        --parsing_;
+        settle_callback(outcome, response, out);
+        count_page();
+        pump();
+      });
+    });
+    return;
+  }
   ++parsing_;
   asio::post(*parsers_, [this, response = std::move(response)]() mutable {
     try {
@@ -428,6 +445,14 @@ void engine::handle_response(response response) {
 }
 
 void engine::deliver(response response) {
+  if (!admit(response)) return;
+  run_callback(response);
+  count_page();
+}
+
+// Counts and logs the response and passes it through the spider middlewares' input side; false
+// when one turned it away (then its failure is handled and the page counted).
+bool engine::admit(response& response) {
   stats_.inc_value("response_received_count");
   if (logger_->should_log(spdlog::level::debug)) {
     // Scrapy's form: flags as a Python list after the referer, " ['cached']".
@@ -440,11 +465,11 @@ void engine::deliver(response response) {
   for (auto& middleware : spider_middlewares_) {
     if (auto rejected = middleware->process_spider_input(response)) {
       handle_failure(std::move(*rejected));
-      return count_page();
+      count_page();
+      return false;
     }
   }
-  run_callback(response);
-  count_page();
+  return true;
 }
 
 // CLOSESPIDER_PAGECOUNT counts every response, those the spider middlewares turn away (a 404 to
@@ -456,17 +481,33 @@ void engine::count_page() {
 
 void engine::run_callback(const response& response) {
   output out;
+  auto outcome = call_spider(spider_, response, out);
+  settle_callback(outcome, response, out);
+}
+
+engine::callback_outcome engine::call_spider(spider& spider, const response& response,
+                                             output& out) {
   try {
-    spider_.call(response.request.callback, response, out);
+    spider.call(response.request.callback, response, out);
+    return {};
   } catch (const page_too_complex& skipped) {
-    // A hostile or broken page is the site's doing, not a spider error: skipped and counted.
-    logger_->warn("Skipped {}: {}", response.request.describe(), skipped.what());
-    stats_.inc_value("html/skipped_count");
-    stats_.inc_value("html/skipped_reason_count/" + skipped.reason());
+    return {callback_outcome::kind::skipped, {}, skipped.reason(), skipped.what()};
   } catch (const std::exception& error) {
+    return {callback_outcome::kind::failed, type_name(error), {}, error.what()};
+  }
+}
+
+void engine::settle_callback(const callback_outcome& outcome, const response& response,
+                             output& out) {
+  if (outcome.kind == callback_outcome::kind::skipped) {
+    // A hostile or broken page is the site's doing, not a spider error: skipped and counted.
+    logger_->warn("Skipped {}: {}", response.request.describe(), outcome.message);
+    stats_.inc_value("html/skipped_count");
+    stats_.inc_value("html/skipped_reason_count/" + outcome.reason);
+  } else if (outcome.kind == callback_outcome::kind::failed) {
     logger_->error("Spider error processing {} (referer: {})\n{}: {}", response.request.describe(),
-                   referer_of(response.request), type_name(error), error.what());
-    stats_.inc_value("spider_exceptions/" + type_name(error));
+                   referer_of(response.request), outcome.type, outcome.message);
+    stats_.inc_value("spider_exceptions/" + outcome.type);
     count_error();
   }
   process_output(out, &response, response.request);

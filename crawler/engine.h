@@ -18,7 +18,9 @@
 // gate (robots_gate.h) before the downloader middlewares; requests it holds count as in flight.
 // For a spider that parses_html, HTML responses are parsed on a pool of worker threads (one per
 // core) before the spider middlewares and the callback run on the loop; they count as in flight
-// too, and so does a page until what it yielded is through the dupefilter.
+// too, and so does a page until what it yielded is through the dupefilter. A spider with
+// concurrent_callbacks has its callbacks run on the pool as well, after the spider middlewares'
+// process_spider_input on the loop; what they yield comes back to the loop.
 #pragma once
 
 #include <boost/asio/io_context.hpp>
@@ -83,6 +85,14 @@ class engine {
   void on_downloaded(download_result result);
   void handle_response(response response);
   void deliver(response response);
+  bool admit(response& response);
+  // What a callback run off the loop threw, to be logged and counted on it.
+  struct callback_outcome {
+    enum class kind { done, skipped, failed } kind = kind::done;
+    std::string type, reason, message;
+  };
+  static callback_outcome call_spider(spider& spider, const response& response, output& out);
+  void settle_callback(const callback_outcome& outcome, const response& response, output& out);
   std::size_t held_outside_downloader() const;
   void check_start_url(const std::string& url) const;
   void handle_failure(failure failure);

@@ -8,6 +8,7 @@
 #include "config/redact.h"
 #include "crawler/http_cache.h"
 #include "crawler/parse/ascii.h"
+#include "crawler/parse/plain_url.h"
 #include "crawler/parse/link_extractor.h"
 #include "crawler/parse/meta_refresh.h"
 #include "crawler/scheme_policy.h"
@@ -425,8 +426,12 @@ class offsite_rules {
   bool allows(const request& request) {
     read_domains();
     if (domains_.empty()) return true;
-    auto url = boost::urls::parse_uri(request.url);
-    std::string host = url ? ascii_lower(url->host()) : std::string();
+    std::string host;
+    if (auto plain = split_plain_url(request.url)) {  // every link passes here: skip the parser
+      host = ascii_lower(plain->host);
+    } else if (auto url = boost::urls::parse_uri(request.url)) {
+      host = ascii_lower(url->host());
+    }
     if (host_in_domains(host, domains_)) return true;
     if (seen_.insert(host).second) {
       logger_->debug("Filtered offsite request to '{}': {}", host, request.describe());

@@ -1,12 +1,12 @@
 // urljoin: RFC 3986's own examples, Python's answers on every link shape a page holds, and which
-// links the parser-free path (detail/plain_urljoin) leaves to the URL parser.
+// links the parser-free path (plain_url.h) leaves to the URL parser.
 #include <gtest/gtest.h>
 
 #include <fstream>
 #include <string>
 #include <vector>
 
-#include "crawler/parse/detail/plain_urljoin.h"
+#include "crawler/parse/plain_url.h"
 #include "crawler/parse/response.h"
 
 namespace {
@@ -57,10 +57,10 @@ TEST(urljoin, plain_links_resolve_as_pythons_urljoin_does) {
     auto expected = line.substr(second + 1);
     ++rows;
     EXPECT_EQ(crawler::urljoin(base, link), expected) << base << " + " << link;
-    auto plain = crawler::detail::plain_urljoin(base, link);
+    auto plain = crawler::plain_urljoin(base, link);
     ASSERT_TRUE(plain) << base << " + " << link << " should take the parser-free path";
   }
-  EXPECT_EQ(rows, 216);
+  EXPECT_EQ(rows, 264);
 }
 
 // Links that go through the URL parser (here: a space to escape) get the same dot-segment
@@ -72,13 +72,39 @@ TEST(urljoin, dot_segments_above_the_root_are_dropped_on_the_parser_path_too) {
 }
 
 TEST(urljoin, links_the_parser_must_judge_leave_the_parser_free_path) {
-  for (std::string link : {"", "HTTP://x/", "mailto:a@b", "//other/x", "a b", "x%zz", "x#a#b",
+  for (std::string link : {"", "HTTP://x/", "mailto:a@b", "a b", "x%zz", "x#a#b", "http://[::1]/",
                            "[x]", "é.html", "javascript:void(0)", "a:b"}) {
-    EXPECT_FALSE(crawler::detail::plain_urljoin("http://a/b", link)) << link;
+    EXPECT_FALSE(crawler::plain_urljoin("http://a/b", link)) << link;
   }
   for (std::string base : {"HTTP://a/b", "http://a/b c", "//a/b", "a/b", "http://[::1]/x"}) {
-    EXPECT_FALSE(crawler::detail::plain_urljoin(base, "x.html")) << base;
+    EXPECT_FALSE(crawler::plain_urljoin(base, "x.html")) << base;
   }
+}
+
+// Dot segments in an absolute or network-path link go as RFC 3986 says (Python keeps them there).
+TEST(urljoin, dot_segments_of_absolute_links_are_removed) {
+  EXPECT_EQ(crawler::urljoin("http://a/b", "https://c/x/./y/../z?q#f"), "https://c/x/z?q#f");
+  EXPECT_EQ(crawler::urljoin("https://a/b", "//c/x/../../y"), "https://c/y");
+  EXPECT_EQ(crawler::urljoin("https://a/b", "//c/x/../../y"), *crawler::plain_urljoin("https://a/b", "//c/x/../../y"));
+}
+
+TEST(urljoin, a_plain_url_splits_into_its_parts) {
+  auto parts = crawler::split_plain_url("http://u:pw@Shop.example:8080/p/1.html?a=1#top");
+  ASSERT_TRUE(parts);
+  EXPECT_EQ(parts->scheme, "http");
+  EXPECT_EQ(parts->authority, "u:pw@Shop.example:8080");
+  EXPECT_EQ(parts->host, "Shop.example");
+  EXPECT_EQ(parts->path, "/p/1.html");
+  EXPECT_EQ(parts->query, "?a=1");
+  EXPECT_EQ(parts->fragment, "#top");
+  auto bare = crawler::split_plain_url("https://h.example");
+  ASSERT_TRUE(bare);
+  EXPECT_EQ(bare->host, "h.example");
+  EXPECT_EQ(bare->path, "");
+  EXPECT_FALSE(crawler::split_plain_url("http://[::1]:80/"));
+  EXPECT_FALSE(crawler::split_plain_url("HTTP://a/"));
+  EXPECT_FALSE(crawler::split_plain_url("/relative"));
+  EXPECT_FALSE(crawler::split_plain_url("http://a/b c"));
 }
 
 }  // namespace

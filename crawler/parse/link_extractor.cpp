@@ -5,6 +5,7 @@
 #include <unordered_set>
 
 #include "crawler/parse/ascii.h"
+#include "crawler/parse/plain_url.h"
 #include "crawler/parse/regex.h"
 #include "dedup/canonical_url.h"
 
@@ -99,18 +100,25 @@ link_extractor::link_extractor(link_extractor_options options)
 }
 
 bool link_extractor::matches(std::string_view url) const {
-  auto parsed = boost::urls::parse_uri(url);
-  if (!parsed) return false;
-  auto scheme = ascii_lower(parsed->scheme());
+  std::string scheme, host, path;
+  if (auto plain = split_plain_url(url)) {  // most links: no parser needed
+    scheme = plain->scheme;
+    host = ascii_lower(plain->host);
+    path = ascii_lower(plain->path);
+  } else if (auto parsed = boost::urls::parse_uri(url)) {
+    scheme = ascii_lower(parsed->scheme());
+    host = ascii_lower(parsed->host());
+    path = ascii_lower(parsed->encoded_path());
+  } else {
+    return false;
+  }
   if (scheme != "http" && scheme != "https" && scheme != "file" && scheme != "ftp") return false;
   auto found = [url](const auto& pattern) { return regex_search(*pattern, url); };
   if (!allow_.empty() && std::none_of(allow_.begin(), allow_.end(), found)) return false;
   if (std::any_of(deny_.begin(), deny_.end(), found)) return false;
-  auto host = ascii_lower(parsed->host());
   if (!options_.allow_domains.empty() && !host_in_domains(host, options_.allow_domains))
     return false;
   if (host_in_domains(host, options_.deny_domains)) return false;
-  auto path = ascii_lower(parsed->encoded_path());
   for (const auto& extension : *options_.deny_extensions) {
     if (path.size() > extension.size() && path.ends_with(extension) &&
         path[path.size() - extension.size() - 1] == '.') {

@@ -4,7 +4,7 @@
 #include <boost/url/url.hpp>
 #include <cctype>
 
-#include "crawler/parse/detail/plain_urljoin.h"
+#include "crawler/parse/plain_url.h"
 #include "dedup/url_bytes.h"
 
 namespace crawler {
@@ -44,7 +44,7 @@ std::string urljoin(std::string_view base_text, std::string_view link) {
   };
   while (!link.empty() && is_space(link.front())) link.remove_prefix(1);
   while (!link.empty() && is_space(link.back())) link.remove_suffix(1);
-  if (auto joined = detail::plain_urljoin(base_text, link)) return std::move(*joined);
+  if (auto joined = plain_urljoin(base_text, link)) return std::move(*joined);
   auto base = boost::urls::parse_uri(base_text);
   if (!base) {
     throw link_error("cannot resolve \"" + std::string(link) + "\": base URL " +
