@@ -901,6 +901,33 @@ TEST(crawler_command, fingerprint_method_body_and_stdin_flags) {
             "7352f045b0032bbf35b876e36396029285936737\thttp://a.example/x?a=1&b=2\n");
 }
 
+// Standard input is read a block at a time: lines that straddle blocks, a bad URL reported with its
+// line number (the others still printed), and a last line without a newline.
+TEST(crawler_command, fingerprint_reads_long_stdin_line_by_line) {
+  temp_dir dir;
+  auto urls = dir.path() / "urls.txt";
+  const std::string good = "http://a.example/x?b=2&a=1";
+  {
+    std::ofstream file(urls);
+    for (int line = 1; line <= 5000; ++line) {
+      file << (line == 2500 ? "http://[bad" : good);
+      if (line < 5000) file << '\n';
+    }
+  }
+  child_process get({crawler_binary(), "fingerprint", "-"}, urls);
+  EXPECT_EQ(get.wait(), 1);
+  EXPECT_EQ(get.stderr_text(),
+            "crawler fingerprint: stdin line 2500: invalid URL 'http://[bad': unbalanced '[' or "
+            "']' in the host (Invalid IPv6 URL)\n");
+  std::istringstream printed(get.stdout_text());
+  int lines = 0, wrong = 0;
+  for (std::string line; std::getline(printed, line); ++lines) {
+    wrong += line != "7352f045b0032bbf35b876e36396029285936737\thttp://a.example/x?a=1&b=2";
+  }
+  EXPECT_EQ(lines, 4999);
+  EXPECT_EQ(wrong, 0) << "lines whose fingerprint or canonical URL is wrong";
+}
+
 TEST(crawler_command, a_start_url_that_is_not_a_url_is_one_line_before_anything_is_fetched) {
   child_process crawl(
       {crawler_binary(), "crawl", "site", "-a", "start=www.example.org/", "--nolog"});

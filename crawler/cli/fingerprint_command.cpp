@@ -1,6 +1,8 @@
+#include <cstdio>
 #include <iostream>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "config/redact.h"
@@ -18,19 +20,51 @@ struct fingerprint_options {
   std::vector<std::string> urls;
 };
 
-// One output line per URL; a URL that cannot be canonicalized is reported on stderr with its line,
-// and the exit status says some failed, but the other URLs are still printed.
+// One output line per URL, gathered in `out`; a URL that cannot be canonicalized is reported on
+// stderr with where it came from, and the exit status says some failed, but the other URLs are
+// still printed.
+template <class Where>
 bool print_fingerprint(const fingerprint_options& options, dedup::fingerprint_scheme scheme,
-                       const std::string& url, const std::string& where) {
+                       std::string_view url, const Where& where, std::string& out) {
   try {
     std::string canonical = dedup::canonicalize_url(url);
     auto fp = dedup::fingerprint_of_canonical(options.method, canonical, options.body, scheme);
-    std::cout << fp.hex() << '\t' << canonical << '\n';
+    out.append(fp.hex()).append(1, '\t').append(canonical).append(1, '\n');
     return true;
   } catch (const dedup::url_error& error) {
-    std::cerr << "crawler fingerprint: " << where << ": " << redact(error.what()) << '\n';
+    std::cerr << "crawler fingerprint: " << where() << ": " << redact(error.what()) << '\n';
     return false;
   }
+}
+
+void write_out(std::string& out) {
+  std::fwrite(out.data(), 1, out.size(), stdout);
+  out.clear();
+}
+
+// Standard input a block at a time: a fingerprint takes half a microsecond, and iostreams synced
+// with stdio took four times that per line.
+template <class Line>
+void for_each_stdin_line(Line&& line) {
+  std::vector<char> block(1 << 16);
+  std::string partial;
+  std::size_t number = 0;
+  while (std::size_t got = std::fread(block.data(), 1, block.size(), stdin)) {
+    std::string_view text(block.data(), got);
+    for (auto end = text.find('\n'); end != std::string_view::npos; end = text.find('\n')) {
+      ++number;
+      if (partial.empty()) {
+        line(text.substr(0, end), number);
+      } else {
+        partial.append(text.substr(0, end));
+        line(std::string_view(partial), number);
+        partial.clear();
+      }
+      text.remove_prefix(end + 1);
+    }
+    partial.append(text);
+  }
+  if (!partial.empty()) line(std::string_view(partial), ++number);
 }
 
 }  // namespace
@@ -49,18 +83,21 @@ void add_fingerprint_command(CLI::App& app, int& exit_status) {
   command->callback([options, &exit_status] {
     auto scheme = *dedup::parse_fingerprint_scheme(options->impl);
     bool all_ok = true;
+    std::string out;
     for (const auto& url : options->urls) {
       if (url != "-") {
-        all_ok &= print_fingerprint(*options, scheme, url, "'" + url + "'");
+        all_ok &= print_fingerprint(*options, scheme, url, [&] { return "'" + url + "'"; }, out);
         continue;
       }
-      std::string line;
-      for (std::size_t number = 1; std::getline(std::cin, line); ++number) {
-        if (line.empty()) continue;
-        all_ok &= print_fingerprint(*options, scheme, line, "stdin line " + std::to_string(number));
-      }
+      for_each_stdin_line([&](std::string_view line, std::size_t number) {
+        if (line.empty()) return;
+        all_ok &= print_fingerprint(
+            *options, scheme, line, [&] { return "stdin line " + std::to_string(number); }, out);
+        if (out.size() > (1 << 16)) write_out(out);
+      });
     }
-    std::cout.flush();
+    write_out(out);
+    std::fflush(stdout);
     exit_status = all_ok ? 0 : 1;
   });
 }
