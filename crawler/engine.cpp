@@ -105,7 +105,7 @@ engine::engine(asio::io_context& io, const settings& settings, stats& stats, spi
     }
     return {};
   });
-  if (spider.parses_html) {
+  if (spider.parses_html || spider.concurrent_callbacks) {
     parsers_ =
         std::make_unique<asio::thread_pool>(std::max(1u, std::thread::hardware_concurrency()));
   }

@@ -19,8 +19,9 @@
 // For a spider that parses_html, HTML responses are parsed on a pool of worker threads (one per
 // core) before the spider middlewares and the callback run on the loop; they count as in flight
 // too, and so does a page until what it yielded is through the dupefilter. A spider with
-// concurrent_callbacks has its callbacks run on the pool as well, after the spider middlewares'
-// process_spider_input on the loop; what they yield comes back to the loop.
+// concurrent_callbacks has the callbacks of its 2xx HTML pages run on the pool (parsing or not),
+// after the spider middlewares' process_spider_input on the loop; what they yield comes back to
+// the loop.
 #pragma once
 
 #include <boost/asio/io_context.hpp>
@@ -158,7 +159,8 @@ class engine {
   std::size_t parsing_ = 0;
   std::size_t answered_here_ = 0;  // a downloader middleware ignored or answered, not yet handed on
   // Last, so it is joined before anything its jobs could touch is destroyed.
-  std::unique_ptr<boost::asio::thread_pool> parsers_;  // with spider.parses_html
+  // With spider.parses_html or concurrent_callbacks.
+  std::unique_ptr<boost::asio::thread_pool> parsers_;
 };
 
 }  // namespace crawler

@@ -121,11 +121,11 @@ class spider {
   /// the event loop only selects. A spider that scans text or reads JSON leaves it false and
   /// pays nothing for pages it never parses. CrawlSpider (and so `crawler run`) sets it.
   bool parses_html = false;
-  /// Whether callbacks may run on those worker threads too, several at a time, with only the
-  /// spider middlewares, items and requests handled on the loop. Only for a spider whose
+  /// Whether callbacks may run on those worker threads (parsing or not), several at a time, with
+  /// only the spider middlewares, items and requests handled on the loop. Only for a spider whose
   /// callbacks read nothing that anything writes during the crawl: the crawl-file spider (so
-  /// `crawler run`) sets it. A C++ spider's callbacks keep to the loop, one at a time, as in
-  /// Scrapy, unless it sets this itself.
+  /// `crawler run`) and the `site` spider set it. A C++ spider's callbacks keep to the loop, one
+  /// at a time, as in Scrapy, unless it sets this itself.
   bool concurrent_callbacks = false;
 
  protected:

@@ -26,7 +26,8 @@ std::string title_of(std::string_view html) {
 
 class site : public crawler::spider {
  public:
-  site() : spider("site") {}
+  // Its callback reads only the response, so pages are scanned on the worker threads.
+  site() : spider("site") { concurrent_callbacks = true; }
 
   void start_requests(crawler::output& out) override {
     auto start = argument("start");

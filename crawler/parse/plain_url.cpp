@@ -34,6 +34,16 @@ bool all_plain(std::string_view text) {
   return true;
 }
 
+// The first of `a`, `b` or `c` in `text` at or after `from`, or npos. (string_view::find_first_of
+// calls memchr on the set for every character: a tenth of a links-only crawl.)
+std::size_t find_any(std::string_view text, char a, char b, char c, std::size_t from = 0) {
+  for (std::size_t i = from; i < text.size(); ++i) {
+    char ch = text[i];
+    if (ch == a || ch == b || ch == c) return i;
+  }
+  return std::string_view::npos;
+}
+
 // The length of a lower-case scheme followed by "://" at the start of `text`, or 0.
 std::size_t scheme_length(std::string_view text) {
   std::size_t i = 0;
@@ -52,7 +62,7 @@ plain_url_parts split_after_scheme(std::string_view scheme, std::string_view tex
   plain_url_parts parts;
   parts.scheme = scheme;
   text.remove_prefix(2);
-  auto authority_end = text.find_first_of("/?#");
+  auto authority_end = find_any(text, '/', '?', '#');
   if (authority_end == std::string_view::npos) authority_end = text.size();
   parts.authority = text.substr(0, authority_end);
   auto host = parts.authority;
@@ -60,7 +70,7 @@ plain_url_parts split_after_scheme(std::string_view scheme, std::string_view tex
   if (auto colon = host.rfind(':'); colon != std::string_view::npos) host = host.substr(0, colon);
   parts.host = host;
   auto rest = text.substr(authority_end);
-  parts.path = rest.substr(0, rest.find_first_of("?#"));
+  parts.path = rest.substr(0, find_any(rest, '?', '#', '#'));
   rest.remove_prefix(parts.path.size());
   parts.query = rest.substr(0, rest.find('#'));
   parts.fragment = rest.substr(parts.query.size());
@@ -136,8 +146,11 @@ std::optional<std::string> plain_urljoin(std::string_view base_text, std::string
     return assemble(parts.scheme, parts.authority, parts.path, tail);
   }
   // A ':' before any '/', '?' or '#' is a scheme the parser must judge (or a first segment).
-  auto first = link.find_first_of(":/?#");
-  if (first != std::string_view::npos && link[first] == ':') return std::nullopt;
+  auto first = find_any(link, ':', '/', '?');
+  if (first != std::string_view::npos && link[first] == ':' &&
+      first < link.find('#')) {
+    return std::nullopt;
+  }
   auto base = split_plain_url(base_text);
   if (!base) return std::nullopt;
 
@@ -146,7 +159,7 @@ std::optional<std::string> plain_urljoin(std::string_view base_text, std::string
     auto tail = link.substr(link.size() - parts.query.size() - parts.fragment.size());
     return assemble(base->scheme, parts.authority, parts.path, tail);
   }
-  auto path = link.substr(0, link.find_first_of("?#"));
+  auto path = link.substr(0, find_any(link, '?', '#', '#'));
   auto tail = link.substr(path.size());  // the link's ?query and #fragment
   if (path.empty()) {
     // Only a query or a fragment: the base's path, as it is.
