@@ -34,11 +34,16 @@ const RE2& comment() {
 }
 
 // Whether `text` holds `word` (lower-case ASCII) in any case.
-bool contains_any_case(std::string_view text, std::string_view word) {
-  for (std::size_t at = 0; at + word.size() <= text.size(); ++at) {
-    std::size_t i = 0;
-    while (i < word.size() && ascii_lower(text[at + i]) == word[i]) ++i;
-    if (i == word.size()) return true;
+// Whether "http-equiv" is written in `text`, in any case. Every page is asked: found from its '-'
+// (memchr), not tried at every byte.
+bool mentions_http_equiv(std::string_view text) {
+  constexpr std::string_view word = "http-equiv";
+  for (auto dash = text.find('-', 4); dash != std::string_view::npos; dash = text.find('-', dash + 1)) {
+    if (dash + 6 > text.size()) break;
+    auto candidate = text.substr(dash - 4, word.size());
+    bool same = true;
+    for (std::size_t i = 0; same && i < word.size(); ++i) same = ascii_lower(candidate[i]) == word[i];
+    if (same) return true;
   }
   return false;
 }
@@ -50,7 +55,7 @@ std::optional<meta_refresh> find_meta_refresh(std::string_view html, std::string
   html = html.substr(0, 4096);
   // Every page is asked and few have one: without "http-equiv" written out there is none (w3lib
   // would also find one spelled with entities, "http&#45;equiv", which no browser follows).
-  if (!contains_any_case(html, "http-equiv")) return std::nullopt;
+  if (!mentions_http_equiv(html)) return std::nullopt;
   std::string text(html);
   for (const auto& tag : ignore_tags) {
     std::string name = ascii_lower(tag);
