@@ -161,6 +161,12 @@ def main():
         if timing and counted["pages"]:
             entry["pages_per_s"] = counted["pages"] / timing["wall"]
             entry["cpu_ms_per_page"] = timing["cpu"] / counted["pages"] * 1000
+        requests = [t for t, _, _ in read_log(log)]
+        if len(times) > 1 and requests:
+            # From its first request to its last page: the crawl without start-up and shutdown
+            # (spider-rs lingers for about half a minute after its last page).
+            entry["crawl_s"] = times[-1] - min(requests)
+            entry["pages_per_crawl_s"] = counted["pages"] / entry["crawl_s"]
         entry["void"] = counted["missing"] > 0 or timing is None
         results[name] = entry
         if "@" not in name:
@@ -191,17 +197,20 @@ def main():
              "- Every contender: 64 concurrent requests where it has the setting, robots.txt obeyed, "
              "the site's host only. Pages are counted off nginx's access log.",
              "", "## Crawls", "",
-             "| contender | what | pages | missing | duplicate fetches | wall s | pages/s | CPU ms/page | peak RSS MiB | pages/s vs Scrapy | CPU/page vs Scrapy | RSS vs Scrapy |",
-             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+             "Pages/s divides the pages by the process's wall time; pages per crawl second by the "
+             "time from its first request to its last page in nginx's log.", "",
+             "| contender | what | pages | missing | duplicate fetches | wall s | pages/s | crawl s | pages per crawl s | CPU ms/page | peak RSS MiB | pages/s vs Scrapy | CPU/page vs Scrapy | RSS vs Scrapy |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for name in CRAWLS:
         if name not in results:
-            lines.append(f"| {name} | {WHAT[name]} | skipped | | | | | | | | | |")
+            lines.append(f"| {name} | {WHAT[name]} | skipped | | | | | | | | | | | |")
             continue
         e = results[name]
         void = " (void)" if e["void"] else ""
         lines.append(
             f"| {name}{void} | {WHAT[name]} | {e['pages']:,} | {e['missing']:,} | {e['duplicate_fetches']:,} | "
-            f"{fmt(e.get('wall'), 2)} | {fmt(e.get('pages_per_s'))} | {fmt(e.get('cpu_ms_per_page'), 3)} | "
+            f"{fmt(e.get('wall'), 2)} | {fmt(e.get('pages_per_s'))} | {fmt(e.get('crawl_s'), 2)} | "
+            f"{fmt(e.get('pages_per_crawl_s'))} | {fmt(e.get('cpu_ms_per_page'), 3)} | "
             f"{fmt(e.get('rss_mib'), 1)} | {fmt(e.get('x_scrapy_pages_per_s'), 1)}x | "
             f"{fmt(e.get('x_scrapy_cpu'), 1)}x less | {fmt(e.get('x_scrapy_rss'), 1)}x less |")
     if wrk:
@@ -210,6 +219,24 @@ def main():
         for name in ("crawler-links", "crawler-libxml2", "crawler-gumbo"):
             if results.get(name, {}).get("pages_per_s"):
                 lines.append(f"`{name}` reached {results[name]['pages_per_s'] / wrk:.0%} of it.")
+    parse_path = os.path.join(work, "micro-parse_bench.txt")
+    if os.path.exists(parse_path):
+        text = open(parse_path).read()
+        rows = []
+        for parser, arg in (("gumbo", 0), ("libxml2", 1)):
+            match = re.search(rf"^parse_only/{arg}\s+\S+ ns\s+(\S+) ns", text, re.M)
+            entry = results.get(f"crawler-{parser}")
+            if match and entry and entry.get("cpu_ms_per_page"):
+                parse_ms = float(match.group(1)) / 1e6
+                entry["cpu_ms_per_page_outside_parser"] = entry["cpu_ms_per_page"] - parse_ms
+                rows.append(f"| crawler-{parser} | {entry['cpu_ms_per_page']:.3f} | {parse_ms:.3f} | "
+                            f"**{entry['cpu_ms_per_page_outside_parser']:.3f}** |")
+        if rows:
+            lines += ["", "CPU per page outside the HTML parser: the crawl's CPU per page less "
+                      "`parse_bench`'s `parse_only` for that parser (its 12 KB page; the site's pages "
+                      "are 8-16 KB).", "",
+                      "| contender | CPU ms/page | parse_only ms | outside the parser, ms/page |",
+                      "|---|---:|---:|---:|"] + rows
     void = [n for n in results if results[n]["void"]]
     if void:
         lines += ["", "Void (missed pages of the site, or failed): " + ", ".join(
