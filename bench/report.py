@@ -87,7 +87,8 @@ def version(cmd):
         done = subprocess.run(cmd, capture_output=True, text=True, timeout=30)
     except (OSError, subprocess.TimeoutExpired):
         return "not found"
-    return ((done.stdout.strip() or done.stderr.strip()).splitlines() or ["?"])[0]
+    first = ((done.stdout.strip() or done.stderr.strip()).splitlines() or ["?"])[0]
+    return first.split(" Copyright")[0].split(" built on")[0].rstrip(".")
 
 
 def machine():
@@ -100,6 +101,10 @@ def fmt(value, digits=0):
     if value is None:
         return "-"
     return f"{value:,.{digits}f}"
+
+
+def ratio_cell(ratio, suffix=""):
+    return "-" if ratio is None else f"{ratio:,.1f}x{suffix}"
 
 
 def charts(out, results, timelines):
@@ -211,8 +216,8 @@ def main():
             f"| {name}{void} | {WHAT[name]} | {e['pages']:,} | {e['missing']:,} | {e['duplicate_fetches']:,} | "
             f"{fmt(e.get('wall'), 2)} | {fmt(e.get('pages_per_s'))} | {fmt(e.get('crawl_s'), 2)} | "
             f"{fmt(e.get('pages_per_crawl_s'))} | {fmt(e.get('cpu_ms_per_page'), 3)} | "
-            f"{fmt(e.get('rss_mib'), 1)} | {fmt(e.get('x_scrapy_pages_per_s'), 1)}x | "
-            f"{fmt(e.get('x_scrapy_cpu'), 1)}x less | {fmt(e.get('x_scrapy_rss'), 1)}x less |")
+            f"{fmt(e.get('rss_mib'), 1)} | {ratio_cell(e.get('x_scrapy_pages_per_s'))} | "
+            f"{ratio_cell(e.get('x_scrapy_cpu'), ' less')} | {ratio_cell(e.get('x_scrapy_rss'), ' less')} |")
     if wrk:
         lines += ["", f"**Ceiling**: wrk (1 thread, 64 connections, 10 s over the site's pages) got "
                   f"{wrk:,.0f} requests/s from the same nginx."]

@@ -83,7 +83,9 @@ serve_site "$work" "$pages"
 sed "s#http://127.0.0.1:8000/#$start#" "$here/peers/crawl.json" > "$work/crawl.json"
 take_access_log "$work" setup
 
-# measure NAME COMMAND...: wall, CPU and peak RSS of COMMAND; nginx's log of it in logs/NAME.log.
+# measure NAME COMMAND...: wall, CPU and peak RSS of COMMAND; nginx's log of it in logs/NAME.log
+# (of the site in $site_dir). A contender that fails is reported as such; the suite goes on.
+site_dir=$work
 measure() {
   local name=$1; shift
   if skipped "${name%@*}"; then return; fi
@@ -93,7 +95,8 @@ measure() {
     tail -5 "$work/$name.err" >&2
     echo "failed" > "$work/$name.time"
   fi
-  take_access_log "$work" "$name"
+  take_access_log "$site_dir" "$name"
+  [ "$site_dir" = "$work" ] || cp "$site_dir/logs/$name.log" "$work/logs/"
 }
 
 crawl_settings=(-s ROBOTSTXT_OBEY=True -s CONCURRENT_REQUESTS=64 -s CONCURRENT_REQUESTS_PER_DOMAIN=64
@@ -145,13 +148,18 @@ if [ "$long_crawl" -gt 0 ]; then
   long=$work/long && mkdir -p "$long"
   serve_site "$long" "$long_crawl"
   take_access_log "$long" setup
-  /usr/bin/time -f "%e %U %S %M" -o "$work/long-bloom.time" "$crawler_bin" crawl site -a "start=$start" \
-    "${crawl_settings[@]}" -s DUPEFILTER_CLASS=bloom -s STATS_FILE="$work/long-bloom.stats.json" \
-    -O /dev/null > /dev/null 2> "$work/long-bloom.err"
-  take_access_log "$long" long-bloom
-  cp "$long/logs/long-bloom.log" "$work/logs/" && cp "$long/expected.txt" "$work/long-expected.txt"
+  cp "$long/expected.txt" "$work/long-expected.txt"
+  site_dir=$long
+  measure long-bloom "$crawler_bin" crawl site -a "start=$start" "${crawl_settings[@]}" \
+    -s DUPEFILTER_CLASS=bloom -s STATS_FILE="$work/long-bloom.stats.json" -O "$work/long-items.jsonl"
+  site_dir=$work
 fi
 
 log "report"
-/usr/bin/python3 "$here/report.py" "$work" "$out" --pages "$pages"
+# What was measured is kept beside the report (not committed: bench/results/.gitignore), so the
+# report can be written again: bench/report.py OUT/raw OUT --pages N
+mkdir -p "$out/raw"
+cp -r "$work/logs" "$work"/*.time "$work"/*.txt "$work"/fp.agree "$out/raw/" 2>/dev/null || true
+cp "$work"/*.json "$work"/wrk.out "$out/raw/" 2>/dev/null || true
+/usr/bin/python3 "$here/report.py" "$out/raw" "$out" --pages "$pages"
 log "written: $out/report.md"
