@@ -864,6 +864,25 @@ TEST(crawler_command, dedup_takes_settings_before_the_files_as_readme_shows) {
   EXPECT_EQ(dedup.stdout_text(), "http://a.example/1\nhttp://a.example/2\n");
 }
 
+// A URL that is not one is reported with its file and line, the others still go through; a file
+// that cannot be read is named; a last line without a newline counts.
+TEST(crawler_command, dedup_names_the_file_and_line_of_a_bad_url) {
+  temp_dir dir;
+  auto urls = dir.path() / "urls.txt";
+  std::ofstream(urls) << "http://a.example/1\nhttp://[bad\n\nhttp://a.example/2";
+  auto missing = dir.path() / "missing.txt";
+  child_process dedup({crawler_binary(), "dedup", urls.string(), missing.string()});
+  EXPECT_EQ(dedup.wait(), 1);
+  EXPECT_EQ(dedup.stdout_text(), "http://a.example/1\nhttp://a.example/2\n");
+  EXPECT_NE(dedup.stderr_text().find("crawler dedup: " + urls.string() +
+                                     ":2: invalid URL 'http://[bad'"),
+            std::string::npos)
+      << dedup.stderr_text();
+  EXPECT_NE(dedup.stderr_text().find("crawler dedup: cannot read " + missing.string()),
+            std::string::npos)
+      << dedup.stderr_text();
+}
+
 // --seed-scenario feeds the seed articles' 110 URLs first (10 duplicates), then the files; --spider
 // names the Redis keys; "-" reads standard input.
 TEST(crawler_command, dedup_seed_scenario_spider_and_stdin_flags) {

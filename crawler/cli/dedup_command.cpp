@@ -1,9 +1,11 @@
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/use_future.hpp>
+#include <cstdio>
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <string_view>
 #include <thread>
 
 #include "config/log.h"
@@ -11,6 +13,7 @@
 #include "config/settings.h"
 #include "config/stats.h"
 #include "crawler/cli/detail/commands.h"
+#include "crawler/cli/detail/lines.h"
 #include "dedup/canonical_url.h"
 #include "dedup/dupefilter.h"
 
@@ -34,12 +37,14 @@ class url_deduplicator {
   url_deduplicator(dedup::rfp_dupefilter& filter, dedup::fingerprint_scheme scheme)
       : filter_(filter), scheme_(scheme) {}
 
-  bool add(const std::string& url, const std::string& where) {
+  // `source` and `line` say where the URL came from, for the message when it is not one.
+  bool add(std::string_view url, std::string_view source, std::size_t line = 0) {
     try {
       fingerprints_.push_back(dedup::request_fingerprint("GET", url, "", scheme_));
-      urls_.push_back(url);
+      urls_.emplace_back(url);
     } catch (const dedup::url_error& error) {
-      std::cerr << "crawler dedup: " << where << ": " << redact(error.what()) << '\n';
+      std::cerr << "crawler dedup: " << source << (line ? ":" + std::to_string(line) : "") << ": "
+                << redact(error.what()) << '\n';
       return false;
     }
     if (urls_.size() == batch_size) flush();
@@ -105,21 +110,20 @@ int run(const dedup_options& options) {
     }
   }
   for (const auto& source : options.urls) {
-    std::ifstream file;
-    if (source != "-") {
-      file.open(source);
-      if (!file) {
-        std::cerr << "crawler dedup: cannot read " << source << '\n';
-        all_ok = false;
-        continue;
-      }
+    std::FILE* file = source == "-" ? stdin : std::fopen(source.c_str(), "rb");
+    if (!file) {
+      std::cerr << "crawler dedup: cannot read " << source << '\n';
+      all_ok = false;
+      continue;
     }
-    std::istream& in = source == "-" ? std::cin : file;
-    std::string line;
-    for (std::size_t number = 1; std::getline(in, line); ++number) {
-      if (line.empty()) continue;
-      all_ok &=
-          deduplicator.add(line, (source == "-" ? "stdin" : source) + ":" + std::to_string(number));
+    const std::string where = source == "-" ? "stdin" : source;
+    bool read = detail::for_each_line(file, [&](std::string_view line, std::size_t number) {
+      if (!line.empty()) all_ok &= deduplicator.add(line, where, number);
+    });
+    if (file != stdin) std::fclose(file);
+    if (!read) {
+      std::cerr << "crawler dedup: cannot read " << source << '\n';
+      all_ok = false;
     }
   }
   deduplicator.flush();
