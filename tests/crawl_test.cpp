@@ -7,6 +7,7 @@
 #include <fstream>
 #include <map>
 #include <optional>
+#include <mutex>
 #include <set>
 #include <thread>
 
@@ -368,6 +369,46 @@ TEST(crawl, pages_parsed_ahead_on_worker_threads_reach_callbacks_on_the_crawl_th
   for (const auto& response : spider.responses)
     titles.insert(response.css("title::text").get().value_or(""));
   EXPECT_EQ(titles.size(), pages);
+  for (std::size_t page = 0; page < pages; ++page) {
+    ASSERT_EQ(server.hits("/site/" + std::to_string(page)), 1u) << "page " << page;
+  }
+}
+
+// A spider with concurrent_callbacks: its callbacks run on the worker threads, never on the crawl
+// thread, and the crawl still reaches every page once with every item.
+class concurrent_site_spider : public crawler::spider {
+ public:
+  explicit concurrent_site_spider(std::string start) : spider("concurrent"), start_(start) {
+    concurrent_callbacks = true;
+  }
+  void start_requests(crawler::output& out) override { out.request(crawler::request{start_}); }
+  void parse(const crawler::response& response, crawler::output& out) override {
+    {
+      std::lock_guard lock(mutex);
+      callback_threads.insert(std::this_thread::get_id());
+    }
+    crawler::for_each_href(response.text(), [&](std::string_view href) {
+      if (!href.starts_with("#")) out.request(response.follow(href));
+    });
+    out.item({{"url", response.url}});
+  }
+  std::mutex mutex;
+  std::set<std::thread::id> callback_threads;
+
+ private:
+  std::string start_;
+};
+
+TEST(crawl, concurrent_callbacks_run_on_worker_threads_and_miss_no_page) {
+  constexpr std::size_t pages = 1000;
+  http_server server({.site_pages = pages});
+  concurrent_site_spider spider(server.url("/site/0"));
+  auto result = crawl(spider, {"CONCURRENT_REQUESTS=64"});
+  EXPECT_EQ(result.finish_reason, "finished");
+  EXPECT_EQ(stat(result, "item_scraped_count"), std::int64_t(pages));
+  EXPECT_FALSE(spider.callback_threads.empty());
+  EXPECT_FALSE(spider.callback_threads.contains(std::this_thread::get_id()))
+      << "a callback ran on the crawl thread";
   for (std::size_t page = 0; page < pages; ++page) {
     ASSERT_EQ(server.hits("/site/" + std::to_string(page)), 1u) << "page " << page;
   }
