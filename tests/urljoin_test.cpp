@@ -85,7 +85,9 @@ TEST(urljoin, links_the_parser_must_judge_leave_the_parser_free_path) {
 TEST(urljoin, dot_segments_of_absolute_links_are_removed) {
   EXPECT_EQ(crawler::urljoin("http://a/b", "https://c/x/./y/../z?q#f"), "https://c/x/z?q#f");
   EXPECT_EQ(crawler::urljoin("https://a/b", "//c/x/../../y"), "https://c/y");
-  EXPECT_EQ(crawler::urljoin("https://a/b", "//c/x/../../y"), *crawler::plain_urljoin("https://a/b", "//c/x/../../y"));
+  // The same links with a space, so the URL parser resolves them: the same answers.
+  EXPECT_EQ(crawler::urljoin("http://a/b", "https://c/x/./y/../z z?q#f"), "https://c/x/z%20z?q#f");
+  EXPECT_EQ(crawler::urljoin("https://a/b", "//c/x/../../y z"), "https://c/y%20z");
 }
 
 TEST(urljoin, a_plain_url_splits_into_its_parts) {

@@ -34,10 +34,11 @@ bool all_plain(std::string_view text) {
   return true;
 }
 
-// The first of `a`, `b` or `c` in `text` at or after `from`, or npos. (string_view::find_first_of
-// calls memchr on the set for every character: a tenth of a links-only crawl.)
-std::size_t find_any(std::string_view text, char a, char b, char c, std::size_t from = 0) {
-  for (std::size_t i = from; i < text.size(); ++i) {
+// The first of `a`, `b` or `c` in `text`, or npos; `text` has passed all_plain, so the default
+// NUL never matches. (string_view::find_first_of calls memchr on the set for every character: a
+// tenth of a links-only crawl.)
+std::size_t find_any(std::string_view text, char a, char b, char c = '\0') {
+  for (std::size_t i = 0; i < text.size(); ++i) {
     char ch = text[i];
     if (ch == a || ch == b || ch == c) return i;
   }
@@ -70,7 +71,7 @@ plain_url_parts split_after_scheme(std::string_view scheme, std::string_view tex
   if (auto colon = host.rfind(':'); colon != std::string_view::npos) host = host.substr(0, colon);
   parts.host = host;
   auto rest = text.substr(authority_end);
-  parts.path = rest.substr(0, find_any(rest, '?', '#', '#'));
+  parts.path = rest.substr(0, find_any(rest, '?', '#'));
   rest.remove_prefix(parts.path.size());
   parts.query = rest.substr(0, rest.find('#'));
   parts.fragment = rest.substr(parts.query.size());
@@ -159,7 +160,7 @@ std::optional<std::string> plain_urljoin(std::string_view base_text, std::string
     auto tail = link.substr(link.size() - parts.query.size() - parts.fragment.size());
     return assemble(base->scheme, parts.authority, parts.path, tail);
   }
-  auto path = link.substr(0, find_any(link, '?', '#', '#'));
+  auto path = link.substr(0, find_any(link, '?', '#'));
   auto tail = link.substr(path.size());  // the link's ?query and #fragment
   if (path.empty()) {
     // Only a query or a fragment: the base's path, as it is.
