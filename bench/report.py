@@ -160,13 +160,14 @@ def main():
         log = os.path.join(work, "logs", f"{name}.log")
         if timing is None and not os.path.exists(log):
             continue
-        counted = count_pages(read_log(log), expected)
+        log_rows = read_log(log)
+        counted = count_pages(log_rows, expected)
         times = counted.pop("times")
         entry = {**counted, **(timing or {"failed": True})}
         if timing and counted["pages"]:
             entry["pages_per_s"] = counted["pages"] / timing["wall"]
             entry["cpu_ms_per_page"] = timing["cpu"] / counted["pages"] * 1000
-        requests = [t for t, _, _ in read_log(log)]
+        requests = [t for t, _, _ in log_rows]
         if len(times) > 1 and requests:
             # From its first request to its last page: the crawl without start-up and shutdown
             # (spider-rs lingers for about half a minute after its last page).

@@ -121,7 +121,7 @@ measure wget bash -c 'wget "$@"; rc=$?; [ $rc = 0 ] || [ $rc = 8 ]' wget --recur
   --directory-prefix="$work/wget" "$start"
 if ! skipped wrk; then
   log "wrk (10 s over the site's pages)"
-  URLS_FILE=$work/urls.txt wrk -t1 -c64 -d10s -s "$here/peers/wrk_urls.lua" "$start" > "$work/wrk.out"
+  URLS_FILE=$work/expected.txt wrk -t1 -c64 -d10s -s "$here/peers/wrk_urls.lua" "$start" > "$work/wrk.out"
   take_access_log "$work" wrk
 fi
 log "the crawler again, pinned to one core (taskset -c 0)"

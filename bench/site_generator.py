@@ -4,8 +4,8 @@
     site_generator.py DIR PAGES --base http://127.0.0.1:PORT [--seed N]
 
 DIR/site/ gets the files nginx serves (see site_server.sh for the locations), DIR/expected.txt the
-canonical path of every page a polite crawler reaches from "/" (one per line, sorted), and
-DIR/urls.txt the paths wrk requests.
+canonical path of every page a polite crawler reaches from "/" (one per line, sorted; wrk requests
+them too).
 
 What the pages hold, and why:
 - product pages /p/<i>.html of 8-16 KB, each with 20-40 links: relative (`7.html`, `./7.html`,
@@ -190,8 +190,6 @@ def main():
 
     expected.sort()
     with open(os.path.join(args.dir, "expected.txt"), "w") as f:
-        f.write("\n".join(expected) + "\n")
-    with open(os.path.join(args.dir, "urls.txt"), "w") as f:
         f.write("\n".join(expected) + "\n")
     print(f"{len(expected)} pages ({products} products, "
           f"{sum(lists_of)} list pages in {categories} categories) in {site}")
