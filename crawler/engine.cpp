@@ -419,6 +419,11 @@ void engine::handle_response(response response) {
     asio::post(*parsers_, [this, response = std::move(response)]() mutable {
       output out;
       auto outcome = call_spider(spider_, response, out);
+      // Canonicalizing and hashing the page's links here, where the parse ran, leaves the crawl
+      // thread only the dupefilter's lookup.
+      for (auto& request : out.requests) {
+        if (!request.dont_filter) remember_fingerprint(request, scheduler_->fingerprint_scheme());
+      }
       asio::post(io_, [this, response = std::move(response), out = std::move(out),
                        outcome = std::move(outcome)]() mutable {
         --parsing_;

@@ -1,7 +1,9 @@
 #include "scheduler/request.h"
 
+#include <functional>
 #include <stdexcept>
 
+#include "dedup/canonical_url.h"
 #include "dedup/url_bytes.h"
 
 namespace crawler {
@@ -103,8 +105,36 @@ request request::from_json(const nlohmann::json& json, std::string_view where) {
   return result;
 }
 
+namespace {
+
+// Cheap next to canonicalizing and hashing with SHA-1: the memo is worth checking every time.
+std::uint64_t fingerprint_inputs(const request& request, dedup::fingerprint_scheme scheme) {
+  std::hash<std::string_view> hash;
+  std::uint64_t digest = hash(request.url);
+  for (std::uint64_t part : {std::uint64_t(hash(request.method)), std::uint64_t(hash(request.body)),
+                             std::uint64_t(scheme)}) {
+    digest ^= part + 0x9e3779b97f4a7c15ULL + (digest << 6) + (digest >> 2);
+  }
+  return digest;
+}
+
+}  // namespace
+
 dedup::fingerprint fingerprint_of(const request& request, dedup::fingerprint_scheme scheme) {
+  if (request.remembered_fingerprint &&
+      request.remembered_fingerprint->inputs == fingerprint_inputs(request, scheme)) {
+    return request.remembered_fingerprint->value;
+  }
   return dedup::request_fingerprint(request.method, request.url, request.body, scheme);
+}
+
+void remember_fingerprint(request& request, dedup::fingerprint_scheme scheme) {
+  try {
+    auto value = dedup::request_fingerprint(request.method, request.url, request.body, scheme);
+    request.remembered_fingerprint = {value, fingerprint_inputs(request, scheme)};
+  } catch (const dedup::url_error&) {
+    request.remembered_fingerprint.reset();
+  }
 }
 
 }  // namespace crawler

@@ -11,7 +11,9 @@
 // request_to_dict. A request is a value: copy and move it freely.
 #pragma once
 
+#include <cstdint>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -52,6 +54,15 @@ struct request {
   /// With SCHEDULER=redis, the lease that holds this request in the fleet's queue while this
   /// worker crawls it; the scheduler settles it with the request's outcome. Not serialized.
   std::string lease;
+  /// The fingerprint worked out ahead, on the thread that made the request (remember_fingerprint),
+  /// so the crawl thread finds it ready. `inputs` digests the method, URL, body and scheme it was
+  /// worked out from; fingerprint_of uses it only while they still match, so a middleware that
+  /// rewrites the URL in between costs a recomputation. Not serialized.
+  struct fingerprint_memo {
+    dedup::fingerprint value;
+    std::uint64_t inputs = 0;
+  };
+  std::optional<fingerprint_memo> remembered_fingerprint;
 
   request() = default;
   explicit request(std::string url_, std::string callback_ = {})
@@ -71,5 +82,10 @@ struct request {
 /// The request's fingerprint under `scheme` (method, URL and body; headers are ignored, as in
 /// Scrapy). Throws dedup::url_error for a URL that cannot be canonicalized.
 dedup::fingerprint fingerprint_of(const request& request, dedup::fingerprint_scheme scheme);
+
+/// Works the fingerprint out now and keeps it in the request for fingerprint_of: the engine calls
+/// it on its worker threads, next to the callback that made the request. A URL that cannot be
+/// canonicalized keeps nothing, so the scheduler reports it as it would have.
+void remember_fingerprint(request& request, dedup::fingerprint_scheme scheme);
 
 }  // namespace crawler

@@ -105,6 +105,9 @@ class scheduler {
   virtual void restore_unchecked(std::vector<request> requests);
 
   std::size_t size() const { return queue_.size(); }
+  /// REQUEST_FINGERPRINTER_IMPLEMENTATION, for remember_fingerprint. Fixed at construction, so
+  /// any thread may read it.
+  dedup::fingerprint_scheme fingerprint_scheme() const { return scheme_; }
   /// False once there is nothing left to crawl (SCHEDULER=redis: for the whole fleet, for
   /// MAX_IDLE_TIME_BEFORE_CLOSE seconds).
   virtual bool has_pending_requests() const { return !queue_.empty(); }

@@ -414,6 +414,63 @@ TEST(crawl, concurrent_callbacks_run_on_worker_threads_and_miss_no_page) {
   }
 }
 
+// Sends every link the spider yields to one page, after the callback ran.
+class redirect_links_middleware : public crawler::spider_middleware {
+ public:
+  explicit redirect_links_middleware(std::string target) : target_(std::move(target)) {}
+  void process_spider_output(const crawler::response&, crawler::output& out) override {
+    for (auto& request : out.requests) request.url = target_;
+  }
+
+ private:
+  std::string target_;
+};
+
+// The workers fingerprint a concurrent callback's links ahead of the crawl thread; a middleware
+// that rewrites a URL afterwards must have the rewritten URL deduplicated, not the one the
+// callback yielded.
+TEST(crawl, a_link_rewritten_by_a_middleware_is_deduplicated_by_its_new_url) {
+  http_server server({.site_pages = 1000});
+  concurrent_site_spider spider(server.url("/site/0"));
+  auto settings = crawler::settings_for(spider, {"LOG_LEVEL=WARNING", "LOGSTATS_INTERVAL=0"});
+  crawler::crawl_options options;
+  options.handle_signals = false;
+  options.spider_middlewares.push_back(
+      std::make_unique<redirect_links_middleware>(server.url("/site/1")));
+  auto result = crawler::run_crawl(spider, settings, std::move(options));
+  EXPECT_EQ(result.finish_reason, "finished");
+  // Page 0 links to pages 1 and 5: both become page 1, crawled once, whose own links are seen.
+  EXPECT_EQ(server.hits("/site/1"), 1u);
+  EXPECT_EQ(server.hits("/site/5"), 0u);
+  EXPECT_EQ(stat(result, "item_scraped_count"), 2);
+}
+
+// A link no fingerprint can be made of (an unbalanced IPv6 bracket), yielded on a worker thread.
+class bad_link_spider : public crawler::spider {
+ public:
+  explicit bad_link_spider(std::string start) : spider("bad_link"), start_(std::move(start)) {
+    concurrent_callbacks = true;
+  }
+  void start_requests(crawler::output& out) override { out.request(crawler::request{start_}); }
+  void parse(const crawler::response& response, crawler::output& out) override {
+    if (response.url != start_) return;
+    out.request(crawler::request{"http://[::1/broken"});
+    out.request(response.follow("/site/7"));
+  }
+
+ private:
+  std::string start_;
+};
+
+TEST(crawl, a_link_that_cannot_be_fingerprinted_is_dropped_and_the_crawl_goes_on) {
+  http_server server({.site_pages = 1000});
+  bad_link_spider spider(server.url("/site/0"));
+  auto result = crawl(spider);
+  EXPECT_EQ(result.finish_reason, "finished");
+  EXPECT_EQ(server.hits("/site/7"), 1u);
+  EXPECT_EQ(stat(result, "response_received_count"), 2);
+}
+
 TEST(crawl, depth_limit_stops_following_links) {
   http_server server({.site_pages = 1000});
   recording_spider spider({get(server.url("/site/0"))});
