@@ -1,7 +1,19 @@
 // Parse + select + extract links of a 12 KB page, against the one-pass href scanner as baseline.
 //
 //   ./build/bench/parse_bench
+//   PARSE_BENCH_PAGES=DIR ./build/bench/parse_bench   # also parse_site_pages: DIR's *.html pages
+//
+// parse_site_pages parses real pages in turn (up to 2,000, evenly sampled from DIR's tree), so the
+// suite (bench/run.sh) can take its per-page time from a crawl of the same site.
 #include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <vector>
 
 #include "crawler/parse/href_scanner.h"
 #include "crawler/parse/link_extractor.h"
@@ -113,6 +125,59 @@ void select_extract_parsed_ahead(benchmark::State& state) {
 }
 BENCHMARK(select_extract_parsed_ahead);
 
+std::vector<std::string> load_pages(const std::filesystem::path& dir) {
+  std::vector<std::filesystem::path> paths;
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(dir)) {
+    if (entry.is_regular_file() && entry.path().extension() == ".html") paths.push_back(entry);
+  }
+  std::sort(paths.begin(), paths.end());
+  constexpr std::size_t most = 2000;
+  std::size_t step = std::max<std::size_t>(1, paths.size() / most);
+  std::vector<std::string> pages;
+  for (std::size_t i = 0; i < paths.size() && pages.size() < most; i += step) {
+    std::ifstream in(paths[i], std::ios::binary);
+    pages.emplace_back(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  return pages;
+}
+
+// One page per iteration, in turn: the time per iteration is the time per page of the site.
+void parse_site_pages(benchmark::State& state, const std::vector<std::string>* pages) {
+  std::size_t next = 0, bytes = 0;
+  for (auto _ : state) {
+    const auto& page = (*pages)[next];
+    next = (next + 1) % pages->size();
+    bytes += page.size();
+    auto document =
+        crawler::html_document::parse(page, "text/html; charset=utf-8", {}, parser_of(state));
+    benchmark::DoNotOptimize(document.get());
+  }
+  state.SetBytesProcessed(std::int64_t(bytes));
+  state.counters["pages"] = double(pages->size());
+}
+
 }  // namespace
 
-BENCHMARK_MAIN();
+int main(int argc, char** argv) {
+  std::vector<std::string> site_pages;
+  if (const char* dir = std::getenv("PARSE_BENCH_PAGES")) {
+    try {
+      site_pages = load_pages(dir);
+    } catch (const std::filesystem::filesystem_error& error) {
+      std::fprintf(stderr, "parse_bench: PARSE_BENCH_PAGES: %s\n", error.what());
+      return 2;
+    }
+    if (site_pages.empty()) {
+      std::fprintf(stderr, "parse_bench: PARSE_BENCH_PAGES=%s holds no .html page\n", dir);
+      return 2;
+    }
+    benchmark::RegisterBenchmark("parse_site_pages", parse_site_pages, &site_pages)
+        ->Arg(0)
+        ->Arg(1);
+  }
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

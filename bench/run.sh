@@ -2,7 +2,7 @@
 # The crawl benchmark suite: our crawler against its peers on one generated site, in one run.
 #
 #   bash bench/run.sh [--pages 20000] [--build build] [--out bench/results/<date>-<host>]
-#                     [--long-crawl 200000] [--skip "crawlee wget"]
+#                     [--long-crawl 200000] [--repeat 3] [--skip "crawlee wget"]
 #
 # Generates a deterministic site (site_generator.py), serves it with nginx on a free loopback port,
 # and crawls it with each contender in turn:
@@ -14,7 +14,9 @@
 #   spider-rs                       spider-rs (npm, pinned), links only
 #   wget                            wget --recursive, links only
 #   wrk                             wrk over the site's pages: what nginx serves on this machine
-# then runs the crawler-* contenders again pinned to one core, the micro-benchmarks, and the
+# Each crawler-* contender runs --repeat times (3 by default) and is reported by its median run, as
+# this machine's wall times vary by 10-15% from run to run; the peers, minutes long, run once.
+# Then the crawler-* contenders run again pinned to one core, the micro-benchmarks, and the
 # fingerprint comparison with Scrapy on 100,000 URLs. Every contender's pages are read off nginx's
 # access log, so all are counted alike; a contender that misses a page of the site is void.
 # --long-crawl N adds a links-only crawl of an N-page site with the bloom dupefilter, to show that
@@ -26,13 +28,14 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(dirname "$here")
-pages=20000 build=build out="" long_crawl=0 skip=""
+pages=20000 build=build out="" long_crawl=0 repeat=3 skip=""
 while [ $# -gt 0 ]; do
   case $1 in
     --pages) pages=$2; shift 2 ;;
     --build) build=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
     --long-crawl) long_crawl=$2; shift 2 ;;
+    --repeat) repeat=$2; shift 2 ;;
     --skip) skip=$2; shift 2 ;;
     -h|--help) sed -n '2,/^set -e/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     *) echo "bench/run.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
@@ -88,7 +91,7 @@ take_access_log "$work" setup
 site_dir=$work
 measure() {
   local name=$1; shift
-  if skipped "${name%@*}"; then return; fi
+  if skipped "${name%%[@~]*}"; then return; fi
   log "$name"
   if ! /usr/bin/time -f "%e %U %S %M" -o "$work/$name.time" "$@" > "$work/$name.out" 2> "$work/$name.err"; then
     echo "$name failed; the end of its output:" >&2
@@ -103,12 +106,17 @@ crawl_settings=(-s ROBOTSTXT_OBEY=True -s CONCURRENT_REQUESTS=64 -s CONCURRENT_R
                 -s LOG_LEVEL=INFO -s LOGSTATS_INTERVAL=0)
 run_ours() {
   local suffix=$1; shift  # "" or "@1core"; the rest is a command prefix (taskset)
-  for parser in gumbo libxml2; do
-    measure "crawler-$parser$suffix" "$@" "$crawler_bin" run "$work/crawl.json" \
-      -s HTML_PARSER=$parser -O "$work/items-$parser.jsonl"
+  local run name
+  for run in $(seq "$repeat"); do
+    for parser in gumbo libxml2; do
+      name=crawler-$parser$suffix && [ "$run" = 1 ] || name=$name~$run
+      measure "$name" "$@" "$crawler_bin" run "$work/crawl.json" \
+        -s HTML_PARSER=$parser -O "$work/items-$parser.jsonl"
+    done
+    name=crawler-links$suffix && [ "$run" = 1 ] || name=$name~$run
+    measure "$name" "$@" "$crawler_bin" crawl site -a "start=$start" "${crawl_settings[@]}" \
+      -O "$work/items-links.jsonl"
   done
-  measure "crawler-links$suffix" "$@" "$crawler_bin" crawl site -a "start=$start" "${crawl_settings[@]}" \
-    -O "$work/items-links.jsonl"
 }
 run_ours ""
 measure scrapy /usr/bin/python3 -m scrapy runspider "$here/peers/scrapy_crawlspider.py" -a "start=$start" \
@@ -129,8 +137,11 @@ run_ours "@1core" taskset -c 0
 
 # --- micro-benchmarks and the fingerprint comparison ---------------------------------------------
 log "micro-benchmarks"
+# parse_bench also parses the site's own pages (parse_site_pages), which report.py takes from the
+# crawls' CPU per page; medians of 3, for the same reason as --repeat.
 for micro in fingerprint_bench parse_bench; do
-  "$root/$build/bench/$micro" --benchmark_min_time=0.3 --benchmark_color=false \
+  PARSE_BENCH_PAGES=$work/site "$root/$build/bench/$micro" --benchmark_min_time=0.3 \
+    --benchmark_repetitions=3 --benchmark_report_aggregates_only=true --benchmark_color=false \
     > "$work/micro-$micro.txt" 2> /dev/null
 done
 "$root/$build/bench/dupefilter_bench" 2000000 200000 > "$work/micro-dupefilter_bench.txt" 2> /dev/null
