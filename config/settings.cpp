@@ -114,6 +114,13 @@ const std::vector<setting_spec>& table() {
       {"LOGSTATS_INTERVAL", number, 60.0, "Seconds between progress lines.", seconds},
       {"PROGRESS", boolean, true,
        "A live status line under the log when standard error is a terminal."},
+      {"PERIODIC_LOG_STATS", flag_or_dict, nullptr,
+       "Every LOGSTATS_INTERVAL, log the stats as JSON: true, or {\"include\": [...], "
+       "\"exclude\": [...]} of substrings of their names."},
+      {"PERIODIC_LOG_DELTA", flag_or_dict, nullptr,
+       "The same for how much each numeric stat changed since the last line."},
+      {"PERIODIC_LOG_TIMING_ENABLED", boolean, false,
+       "Add start time, now, elapsed and real interval to the periodic stats line."},
       {"MEMUSAGE_ENABLED", boolean, true, "Track peak memory in memusage/* stats."},
       {"MEMUSAGE_LIMIT_MB",
        integer,
@@ -273,6 +280,8 @@ bool has_type(const json& value, setting_type type) {
       return value.is_array();
     case dict:
       return value.is_object();
+    case flag_or_dict:
+      return value.is_boolean() || value.is_object() || value.is_null();
   }
   return false;
 }
@@ -369,6 +378,12 @@ json parse_word(std::string_view text, setting_type type, const std::string& whe
       if (parsed.is_discarded() || !parsed.is_object()) throw fail();
       return parsed;
     }
+    case flag_or_dict:
+      try {
+        return parse_word(text, text.starts_with("{") ? dict : boolean, where);
+      } catch (const settings_error&) {
+        throw fail();
+      }
   }
   throw fail();
 }
@@ -415,6 +430,8 @@ std::string_view describe(setting_type type) {
       return "a list";
     case dict:
       return "an object";
+    case flag_or_dict:
+      return "a boolean or an object";
   }
   return "a value";
 }

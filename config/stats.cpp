@@ -1,5 +1,9 @@
 #include "config/stats.h"
 
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+
 namespace crawler {
 
 void stats::inc_value(std::string_view key, std::int64_t count) {
@@ -65,6 +69,19 @@ void stats::clear() {
   std::lock_guard lock(mutex_);
   values_.clear();
   counter_keys_.clear();
+}
+
+std::string utc_timestamp() {
+  auto now = std::chrono::system_clock::now();
+  auto seconds = std::chrono::system_clock::to_time_t(now);
+  auto micros =
+      std::chrono::duration_cast<std::chrono::microseconds>(now.time_since_epoch()) % 1000000;
+  std::tm utc{};
+  gmtime_r(&seconds, &utc);
+  char text[40];
+  auto length = std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%S", &utc);
+  std::snprintf(text + length, sizeof text - length, ".%06lld", (long long)micros.count());
+  return text;
 }
 
 }  // namespace crawler

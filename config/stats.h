@@ -20,6 +20,9 @@
 
 namespace crawler {
 
+/// Now in UTC as start_time and finish_time hold it: "2026-11-24T18:40:00.123456".
+std::string utc_timestamp();
+
 class stats {
  public:
   void inc_value(std::string_view key, std::int64_t count = 1);

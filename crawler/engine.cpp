@@ -24,19 +24,6 @@ html_parser parser_named_in(const settings& settings) {
 
 namespace asio = boost::asio;
 
-std::string now_iso() {
-  auto now = std::chrono::system_clock::now();
-  auto seconds = std::chrono::system_clock::to_time_t(now);
-  auto micros =
-      std::chrono::duration_cast<std::chrono::microseconds>(now.time_since_epoch()) % 1000000;
-  std::tm utc{};
-  gmtime_r(&seconds, &utc);
-  char text[40];
-  auto length = std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%S", &utc);
-  std::snprintf(text + length, sizeof text - length, ".%06lld", (long long)micros.count());
-  return text;
-}
-
 std::string type_name(const std::exception& error) {
   int status = 0;
   char* demangled = abi::__cxa_demangle(typeid(error).name(), nullptr, nullptr, &status);
@@ -138,7 +125,7 @@ void engine::fail_startup(std::exception_ptr error) {
 }
 
 void engine::open() {
-  stats_.set_value("start_time", now_iso());
+  stats_.set_value("start_time", utc_timestamp());
   started_ = std::chrono::steady_clock::now();
   scheduler_->async_open([this](std::exception_ptr error) {
     if (error) return fail_startup(error);
@@ -682,7 +669,7 @@ void engine::finish() {
       logger_->error("Error in {}.closed(): {}", spider_.name(), e.what());
     }
     stats_.set_value("finish_reason", close_reason_);
-    stats_.set_value("finish_time", now_iso());
+    stats_.set_value("finish_time", utc_timestamp());
     stats_.set_value(
         "elapsed_time_seconds",
         std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count());

@@ -10,6 +10,7 @@
 #include "config/redact.h"
 #include "config/stats.h"
 #include "crawler/detail/log_stats.h"
+#include "crawler/detail/periodic_log.h"
 #include "crawler/detail/memory_usage.h"
 #include "crawler/detail/progress_line.h"
 #include "crawler/engine.h"
@@ -97,6 +98,7 @@ crawl_result run_crawl(spider& spider, const settings& settings, crawl_options o
     wait_for_signal();
   }
   detail::log_stats progress{io, stats, settings.get_double("LOGSTATS_INTERVAL")};
+  detail::periodic_log periodic{io, settings, stats};
   detail::memory_usage memory{io, settings, stats,
                               [&engine](std::string reason) { engine.close(std::move(reason)); }};
   std::optional<detail::progress_line> status;
@@ -105,6 +107,7 @@ crawl_result run_crawl(spider& spider, const settings& settings, crawl_options o
   crawl_result result;
   result.finish_reason = engine.run();
   status.reset();  // erased before the stats are dumped
+  periodic.close();
   signals.clear();
 
   stats.max_value("memusage/max", detail::peak_resident_bytes());

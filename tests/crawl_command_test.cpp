@@ -247,6 +247,70 @@ TEST(crawler_command, closespider_itemcount_closes_the_crawl_at_that_many_items)
   EXPECT_LE(stats["item_scraped_count"].get<int>(), 25 + 2 * 2);
 }
 
+// The JSON objects the periodic_log logger wrote: "[periodic_log] INFO: {" up to a line "}".
+std::vector<nlohmann::json> periodic_lines(const std::string& log) {
+  std::vector<nlohmann::json> lines;
+  std::istringstream in(log);
+  std::string line, block;
+  bool inside = false;
+  while (std::getline(in, line)) {
+    if (!inside && line.ends_with("[periodic_log] INFO: {")) {
+      inside = true;
+      block = "{";
+    } else if (inside) {
+      block += line;
+      if (line == "}") {
+        lines.push_back(nlohmann::json::parse(block));
+        inside = false;
+      }
+    }
+  }
+  return lines;
+}
+
+// Scrapy's PeriodicLog: every LOGSTATS_INTERVAL the chosen stats, the deltas and the timing as one
+// JSON object, and a last one as the crawl closes.
+TEST(crawler_command, periodic_log_writes_the_included_stats_deltas_and_timing) {
+  interrupted_site site;
+  child_process crawl(site.argv(
+      1, {"CONCURRENT_REQUESTS=4", "LOGSTATS_INTERVAL=0.2",
+          R"(PERIODIC_LOG_STATS={"include": ["scheduler/"], "exclude": ["/memory"]})",
+          R"(PERIODIC_LOG_DELTA={"include": ["item_scraped_count"]})",
+          "PERIODIC_LOG_TIMING_ENABLED=true"}));
+  ASSERT_EQ(crawl.wait(), 0) << crawl.stderr_text();
+  auto lines = periodic_lines(crawl.stderr_text());
+  ASSERT_GE(lines.size(), 3u) << crawl.stderr_text();
+  std::int64_t items = 0;
+  double elapsed = -1;
+  for (const auto& line : lines) {
+    for (const auto& [name, value] : line["stats"].items()) {
+      EXPECT_TRUE(name.starts_with("scheduler/") && !name.ends_with("/memory")) << name;
+    }
+    EXPECT_LE(line["delta"].size(), 1u) << line.dump();
+    items += line["delta"].value("item_scraped_count", std::int64_t{0});
+    EXPECT_GT(line["time"]["elapsed"].get<double>(), elapsed);
+    elapsed = line["time"]["elapsed"];
+    EXPECT_EQ(line["time"]["log_interval"], 0.2);
+    EXPECT_TRUE(line["time"]["start_time"].is_string()) << line.dump();
+  }
+  // The deltas add up to the crawl's items; the last line, at close, has the queue drained.
+  auto stats = read_json(site.dir.path() / "stats1.json");
+  EXPECT_EQ(items, stats["item_scraped_count"].get<std::int64_t>());
+  EXPECT_EQ(lines.back()["stats"]["scheduler/enqueued"], stats["scheduler/enqueued"]);
+  EXPECT_EQ(lines.back()["stats"]["scheduler/dequeued"], stats["scheduler/dequeued"]);
+}
+
+TEST(crawler_command, periodic_log_names_a_malformed_include) {
+  interrupted_site site;
+  child_process crawl(site.argv(1, {R"(PERIODIC_LOG_STATS={"include": "scheduler/"})"}));
+  EXPECT_NE(crawl.wait(), 0);
+  EXPECT_NE(crawl.stderr_text().find(
+                R"(PERIODIC_LOG_STATS.include: expected a list of strings, got "scheduler/")"),
+            std::string::npos)
+      << crawl.stderr_text();
+  EXPECT_EQ(site.server.total_hits(), 0u);
+}
+
 TEST(crawler_command, requests_waiting_for_robots_txt_survive_a_forced_stop) {
   interrupted_site site(
       {.site_pages = 30, .robots_txt = "User-agent: *\nAllow: /\n", .robots_delay_ms = 1000});

@@ -48,6 +48,21 @@ TEST(settings, command_line_values_are_read_by_the_declared_type) {
   EXPECT_EQ(s.get_string("JOBDIR"), "/tmp/job");
 }
 
+// PERIODIC_LOG_STATS and _DELTA take True as Scrapy users write it, or an object of options.
+TEST(settings, a_flag_or_object_setting_takes_either_and_names_anything_else) {
+  settings s;
+  s.set_from_string("PERIODIC_LOG_STATS=True");
+  s.set_from_string(R"(PERIODIC_LOG_DELTA={"include": ["scheduler/"]})");
+  EXPECT_EQ(s.get("PERIODIC_LOG_STATS"), true);
+  EXPECT_EQ(s.get("PERIODIC_LOG_DELTA")["include"], nlohmann::json::array({"scheduler/"}));
+  s.merge_json({{"PERIODIC_LOG_STATS", false}}, "settings");
+  EXPECT_EQ(s.get("PERIODIC_LOG_STATS"), false);
+  EXPECT_EQ(error_of([&] { s.set_from_string("PERIODIC_LOG_STATS=yes"); }),
+            "-s PERIODIC_LOG_STATS: expected a boolean or an object, got 'yes'");
+  EXPECT_EQ(error_of([&] { s.merge_json({{"PERIODIC_LOG_DELTA", "all"}}, "settings"); }),
+            "settings.PERIODIC_LOG_DELTA: expected a boolean or an object, got string \"all\"");
+}
+
 TEST(settings, unknown_key_is_refused_with_a_suggestion_and_its_path) {
   settings s;
   EXPECT_EQ(error_of([&] {
