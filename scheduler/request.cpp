@@ -131,7 +131,8 @@ dedup::fingerprint fingerprint_of(const request& request, dedup::fingerprint_sch
 void remember_fingerprint(request& request, dedup::fingerprint_scheme scheme) {
   try {
     auto value = dedup::request_fingerprint(request.method, request.url, request.body, scheme);
-    request.remembered_fingerprint = {value, fingerprint_inputs(request, scheme)};
+    request.remembered_fingerprint = std::make_shared<const request::fingerprint_memo>(
+        request::fingerprint_memo{value, fingerprint_inputs(request, scheme)});
   } catch (const dedup::url_error&) {
     request.remembered_fingerprint.reset();
   }

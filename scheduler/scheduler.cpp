@@ -124,6 +124,7 @@ void scheduler::do_enqueue(std::vector<request> requests, std::string parent_lea
         logger_->error("Dropped {}: {}", request.describe(), error.what());
         continue;
       }
+      request.remembered_fingerprint.reset();  // used: not worth its bytes in the queue
       filtered_positions.push_back(accepted.size());
     }
     accepted.push_back(std::move(request));
