@@ -106,22 +106,32 @@ def periodic_lines(path):
     return blocks
 
 
-def memory_over_time(log_path, out, entry):
-    """Report lines on what a crawl's peak memory followed: the queue, or the seen set."""
+def read_rss(path):
+    """rss_sampler.py's samples: (seconds since start, MiB)."""
+    if not os.path.exists(path):
+        return []
+    return [(float(t), int(kib) / 1024) for t, kib in (line.split() for line in open(path))]
+
+
+def memory_over_time(log_path, rss_path, out, entry):
+    """Report lines on what a crawl's memory followed: its queue, or its seen set."""
+    rss = read_rss(rss_path)
     samples = []
     for block in periodic_lines(log_path):
-        stats = block.get("stats", {})
+        stats, at = block.get("stats", {}), block["time"]["elapsed"]
+        before = [mib for t, mib in rss if t <= at]
         samples.append({
-            "s": block["time"]["elapsed"],
+            "s": at,
             "pages": stats.get("response_received_count", 0),
             "seen": stats.get("scheduler/enqueued", 0),
             "queue": stats.get("scheduler/enqueued", 0) - stats.get("scheduler/dequeued", 0),
             "filtered": stats.get("bloomfilter/filtered", 0),
+            "rss_mib": before[-1] if before else None,
             "peak_mib": stats.get("memusage/max", 0) / 2**20,
             "startup_mib": stats.get("memusage/startup", 0) / 2**20,
             "bloom_mib": stats.get("bloomfilter/bits", 0) / 8 / 2**20,
         })
-    if len(samples) < 3:
+    if len(samples) < 3 or not rss:
         return []
     entry["memory_samples"] = samples
     top = max(range(len(samples)), key=lambda i: samples[i]["queue"])
@@ -129,50 +139,55 @@ def memory_over_time(log_path, out, entry):
     bloom = max(s["bloom_mib"] for s in samples)
     per_request = (at_top["peak_mib"] - at_top["startup_mib"] - bloom) * 2**20 / max(at_top["queue"], 1)
     entry["bytes_per_queued_request"] = per_request
-    lines = ["", "What its memory follows, from the crawler's own log every half second "
-             "(`PERIODIC_LOG_STATS`: the queue is `scheduler/enqueued` - `scheduler/dequeued`; the "
-             "seen set is every request enqueued; peak RSS is `memusage/max`):", "",
-             "| s | pages crawled | seen set | queue | duplicates filtered | peak RSS MiB |",
-             "|---:|---:|---:|---:|---:|---:|"]
+    lines = ["", "What its memory follows: every half second the crawler's own log gives the queue "
+             "(`PERIODIC_LOG_STATS`: `scheduler/enqueued` - `scheduler/dequeued`), the seen set (every "
+             "request enqueued) and peak RSS (`memusage/max`); `bench/rss_sampler.py` gives the "
+             "resident memory at that moment.", "",
+             "| s | pages crawled | seen set | queue | duplicates filtered | RSS MiB | peak RSS MiB |",
+             "|---:|---:|---:|---:|---:|---:|---:|"]
     step = max(1, len(samples) // 12)
     for i, s in enumerate(samples):
         if i % step == 0 or i == top or i == len(samples) - 1:
             mark = " **(queue's peak)**" if i == top else ""
             lines.append(f"| {s['s']:.1f}{mark} | {s['pages']:,} | {s['seen']:,} | {s['queue']:,} | "
-                         f"{s['filtered']:,} | {s['peak_mib']:.1f} |")
-    lines += ["", f"- Peak RSS grows with the queue and stops when it peaks: {at_top['peak_mib']:.1f} MiB "
-              f"at {at_top['s']:.1f} s with {at_top['queue']:,} requests queued, {last['peak_mib']:.1f} MiB "
-              f"at the end ({last['peak_mib'] - at_top['peak_mib']:+.1f} MiB), while the crawl went from "
-              f"{at_top['pages']:,} to {last['pages']:,} pages, the seen set from {at_top['seen']:,} to "
-              f"{last['seen']:,} and filtered duplicates from {at_top['filtered']:,} to {last['filtered']:,}.",
-              f"- Of that peak, {at_top['startup_mib']:.1f} MiB was there at start-up and the Bloom "
-              f"filter's bits are {bloom:.1f} MiB, fixed by its capacity whatever it has seen; the rest "
-              f"is about {per_request:,.0f} bytes per queued request: the 256-byte request in the queue's "
-              "deque, its URL, its meta (a JSON object holding its depth), and allocator slack.",
-              "", "![memory and queue over the long crawl](memory.png)"]
-    memory_chart(out, samples)
+                         f"{s['filtered']:,} | {fmt(s['rss_mib'], 1)} | {s['peak_mib']:.1f} |")
+    lines += ["", f"- The memory follows the queue: {fmt(at_top['rss_mib'], 1)} MiB resident at "
+              f"{at_top['s']:.1f} s with {at_top['queue']:,} requests queued, then down with the queue "
+              f"to {fmt(last['rss_mib'], 1)} MiB as it drains (the allocator hands pages back over "
+              f"about 10 s), while the seen set stays at {last['seen']:,} requests and the dupefilter "
+              f"goes on from {at_top['filtered']:,} to {last['filtered']:,} filtered duplicates.",
+              f"- Of the peak, {at_top['startup_mib']:.1f} MiB was there at start-up and the Bloom "
+              f"filter's bits are {bloom:.1f} MiB, fixed by its capacity however much it has seen; the "
+              f"rest is about {per_request:,.0f} bytes per queued request: the 256-byte request in "
+              "the queue's deque, its URL, its meta (a JSON object holding its depth), and allocator "
+              "slack.", "", "![memory and queue over the long crawl](memory.png)"]
+    memory_chart(out, samples, rss)
     return lines
 
 
-def memory_chart(out, samples):
+def memory_chart(out, samples, rss):
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     fig, left = plt.subplots(figsize=(12, 4.5))
     xs = [s["s"] for s in samples]
-    left.plot(xs, [s["peak_mib"] for s in samples], color="#d62728", label="peak RSS (MiB)")
+    left.plot([t for t, _ in rss], [mib for _, mib in rss], color="#d62728", label="RSS (MiB)")
+    left.plot(xs, [s["peak_mib"] for s in samples], color="#d62728", linestyle=":",
+              label="peak RSS (MiB)")
     left.set_xlabel("seconds since the crawl started")
-    left.set_ylabel("peak RSS, MiB")
+    left.set_ylabel("MiB")
+    left.set_ylim(bottom=0)
     right = left.twinx()
     right.plot(xs, [s["queue"] / 1000 for s in samples], color="#1f77b4", label="queue (thousands)")
     right.plot(xs, [s["seen"] / 1000 for s in samples], color="#1f77b4", linestyle="--",
                label="seen set (thousands)")
     right.plot(xs, [s["pages"] / 1000 for s in samples], color="#999999", label="pages crawled (thousands)")
     right.set_ylabel("thousands of requests")
+    right.set_ylim(bottom=0)
     handles = left.get_legend_handles_labels()[0] + right.get_legend_handles_labels()[0]
     left.legend(handles, [h.get_label() for h in handles], loc="center right", fontsize="small")
-    left.set_title("The long crawl: peak memory follows the queue, not the seen set")
+    left.set_title("The long crawl: memory follows the queue, not the seen set")
     fig.tight_layout()
     fig.savefig(os.path.join(out, "memory.png"), dpi=100)
     plt.close(fig)
@@ -416,7 +431,8 @@ def main():
                   f"- pages/s over the first tenth after warm-up (pages 2%-12%): {fmt(first)}",
                   f"- pages/s over the last tenth (pages 90%-100%): {fmt(last)}",
                   f"- last / first: {fmt(last / first if first and last else None, 2)}"]
-        lines += memory_over_time(os.path.join(work, "long-bloom.log.txt"), out, results["long-bloom"])
+        lines += memory_over_time(os.path.join(work, "long-bloom.log.txt"),
+                                  os.path.join(work, "long-bloom.rss.txt"), out, results["long-bloom"])
         stats_path = os.path.join(work, "long-bloom.stats.json")
         if os.path.exists(stats_path):
             stats = json.load(open(stats_path))

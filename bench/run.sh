@@ -162,8 +162,10 @@ if [ "$long_crawl" -gt 0 ]; then
   cp "$long/expected.txt" "$work/long-expected.txt"
   site_dir=$long
   # Every half second the queue (scheduler/enqueued - dequeued), the seen set and peak memory go
-  # to the log (PERIODIC_LOG_STATS), so report.py can tell which of them the memory follows.
-  measure long-bloom "$crawler_bin" crawl site -a "start=$start" "${crawl_settings[@]}" \
+  # to the log (PERIODIC_LOG_STATS), and rss_sampler.py samples the resident memory, so report.py
+  # can tell which of them the memory follows.
+  measure long-bloom /usr/bin/python3 "$here/rss_sampler.py" "$work/long-bloom.rss.txt" -- \
+    "$crawler_bin" crawl site -a "start=$start" "${crawl_settings[@]}" \
     -s DUPEFILTER_CLASS=bloom -s STATS_FILE="$work/long-bloom.stats.json" -O "$work/long-items.jsonl" \
     -s LOGSTATS_INTERVAL=0.5 -s MEMUSAGE_CHECK_INTERVAL_SECONDS=0.5 -s PERIODIC_LOG_TIMING_ENABLED=True \
     -s 'PERIODIC_LOG_STATS={"include": ["scheduler/", "memusage/", "response_received_count", "bloomfilter/"]}'

@@ -33,7 +33,16 @@ class settings_error : public std::runtime_error {
 /// The types a setting can hold. `optional_string` also accepts null (e.g. JOBDIR, REDIS_URL).
 /// `flag_or_dict`: true/false, or an object of options (Scrapy's PERIODIC_LOG_STATS = True or
 /// {"include": [...]}).
-enum class setting_type { boolean, integer, number, string, optional_string, list, dict, flag_or_dict };
+enum class setting_type {
+  boolean,
+  integer,
+  number,
+  string,
+  optional_string,
+  list,
+  dict,
+  flag_or_dict
+};
 
 /// The values a numeric setting accepts. Numbers must also be finite: nan and inf are never a
 /// delay, a timeout or a count.

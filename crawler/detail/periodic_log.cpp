@@ -35,7 +35,8 @@ std::optional<periodic_log::filter> periodic_log::read_filter(const settings& se
   if (value.is_boolean()) return value.get<bool>() ? std::optional<filter>(filter{}) : std::nullopt;
   if (!value.is_object() || value.empty()) return std::nullopt;
   filter chosen;
-  for (auto [member, list] : {std::pair{"include", &chosen.include}, {"exclude", &chosen.exclude}}) {
+  for (auto [member, list] :
+       {std::pair{"include", &chosen.include}, {"exclude", &chosen.exclude}}) {
     auto found = value.find(member);
     if (found == value.end()) continue;
     auto where = std::string(key) + "." + member;
@@ -44,8 +45,7 @@ std::optional<periodic_log::filter> periodic_log::read_filter(const settings& se
     }
     for (const auto& word : *found) {
       if (!word.is_string()) {
-        throw settings_error(where + ": expected a list of strings, got " + word.dump() +
-                             " in it");
+        throw settings_error(where + ": expected a list of strings, got " + word.dump() + " in it");
       }
       list->push_back(word.get<std::string>());
     }
