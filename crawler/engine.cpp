@@ -9,6 +9,7 @@
 #include <typeinfo>
 
 #include "config/log.h"
+#include "scheduler/shared_request.h"
 
 namespace crawler {
 namespace {
@@ -152,7 +153,7 @@ void engine::open() {
       logger_->error("Error while obtaining start requests: {}", error.what());
     }
     try {
-      for (const auto& request : start.requests) check_start_url(request.url);
+      for (const auto& request : start.requests) check_start_request(request);
     } catch (...) {
       return fail_startup(std::current_exception());
     }
@@ -165,7 +166,11 @@ void engine::open() {
 
 // A start URL that is not one is the operator's typo: say so before anything is fetched, rather
 // than count a failed download.
-void engine::check_start_url(const std::string& url) const {
+void engine::check_start_request(const request& request) const {
+  const auto& url = request.url;
+  if (auto missing = missing_scheme_problem(url); !missing.empty()) {
+    throw std::invalid_argument("start URL \"" + url + "\": " + missing);
+  }
   auto parsed = boost::urls::parse_uri(url);
   if (!parsed) {
     throw std::invalid_argument("start URL \"" + url +
@@ -177,6 +182,9 @@ void engine::check_start_url(const std::string& url) const {
   }
   if (url_scheme(url) != "file" && parsed->host().empty()) {
     throw std::invalid_argument("start URL \"" + url + "\" has no host");
+  }
+  if (auto refused = scheduler_->start_request_problem(request); !refused.empty()) {
+    throw std::invalid_argument("start URL \"" + url + "\": " + refused);
   }
 }
 

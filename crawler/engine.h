@@ -95,7 +95,7 @@ class engine {
   static callback_outcome call_spider(spider& spider, const response& response, output& out);
   void settle_callback(const callback_outcome& outcome, const response& response, output& out);
   std::size_t held_outside_downloader() const;
-  void check_start_url(const std::string& url) const;
+  void check_start_request(const request& request) const;
   void handle_failure(failure failure);
   void run_callback(const response& response);
   // `page`: the request whose outcome this is; its lease (the JOBDIR journal's id, or the fleet's

@@ -8,10 +8,11 @@
 #include "config/redact.h"
 #include "crawler/http_cache.h"
 #include "crawler/parse/ascii.h"
-#include "crawler/parse/plain_url.h"
 #include "crawler/parse/link_extractor.h"
 #include "crawler/parse/meta_refresh.h"
+#include "crawler/parse/plain_url.h"
 #include "crawler/scheme_policy.h"
+#include "scheduler/shared_request.h"
 
 namespace crawler {
 
@@ -485,14 +486,18 @@ class offsite_middleware : public spider_middleware {
 // Scrapy's downloader-side OffsiteMiddleware, for what never passes the spider: a redirect (of a
 // page or of a robots.txt) to another host is dropped, even when its request was dont_filter (a
 // start request or a retry), since the site chose the target, not the spider. meta
-// "allow_offsite" lets one through, as in Scrapy.
+// "allow_offsite" lets one through, as in Scrapy. A request read from a shared queue (a fleet's
+// Redis, which others can write) is checked whatever it says: its writer is not the spider.
 class offsite_redirect_middleware : public downloader_middleware {
  public:
   offsite_redirect_middleware(const spider& spider, stats& stats) : rules_(spider, stats) {}
 
   void process_request(request& request) override {
     bool redirected = request.meta.contains("redirect_urls");
-    if ((!redirected && request.dont_filter) || meta_flag(request, "allow_offsite")) return;
+    bool spiders_own = request.origin == request_origin::local;
+    if (spiders_own &&
+        ((!redirected && request.dont_filter) || meta_flag(request, "allow_offsite")))
+      return;
     if (!rules_.allows(request)) throw ignore_request("Filtered offsite request");
   }
 
@@ -510,6 +515,11 @@ class scheme_middleware : public spider_middleware {
   void process_spider_output(const response& response, output& out) override {
     std::erase_if(out.requests, [&](const request& request) {
       if (schemes_.may_follow(response.url, request.url)) return false;
+      // A callback that built a URL without a scheme has a bug: an error, as Scrapy's
+      // Request raises one, never a guess at a host or a local path.
+      if (auto missing = missing_scheme_problem(request.url); !missing.empty()) {
+        logger_->error("{} (yielded by the callback of {})", missing, response.url);
+      }
       count_scheme_filtered(stats_, *logger_, response.url, request);
       return true;
     });

@@ -23,20 +23,6 @@ bool is_local(std::string_view scheme) {
 
 }  // namespace
 
-std::string url_scheme(std::string_view url) {
-  // RFC 3986: scheme = ALPHA *( ALPHA / DIGIT / "+" / "-" / "." ), then ':'.
-  std::size_t end = 0;
-  while (end < url.size()) {
-    char c = url[end];
-    bool letter = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
-    bool other = (c >= '0' && c <= '9') || c == '+' || c == '-' || c == '.';
-    if (!(letter || (end > 0 && other))) break;
-    ++end;
-  }
-  if (end == 0 || end == url.size() || url[end] != ':') return {};
-  return ascii_lower(url.substr(0, end));
-}
-
 scheme_policy::scheme_policy(const settings& settings) {
   for (const auto& value : settings.get("DOWNLOAD_SCHEMES")) {
     auto name = value.is_string() ? ascii_lower(value.get<std::string>()) : std::string();

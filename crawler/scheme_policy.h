@@ -18,11 +18,12 @@
 #include <vector>
 
 #include "config/settings.h"
+#include "dedup/url_bytes.h"
 
 namespace crawler {
 
 /// The scheme of `url`, lower-case, or "" when it has none ("example.org/a", "/a").
-std::string url_scheme(std::string_view url);
+using dedup::url_scheme;
 
 class scheme_policy {
  public:

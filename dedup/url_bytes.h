@@ -5,6 +5,7 @@
 //   crawler::dedup::is_escape("%2F", 0)            -> true: '%' and two hex digits
 //   crawler::dedup::append_escaped(out, ' ')       -> out += "%20" (upper-case digits, as RFC 3986
 //                                                     recommends and w3lib writes)
+//   crawler::dedup::url_scheme("HTTPS://a.example/") -> "https" ("" for "a.example/x" or "/x")
 #pragma once
 
 #include <cstddef>
@@ -40,6 +41,24 @@ inline void append_escaped(std::string& out, unsigned char byte) {
   out += '%';
   out += hex_upper[byte >> 4];
   out += hex_upper[byte & 15];
+}
+
+/// The scheme of `url`, lower-case, or "" when it has none ("example.org/a", "/a").
+inline std::string url_scheme(std::string_view url) {
+  // RFC 3986: scheme = ALPHA *( ALPHA / DIGIT / "+" / "-" / "." ), then ':'.
+  std::size_t end = 0;
+  for (; end < url.size(); ++end) {
+    char c = url[end];
+    bool letter = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+    bool other = (c >= '0' && c <= '9') || c == '+' || c == '-' || c == '.';
+    if (!(letter || (end > 0 && other))) break;
+  }
+  if (end == 0 || end == url.size() || url[end] != ':') return {};
+  std::string scheme(url.substr(0, end));
+  for (auto& c : scheme) {
+    if (c >= 'A' && c <= 'Z') c = char(c - 'A' + 'a');
+  }
+  return scheme;
 }
 
 }  // namespace crawler::dedup

@@ -4,6 +4,7 @@
 
 #include "config/settings.h"
 #include "scheduler/detail/redis_queue_scripts.h"
+#include "scheduler/shared_request.h"
 #include "scheduler/start_request.h"
 
 namespace crawler {
@@ -130,6 +131,10 @@ void redis_queue::async_take(std::size_t count, take_handler done) {
                        throw std::invalid_argument("no '|' after the id");
                      auto json = nlohmann::json::parse(entry.substr(bar + 1));
                      auto taken_request = request::from_json(json, options_.key + " entry " + id);
+                     taken_request.origin = request_origin::shared;
+                     if (auto problem = shared_request_problem(taken_request); !problem.empty()) {
+                       throw std::invalid_argument(problem);
+                     }
                      if (check_) {
                        if (auto reason = check_(taken_request); !reason.empty()) {
                          throw std::invalid_argument(reason);

@@ -18,8 +18,10 @@
 //
 // Order (SCHEDULER_QUEUE_CLASS): "priority" (a sorted set scored -priority; equal priorities
 // first in, first out; two equal dont_filter requests stay two entries), "fifo" or "lifo"
-// (lists). Entries are JSON (request::to_json), never pickle: an entry that does not
-// decode goes to <key>:bad with the reason, and is never run.
+// (lists). Entries are JSON (request::to_json), never pickle. Anyone who reaches Redis can write
+// them, so what is taken is request_origin::shared and must pass shared_request_problem (http or
+// https, no meta "proxy"): an entry that does not decode or does not pass goes to <key>:bad with
+// the reason, and is never run.
 // Completions run on the client's executor. Not thread-safe: one owner, one loop.
 #pragma once
 

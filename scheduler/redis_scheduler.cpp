@@ -7,6 +7,7 @@
 
 #include "config/log.h"
 #include "redis/endpoint.h"
+#include "scheduler/shared_request.h"
 
 namespace crawler {
 namespace {
@@ -401,6 +402,13 @@ void redis_scheduler::restore(request request) {
 // it next: only the leases matter here.
 void redis_scheduler::restore_unchecked(std::vector<request> requests) {
   for (auto& request : requests) restore(std::move(request));
+}
+
+std::string redis_scheduler::start_request_problem(const request& request) const {
+  auto problem = shared_request_problem(request);
+  if (problem.empty()) return {};
+  return "SCHEDULER=redis: " + problem + " (every worker reads the fleet's queue back as a " +
+         "shared request)";
 }
 
 bool redis_scheduler::has_pending_requests() const {

@@ -44,6 +44,7 @@ class redis_scheduler final : public scheduler {
   void restore(request request) override;
   void restore_unchecked(std::vector<request> requests) override;
   bool has_pending_requests() const override;
+  std::string start_request_problem(const request& request) const override;
   void set_request_check(std::function<std::string(const request&)> check) override {
     queue_.set_check(std::move(check));
   }

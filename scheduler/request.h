@@ -12,8 +12,8 @@
 #pragma once
 
 #include <cstdint>
-#include <nlohmann/json.hpp>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -34,6 +34,16 @@ void set_header(header_list& headers, std::string_view name, std::string_view va
 /// The version of request::to_json's form, written as "v"; from_json refuses any other.
 inline constexpr int request_format_version = 1;
 
+/// Who wrote a request, which decides what it may ask for (scheduler/shared_request.h).
+enum class request_origin : std::uint8_t {
+  /// This crawl's operator (the crawl file, -a and -s, C++ start_requests), this process's spider
+  /// and what follows from them: everything DOWNLOAD_SCHEMES allows, file:// included.
+  local,
+  /// Read from a queue that other programs can write (a fleet's Redis): http(s) only, no
+  /// meta "proxy", and neither dont_filter nor meta "allow_offsite" passes the offsite filter.
+  shared,
+};
+
 struct request {
   std::string url;
   std::string method = "GET";
@@ -47,6 +57,9 @@ struct request {
   int priority = 0;
   /// Skips the dupefilter: the request is queued even if an equal one was seen.
   bool dont_filter = false;
+  /// Set by whoever reads the request in (a fleet's queue marks what it takes `shared`); copies
+  /// made of it for a retry or a redirect keep it. Not serialized: what reads an entry decides.
+  request_origin origin = request_origin::local;
   /// The spider callback for the response; empty means the spider's `parse`.
   std::string callback;
   /// The spider callback for a failure (download error, ignored HTTP status); empty means none.

@@ -112,6 +112,12 @@ class scheduler {
   /// MAX_IDLE_TIME_BEFORE_CLOSE seconds).
   virtual bool has_pending_requests() const { return !queue_.empty(); }
 
+  /// Why this scheduler could never run `request`, a start request, or "": the engine asks
+  /// before the start requests go in, so a crawl that cannot run one stops before it starts.
+  /// SCHEDULER=redis: the fleet's workers read their queue back as shared requests, so a start
+  /// request must pass shared_request_problem (a file:// start URL is for one process).
+  virtual std::string start_request_problem(const request&) const { return {}; }
+
   /// What every request taken from a shared queue must pass (SCHEDULER=redis: the spider has its
   /// callback and errback): the reason it fails, or "". Requests this process queued itself are
   /// not checked.
@@ -168,7 +174,7 @@ class scheduler {
   std::vector<request> unchecked_;            // restore_unchecked; saved to and loaded from JOBDIR
   std::unique_ptr<request_journal> journal_;  // with JOBDIR
   std::vector<request> journaled_;            // queued since the last clean close: seen
-  std::unordered_set<std::string> torn_settles_;  // request_journal::replay::torn_settles
+  std::unordered_set<std::string> torn_settles_;        // request_journal::replay::torn_settles
   std::unordered_set<std::uint64_t> journal_prefixes_;  // while torn_settles_: queue_new
   bool jobdir_failed_ = false;
   std::unique_ptr<dedup::rfp_dupefilter> dupefilter_;

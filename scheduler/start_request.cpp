@@ -5,10 +5,15 @@
 #include <cstdlib>
 #include <stdexcept>
 
+#include "scheduler/shared_request.h"
+
 namespace crawler {
 namespace {
 
 void require_absolute(std::string_view url) {
+  if (auto missing = missing_scheme_problem(url); !missing.empty()) {
+    throw std::invalid_argument(missing);
+  }
   if (!boost::urls::parse_uri(url)) {
     throw std::invalid_argument("\"" + std::string(url) + "\" is not an absolute URL");
   }
@@ -57,9 +62,8 @@ std::string form_query(const nlohmann::ordered_json& form) {
   return query;
 }
 
-}  // namespace
-
-request start_request_from(std::string_view entry) {
+// The request an entry stands for, before the rules of shared requests are applied.
+request read_entry(std::string_view entry) {
   auto text = entry;
   while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
   if (!text.starts_with('{')) {
@@ -122,6 +126,17 @@ request start_request_from(std::string_view entry) {
     boost::urls::url with_form(start.url);
     with_form.set_encoded_query(query);
     start.url = std::string(with_form.buffer());
+  }
+  return start;
+}
+
+}  // namespace
+
+request start_request_from(std::string_view entry) {
+  auto start = read_entry(entry);
+  start.origin = request_origin::shared;
+  if (auto problem = shared_request_problem(start); !problem.empty()) {
+    throw std::invalid_argument(problem);
   }
   return start;
 }

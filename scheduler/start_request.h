@@ -17,7 +17,9 @@
 
 namespace crawler {
 
-/// The request an entry stands for. Throws std::invalid_argument saying what is wrong.
+/// The request an entry stands for, of request_origin::shared: start URLs come from a key anyone
+/// who reaches the fleet's Redis can write, so the entry must pass shared_request_problem (http or
+/// https, no meta "proxy"). Throws std::invalid_argument saying what is wrong.
 request start_request_from(std::string_view entry);
 
 }  // namespace crawler

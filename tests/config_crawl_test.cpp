@@ -509,13 +509,30 @@ TEST(crawl_config, every_example_file_is_valid) {
   EXPECT_EQ(files, 6u);
 }
 
+// The example as its README runs it: the offline books served over HTTP (a fleet fetches only
+// http(s)), here by the test's server on its own port instead of 8000.
 TEST(crawler_run, the_fleet_example_runs_as_two_workers_on_one_redis) {
+  const std::filesystem::path books = CRAWLER_SOURCE_DIR "/config/examples/books";
+  http_server::options served;
+  for (const auto& file : std::filesystem::recursive_directory_iterator(books)) {
+    if (!file.is_regular_file()) continue;
+    std::ifstream in(file.path());
+    served.pages["/" + file.path().lexically_relative(books).generic_string()] =
+        std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  http_server site(served);
+  temp_dir dir;
+  auto example = json::parse(std::ifstream(CRAWLER_SOURCE_DIR "/config/examples/books-fleet.json"));
+  ASSERT_EQ(example["spider"]["start_urls"], json::array({"http://127.0.0.1:8000/index.html"}));
+  example["spider"]["start_urls"] = json::array({site.url("/index.html")});
+  auto crawl_file = dir.path() / "books-fleet.json";
+  std::ofstream(crawl_file) << example.dump(2);
   crawler::fixtures::redis_server redis;
   std::vector<std::unique_ptr<child_process>> workers;
   for (int i = 0; i < 2; ++i) {
     workers.push_back(std::make_unique<child_process>(std::vector<std::string>{
-        crawler_binary(), "run", CRAWLER_SOURCE_DIR "/config/examples/books-fleet.json", "-s",
-        "REDIS_URL=" + redis.url(), "-s", "MAX_IDLE_TIME_BEFORE_CLOSE=1", "--nolog"}));
+        crawler_binary(), "run", crawl_file.string(), "-s", "REDIS_URL=" + redis.url(), "-s",
+        "MAX_IDLE_TIME_BEFORE_CLOSE=1", "--nolog"}));
   }
   for (auto& worker : workers) ASSERT_EQ(worker->wait(), 0) << worker->stderr_text();
   child_process stats({crawler_binary(), "stats", "books_fleet", "-s", "REDIS_URL=" + redis.url()});

@@ -272,11 +272,11 @@ std::vector<nlohmann::json> periodic_lines(const std::string& log) {
 // JSON object, and a last one as the crawl closes.
 TEST(crawler_command, periodic_log_writes_the_included_stats_deltas_and_timing) {
   interrupted_site site;
-  child_process crawl(site.argv(
-      1, {"CONCURRENT_REQUESTS=4", "LOGSTATS_INTERVAL=0.2",
-          R"(PERIODIC_LOG_STATS={"include": ["scheduler/"], "exclude": ["/memory"]})",
-          R"(PERIODIC_LOG_DELTA={"include": ["item_scraped_count"]})",
-          "PERIODIC_LOG_TIMING_ENABLED=true"}));
+  child_process crawl(
+      site.argv(1, {"CONCURRENT_REQUESTS=4", "LOGSTATS_INTERVAL=0.2",
+                    R"(PERIODIC_LOG_STATS={"include": ["scheduler/"], "exclude": ["/memory"]})",
+                    R"(PERIODIC_LOG_DELTA={"include": ["item_scraped_count"]})",
+                    "PERIODIC_LOG_TIMING_ENABLED=true"}));
   ASSERT_EQ(crawl.wait(), 0) << crawl.stderr_text();
   auto lines = periodic_lines(crawl.stderr_text());
   ASSERT_GE(lines.size(), 3u) << crawl.stderr_text();
@@ -938,9 +938,9 @@ TEST(crawler_command, dedup_names_the_file_and_line_of_a_bad_url) {
   child_process dedup({crawler_binary(), "dedup", urls.string(), missing.string()});
   EXPECT_EQ(dedup.wait(), 1);
   EXPECT_EQ(dedup.stdout_text(), "http://a.example/1\nhttp://a.example/2\n");
-  EXPECT_NE(dedup.stderr_text().find("crawler dedup: " + urls.string() +
-                                     ":2: invalid URL 'http://[bad'"),
-            std::string::npos)
+  EXPECT_NE(
+      dedup.stderr_text().find("crawler dedup: " + urls.string() + ":2: invalid URL 'http://[bad'"),
+      std::string::npos)
       << dedup.stderr_text();
   EXPECT_NE(dedup.stderr_text().find("crawler dedup: cannot read " + missing.string()),
             std::string::npos)
@@ -1017,8 +1017,8 @@ TEST(crawler_command, a_start_url_that_is_not_a_url_is_one_line_before_anything_
       {crawler_binary(), "crawl", "site", "-a", "start=www.example.org/", "--nolog"});
   EXPECT_EQ(crawl.wait(), 2);
   EXPECT_EQ(crawl.stderr_text(),
-            "crawler crawl: start URL \"www.example.org/\" is not an absolute URL such as "
-            "https://example.org/\n");
+            "crawler crawl: start URL \"www.example.org/\": Missing scheme in request url: "
+            "www.example.org/\n");
 }
 
 }  // namespace

@@ -6,8 +6,8 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <optional>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <thread>
 
@@ -445,22 +445,36 @@ TEST(crawl, a_link_rewritten_by_a_middleware_is_deduplicated_by_its_new_url) {
   EXPECT_EQ(stat(result, "item_scraped_count"), 2);
 }
 
-// A link no fingerprint can be made of (an unbalanced IPv6 bracket), yielded on a worker thread.
+// A bad link, by default one no fingerprint can be made of (an unbalanced IPv6 bracket), yielded
+// on a worker thread beside a good one.
 class bad_link_spider : public crawler::spider {
  public:
-  explicit bad_link_spider(std::string start) : spider("bad_link"), start_(std::move(start)) {
+  explicit bad_link_spider(std::string start, std::string link = "http://[::1/broken")
+      : spider("bad_link"), start_(std::move(start)), link_(std::move(link)) {
     concurrent_callbacks = true;
   }
   void start_requests(crawler::output& out) override { out.request(crawler::request{start_}); }
   void parse(const crawler::response& response, crawler::output& out) override {
     if (response.url != start_) return;
-    out.request(crawler::request{"http://[::1/broken"});
+    out.request(crawler::request{link_});
     out.request(response.follow("/site/7"));
   }
 
  private:
-  std::string start_;
+  std::string start_, link_;
 };
+
+// Scrapy's Request raises "Missing scheme in request url" for a URL a callback built without one:
+// here the request is dropped with that error, never fetched as a guessed host or a local path.
+TEST(crawl, a_link_without_a_scheme_is_an_error_and_the_crawl_goes_on) {
+  http_server server({.site_pages = 1000});
+  bad_link_spider spider(server.url("/site/0"), "etc/passwd");
+  auto result = crawl(spider);
+  EXPECT_EQ(result.finish_reason, "finished");
+  EXPECT_EQ(server.hits("/site/7"), 1u);
+  EXPECT_EQ(stat(result, "scheme/filtered"), 1);
+  EXPECT_EQ(stat(result, "log_count/ERROR"), 1);
+}
 
 TEST(crawl, a_link_that_cannot_be_fingerprinted_is_dropped_and_the_crawl_goes_on) {
   http_server server({.site_pages = 1000});

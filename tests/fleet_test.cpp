@@ -1,5 +1,7 @@
 // Fleets: several `crawler` processes sharing one real redis-server (SCHEDULER=redis) crawl a
 // loopback site together, each page once, and lose nothing when a worker is killed.
+#include "fleet.h"
+
 #include <gtest/gtest.h>
 #include <hiredis/hiredis.h>
 #include <signal.h>
@@ -21,56 +23,13 @@ using namespace std::chrono_literals;
 using crawler::fixtures::child_process;
 using crawler::fixtures::count_of;
 using crawler::fixtures::crawler_binary;
+using crawler::fixtures::fleet_worker;
 using crawler::fixtures::http_server;
+using crawler::fixtures::redis_list;
 using crawler::fixtures::redis_server;
 using crawler::fixtures::temp_dir;
 
 constexpr std::size_t pages = 300;
-
-std::unique_ptr<child_process> worker(const http_server& site, const redis_server& redis,
-                                      const std::filesystem::path& feed,
-                                      const std::string& dupefilter = "redis_set",
-                                      std::vector<std::string> extra = {}) {
-  std::vector<std::string> argv{crawler_binary(),
-                                "crawl",
-                                "site",
-                                "-a",
-                                "start=" + site.url("/site/0"),
-                                "-s",
-                                "SCHEDULER=redis",
-                                "-s",
-                                "DUPEFILTER_CLASS=" + dupefilter,
-                                "-s",
-                                "REDIS_URL=" + redis.url(),
-                                "-s",
-                                "MAX_IDLE_TIME_BEFORE_CLOSE=2",
-                                "-s",
-                                "BLOOMFILTER_BIT=20",
-                                "-s",
-                                "CONCURRENT_REQUESTS=4",
-                                "-o",
-                                feed.string()};
-  // Quiet, unless the test reads the log (-L LEVEL).
-  if (std::find(extra.begin(), extra.end(), "-L") == extra.end()) argv.push_back("--nolog");
-  argv.insert(argv.end(), extra.begin(), extra.end());
-  return std::make_unique<child_process>(argv);
-}
-
-std::vector<std::string> redis_list(int port, const std::string& key,
-                                    const std::string& command = "LRANGE") {
-  auto* context = redisConnect("127.0.0.1", port);
-  if (!context || context->err) throw std::runtime_error("cannot reach the test's redis");
-  auto* reply = static_cast<redisReply*>(
-      command == "LRANGE" ? redisCommand(context, "LRANGE %s 0 -1", key.c_str())
-                          : redisCommand(context, "%s %s", command.c_str(), key.c_str()));
-  std::vector<std::string> values;
-  if (reply && reply->type == REDIS_REPLY_ARRAY) {
-    for (std::size_t i = 0; i < reply->elements; ++i) values.emplace_back(reply->element[i]->str);
-  }
-  freeReplyObject(reply);
-  redisFree(context);
-  return values;
-}
 
 std::multiset<std::string> crawled_urls(const std::vector<std::filesystem::path>& feeds) {
   std::multiset<std::string> urls;
@@ -94,8 +53,8 @@ TEST(fleet, three_workers_crawl_every_page_of_a_site_exactly_once) {
   for (int i = 0; i < 3; ++i) {
     feeds.push_back(dir.path() / ("items-" + std::to_string(i) + ".jsonl"));
     stats_files.push_back(dir.path() / ("stats-" + std::to_string(i) + ".json"));
-    workers.push_back(worker(site, redis, feeds.back(), "redis_set",
-                             {"-s", "STATS_FILE=" + stats_files.back().string()}));
+    workers.push_back(fleet_worker(site, redis, feeds.back(), "redis_set",
+                                   {"-s", "STATS_FILE=" + stats_files.back().string()}));
   }
   for (auto& w : workers) EXPECT_EQ(w->wait(), 0) << w->stderr_text();
   for (std::size_t page = 0; page < pages; ++page) {
@@ -161,7 +120,7 @@ TEST_P(killed_workers, lose_nothing_and_refetch_only_what_the_dead_held) {
   std::vector<std::filesystem::path> feeds;
   auto start = [&] {
     feeds.push_back(dir.path() / ("items-" + std::to_string(feeds.size()) + ".jsonl"));
-    return worker(site, redis, feeds.back(), GetParam(), fast_leases);
+    return fleet_worker(site, redis, feeds.back(), GetParam(), fast_leases);
   };
   auto survivor = start();
   auto victim = start();
@@ -200,8 +159,8 @@ TEST(fleet, a_redis_restarted_with_its_data_mid_crawl_loses_nothing) {
   temp_dir dir;
   std::vector<std::string> logged{"-s", "MAX_IDLE_TIME_BEFORE_CLOSE=4", "-L", "INFO",
                                   "-s", "REDIS_PIPELINE=true"};
-  auto first = worker(site, redis, dir.path() / "a.jsonl", "redis_set", logged);
-  auto second = worker(site, redis, dir.path() / "b.jsonl", "redis_set", logged);
+  auto first = fleet_worker(site, redis, dir.path() / "a.jsonl", "redis_set", logged);
+  auto second = fleet_worker(site, redis, dir.path() / "b.jsonl", "redis_set", logged);
   std::this_thread::sleep_for(500ms);
   redis.stop();
   std::this_thread::sleep_for(1500ms);
@@ -227,7 +186,7 @@ TEST(fleet, a_redis_gone_for_longer_than_redis_failure_timeout_closes_the_worker
   redis_server redis;
   temp_dir dir;
   auto stats = dir.path() / "stats.json";
-  auto orphan = worker(
+  auto orphan = fleet_worker(
       site, redis, dir.path() / "a.jsonl", "redis_set",
       {"-s", "REDIS_FAILURE_TIMEOUT=1", "-s", "STATS_FILE=" + stats.string(), "-L", "ERROR"});
   std::this_thread::sleep_for(500ms);
@@ -246,10 +205,11 @@ TEST(fleet, a_paused_redis_past_the_command_timeout_loses_nothing) {
   http_server site({.site_pages = pages, .page_delay_ms = 50});
   redis_server redis;
   temp_dir dir;
-  auto hung = worker(site, redis, dir.path() / "a.jsonl", "redis_set",
-                     {"-s", "MAX_IDLE_TIME_BEFORE_CLOSE=4", "-s", "REDIS_PIPELINE=true", "-s",
-                      "SCHEDULER_LEASE_TIME=2", "-s", "SCHEDULER_HEARTBEAT_INTERVAL=0.5", "-s",
-                      R"(REDIS_PARAMS={"socket_timeout": 0.3, "socket_connect_timeout": 0.3})"});
+  auto hung =
+      fleet_worker(site, redis, dir.path() / "a.jsonl", "redis_set",
+                   {"-s", "MAX_IDLE_TIME_BEFORE_CLOSE=4", "-s", "REDIS_PIPELINE=true", "-s",
+                    "SCHEDULER_LEASE_TIME=2", "-s", "SCHEDULER_HEARTBEAT_INTERVAL=0.5", "-s",
+                    R"(REDIS_PARAMS={"socket_timeout": 0.3, "socket_connect_timeout": 0.3})"});
   std::this_thread::sleep_for(500ms);
   redis.pause();
   std::this_thread::sleep_for(1500ms);
@@ -266,17 +226,17 @@ TEST(fleet, flush_on_start_starts_the_crawl_over_once_for_the_whole_fleet) {
   temp_dir dir;
   std::vector<std::string> keep{"-s", "SCHEDULER_PERSIST=true", "-s",
                                 "MAX_IDLE_TIME_BEFORE_CLOSE=1"};
-  auto first = worker(site, redis, dir.path() / "a.jsonl", "redis_set", keep);
+  auto first = fleet_worker(site, redis, dir.path() / "a.jsonl", "redis_set", keep);
   ASSERT_EQ(first->wait(), 0) << first->stderr_text();
   ASSERT_EQ(site.hits("/site/39"), 1u);
-  auto again = worker(site, redis, dir.path() / "b.jsonl", "redis_set", keep);
+  auto again = fleet_worker(site, redis, dir.path() / "b.jsonl", "redis_set", keep);
   ASSERT_EQ(again->wait(), 0) << again->stderr_text();
   EXPECT_EQ(site.hits("/site/0"), 1u);  // everything was seen: nothing to crawl
 
   auto flushing = keep;
   flushing.insert(flushing.end(), {"-s", "SCHEDULER_FLUSH_ON_START=true", "-L", "INFO"});
-  auto one = worker(site, redis, dir.path() / "c.jsonl", "redis_set", flushing);
-  auto two = worker(site, redis, dir.path() / "d.jsonl", "redis_set", flushing);
+  auto one = fleet_worker(site, redis, dir.path() / "c.jsonl", "redis_set", flushing);
+  auto two = fleet_worker(site, redis, dir.path() / "d.jsonl", "redis_set", flushing);
   ASSERT_EQ(one->wait(), 0) << one->stderr_text();
   ASSERT_EQ(two->wait(), 0) << two->stderr_text();
   for (int page = 0; page < 40; ++page) {
@@ -294,7 +254,8 @@ TEST(fleet, a_key_of_the_wrong_type_stops_a_worker_at_start_naming_the_key) {
   auto* context = redisConnect("127.0.0.1", redis.port());
   freeReplyObject(redisCommand(context, "SET site:requests:leased oops"));
   redisFree(context);
-  auto refused = worker(site, redis, dir.path() / "items.jsonl", "redis_set", {"-L", "ERROR"});
+  auto refused =
+      fleet_worker(site, redis, dir.path() / "items.jsonl", "redis_set", {"-L", "ERROR"});
   EXPECT_NE(refused->wait(), 0);
   EXPECT_NE(refused->stderr_text().find(
                 "key site:requests:leased holds a string, where the fleet keeps a hash"),
@@ -322,7 +283,7 @@ TEST(fleet, pushed_start_urls_are_crawled_once_and_bad_ones_are_set_aside) {
   freeReplyObject(redisCommand(context, "RPUSH site:start_urls %s", "{not json"));
   redisFree(context);
 
-  auto fleet = worker(site, redis, dir.path() / "items.jsonl");
+  auto fleet = fleet_worker(site, redis, dir.path() / "items.jsonl");
   EXPECT_EQ(fleet->wait(), 0) << fleet->stderr_text();
   EXPECT_EQ(site.hits("/s?wd=a"), 1u);
   EXPECT_EQ(site.hits("/s?wd=b"), 1u);
@@ -351,12 +312,18 @@ TEST(fleet, every_key_follows_its_template_setting) {
                                 "-s", "REDIS_START_URLS_KEY=in:%(name)s",
                                 "-s", "REDIS_PIPELINE=true",
                                 "-s", "SCHEDULER_PERSIST=true"};
-  std::vector<std::string> push{crawler_binary(), "push", "site", "-s", "REDIS_URL=" + redis.url(),
-                                "-s", "REDIS_START_URLS_KEY=in:%(name)s", site.url("/site/0")};
+  std::vector<std::string> push{crawler_binary(),
+                                "push",
+                                "site",
+                                "-s",
+                                "REDIS_URL=" + redis.url(),
+                                "-s",
+                                "REDIS_START_URLS_KEY=in:%(name)s",
+                                site.url("/site/0")};
   child_process pushed(push);
   ASSERT_EQ(pushed.wait(), 0) << pushed.stderr_text();
   EXPECT_EQ(pushed.stdout_text(), "Pushed 1 start URLs to in:site\n");
-  auto fleet = worker(site, redis, dir.path() / "items.jsonl", "redis_set", keys);
+  auto fleet = fleet_worker(site, redis, dir.path() / "items.jsonl", "redis_set", keys);
   ASSERT_EQ(fleet->wait(), 0) << fleet->stderr_text();
   EXPECT_EQ(redis_list(redis.port(), "out:site").size(), 20u);
   EXPECT_EQ(redis_list(redis.port(), "jobs:site:seen", "SMEMBERS").size(), 20u);
@@ -380,9 +347,9 @@ TEST(fleet, start_urls_move_into_the_queue_a_batch_at_a_time) {
       push.push_back(site.url("/site/" + std::to_string(i % 5) + "?" + std::to_string(i)));
     child_process pushed(push);
     ASSERT_EQ(pushed.wait(), 0) << pushed.stderr_text();
-    auto running = worker(site, redis, dir.path() / "items.jsonl", "redis_set",
-                          {"-s", "CONCURRENT_REQUESTS=1", "-s",
-                           "REDIS_START_URLS_BATCH_SIZE=" + std::to_string(batch)});
+    auto running = fleet_worker(site, redis, dir.path() / "items.jsonl", "redis_set",
+                                {"-s", "CONCURRENT_REQUESTS=1", "-s",
+                                 "REDIS_START_URLS_BATCH_SIZE=" + std::to_string(batch)});
     std::this_thread::sleep_for(300ms);  // one feed, and the first download under way
     auto* context = redisConnect("127.0.0.1", redis.port());
     auto* reply = static_cast<redisReply*>(redisCommand(context, "LLEN site:start_urls"));
@@ -417,7 +384,8 @@ TEST(fleet, push_reads_start_urls_from_stdin_and_refuses_a_bad_line_naming_it) {
   child_process refused({crawler_binary(), "push", "site", "-s", "REDIS_URL=" + redis.url(), "-"},
                         typo);
   EXPECT_EQ(refused.wait(), 2);
-  EXPECT_EQ(refused.stderr_text(), "crawler push: stdin:3: \"h.test/c\" is not an absolute URL\n");
+  EXPECT_EQ(refused.stderr_text(),
+            "crawler push: stdin:3: Missing scheme in request url: h.test/c\n");
   EXPECT_EQ(redis_list(redis.port(), "site:start_urls").size(), 2500u);  // nothing of it sent
 }
 
@@ -428,9 +396,9 @@ TEST_P(status_with_persist, shows_live_workers_and_what_is_queued_and_in_flight)
   redis_server redis;
   temp_dir dir;
   auto running =
-      worker(site, redis, dir.path() / "items.jsonl", "redis_set",
-             {"-s", "MAX_IDLE_TIME_BEFORE_CLOSE=0", "-s", "SCHEDULER_HEARTBEAT_INTERVAL=0.2", "-s",
-              std::string("SCHEDULER_PERSIST=") + (GetParam() ? "true" : "false")});
+      fleet_worker(site, redis, dir.path() / "items.jsonl", "redis_set",
+                   {"-s", "MAX_IDLE_TIME_BEFORE_CLOSE=0", "-s", "SCHEDULER_HEARTBEAT_INTERVAL=0.2",
+                    "-s", std::string("SCHEDULER_PERSIST=") + (GetParam() ? "true" : "false")});
   std::this_thread::sleep_for(1500ms);
   child_process status({crawler_binary(), "status", "site", "-s", "REDIS_URL=" + redis.url()});
   ASSERT_EQ(status.wait(), 0) << status.stderr_text();

@@ -210,6 +210,37 @@ TEST(redis_queue, entries_that_do_not_decode_go_to_bad_and_are_never_returned) {
   EXPECT_EQ(redis.integer("HLEN spider:requests:leased"), 1);  // only the good one
 }
 
+// Anyone who reaches Redis can write the queue: what is taken is a shared request, and one that
+// names a local file, another scheme, no scheme or a proxy is set aside, never returned.
+TEST(redis_queue, taken_requests_are_shared_and_those_only_the_operator_may_make_go_to_bad) {
+  fixture f;
+  auto queue = f.queue("w1", "fifo");
+  inspector redis(f.server.port());
+  redis.command(R"(RPUSH spider:requests 0000000000000001|{"url":"file:///etc/passwd"})");
+  redis.command(R"(RPUSH spider:requests 0000000000000002|{"url":"dict://127.0.0.1:11211/x"})");
+  redis.command(R"(RPUSH spider:requests 0000000000000003|{"url":"a.test/no-scheme"})");
+  redis.command(R"(RPUSH spider:requests 0000000000000004|{"url":"http:///no-host"})");
+  redis.command(
+      R"(RPUSH spider:requests 0000000000000005|{"url":"http://a/p","meta":{"proxy":"http://x"}})");
+  settle(queue, "", {request{"https://a/good"}});
+  auto taken = take(queue, 10);
+  ASSERT_EQ(urls(taken), std::vector<std::string>{"https://a/good"});
+  EXPECT_EQ(taken[0].request.origin, crawler::request_origin::shared);
+  auto bad = redis.strings("LRANGE spider:requests:bad 0 -1");
+  ASSERT_EQ(bad.size(), 5u);
+  std::vector<std::string> reasons;
+  for (const auto& record : bad) reasons.push_back(nlohmann::json::parse(record)["reason"]);
+  EXPECT_EQ(
+      reasons[0],
+      "scheme \"file\" of file:///etc/passwd: a shared queue carries only http and https URLs");
+  EXPECT_NE(reasons[1].find("scheme \"dict\""), std::string::npos) << reasons[1];
+  EXPECT_EQ(reasons[2], "Missing scheme in request url: a.test/no-scheme");
+  EXPECT_EQ(reasons[3], "http:///no-host has no host");
+  EXPECT_EQ(reasons[4],
+            "meta \"proxy\" in <GET http://a/p>: a request read from a shared queue may not "
+            "choose its proxy");
+}
+
 class settle_through : public testing::TestWithParam<std::string> {};
 
 TEST_P(settle_through, new_children_are_queued_once_items_appended_and_the_lease_settled) {
@@ -367,6 +398,13 @@ TEST(start_request_from, reads_scrapy_redis_entries_with_their_form_data_as_scra
   EXPECT_TRUE(ours.dont_filter);
 
   EXPECT_EQ(crawler::start_request_from("  http://h.test/plain").url, "http://h.test/plain");
+  EXPECT_EQ(crawler::start_request_from("http://h.test/plain").origin,
+            crawler::request_origin::shared);
+  for (const char* local :
+       {"file:///etc/passwd", R"({"url": "file:///etc/passwd"})", "etc/passwd", "/etc/passwd",
+        R"({"url": "http://h.test/", "meta": {"proxy": "http://x:1"}})"}) {
+    EXPECT_THROW(crawler::start_request_from(local), std::invalid_argument) << local;
+  }
   try {
     crawler::start_request_from(R"({"url": "http://h.test/", "page": 2})");
     ADD_FAILURE() << "a number is not form data";

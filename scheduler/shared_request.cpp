@@ -1,0 +1,31 @@
+#include "scheduler/shared_request.h"
+
+#include <boost/url/parse.hpp>
+
+#include "dedup/url_bytes.h"
+
+namespace crawler {
+
+std::string missing_scheme_problem(std::string_view url) {
+  if (!dedup::url_scheme(url).empty()) return {};
+  return "Missing scheme in request url: " + std::string(url);
+}
+
+std::string shared_request_problem(const request& request) {
+  if (auto missing = missing_scheme_problem(request.url); !missing.empty()) return missing;
+  auto scheme = dedup::url_scheme(request.url);
+  if (scheme != "http" && scheme != "https") {
+    return "scheme \"" + scheme + "\" of " + request.url +
+           ": a shared queue carries only http and https URLs";
+  }
+  auto parsed = boost::urls::parse_uri(request.url);
+  if (!parsed) return request.url + " is not a valid URL";
+  if (parsed->host().empty()) return request.url + " has no host";
+  if (request.meta.contains("proxy")) {
+    return "meta \"proxy\" in " + request.describe() +
+           ": a request read from a shared queue may not choose its proxy";
+  }
+  return {};
+}
+
+}  // namespace crawler

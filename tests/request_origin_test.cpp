@@ -1,0 +1,172 @@
+// URLs carry their origin: only the crawl's own operator (crawl file, -a, -s, C++ start_requests)
+// may name a file:// URL. What a fleet reads from Redis, and what `crawler push` writes there, is
+// http or https, chooses no proxy and does not pass the offsite filter by saying so; a URL without
+// a scheme is an error everywhere.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "child_process.h"
+#include "fleet.h"
+#include "http_server.h"
+#include "redis_server.h"
+
+namespace {
+
+using crawler::fixtures::child_process;
+using crawler::fixtures::crawler_binary;
+using crawler::fixtures::fleet_worker;
+using crawler::fixtures::http_server;
+using crawler::fixtures::redis_list;
+using crawler::fixtures::redis_run;
+using crawler::fixtures::redis_server;
+using crawler::fixtures::temp_dir;
+
+std::string slurp(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+// A queue entry as another program would write it into the priority queue: "<id>|<json>".
+void write_queue_entry(const redis_server& redis, const std::string& id,
+                       const nlohmann::json& request) {
+  redis_run(redis.port(), {"ZADD", "site:requests", "0", id + "|" + request.dump()});
+}
+
+// The reasons of <key>, a :bad list, by the entry each set aside.
+std::map<std::string, std::string> set_aside(const redis_server& redis, const std::string& key) {
+  std::map<std::string, std::string> reasons;
+  for (const auto& record : redis_list(redis.port(), key)) {
+    auto json = nlohmann::json::parse(record);
+    reasons[json["entry"].get<std::string>()] = json["reason"].get<std::string>();
+  }
+  return reasons;
+}
+
+TEST(crawler_push, refuses_a_local_file_a_proxy_and_a_url_without_a_scheme_naming_the_argument) {
+  redis_server redis;
+  struct refusal {
+    std::string entry, message;
+  };
+  std::vector<refusal> refusals{
+      {"file:///etc/passwd",
+       "scheme \"file\" of file:///etc/passwd: a shared queue carries only http and https URLs"},
+      {R"({"url": "file:///etc/passwd"})",
+       "scheme \"file\" of file:///etc/passwd: a shared queue carries only http and https URLs"},
+      {"gopher://127.0.0.1:6379/_FLUSHALL",
+       "scheme \"gopher\" of gopher://127.0.0.1:6379/_FLUSHALL: a shared queue carries only "
+       "http and https URLs"},
+      {"h.test/page", "Missing scheme in request url: h.test/page"},
+      {R"({"url": "http://h.test/p", "meta": {"proxy": "http://evil.test:3128"}})",
+       "meta \"proxy\" in <GET http://h.test/p>: a request read from a shared queue may not "
+       "choose its proxy"}};
+  for (const auto& [entry, message] : refusals) {
+    child_process push({crawler_binary(), "push", "site", "-s", "REDIS_URL=" + redis.url(),
+                        "http://h.test/fine", entry});
+    EXPECT_EQ(push.wait(), 2) << entry;
+    EXPECT_EQ(push.stderr_text(), "crawler push: argument 2: " + message + "\n") << entry;
+  }
+  EXPECT_EQ(redis_list(redis.port(), "site:start_urls").size(), 0u);  // nothing of them sent
+  // scrapy-redis's JSON form, unsigned, from a Python producer: http(s) works as it always did.
+  child_process plain({crawler_binary(), "push", "site", "-s", "REDIS_URL=" + redis.url(),
+                       R"({"url": "https://h.test/s", "q": "dune", "meta": {"from": "py"}})"});
+  EXPECT_EQ(plain.wait(), 0) << plain.stderr_text();
+}
+
+// What the fleet would have done before: fetch the file and put its lines in the feed.
+TEST(fleet_origin, a_file_url_read_from_redis_is_set_aside_and_the_file_is_never_read) {
+  http_server site({.site_pages = 5});
+  redis_server redis;
+  temp_dir dir;
+  auto secret = dir.path() / "secret.txt";
+  std::ofstream(secret) << "<title>the operator's secret</title>";
+  auto file_url = "file://" + secret.string();
+  write_queue_entry(redis, "0000000000000001", {{"url", file_url}, {"dont_filter", true}});
+  write_queue_entry(redis, "0000000000000002", {{"url", "gopher://127.0.0.1:1/_x"}});
+  write_queue_entry(redis, "0000000000000003",
+                    {{"url", site.url("/s?wd=proxied")},
+                     {"meta", {{"proxy", site.url("/")}}},
+                     {"dont_filter", true}});
+  redis_run(redis.port(), {"RPUSH", "site:start_urls", nlohmann::json{{"url", file_url}}.dump()});
+  redis_run(redis.port(), {"RPUSH", "site:start_urls", file_url});
+
+  auto feed = dir.path() / "items.jsonl";
+  auto worker = fleet_worker(site, redis, feed);
+  ASSERT_EQ(worker->wait(), 0) << worker->stderr_text();
+  EXPECT_EQ(slurp(feed).find("secret"), std::string::npos) << slurp(feed);
+  for (int page = 0; page < 5; ++page) EXPECT_EQ(site.hits("/site/" + std::to_string(page)), 1u);
+  EXPECT_EQ(site.hits("/s?wd=proxied"), 0u);
+
+  auto queue_bad = set_aside(redis, "site:requests:bad");
+  ASSERT_EQ(queue_bad.size(), 3u);
+  for (const auto& [entry, reason] : queue_bad) {
+    if (entry.find(file_url) != std::string::npos) {
+      EXPECT_EQ(reason, "scheme \"file\" of " + file_url +
+                            ": a shared queue carries only http and https URLs");
+    } else if (entry.find("gopher") != std::string::npos) {
+      EXPECT_NE(reason.find("scheme \"gopher\""), std::string::npos) << reason;
+    } else {
+      EXPECT_NE(reason.find("may not choose its proxy"), std::string::npos) << reason;
+    }
+  }
+  auto start_bad = set_aside(redis, "site:start_urls:bad");
+  ASSERT_EQ(start_bad.size(), 2u);
+  EXPECT_EQ(start_bad[file_url],
+            "scheme \"file\" of " + file_url + ": a shared queue carries only http and https URLs");
+}
+
+// dont_filter and meta allow_offsite are the spider's to set; written into Redis by anyone, they
+// do not take a request to a host outside allowed_domains (the site spider allows its start
+// URL's host, 127.0.0.1).
+TEST(fleet_origin, dont_filter_and_allow_offsite_in_an_entry_do_not_pass_the_offsite_filter) {
+  http_server site({.site_pages = 3});
+  redis_server redis;
+  temp_dir dir;
+  auto other_host = "http://localhost:" + std::to_string(site.port());
+  write_queue_entry(redis, "0000000000000001",
+                    {{"url", other_host + "/s?wd=offsite"},
+                     {"dont_filter", true},
+                     {"meta", {{"allow_offsite", true}}}});
+  write_queue_entry(redis, "0000000000000002",
+                    {{"url", site.url("/s?wd=onsite")}, {"dont_filter", true}});
+  auto stats = dir.path() / "stats.json";
+  auto worker = fleet_worker(site, redis, dir.path() / "items.jsonl", "redis_set",
+                             {"-s", "STATS_FILE=" + stats.string()});
+  ASSERT_EQ(worker->wait(), 0) << worker->stderr_text();
+  EXPECT_EQ(site.hits("/s?wd=offsite"), 0u);
+  EXPECT_EQ(site.hits("/s?wd=onsite"), 1u);
+  EXPECT_GE(nlohmann::json::parse(slurp(stats)).value("offsite/filtered", 0), 1);
+}
+
+TEST(fleet_origin, a_fleet_with_a_file_start_url_stops_before_it_starts_naming_it) {
+  redis_server redis;
+  temp_dir dir;
+  auto page = dir.path() / "index.html";
+  std::ofstream(page) << "<title>local</title>";
+  child_process fleet({crawler_binary(), "crawl", "site", "-a", "start=file://" + page.string(),
+                       "-s", "SCHEDULER=redis", "-s", "DUPEFILTER_CLASS=redis_set", "-s",
+                       "REDIS_URL=" + redis.url(), "--nolog"});
+  EXPECT_EQ(fleet.wait(), 2);
+  EXPECT_NE(fleet.stderr_text().find("start URL \"file://" + page.string() +
+                                     "\": SCHEDULER=redis: scheme \"file\""),
+            std::string::npos)
+      << fleet.stderr_text();
+  for (const auto& key : redis_list(redis.port(), "*", "KEYS")) {
+    EXPECT_FALSE(key.starts_with("site:requests")) << key << " was written";
+  }
+}
+
+// The same file:// start URL is the operator's own on one machine: crawled.
+TEST(local_origin, a_file_start_url_of_the_operator_is_crawled_without_redis) {
+  temp_dir dir;
+  auto page = dir.path() / "index.html";
+  std::ofstream(page) << "<title>local</title>";
+  auto feed = dir.path() / "items.jsonl";
+  child_process crawl({crawler_binary(), "crawl", "site", "-a", "start=file://" + page.string(),
+                       "-o", feed.string(), "--nolog"});
+  ASSERT_EQ(crawl.wait(), 0) << crawl.stderr_text();
+  EXPECT_NE(slurp(feed).find("\"title\":\"local\""), std::string::npos) << slurp(feed);
+}
+
+}  // namespace
