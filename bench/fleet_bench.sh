@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Fleet benchmark: the same site crawled by one `crawler crawl site` with the memory scheduler
-# (the baseline) and by 1, 2 and 4 workers with SCHEDULER=redis, all against one redis-server and a
-# static site served by nginx on loopback. Prints pages/s, the ratio to the baseline, and what
-# Redis saw per crawled page (INFO commandstats: commands, script calls, Redis CPU).
+# (the baseline) and by 1 (also with signed entries), 2 and 4 workers with SCHEDULER=redis, all
+# against one redis-server and a static site served by nginx on loopback. Prints pages/s, the
+# ratio to the baseline, and what Redis saw per crawled page (INFO commandstats: commands, script
+# calls, Redis CPU).
 #
 #   bash bench/fleet_bench.sh [BUILD_DIR] [PAGES]        # defaults: build 5000
 set -euo pipefail
@@ -75,6 +76,9 @@ PY
 
 run memory 1
 run redis 1 -s SCHEDULER=redis -s MAX_IDLE_TIME_BEFORE_CLOSE=1
+# The same worker with signed entries (SCHEDULER_SIGNING_KEY): an HMAC per entry written and read.
+SCHEDULER_SIGNING_KEY=fleet-bench-signing-key-0123456789 \
+  run redis-signed 1 -s SCHEDULER=redis -s MAX_IDLE_TIME_BEFORE_CLOSE=1
 run redis-2-workers 2 -s SCHEDULER=redis -s MAX_IDLE_TIME_BEFORE_CLOSE=1
 run redis-4-workers 4 -s SCHEDULER=redis -s MAX_IDLE_TIME_BEFORE_CLOSE=1
 python3 - "$work" <<'PY'
@@ -83,4 +87,6 @@ work = sys.argv[1]
 rate = lambda name: float(open(f"{work}/{name}.rate").read())
 print(f"SCHEDULER=redis with one worker: {rate('redis') / rate('memory'):.2f}x the memory "
       f"scheduler's pages/s (the 1 s MAX_IDLE_TIME_BEFORE_CLOSE wait left out)")
+print(f"Signed entries (SCHEDULER_SIGNING_KEY): {rate('redis-signed') / rate('redis'):.2f}x the "
+      f"unsigned worker's pages/s")
 PY

@@ -258,6 +258,11 @@ std::string unknown_key_message(std::string_view where, std::string_view key) {
   std::vector<std::string_view> names;
   for (const auto& spec : table()) names.push_back(spec.name);
   std::string message = std::string(where) + ": unknown setting '" + std::string(key) + "'";
+  if (upper == "SCHEDULER_SIGNING_KEY") {
+    return message + ": the fleet's signing key is read from the environment variable "
+                     "SCHEDULER_SIGNING_KEY only, so it never lands in a crawl file, a shell "
+                     "history or a log";
+  }
   if (auto best = nearest_name(upper, names); !best.empty()) {
     message += " (did you mean '" + std::string(best) + "'?)";
   }

@@ -78,6 +78,43 @@ redis_queue::redis_queue(std::shared_ptr<redis::client> client, redis_queue_opti
   }
 }
 
+std::string redis_queue::entry_body(const request& request) const {
+  auto body = request.to_json().dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  return options_.signer ? options_.signer->sign(body) : body;
+}
+
+// With a key, only the fleet's own entries run, with the origin their writer gave them; without
+// one, every entry is a shared request. Either way only over http(s).
+request redis_queue::read_entry(std::string_view body, const std::string& id) const {
+  auto where = options_.key + " entry " + id;
+  std::string signed_body;
+  bool signed_entry = false;
+  if (options_.signer) {
+    switch (options_.signer->check(body, &signed_body)) {
+      case entry_signer::verdict::valid:
+        signed_entry = true;
+        body = signed_body;
+        break;
+      case entry_signer::verdict::missing:
+        throw std::invalid_argument(
+            where + ": not signed, and SCHEDULER_SIGNING_KEY is set: the fleet's own entries "
+                    "are signed");
+      case entry_signer::verdict::forged:
+        throw std::invalid_argument(
+            where + ": forged signature: its \"hmac\" was not written with this fleet's "
+                    "SCHEDULER_SIGNING_KEY");
+    }
+  }
+  auto json = nlohmann::json::parse(body);
+  auto taken = request::from_json(json, where);
+  bool shared = !signed_entry || json.value("origin", "") == "shared";
+  taken.origin = shared ? request_origin::shared : request_origin::local;
+  if (auto problem = shared_request_problem(taken); !problem.empty()) {
+    throw std::invalid_argument(problem);
+  }
+  return taken;
+}
+
 // Scripts go by their SHA-1 (EVALSHA): a few kilobytes less to send and hash per page. A server
 // that does not have one yet (new, restarted, SCRIPT FLUSH) answers NOSCRIPT, and the same call
 // goes again with the script's text, which also caches it.
@@ -129,12 +166,7 @@ void redis_queue::async_take(std::size_t count, take_handler done) {
                      auto bar = entry.find('|');
                      if (bar == std::string::npos)
                        throw std::invalid_argument("no '|' after the id");
-                     auto json = nlohmann::json::parse(entry.substr(bar + 1));
-                     auto taken_request = request::from_json(json, options_.key + " entry " + id);
-                     taken_request.origin = request_origin::shared;
-                     if (auto problem = shared_request_problem(taken_request); !problem.empty()) {
-                       throw std::invalid_argument(problem);
-                     }
+                     auto taken_request = read_entry(std::string_view(entry).substr(bar + 1), id);
                      if (check_) {
                        if (auto reason = check_(taken_request); !reason.empty()) {
                          throw std::invalid_argument(reason);
@@ -190,9 +222,9 @@ void redis_queue::async_feed(std::size_t count, const dedup::redis_marking* mark
       const auto& raw = element.str;
       std::string body, mark, reason, priority = "0", dont_filter = "0";
       try {
-        auto start = start_request_from(raw);
+        auto start = start_request_from(raw, signer());
         if (marking && !start.dont_filter) mark = marking->argument(fingerprint_of(start, scheme));
-        body = start.to_json().dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+        body = entry_body(start);
         priority = std::to_string(start.priority);
         dont_filter = start.dont_filter ? "1" : "0";
       } catch (const std::exception& bad) {
@@ -291,7 +323,7 @@ void redis_queue::async_settle(const std::string& lease_id, const std::vector<re
       marked.push_back(fp);
     }
     sent.push_back(position);
-    args.push_back(child.to_json().dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+    args.push_back(entry_body(child));
     args.push_back(std::to_string(child.priority));
     args.push_back(child.dont_filter ? "1" : "0");
     args.push_back(std::move(mark));

@@ -20,8 +20,9 @@
 // first in, first out; two equal dont_filter requests stay two entries), "fifo" or "lifo"
 // (lists). Entries are JSON (request::to_json), never pickle. Anyone who reaches Redis can write
 // them, so what is taken is request_origin::shared and must pass shared_request_problem (http or
-// https, no meta "proxy"): an entry that does not decode or does not pass goes to <key>:bad with
-// the reason, and is never run.
+// https, no meta "proxy"), unless signed with the fleet's key (entry_signature.h; with a key, an
+// unsigned entry is refused): an entry that does not decode or does not pass goes to <key>:bad
+// with the reason, and is never run.
 // Completions run on the client's executor. Not thread-safe: one owner, one loop.
 #pragma once
 
@@ -32,11 +33,13 @@
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "dedup/dupefilter.h"
 #include "redis/client.h"
+#include "scheduler/entry_signature.h"
 #include "scheduler/detail/known_fingerprints.h"
 #include "scheduler/request.h"
 
@@ -50,6 +53,9 @@ struct redis_queue_options {
   std::string items_key;           // where settle appends items, e.g. "books:items"
   std::string start_urls_key;      // REDIS_START_URLS_KEY, e.g. "books:start_urls"
   bool start_urls_as_set = false;  // REDIS_START_URLS_AS_SET
+  /// SCHEDULER_SIGNING_KEY: entries written are signed, and an entry taken without a valid
+  /// signature goes to <key>:bad. None: nothing is signed, and every entry is a shared request.
+  std::optional<entry_signer> signer;
 };
 
 /// A request taken from the queue: the lease that holds it, and the request.
@@ -106,6 +112,8 @@ class redis_queue {
   /// it fails, or "". A request that fails goes to <key>:bad like one that does not decode.
   void set_check(std::function<std::string(const request&)> check) { check_ = std::move(check); }
 
+  /// Whether entries are signed (SCHEDULER_SIGNING_KEY).
+  bool signs_entries() const { return options_.signer.has_value(); }
   /// This worker's id in leases.
   const std::string& worker() const { return options_.worker; }
   /// SCHEDULER_QUEUE_CLASS: priority, fifo or lifo.
@@ -119,6 +127,12 @@ class redis_queue {
   std::size_t bad() const { return bad_; }
 
  private:
+  // A request's entry as written to Redis: its JSON, signed when there is a key.
+  std::string entry_body(const request& request) const;
+  // The request an entry's JSON (after "<id>|") stands for; throws std::invalid_argument naming
+  // the entry when it may not run.
+  request read_entry(std::string_view body, const std::string& id) const;
+  const entry_signer* signer() const { return options_.signer ? &*options_.signer : nullptr; }
   void run_script(const char* body, std::vector<std::string> keys, std::vector<std::string> args,
                   std::function<void(std::exception_ptr, redis::reply)> done);
 

@@ -46,13 +46,20 @@ std::unique_ptr<scheduler> redis_scheduler::create(const scheduler_context& cont
                          std::string(dupefilter->backend()) +
                          " is local to one worker (use redis_set, redis_bitmap or redisbloom)");
   }
-  return std::unique_ptr<scheduler>(
-      new redis_scheduler(context, std::move(dupefilter), std::move(client)));
+  std::optional<entry_signer> signer;
+  try {
+    signer = entry_signer::from_environment();
+  } catch (const std::invalid_argument& error) {
+    throw settings_error(error.what());
+  }
+  return std::unique_ptr<scheduler>(new redis_scheduler(context, std::move(dupefilter),
+                                                        std::move(client), std::move(signer)));
 }
 
 redis_scheduler::redis_scheduler(const scheduler_context& context,
                                  std::unique_ptr<dedup::rfp_dupefilter> dupefilter,
-                                 std::shared_ptr<redis::client> client)
+                                 std::shared_ptr<redis::client> client,
+                                 std::optional<entry_signer> signer)
     : scheduler(context, std::move(dupefilter)),
       client_(client),
       queue_key_(
@@ -68,7 +75,8 @@ redis_scheduler::redis_scheduler(const scheduler_context& context,
                       .items_key = spider_key(context.settings.get_string("REDIS_ITEMS_KEY"),
                                               context.spider_name),
                       .start_urls_key = start_urls_key_,
-                      .start_urls_as_set = context.settings.get_bool("REDIS_START_URLS_AS_SET")}),
+                      .start_urls_as_set = context.settings.get_bool("REDIS_START_URLS_AS_SET"),
+                      .signer = std::move(signer)}),
       batch_size_(std::size_t(context.settings.get_int("CONCURRENT_REQUESTS"))),
       start_urls_batch_(context.settings.get_int("REDIS_START_URLS_BATCH_SIZE") > 0
                             ? std::size_t(context.settings.get_int("REDIS_START_URLS_BATCH_SIZE"))
@@ -405,7 +413,10 @@ void redis_scheduler::restore_unchecked(std::vector<request> requests) {
 }
 
 std::string redis_scheduler::start_request_problem(const request& request) const {
-  auto problem = shared_request_problem(request);
+  // As the workers will read it back: the operator's own when signed, shared otherwise.
+  auto as_read = request;
+  if (!queue_.signs_entries()) as_read.origin = request_origin::shared;
+  auto problem = shared_request_problem(as_read);
   if (problem.empty()) return {};
   return "SCHEDULER=redis: " + problem + " (every worker reads the fleet's queue back as a " +
          "shared request)";

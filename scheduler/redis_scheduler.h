@@ -52,7 +52,7 @@ class redis_scheduler final : public scheduler {
  private:
   redis_scheduler(const scheduler_context& context,
                   std::unique_ptr<dedup::rfp_dupefilter> dupefilter,
-                  std::shared_ptr<redis::client> client);
+                  std::shared_ptr<redis::client> client, std::optional<entry_signer> signer);
 
   void do_open(asio::any_completion_handler<done_signature> handler) override;
   void do_enqueue(std::vector<request> requests, std::string parent_lease,

@@ -58,6 +58,9 @@ nlohmann::json request::to_json() const {
     auto& fields = json["headers"] = nlohmann::json::array();
     for (const auto& [name, value] : headers) fields.push_back({name, value});
   }
+  // Read back only from a signed fleet entry: a shared request signed by the worker that queued
+  // it must stay shared, not gain the rights of the fleet's own.
+  if (origin == request_origin::shared) json["origin"] = "shared";
   return json;
 }
 

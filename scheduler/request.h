@@ -58,7 +58,8 @@ struct request {
   /// Skips the dupefilter: the request is queued even if an equal one was seen.
   bool dont_filter = false;
   /// Set by whoever reads the request in (a fleet's queue marks what it takes `shared`); copies
-  /// made of it for a retry or a redirect keep it. Not serialized: what reads an entry decides.
+  /// made of it for a retry or a redirect keep it. to_json writes "origin": "shared", which only
+  /// a signed fleet entry is believed on (scheduler/entry_signature.h); from_json ignores it.
   request_origin origin = request_origin::local;
   /// The spider callback for the response; empty means the spider's `parse`.
   std::string callback;

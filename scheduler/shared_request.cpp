@@ -21,9 +21,10 @@ std::string shared_request_problem(const request& request) {
   auto parsed = boost::urls::parse_uri(request.url);
   if (!parsed) return request.url + " is not a valid URL";
   if (parsed->host().empty()) return request.url + " has no host";
-  if (request.meta.contains("proxy")) {
+  if (request.origin == request_origin::shared && request.meta.contains("proxy")) {
     return "meta \"proxy\" in " + request.describe() +
-           ": a request read from a shared queue may not choose its proxy";
+           ": a request read from a shared queue may not choose its proxy (unless signed with "
+           "SCHEDULER_SIGNING_KEY)";
   }
   return {};
 }

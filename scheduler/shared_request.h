@@ -14,7 +14,9 @@
 //   - meta "proxy": the writer would route the crawl, and the proxy credentials, through a host
 //     of its choosing.
 // And neither dont_filter nor meta "allow_offsite" takes a shared request past the offsite
-// filter (the offsite downloader middleware reads request::origin).
+// filter (the offsite downloader middleware reads request::origin). An entry signed with the
+// fleet's SCHEDULER_SIGNING_KEY is the fleet's own and keeps its writer's origin, though it too
+// is http(s) only: nothing read from Redis names a local file.
 #pragma once
 
 #include <string>
@@ -27,8 +29,10 @@ namespace crawler {
 /// "Missing scheme in request url: URL" when `url` has no scheme (Scrapy's words), else "".
 std::string missing_scheme_problem(std::string_view url);
 
-/// Why `request` may not run when read from a shared queue, or "" when it may: a sentence that
-/// names the URL and what is wrong, for the entry's :bad record and the log.
+/// Why `request`, read from a shared queue, may not run, or "" when it may: a sentence that names
+/// the URL and what is wrong, for the entry's :bad record and the log. Its URL must be http(s)
+/// with a host whatever its origin; the rest applies to request_origin::shared, which the reader
+/// sets unless the entry was signed with the fleet's key (entry_signature.h).
 std::string shared_request_problem(const request& request);
 
 }  // namespace crawler

@@ -81,6 +81,7 @@ request read_entry(std::string_view entry) {
     }
     return value;
   };
+  take("hmac");  // a signature (entry_signature.h) is checked before, never form data
   auto url = take("url");
   if (!url || !url->is_string()) throw std::invalid_argument("\"url\" must be a string");
   require_absolute(url->get_ref<const std::string&>());
@@ -132,9 +133,21 @@ request read_entry(std::string_view entry) {
 
 }  // namespace
 
-request start_request_from(std::string_view entry) {
-  auto start = read_entry(entry);
-  start.origin = request_origin::shared;
+request start_request_from(std::string_view entry, const entry_signer* signer) {
+  request start;
+  std::string signed_body;
+  auto verdict = signer ? signer->check(entry, &signed_body) : entry_signer::verdict::missing;
+  if (verdict == entry_signer::verdict::forged) {
+    throw std::invalid_argument(
+        "forged signature: its \"hmac\" was not written with this fleet's "
+        "SCHEDULER_SIGNING_KEY");
+  }
+  if (verdict == entry_signer::verdict::valid) {
+    start = read_entry(signed_body);  // the operator's, through crawler push with the key
+  } else {
+    start = read_entry(entry);
+    start.origin = request_origin::shared;
+  }
   if (auto problem = shared_request_problem(start); !problem.empty()) {
     throw std::invalid_argument(problem);
   }

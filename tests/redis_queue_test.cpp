@@ -238,7 +238,50 @@ TEST(redis_queue, taken_requests_are_shared_and_those_only_the_operator_may_make
   EXPECT_EQ(reasons[3], "http:///no-host has no host");
   EXPECT_EQ(reasons[4],
             "meta \"proxy\" in <GET http://a/p>: a request read from a shared queue may not "
-            "choose its proxy");
+            "choose its proxy (unless signed with SCHEDULER_SIGNING_KEY)");
+}
+
+TEST(entry_signer, tells_its_own_signature_from_a_missing_or_forged_one) {
+  crawler::entry_signer signer("a key of sixteen+ bytes");
+  auto body = std::string(R"({"url":"http://a/","v":1})");
+  auto entry = signer.sign(body);
+  EXPECT_TRUE(entry.starts_with(R"({"hmac":")")) << entry;
+  EXPECT_FALSE(nlohmann::json::parse(entry).is_discarded());  // still one JSON object
+  std::string signed_body;
+  EXPECT_EQ(signer.check(entry, &signed_body), crawler::entry_signer::verdict::valid);
+  EXPECT_EQ(signed_body, body);
+  EXPECT_EQ(signer.check(body), crawler::entry_signer::verdict::missing);
+  auto changed = entry;
+  changed.replace(changed.find("http://a/"), 9, "http://b/");
+  EXPECT_EQ(signer.check(changed), crawler::entry_signer::verdict::forged);
+  EXPECT_EQ(crawler::entry_signer("another key, also long").check(entry),
+            crawler::entry_signer::verdict::forged);
+  EXPECT_THROW(crawler::entry_signer("too short"), std::invalid_argument);
+}
+
+// With a key, a worker signs what it queues; what it takes back keeps its writer's origin: the
+// spider's own request may choose its proxy, a shared one stays shared.
+TEST(redis_queue, with_a_signing_key_entries_are_signed_and_keep_their_origin) {
+  fixture f;
+  auto queue = redis_queue(f.client, {.key = "spider:requests",
+                                      .order = "fifo",
+                                      .worker = "w1",
+                                      .items_key = "spider:items",
+                                      .signer = crawler::entry_signer("a key of sixteen+ bytes")});
+  request own{"http://a/own"};
+  own.meta["proxy"] = "http://proxy.test:3128";
+  request shared{"http://a/shared"};
+  shared.origin = crawler::request_origin::shared;
+  settle(queue, "", {own, shared});
+  inspector redis(f.server.port());
+  for (const auto& entry : redis.strings("LRANGE spider:requests 0 -1")) {
+    EXPECT_NE(entry.find(R"(|{"hmac":")"), std::string::npos) << entry;
+  }
+  auto taken = take(queue, 10);
+  ASSERT_EQ(urls(taken), (std::vector<std::string>{"http://a/own", "http://a/shared"}));
+  EXPECT_EQ(taken[0].request.origin, crawler::request_origin::local);
+  EXPECT_EQ(taken[0].request.meta["proxy"], "http://proxy.test:3128");
+  EXPECT_EQ(taken[1].request.origin, crawler::request_origin::shared);
 }
 
 class settle_through : public testing::TestWithParam<std::string> {};

@@ -60,7 +60,7 @@ TEST(crawler_push, refuses_a_local_file_a_proxy_and_a_url_without_a_scheme_namin
       {"h.test/page", "Missing scheme in request url: h.test/page"},
       {R"({"url": "http://h.test/p", "meta": {"proxy": "http://evil.test:3128"}})",
        "meta \"proxy\" in <GET http://h.test/p>: a request read from a shared queue may not "
-       "choose its proxy"}};
+       "choose its proxy (unless signed with SCHEDULER_SIGNING_KEY)"}};
   for (const auto& [entry, message] : refusals) {
     child_process push({crawler_binary(), "push", "site", "-s", "REDIS_URL=" + redis.url(),
                         "http://h.test/fine", entry});
@@ -167,6 +167,84 @@ TEST(local_origin, a_file_start_url_of_the_operator_is_crawled_without_redis) {
                        "-o", feed.string(), "--nolog"});
   ASSERT_EQ(crawl.wait(), 0) << crawl.stderr_text();
   EXPECT_NE(slurp(feed).find("\"title\":\"local\""), std::string::npos) << slurp(feed);
+}
+
+constexpr const char* signing_key = "SCHEDULER_SIGNING_KEY=0123456789abcdef-test-key";
+
+// With the fleet's key, its own entries (signed by its workers and by `crawler push`) keep the
+// rights their writer had, and nothing else runs: an unsigned or forged queue entry is set aside;
+// an unsigned start URL (a Python producer cannot sign) is read as a shared request.
+TEST(signed_fleet, runs_only_its_own_entries_and_they_keep_their_writers_rights) {
+  http_server site({.site_pages = 20});
+  redis_server redis;
+  temp_dir dir;
+  auto other_host = "http://localhost:" + std::to_string(site.port());
+  auto offsite = [&](const std::string& name) {
+    return nlohmann::json{{"url", other_host + "/s?wd=" + name},
+                          {"dont_filter", true},
+                          {"meta", {{"allow_offsite", true}}}}
+        .dump();
+  };
+  child_process push(crawler::fixtures::with_environment(
+      {crawler_binary(), "push", "site", "-s", "REDIS_URL=" + redis.url(), offsite("signed"),
+       site.url("/s?wd=plain")},
+      {signing_key}));
+  ASSERT_EQ(push.wait(), 0) << push.stderr_text();
+  auto pushed = redis_list(redis.port(), "site:start_urls");
+  ASSERT_EQ(pushed.size(), 2u);
+  EXPECT_TRUE(pushed[1].starts_with(R"({"hmac":")")) << pushed[1];
+  redis_run(redis.port(), {"RPUSH", "site:start_urls", offsite("unsigned")});
+  write_queue_entry(redis, "0000000000000001", {{"url", site.url("/s?wd=unsigned-entry")}});
+  // A signed entry whose URL was changed after signing.
+  auto forged = pushed[1];
+  auto at = forged.find("/s?wd=plain");
+  forged.replace(at, 11, "/s?wd=forged");
+  redis_run(redis.port(), {"ZADD", "site:requests", "0", "0000000000000002|" + forged});
+
+  auto worker = fleet_worker(site, redis, dir.path() / "items.jsonl", "redis_set",
+                             {"-L", "DEBUG"}, {signing_key});
+  ASSERT_EQ(worker->wait(), 0) << worker->stderr_text();
+  for (int page = 0; page < 20; ++page) {
+    EXPECT_EQ(site.hits("/site/" + std::to_string(page)), 1u) << page;
+  }
+  EXPECT_EQ(site.hits("/s?wd=plain"), 1u);
+  EXPECT_EQ(site.hits("/s?wd=signed"), 1u);    // its pusher's allow_offsite holds
+  EXPECT_EQ(site.hits("/s?wd=unsigned"), 0u);  // a shared request's does not
+  EXPECT_EQ(site.hits("/s?wd=unsigned-entry"), 0u);
+  EXPECT_EQ(site.hits("/s?wd=forged"), 0u);
+  std::vector<std::string> reasons;
+  for (const auto& [entry, reason] : set_aside(redis, "site:requests:bad")) {
+    reasons.push_back(reason);
+  }
+  ASSERT_EQ(reasons.size(), 2u);  // by entry: the unsigned one first
+  EXPECT_TRUE(reasons[0].ends_with(
+      ": not signed, and SCHEDULER_SIGNING_KEY is set: the fleet's own entries are signed"))
+      << reasons[0];
+  EXPECT_TRUE(reasons[1].ends_with(": forged signature: its \"hmac\" was not written with this "
+                                   "fleet's SCHEDULER_SIGNING_KEY"))
+      << reasons[1];
+  EXPECT_EQ(worker->stderr_text().find("0123456789abcdef-test-key"), std::string::npos);
+}
+
+TEST(signed_fleet, the_key_comes_from_the_environment_only_and_must_be_long_enough) {
+  redis_server redis;
+  child_process from_settings({crawler_binary(), "push", "site", "-s",
+                               "SCHEDULER_SIGNING_KEY=0123456789abcdef", "http://h.test/"});
+  EXPECT_EQ(from_settings.wait(), 2);
+  EXPECT_NE(from_settings.stderr_text().find(
+                "read from the environment variable SCHEDULER_SIGNING_KEY only"),
+            std::string::npos)
+      << from_settings.stderr_text();
+  child_process short_key(crawler::fixtures::with_environment(
+      {crawler_binary(), "crawl", "site", "-a", "start=http://h.test/", "-s", "SCHEDULER=redis",
+       "-s", "DUPEFILTER_CLASS=redis_set", "-s", "REDIS_URL=" + redis.url(), "--nolog"},
+      {"SCHEDULER_SIGNING_KEY=short-key"}));
+  EXPECT_EQ(short_key.wait(), 2);
+  EXPECT_NE(short_key.stderr_text().find("SCHEDULER_SIGNING_KEY: must be at least 16 bytes (it "
+                                         "has 9)"),
+            std::string::npos)
+      << short_key.stderr_text();
+  EXPECT_EQ(short_key.stderr_text().find("short-key"), std::string::npos);
 }
 
 }  // namespace

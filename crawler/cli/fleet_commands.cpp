@@ -65,15 +65,23 @@ int run(const push_options& options) {
   auto key = spider_key(settings.get_string("REDIS_START_URLS_KEY"), options.spider);
   bool as_set = settings.get_bool("REDIS_START_URLS_AS_SET");
 
+  // With the fleet's key, every entry is signed (as JSON, a plain URL as {"url": ...}), so the
+  // workers take it as the operator's own rather than as anyone's.
+  auto signer = entry_signer::from_environment();
   // Every entry is checked before anything is sent: a typo stops the push, naming its line.
   std::vector<std::string> entries;
-  auto add = [&](const std::string& entry, const std::string& where) {
+  auto add = [&](std::string entry, const std::string& where) {
     try {
-      start_request_from(entry);
+      if (signer) {
+        auto text = std::string_view(entry).substr(entry.find_first_not_of(" \t"));
+        entry = signer->sign(text.starts_with('{') ? std::string(text)
+                                                   : nlohmann::json{{"url", text}}.dump());
+      }
+      start_request_from(entry, signer ? &*signer : nullptr);
     } catch (const std::exception& error) {
       throw std::invalid_argument(where + ": " + error.what());
     }
-    entries.push_back(entry);
+    entries.push_back(std::move(entry));
   };
   for (std::size_t i = 0; i < options.urls.size(); ++i) {
     if (options.urls[i] != "-") {

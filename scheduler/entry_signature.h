@@ -1,0 +1,53 @@
+// Signed fleet entries (SCHEDULER_SIGNING_KEY): the fleet's own queue entries carry an HMAC, so a
+// worker can tell them from what anyone else who reaches Redis wrote.
+//
+//   export SCHEDULER_SIGNING_KEY=$(openssl rand -hex 32)     # the same on every worker and producer
+//   auto signer = crawler::entry_signer::from_environment(); // nullopt when the variable is unset
+//   auto body = signer->sign(request.to_json().dump());      // {"hmac":"<64 hex>","meta":...}
+//   signer->check(body);                                     // entry_signer::verdict::valid
+//
+// With a key, every queue and lease entry a worker writes, and every start URL `crawler push`
+// writes, is signed. A queue entry without a valid signature is set aside in :bad and never runs;
+// a signed one is the fleet's own and may do what the request that made it could (meta "proxy",
+// dont_filter and "allow_offsite" past the offsite filter), though still only over http(s). A
+// start URL without a signature is read as every start URL is without a key (a Python producer
+// cannot sign): a shared request (shared_request.h). Without a key nothing is signed or checked.
+//
+// The signature is HMAC-SHA256 of the entry's JSON text, written as its first member, so a signed
+// entry is still one JSON object, and the bytes checked are the bytes written: nothing is
+// re-serialized. The key is read from the environment only, never from settings, and is never
+// logged.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace crawler {
+
+class entry_signer {
+ public:
+  /// The key the environment variable SCHEDULER_SIGNING_KEY holds, or nullopt when it is unset
+  /// or empty. Throws std::invalid_argument when it is shorter than 16 bytes.
+  static std::optional<entry_signer> from_environment();
+  /// Throws std::invalid_argument when `key` is shorter than 16 bytes.
+  explicit entry_signer(std::string key);
+
+  /// `body`, the text of a JSON object, with {"hmac":"<hex>", in front of its first member.
+  std::string sign(std::string_view body) const;
+
+  enum class verdict {
+    valid,    // signed with this key
+    missing,  // no "hmac" member in front
+    forged,   // an "hmac" member that this key did not write
+  };
+  /// Whether `entry` is signed with this key; with valid, `body` is set to the JSON object that
+  /// was signed (the entry without its "hmac" member).
+  verdict check(std::string_view entry, std::string* body = nullptr) const;
+
+ private:
+  std::string mac_hex(std::string_view body) const;
+  std::string key_;
+};
+
+}  // namespace crawler
