@@ -5,8 +5,8 @@
 #include <sstream>
 
 #include "config/settings.h"
-#include "crawler/parse/regex.h"
 #include "crawler/parse/ascii.h"
+#include "crawler/parse/regex.h"
 #include "crawler/parse/sitemap.h"
 
 namespace crawler {
@@ -283,8 +283,9 @@ crawl_config load_crawl_config(const json& document) {
   }
   auto spider_json = document.find("spider");
   if (spider_json == document.end() || !spider_json->is_object()) {
-    problems.attempt([&] { fail("spider", spider_json == document.end() ? "is required"
-                                                                         : "must be an object"); });
+    problems.attempt([&] {
+      fail("spider", spider_json == document.end() ? "is required" : "must be an object");
+    });
     problems.throw_if_any();
   }
   const std::string path = "spider";
@@ -295,7 +296,9 @@ crawl_config load_crawl_config(const json& document) {
   std::string name = "spider";
   problems.attempt([&] {
     name = get_string(*spider_json, path, "name", true);
-    if (name.empty()) fail(child(path, "name"), "must not be empty");
+    if (auto problem = spider_name_problem(name); !problem.empty()) {
+      fail(child(path, "name"), problem);
+    }
   });
   auto spider = std::make_unique<config_spider>(name);
 
@@ -367,8 +370,9 @@ crawl_config load_crawl_config(const json& document) {
 
   if (auto rules = spider_json->find("rules"); rules != spider_json->end()) {
     auto where = child(path, "rules");
-    bool rules_ok =
-        problems.attempt([&] { if (!rules->is_array()) fail(where, "must be a list of rules"); });
+    bool rules_ok = problems.attempt([&] {
+      if (!rules->is_array()) fail(where, "must be a list of rules");
+    });
     for (std::size_t i = 0; rules_ok && i < rules->size(); ++i) {
       problems.attempt([&] {
         const auto& rule_json = (*rules)[i];

@@ -25,6 +25,14 @@ html_parser parser_named_in(const settings& settings) {
 
 namespace asio = boost::asio;
 
+// Before anything is built from it: the name is part of feed paths, the cache folder and keys.
+spider& validly_named(spider& spider) {
+  if (auto problem = spider_name_problem(spider.name()); !problem.empty()) {
+    throw settings_error("spider name: " + problem);
+  }
+  return spider;
+}
+
 std::string type_name(const std::exception& error) {
   int status = 0;
   char* demangled = abi::__cxa_demangle(typeid(error).name(), nullptr, nullptr, &status);
@@ -51,7 +59,7 @@ engine::engine(asio::io_context& io, const settings& settings, stats& stats, spi
     : io_(io),
       settings_(settings),
       stats_(stats),
-      spider_(spider),
+      spider_(validly_named(spider)),
       logger_(get_logger("engine")),
       scheduler_(scheduler::create({settings, stats, spider.name(), io.get_executor()})),
       downloader_(std::make_unique<downloader>(io.get_executor(), settings, stats)),

@@ -41,6 +41,20 @@ void output::follow_all(const response& from, const std::vector<std::string>& li
   for (const auto& link : links) follow(from, link, callback);
 }
 
+std::string spider_name_problem(std::string_view name) {
+  if (name.empty()) return "must not be empty";
+  if (name.front() == '.') return "\"" + std::string(name) + "\" must not start with a dot";
+  for (char c : name) {
+    bool allowed = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                   c == '_' || c == '.' || c == '-';
+    if (!allowed) {
+      return "\"" + std::string(name) +
+             "\" may hold only letters, digits, '_', '.' and '-' (it names folders and files)";
+    }
+  }
+  return {};
+}
+
 spider::spider(std::string name) : name_(std::move(name)) {}
 spider::~spider() = default;
 

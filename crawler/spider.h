@@ -162,6 +162,11 @@ struct spider_entry {
   std::function<std::unique_ptr<spider>()> make;
 };
 
+/// Why `name` cannot name a spider, or "" when it can. A name becomes part of paths
+/// (HTTPCACHE_DIR/NAME, %(name)s in feed URIs) and of Redis keys, so it is [A-Za-z0-9_.-]+ and
+/// does not start with a dot: never "..", "/abs" or "../x".
+std::string spider_name_problem(std::string_view name);
+
 /// Adds a spider to the registry; a second spider with the same name replaces the first.
 bool register_spider(spider_entry entry);
 /// Every registered spider, sorted by name.

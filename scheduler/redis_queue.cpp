@@ -97,12 +97,14 @@ request redis_queue::read_entry(std::string_view body, const std::string& id) co
         break;
       case entry_signer::verdict::missing:
         throw std::invalid_argument(
-            where + ": not signed, and SCHEDULER_SIGNING_KEY is set: the fleet's own entries "
-                    "are signed");
+            where +
+            ": not signed, and SCHEDULER_SIGNING_KEY is set: the fleet's own entries "
+            "are signed");
       case entry_signer::verdict::forged:
         throw std::invalid_argument(
-            where + ": forged signature: its \"hmac\" was not written with this fleet's "
-                    "SCHEDULER_SIGNING_KEY");
+            where +
+            ": forged signature: its \"hmac\" was not written with this fleet's "
+            "SCHEDULER_SIGNING_KEY");
     }
   }
   auto json = nlohmann::json::parse(body);

@@ -39,8 +39,8 @@
 
 #include "dedup/dupefilter.h"
 #include "redis/client.h"
-#include "scheduler/entry_signature.h"
 #include "scheduler/detail/known_fingerprints.h"
+#include "scheduler/entry_signature.h"
 #include "scheduler/request.h"
 
 namespace crawler {

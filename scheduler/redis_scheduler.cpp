@@ -7,6 +7,7 @@
 
 #include "config/log.h"
 #include "redis/endpoint.h"
+#include "scheduler/detail/jobdir_lock.h"
 #include "scheduler/shared_request.h"
 
 namespace crawler {
@@ -52,8 +53,8 @@ std::unique_ptr<scheduler> redis_scheduler::create(const scheduler_context& cont
   } catch (const std::invalid_argument& error) {
     throw settings_error(error.what());
   }
-  return std::unique_ptr<scheduler>(new redis_scheduler(context, std::move(dupefilter),
-                                                        std::move(client), std::move(signer)));
+  return std::unique_ptr<scheduler>(
+      new redis_scheduler(context, std::move(dupefilter), std::move(client), std::move(signer)));
 }
 
 redis_scheduler::redis_scheduler(const scheduler_context& context,
@@ -92,6 +93,7 @@ redis_scheduler::redis_scheduler(const scheduler_context& context,
   if (!jobdir_.empty()) {
     logger_->warn("JOBDIR is ignored with SCHEDULER=redis: the fleet's state is in Redis");
     jobdir_.clear();
+    jobdir_lock_.reset();
   }
 }
 

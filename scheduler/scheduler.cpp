@@ -6,6 +6,7 @@
 
 #include "config/log.h"
 #include "dedup/canonical_url.h"
+#include "scheduler/detail/jobdir_lock.h"
 #include "scheduler/redis_scheduler.h"
 #include "scheduler/request_journal.h"
 
@@ -44,7 +45,10 @@ scheduler::scheduler(const scheduler_context& context,
       queue_(queue_order_from(context.settings)),
       dupefilter_(std::move(dupefilter)),
       dupefilter_records_at_once_(!dupefilter_->stored_keys().empty()),
-      logger_(get_logger("scheduler")) {}
+      logger_(get_logger("scheduler")) {
+  // Now, before the engine builds the feeds: a second process writes nothing at all.
+  if (!jobdir_.empty()) jobdir_lock_ = std::make_unique<detail::jobdir_lock>(jobdir_);
+}
 
 scheduler::~scheduler() = default;
 
@@ -151,8 +155,7 @@ void scheduler::do_enqueue(std::vector<request> requests, std::string parent_lea
   dupefilter_->async_seen(
       fingerprints,
       [this, batch = std::move(accepted), positions = std::move(filtered_positions),
-       fingerprints = std::move(tracked),
-       parent_lease = std::move(parent_lease), journaled_ahead,
+       fingerprints = std::move(tracked), parent_lease = std::move(parent_lease), journaled_ahead,
        handler = std::move(handler)](std::exception_ptr error, dedup::seen_flags flags) mutable {
         if (error) {
           // The caller keeps the batch and offers it again: these journal ids are not its.
@@ -264,8 +267,9 @@ void scheduler::do_close(asio::any_completion_handler<done_signature> handler) {
   // crawl that JOBDIR will resume has not ended, and its resume needs them.
   bool keep = settings_.get_bool("SCHEDULER_PERSIST");
   if (!keep && saved && dupefilter_records_at_once_) {
-    logger_->info("Kept the dupefilter's Redis keys for the resume, SCHEDULER_PERSIST=false "
-                  "notwithstanding");
+    logger_->info(
+        "Kept the dupefilter's Redis keys for the resume, SCHEDULER_PERSIST=false "
+        "notwithstanding");
     keep = true;
   }
   dupefilter_->async_close(

@@ -13,7 +13,8 @@
 // `scheduler/enqueued[/memory]` and `scheduler/dequeued[/memory]`.
 //
 // With JOBDIR set, close writes the queue to JOBDIR/requests.queue.jsonl (one request per line)
-// and open reads it back, so a crawl stopped with Ctrl-C resumes where it left off.
+// and open reads it back, so a crawl stopped with Ctrl-C resumes where it left off. One process
+// at a time: create throws, naming the holder's pid, while another holds the JOBDIR.
 // Used from the engine's loop only. Completions take `(std::exception_ptr, ...)`.
 #pragma once
 
@@ -39,6 +40,9 @@
 namespace crawler {
 
 namespace asio = boost::asio;
+namespace detail {
+class jobdir_lock;
+}
 
 /// What a scheduler is built from: the crawl's settings, stats, spider name and event loop.
 struct scheduler_context {
@@ -59,7 +63,8 @@ class scheduler {
                                  std::vector<request> unqueued);
 
   /// Builds the queue SCHEDULER and SCHEDULER_MEMORY_QUEUE select and the dupefilter
-  /// DUPEFILTER_CLASS selects. Throws settings_error naming the setting when one is invalid.
+  /// DUPEFILTER_CLASS selects. Throws settings_error naming the setting when one is invalid, and
+  /// std::runtime_error when another process holds JOBDIR.
   static std::unique_ptr<scheduler> create(const scheduler_context& context);
   virtual ~scheduler();
 
@@ -172,7 +177,8 @@ class scheduler {
   dedup::fingerprint_scheme scheme_;
   memory_queue queue_;
   std::vector<request> unchecked_;            // restore_unchecked; saved to and loaded from JOBDIR
-  std::unique_ptr<request_journal> journal_;  // with JOBDIR
+  std::unique_ptr<detail::jobdir_lock> jobdir_lock_;  // with JOBDIR: held while this lives
+  std::unique_ptr<request_journal> journal_;          // with JOBDIR
   std::vector<request> journaled_;            // queued since the last clean close: seen
   std::unordered_set<std::string> torn_settles_;        // request_journal::replay::torn_settles
   std::unordered_set<std::uint64_t> journal_prefixes_;  // while torn_settles_: queue_new

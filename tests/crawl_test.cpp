@@ -485,6 +485,21 @@ TEST(crawl, a_link_that_cannot_be_fingerprinted_is_dropped_and_the_crawl_goes_on
   EXPECT_EQ(stat(result, "response_received_count"), 2);
 }
 
+// A C++ spider's name is part of feed paths and the cache folder too: one that would lead out of
+// them stops the crawl before anything is built from it.
+TEST(crawl, a_spider_whose_name_would_leave_its_folder_cannot_start) {
+  struct named : crawler::spider {
+    named() : spider("../outside") {}
+  } spider;
+  try {
+    crawl(spider, {"FEEDS={\"%(name)s.jsonl\": {}}"});
+    ADD_FAILURE() << "the crawl started";
+  } catch (const crawler::settings_error& error) {
+    EXPECT_EQ(std::string(error.what()), "spider name: \"../outside\" must not start with a dot");
+  }
+  EXPECT_FALSE(std::filesystem::exists("../outside.jsonl"));
+}
+
 TEST(crawl, depth_limit_stops_following_links) {
   http_server server({.site_pages = 1000});
   recording_spider spider({get(server.url("/site/0"))});

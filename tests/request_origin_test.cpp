@@ -201,8 +201,8 @@ TEST(signed_fleet, runs_only_its_own_entries_and_they_keep_their_writers_rights)
   forged.replace(at, 11, "/s?wd=forged");
   redis_run(redis.port(), {"ZADD", "site:requests", "0", "0000000000000002|" + forged});
 
-  auto worker = fleet_worker(site, redis, dir.path() / "items.jsonl", "redis_set",
-                             {"-L", "DEBUG"}, {signing_key});
+  auto worker = fleet_worker(site, redis, dir.path() / "items.jsonl", "redis_set", {"-L", "DEBUG"},
+                             {signing_key});
   ASSERT_EQ(worker->wait(), 0) << worker->stderr_text();
   for (int page = 0; page < 20; ++page) {
     EXPECT_EQ(site.hits("/site/" + std::to_string(page)), 1u) << page;
@@ -220,8 +220,9 @@ TEST(signed_fleet, runs_only_its_own_entries_and_they_keep_their_writers_rights)
   EXPECT_TRUE(reasons[0].ends_with(
       ": not signed, and SCHEDULER_SIGNING_KEY is set: the fleet's own entries are signed"))
       << reasons[0];
-  EXPECT_TRUE(reasons[1].ends_with(": forged signature: its \"hmac\" was not written with this "
-                                   "fleet's SCHEDULER_SIGNING_KEY"))
+  EXPECT_TRUE(
+      reasons[1].ends_with(": forged signature: its \"hmac\" was not written with this "
+                           "fleet's SCHEDULER_SIGNING_KEY"))
       << reasons[1];
   EXPECT_EQ(worker->stderr_text().find("0123456789abcdef-test-key"), std::string::npos);
 }
