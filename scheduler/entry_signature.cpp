@@ -2,9 +2,10 @@
 
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
-#include <openssl/hmac.h>
 
+#include <algorithm>
 #include <cstdlib>
+#include <memory>
 #include <stdexcept>
 
 namespace crawler {
@@ -22,21 +23,66 @@ std::optional<entry_signer> entry_signer::from_environment() {
   return entry_signer(key);
 }
 
-entry_signer::entry_signer(std::string key) : key_(std::move(key)) {
-  if (key_.size() < minimum_key) {
+entry_signer::entry_signer(std::string_view key) {
+  if (key.size() < minimum_key) {
     // The key itself is never quoted: only its length.
     throw std::invalid_argument("SCHEDULER_SIGNING_KEY: must be at least " +
                                 std::to_string(minimum_key) + " bytes (it has " +
-                                std::to_string(key_.size()) +
+                                std::to_string(key.size()) +
                                 "); e.g. export SCHEDULER_SIGNING_KEY=$(openssl rand -hex 32)");
   }
+  digests_ = digests_for(key);
+}
+
+// HMAC (RFC 2104) with the key's inner and outer SHA-256 states worked out once, here: OpenSSL's
+// one-shot HMAC() sets its context up anew for every call, which cost 2 us an entry, and a worker
+// signs every link it queues.
+struct entry_signer::keyed_digests {
+  EVP_MD_CTX* inner = EVP_MD_CTX_new();
+  EVP_MD_CTX* outer = EVP_MD_CTX_new();
+  ~keyed_digests() {
+    EVP_MD_CTX_free(inner);
+    EVP_MD_CTX_free(outer);
+  }
+};
+
+std::shared_ptr<const entry_signer::keyed_digests> entry_signer::digests_for(std::string_view key) {
+  constexpr std::size_t block = 64;  // SHA-256's block size
+  unsigned char padded[block] = {};
+  unsigned int length = 0;
+  if (key.size() > block) {
+    EVP_Digest(key.data(), key.size(), padded, &length, EVP_sha256(), nullptr);
+  } else {
+    std::copy(key.begin(), key.end(), padded);
+  }
+  auto digests = std::make_shared<keyed_digests>();
+  unsigned char pad[block];
+  for (auto [context, byte] : {std::pair{digests->inner, 0x36}, std::pair{digests->outer, 0x5c}}) {
+    for (std::size_t i = 0; i < block; ++i) pad[i] = padded[i] ^ byte;
+    if (!context || EVP_DigestInit_ex(context, EVP_sha256(), nullptr) != 1 ||
+        EVP_DigestUpdate(context, pad, block) != 1) {
+      throw std::runtime_error("SCHEDULER_SIGNING_KEY: OpenSSL cannot set up SHA-256");
+    }
+  }
+  OPENSSL_cleanse(padded, sizeof padded);
+  OPENSSL_cleanse(pad, sizeof pad);
+  return digests;
 }
 
 std::string entry_signer::mac_hex(std::string_view body) const {
-  unsigned char mac[EVP_MAX_MD_SIZE];
-  unsigned int length = 0;
-  HMAC(EVP_sha256(), key_.data(), int(key_.size()),
-       reinterpret_cast<const unsigned char*>(body.data()), body.size(), mac, &length);
+  // One working context per thread, so a signer may be shared by threads.
+  thread_local std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> work(EVP_MD_CTX_new(),
+                                                                            &EVP_MD_CTX_free);
+  unsigned char inner[EVP_MAX_MD_SIZE], mac[EVP_MAX_MD_SIZE];
+  unsigned int inner_length = 0, length = 0;
+  if (EVP_MD_CTX_copy_ex(work.get(), digests_->inner) != 1 ||
+      EVP_DigestUpdate(work.get(), body.data(), body.size()) != 1 ||
+      EVP_DigestFinal_ex(work.get(), inner, &inner_length) != 1 ||
+      EVP_MD_CTX_copy_ex(work.get(), digests_->outer) != 1 ||
+      EVP_DigestUpdate(work.get(), inner, inner_length) != 1 ||
+      EVP_DigestFinal_ex(work.get(), mac, &length) != 1) {
+    throw std::runtime_error("entry_signer: OpenSSL failed to compute an HMAC-SHA256");
+  }
   static constexpr char digits[] = "0123456789abcdef";
   std::string hex;
   hex.reserve(length * 2);

@@ -15,10 +15,11 @@
 //
 // The signature is HMAC-SHA256 of the entry's JSON text, written as its first member, so a signed
 // entry is still one JSON object, and the bytes checked are the bytes written: nothing is
-// re-serialized. The key is read from the environment only, never from settings, and is never
+// re-serialized. Any producer can sign: hmac.new(key, body, "sha256").hexdigest() in Python. The key is read from the environment only, never from settings, and is never
 // logged.
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -30,8 +31,9 @@ class entry_signer {
   /// The key the environment variable SCHEDULER_SIGNING_KEY holds, or nullopt when it is unset
   /// or empty. Throws std::invalid_argument when it is shorter than 16 bytes.
   static std::optional<entry_signer> from_environment();
-  /// Throws std::invalid_argument when `key` is shorter than 16 bytes.
-  explicit entry_signer(std::string key);
+  /// Throws std::invalid_argument when `key` is shorter than 16 bytes. Keeps no copy of the key,
+  /// only SHA-256 states derived from it. Copies share them; any thread may sign and check.
+  explicit entry_signer(std::string_view key);
 
   /// `body`, the text of a JSON object, with {"hmac":"<hex>", in front of its first member.
   std::string sign(std::string_view body) const;
@@ -46,8 +48,10 @@ class entry_signer {
   verdict check(std::string_view entry, std::string* body = nullptr) const;
 
  private:
+  struct keyed_digests;
+  static std::shared_ptr<const keyed_digests> digests_for(std::string_view key);
   std::string mac_hex(std::string_view body) const;
-  std::string key_;
+  std::shared_ptr<const keyed_digests> digests_;
 };
 
 }  // namespace crawler
