@@ -200,6 +200,12 @@ const std::vector<setting_spec>& table() {
        10.0,
        "SCHEDULER=redis: seconds between lease renewals (at most a third of the lease time).",
        {0.05, day}},
+      {"SCHEDULER_MAX_ENTRY_SIZE",
+       integer,
+       1048576,
+       "SCHEDULER=redis: bytes a queue entry or start URL may have; a larger one is set aside in "
+       "its :bad key, never sent to a worker.",
+       {256, 512 * 1048576.0}},
       {"SCHEDULER_PERSIST", boolean, false, "Keep the Redis queue and dupefilter at close."},
       {"SCHEDULER_FLUSH_ON_START", boolean, false,
        "Delete the Redis queue and dupefilter at open (once per fleet with SCHEDULER=redis)."},
@@ -259,9 +265,10 @@ std::string unknown_key_message(std::string_view where, std::string_view key) {
   for (const auto& spec : table()) names.push_back(spec.name);
   std::string message = std::string(where) + ": unknown setting '" + std::string(key) + "'";
   if (upper == "SCHEDULER_SIGNING_KEY") {
-    return message + ": the fleet's signing key is read from the environment variable "
-                     "SCHEDULER_SIGNING_KEY only, so it never lands in a crawl file, a shell "
-                     "history or a log";
+    return message +
+           ": the fleet's signing key is read from the environment variable "
+           "SCHEDULER_SIGNING_KEY only, so it never lands in a crawl file, a shell "
+           "history or a log";
   }
   if (auto best = nearest_name(upper, names); !best.empty()) {
     message += " (did you mean '" + std::string(best) + "'?)";

@@ -150,55 +150,59 @@ void redis_queue::run_script(const char* body, std::vector<std::string> keys,
 }
 
 void redis_queue::async_take(std::size_t count, take_handler done) {
-  run_script(detail::redis_queue_take, {options_.key, leased_key_, deadlines_key_, seq_key_},
-             {options_.order, options_.worker, std::to_string(count),
-              std::to_string(options_.lease.count())},
-             [this, done = std::move(done)](std::exception_ptr error, redis::reply answer) {
-               std::vector<leased_request> taken;
-               std::vector<redis::command> poisoned;
-               try {
-                 if (error) std::rethrow_exception(error);
-                 expect(answer, "take", *client_);
-                 if (!answer.elements.empty())
-                   reclaimed_ += std::size_t(answer.elements[0].integer);
-                 for (std::size_t i = 1; i + 1 < answer.elements.size(); i += 2) {
-                   const auto& id = answer.elements[i].str;
-                   const auto& entry = answer.elements[i + 1].str;
-                   try {
-                     auto bar = entry.find('|');
-                     if (bar == std::string::npos)
-                       throw std::invalid_argument("no '|' after the id");
-                     auto taken_request = read_entry(std::string_view(entry).substr(bar + 1), id);
-                     if (check_) {
-                       if (auto reason = check_(taken_request); !reason.empty()) {
-                         throw std::invalid_argument(reason);
-                       }
-                     }
-                     taken.push_back({id, std::move(taken_request)});
-                   } catch (const std::exception& bad) {
-                     // Never run what does not decode; keep it, with why, for a person to look at.
-                     ++bad_;
-                     poisoned.push_back(
-                         {"RPUSH", bad_key_,
-                          nlohmann::json{
-                              {"entry", entry}, {"reason", bad.what()}, {"worker", options_.worker}}
-                              .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)});
-                     poisoned.push_back({"HDEL", leased_key_, id});
-                     poisoned.push_back({"ZREM", deadlines_key_, id});
-                   }
-                 }
-               } catch (...) {
-                 return done(std::current_exception(), {});
-               }
-               if (poisoned.empty()) return done(nullptr, std::move(taken));
-               // If this worker dies before the pipeline lands, the lease expires, the entry comes
-               // back and is found bad again: nothing runs and nothing is lost.
-               client_->async_pipeline(std::move(poisoned), [done, taken = std::move(taken)](
-                                                                std::exception_ptr error,
-                                                                std::vector<redis::reply>) mutable {
-                 done(error, error ? std::vector<leased_request>{} : std::move(taken));
-               });
-             });
+  run_script(
+      detail::redis_queue_take, {options_.key, leased_key_, deadlines_key_, seq_key_, bad_key_},
+      {options_.order, options_.worker, std::to_string(count),
+       std::to_string(options_.lease.count()), std::to_string(options_.max_entry_size)},
+      [this, done = std::move(done)](std::exception_ptr error, redis::reply answer) {
+        std::vector<leased_request> taken;
+        std::vector<redis::command> poisoned;
+        try {
+          if (error) std::rethrow_exception(error);
+          expect(answer, "take", *client_);
+          if (answer.elements.size() < 2 || answer.elements.size() % 2) {
+            throw std::runtime_error("redis queue: take answered " + answer.describe());
+          }
+          reclaimed_ += std::size_t(answer.elements[0].integer);
+          bad_ += std::size_t(answer.elements[1].integer);
+          for (std::size_t i = 2; i + 1 < answer.elements.size(); i += 2) {
+            const auto& id = answer.elements[i].str;
+            const auto& entry = answer.elements[i + 1].str;
+            try {
+              auto bar = entry.find('|');
+              if (bar == std::string::npos) throw std::invalid_argument("no '|' after the id");
+              auto taken_request = read_entry(std::string_view(entry).substr(bar + 1), id);
+              if (check_) {
+                if (auto reason = check_(taken_request); !reason.empty()) {
+                  throw std::invalid_argument(reason);
+                }
+              }
+              taken.push_back({id, std::move(taken_request)});
+            } catch (const std::exception& bad) {
+              // Never run what does not decode; keep it, with why, for a person to look at.
+              ++bad_;
+              poisoned.push_back(
+                  {"RPUSH", bad_key_,
+                   nlohmann::json{{"entry", entry},
+                                  {"reason", quoted_for_log(bad.what(), 500)},
+                                  {"worker", options_.worker}}
+                       .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)});
+              poisoned.push_back({"HDEL", leased_key_, id});
+              poisoned.push_back({"ZREM", deadlines_key_, id});
+            }
+          }
+        } catch (...) {
+          return done(std::current_exception(), {});
+        }
+        if (poisoned.empty()) return done(nullptr, std::move(taken));
+        // If this worker dies before the pipeline lands, the lease expires, the entry comes
+        // back and is found bad again: nothing runs and nothing is lost.
+        client_->async_pipeline(
+            std::move(poisoned), [done, taken = std::move(taken)](
+                                     std::exception_ptr error, std::vector<redis::reply>) mutable {
+              done(error, error ? std::vector<leased_request>{} : std::move(taken));
+            });
+      });
 }
 
 void redis_queue::async_feed(std::size_t count, const dedup::redis_marking* marking,
@@ -224,6 +228,11 @@ void redis_queue::async_feed(std::size_t count, const dedup::redis_marking* mark
       const auto& raw = element.str;
       std::string body, mark, reason, priority = "0", dont_filter = "0";
       try {
+        if (raw.size() > options_.max_entry_size) {
+          throw std::invalid_argument("an entry of " + std::to_string(raw.size()) +
+                                      " bytes, over SCHEDULER_MAX_ENTRY_SIZE (" +
+                                      std::to_string(options_.max_entry_size) + ")");
+        }
         auto start = start_request_from(raw, signer());
         if (marking && !start.dont_filter) mark = marking->argument(fingerprint_of(start, scheme));
         body = entry_body(start);
@@ -231,14 +240,14 @@ void redis_queue::async_feed(std::size_t count, const dedup::redis_marking* mark
         dont_filter = start.dont_filter ? "1" : "0";
       } catch (const std::exception& bad) {
         body.clear();
-        reason = bad.what();
+        reason = quoted_for_log(bad.what(), 500);
       }
       args.insert(args.end(), {raw, body, priority, dont_filter, mark, reason});
     }
     auto filter_key = marking ? marking->key : options_.key;
     run_script(detail::redis_queue_feed,
                {options_.start_urls_key, options_.key, seq_key_, filter_key,
-                options_.start_urls_key + ":bad"},
+                options_.start_urls_key + ":bad", bad_key_},
                std::move(args), [this, done](std::exception_ptr error, redis::reply answer) {
                  settle_result result;
                  try {
@@ -336,42 +345,43 @@ void redis_queue::async_settle(const std::string& lease_id, const std::vector<re
     args.push_back(as_scrapy_json(item));
   }
   auto filter_key = marking ? marking->key : options_.key;
-  run_script(detail::redis_queue_settle,
-             {options_.key, leased_key_, deadlines_key_, seq_key_, filter_key, items_key_},
-             std::move(args),
-             [this, done = std::move(done), lease_id, sent = std::move(sent),
-              unfingerprintable = std::move(unfingerprintable), known = std::move(known),
-              marked = std::move(marked)](std::exception_ptr error, redis::reply answer) {
-               settle_result result;
-               try {
-                 if (error) std::rethrow_exception(error);
-                 expect(answer, "settle", *client_);
-                 if (answer.elements.size() != 4) {
-                   throw std::runtime_error("redis queue: settle answered " + answer.describe());
-                 }
-                 result.settled = answer.elements[2].integer == 1;
-                 bool stored = result.settled || lease_id.empty();
-                 if (stored && answer.elements[3].str.size() != sent.size()) {
-                   throw std::runtime_error("redis queue: settle answered " + answer.describe());
-                 }
-                 result.queued = std::size_t(answer.elements[0].integer);
-                 result.duplicates = std::size_t(answer.elements[1].integer);
-                 const auto& flags = answer.elements[3].str;
-                 for (std::size_t i = 0; i < flags.size(); ++i) {
-                   if (flags[i] == '1') result.duplicate_positions.push_back(sent[i]);
-                 }
-                 if (stored) {
-                   result.unfingerprintable_positions = unfingerprintable;
-                   result.duplicates += known.size();
-                   result.duplicate_positions.insert(result.duplicate_positions.end(),
-                                                     known.begin(), known.end());
-                   for (const auto& fp : marked) known_.insert(fp);
-                 }
-               } catch (...) {
-                 return done(std::current_exception(), {});
-               }
-               done(nullptr, result);
-             });
+  run_script(
+      detail::redis_queue_settle,
+      {options_.key, leased_key_, deadlines_key_, seq_key_, filter_key, items_key_, bad_key_},
+      std::move(args),
+      [this, done = std::move(done), lease_id, sent = std::move(sent),
+       unfingerprintable = std::move(unfingerprintable), known = std::move(known),
+       marked = std::move(marked)](std::exception_ptr error, redis::reply answer) {
+        settle_result result;
+        try {
+          if (error) std::rethrow_exception(error);
+          expect(answer, "settle", *client_);
+          if (answer.elements.size() != 4) {
+            throw std::runtime_error("redis queue: settle answered " + answer.describe());
+          }
+          result.settled = answer.elements[2].integer == 1;
+          bool stored = result.settled || lease_id.empty();
+          if (stored && answer.elements[3].str.size() != sent.size()) {
+            throw std::runtime_error("redis queue: settle answered " + answer.describe());
+          }
+          result.queued = std::size_t(answer.elements[0].integer);
+          result.duplicates = std::size_t(answer.elements[1].integer);
+          const auto& flags = answer.elements[3].str;
+          for (std::size_t i = 0; i < flags.size(); ++i) {
+            if (flags[i] == '1') result.duplicate_positions.push_back(sent[i]);
+          }
+          if (stored) {
+            result.unfingerprintable_positions = unfingerprintable;
+            result.duplicates += known.size();
+            result.duplicate_positions.insert(result.duplicate_positions.end(), known.begin(),
+                                              known.end());
+            for (const auto& fp : marked) known_.insert(fp);
+          }
+        } catch (...) {
+          return done(std::current_exception(), {});
+        }
+        done(nullptr, result);
+      });
 }
 
 }  // namespace crawler

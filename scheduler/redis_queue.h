@@ -50,9 +50,10 @@ struct redis_queue_options {
   std::string order = "priority";  // SCHEDULER_QUEUE_CLASS: priority, fifo or lifo
   std::string worker;              // this worker's id, unique in the fleet
   std::chrono::milliseconds lease{600000};
-  std::string items_key;           // where settle appends items, e.g. "books:items"
-  std::string start_urls_key;      // REDIS_START_URLS_KEY, e.g. "books:start_urls"
-  bool start_urls_as_set = false;  // REDIS_START_URLS_AS_SET
+  std::string items_key;                 // where settle appends items, e.g. "books:items"
+  std::string start_urls_key;            // REDIS_START_URLS_KEY, e.g. "books:start_urls"
+  bool start_urls_as_set = false;        // REDIS_START_URLS_AS_SET
+  std::size_t max_entry_size = 1048576;  // SCHEDULER_MAX_ENTRY_SIZE
   /// SCHEDULER_SIGNING_KEY: entries written are signed, and an entry taken without a valid
   /// signature goes to <key>:bad. None: nothing is signed, and every entry is a shared request.
   std::optional<entry_signer> signer;
@@ -123,7 +124,8 @@ class redis_queue {
 
   /// How many leases the last takes found expired and put back (a worker died or stalled).
   std::size_t reclaimed() const { return reclaimed_; }
-  /// Entries that did not decode and went to <key>:bad.
+  /// Records that went to <key>:bad (or the start key's :bad): entries that did not decode or may
+  /// not run, entries over max_entry_size, lease records and counters that were not ones.
   std::size_t bad() const { return bad_; }
 
  private:

@@ -43,8 +43,13 @@ void set_header(header_list& headers, std::string_view name, std::string_view va
   headers.emplace_back(name, value);
 }
 
+std::string quoted_for_log(std::string_view value, std::size_t keep) {
+  if (value.size() <= keep) return std::string(value);
+  return std::string(value.substr(0, keep)) + "... (" + std::to_string(value.size()) + " bytes)";
+}
+
 std::string request::describe() const {
-  return "<" + method + " " + url + ">";
+  return "<" + quoted_for_log(method, 20) + " " + quoted_for_log(url) + ">";
 }
 
 nlohmann::json request::to_json() const {

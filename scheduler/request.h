@@ -31,6 +31,10 @@ std::string_view find_header(const header_list& headers, std::string_view name);
 /// Replaces every header called `name` (any case) with one `name: value`.
 void set_header(header_list& headers, std::string_view name, std::string_view value);
 
+/// `value` as a log line or a :bad reason quotes input: whole up to `keep` bytes, else its first
+/// `keep` bytes and "... (N bytes)", so a 20 MB entry costs a line, not 20 MB of it.
+std::string quoted_for_log(std::string_view value, std::size_t keep = 300);
+
 /// The version of request::to_json's form, written as "v"; from_json refuses any other.
 inline constexpr int request_format_version = 1;
 
@@ -84,7 +88,8 @@ struct request {
   explicit request(std::string url_, std::string callback_ = {})
       : url(std::move(url_)), callback(std::move(callback_)) {}
 
-  /// "<GET https://example.com/>", as Scrapy prints a request.
+  /// "<GET https://example.com/>", as Scrapy prints a request; a URL read from input may be any
+  /// size, so past 300 bytes it is cut, with its full length said (quoted_for_log).
   std::string describe() const;
 
   /// The JSON form kept in JOBDIR/requests.queue and Redis queues (Scrapy's request_to_dict keys;

@@ -11,6 +11,7 @@
 
 #include "event_loop.h"
 #include "redis_server.h"
+#include "scheduler/shared_request.h"
 #include "scheduler/start_request.h"
 
 namespace {
@@ -239,6 +240,79 @@ TEST(redis_queue, taken_requests_are_shared_and_those_only_the_operator_may_make
   EXPECT_EQ(reasons[4],
             "meta \"proxy\" in <GET http://a/p>: a request read from a shared queue may not "
             "choose its proxy (unless signed with SCHEDULER_SIGNING_KEY)");
+}
+
+// One record another program wrote must not stop every take of the fleet (it did: a Lua error on
+// each, which workers took for an outage). It is set aside with where it was and why.
+TEST(redis_queue, a_lease_record_that_is_not_one_is_set_aside_and_taking_goes_on) {
+  fixture f;
+  auto queue = f.queue("w1", "fifo");
+  inspector redis(f.server.port());
+  redis.command("HSET spider:requests:leased L9 no-bars-here");
+  redis.command("HSET spider:requests:leased L8 w2|not-a-score|0000000000000007|{}");
+  redis.command("ZADD spider:requests:deadlines 0 L9 1 L8");  // long expired: reclaimed now
+  settle(queue, "", {request{"http://a/good"}});
+  EXPECT_EQ(urls(take(queue, 10)), std::vector<std::string>{"http://a/good"});
+  EXPECT_EQ(queue.bad(), 2u);
+  auto bad = redis.strings("LRANGE spider:requests:bad 0 -1");
+  ASSERT_EQ(bad.size(), 2u);
+  auto first = nlohmann::json::parse(bad[0]);
+  EXPECT_EQ(first["key"], "spider:requests:leased");
+  EXPECT_EQ(first["entry"], "no-bars-here");
+  EXPECT_EQ(first["reason"], "lease L9 is not \"<worker>|<score>|<entry>\"");
+  EXPECT_EQ(nlohmann::json::parse(bad[1])["entry"], "w2|not-a-score|0000000000000007|{}");
+  EXPECT_EQ(redis.integer("HLEN spider:requests:leased"), 1);  // the good one's lease
+  EXPECT_EQ(redis.integer("ZCARD spider:requests:deadlines"), 1);
+}
+
+// INCR on a counter that is not one failed halfway through a settle, after the dupefilter had
+// marked the URL: seen, never queued, lost. The counter is checked before anything is written.
+TEST(redis_queue, a_counter_that_is_not_one_is_set_aside_before_anything_is_written) {
+  fixture f;
+  auto queue = f.queue("w1", "fifo");
+  inspector redis(f.server.port());
+  redis.command("SET spider:requests:seq not-a-number");
+  crawler::dedup::redis_marking marking{
+      "set", "spider:dupefilter", [](const crawler::dedup::fingerprint& fp) { return fp.hex(); }};
+  auto pushed = settle(queue, "", {request{"http://a/start"}}, {}, &marking);
+  EXPECT_EQ(pushed.queued, 1u);
+  EXPECT_EQ(urls(take(queue, 10)), std::vector<std::string>{"http://a/start"});
+  auto bad = redis.strings("LRANGE spider:requests:bad 0 -1");
+  ASSERT_EQ(bad.size(), 1u);
+  EXPECT_EQ(nlohmann::json::parse(bad[0])["entry"], "not-a-number");
+  EXPECT_EQ(nlohmann::json::parse(bad[0])["key"], "spider:requests:seq");
+  // Restarted from Redis's clock in microseconds: above any id a counter from 0 gave.
+  EXPECT_GT(std::stoll(redis.text("GET spider:requests:seq")), 1'000'000'000'000'000LL);
+}
+
+TEST(redis_queue, an_entry_over_max_entry_size_is_set_aside_and_never_sent_to_a_worker) {
+  fixture f;
+  auto queue = redis_queue(f.client, {.key = "spider:requests",
+                                      .order = "fifo",
+                                      .worker = "w1",
+                                      .items_key = "spider:items",
+                                      .max_entry_size = 300});
+  auto long_url = "http://a/" + std::string(400, 'x');
+  settle(queue, "", {request{long_url}, request{"http://a/short"}});
+  EXPECT_EQ(urls(take(queue, 10)), std::vector<std::string>{"http://a/short"});
+  inspector redis(f.server.port());
+  auto bad = redis.strings("LRANGE spider:requests:bad 0 -1");
+  ASSERT_EQ(bad.size(), 1u);
+  auto record = nlohmann::json::parse(bad[0]);
+  EXPECT_NE(record["entry"].get<std::string>().find(long_url), std::string::npos);  // kept whole
+  auto reason = record["reason"].get<std::string>();
+  EXPECT_TRUE(reason.starts_with("an entry of ")) << reason;
+  EXPECT_TRUE(reason.ends_with(" bytes, over SCHEDULER_MAX_ENTRY_SIZE (300)")) << reason;
+}
+
+// A URL read from input may be megabytes: what quotes it in a log line or a :bad reason keeps a
+// few hundred bytes and says how long it was.
+TEST(request, describe_and_reasons_quote_a_long_url_cut_with_its_length) {
+  request huge{"http://a/" + std::string(20'000'000, 'x')};
+  auto described = huge.describe();
+  EXPECT_EQ(described, "<GET http://a/" + std::string(291, 'x') + "... (20000009 bytes)>");
+  huge.url = "file:///" + std::string(5000, 'y');
+  EXPECT_LT(crawler::shared_request_problem(huge).size(), 500u);
 }
 
 TEST(entry_signer, tells_its_own_signature_from_a_missing_or_forged_one) {

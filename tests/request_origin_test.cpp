@@ -6,6 +6,7 @@
 
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "child_process.h"
 #include "fleet.h"
@@ -167,6 +168,43 @@ TEST(local_origin, a_file_start_url_of_the_operator_is_crawled_without_redis) {
                        "-o", feed.string(), "--nolog"});
   ASSERT_EQ(crawl.wait(), 0) << crawl.stderr_text();
   EXPECT_NE(slurp(feed).find("\"title\":\"local\""), std::string::npos) << slurp(feed);
+}
+
+// One malformed record of each kind another program could leave: the fleet crawls every page,
+// exits 0, and each record is in a :bad key with its reason (before, the lease record alone made
+// every take fail for 300 s, and the counter lost the start URL).
+TEST(fleet_records, one_malformed_record_of_each_kind_is_set_aside_and_the_fleet_crawls_on) {
+  http_server site({.site_pages = 30});
+  redis_server redis;
+  temp_dir dir;
+  redis_run(redis.port(), {"HSET", "site:requests:leased", "L9", "no-bars-here"});
+  redis_run(redis.port(), {"ZADD", "site:requests:deadlines", "0", "L9"});
+  redis_run(redis.port(), {"SET", "site:requests:seq", "not-a-number"});
+  write_queue_entry(redis, "0000000000000001",
+                    {{"url", site.url("/s?wd=") + std::string(2000, 'x')}});
+  redis_run(redis.port(), {"ZADD", "site:requests", "0", "0000000000000002|{\"url\": 5}"});
+  redis_run(redis.port(), {"RPUSH", "site:start_urls", "{not json"});
+  auto worker = fleet_worker(site, redis, dir.path() / "items.jsonl", "redis_set",
+                             {"-s", "SCHEDULER_MAX_ENTRY_SIZE=1000"});
+  ASSERT_EQ(worker->wait(), 0) << worker->stderr_text();
+  for (int page = 0; page < 30; ++page) {
+    EXPECT_EQ(site.hits("/site/" + std::to_string(page)), 1u) << page;
+  }
+  std::set<std::string> kinds;
+  for (const auto& record : redis_list(redis.port(), "site:requests:bad")) {
+    auto json = nlohmann::json::parse(record);
+    auto reason = json["reason"].get<std::string>();
+    if (json.value("key", "") == "site:requests:leased") kinds.insert("lease record");
+    if (json.value("key", "") == "site:requests:seq") kinds.insert("counter");
+    if (reason.find("over SCHEDULER_MAX_ENTRY_SIZE (1000)") != std::string::npos) {
+      kinds.insert("oversized entry");
+    }
+    if (reason.find("\"url\" must be a non-empty string") != std::string::npos) {
+      kinds.insert("entry");
+    }
+  }
+  EXPECT_EQ(kinds, (std::set<std::string>{"lease record", "counter", "oversized entry", "entry"}));
+  EXPECT_EQ(set_aside(redis, "site:start_urls:bad").count("{not json"), 1u);
 }
 
 constexpr const char* signing_key = "SCHEDULER_SIGNING_KEY=0123456789abcdef-test-key";

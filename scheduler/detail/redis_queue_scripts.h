@@ -16,11 +16,33 @@ local function now_ms()
   local t = redis.call('TIME')
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
+-- A lease record is "<worker>|<score>|<entry>"; anything else (another program wrote it) is nil,
+-- never a Lua error: one bad record must not stop every script that passes it.
 local function parse_lease(lease)
   local bar1 = string.find(lease, '|', 1, true)
-  local bar2 = string.find(lease, '|', bar1 + 1, true)
-  return string.sub(lease, 1, bar1 - 1), string.sub(lease, bar1 + 1, bar2 - 1),
-         string.sub(lease, bar2 + 1)
+  local bar2 = bar1 and string.find(lease, '|', bar1 + 1, true)
+  if not bar2 or bar1 == 1 then return nil end
+  local score = string.sub(lease, bar1 + 1, bar2 - 1)
+  if not tonumber(score) then return nil end
+  return string.sub(lease, 1, bar1 - 1), score, string.sub(lease, bar2 + 1)
+end
+-- What a worker cannot use goes aside in <queue>:bad, byte for byte, with where it was and why.
+local function set_aside(bad, key, value, reason)
+  redis.call('RPUSH', bad, cjson.encode({key = key, entry = value, reason = reason}))
+end
+-- The counter behind entry and lease ids, checked before a script writes anything: INCR on
+-- anything but an integer would fail halfway through, after the dupefilter was marked. A bad
+-- value is set aside and the counter restarts from Redis's clock in microseconds, above every id
+-- a counter that started at 0 has given, so no id is given twice.
+local function check_seq(seq, bad)
+  local value = redis.call('GET', seq)
+  if value and (not string.match(value, '^%d+$') or #value > 16) then
+    set_aside(bad, seq, value, 'not a counter (a whole number): restarted from the clock')
+    local t = redis.call('TIME')
+    redis.call('SET', seq, t[1] .. string.format('%06d', tonumber(t[2])))
+    return 1
+  end
+  return 0
 end
 -- Marks `mark` in the dupefilter (unless dont_filter) and queues `body` when it was new.
 local function queue_new(queue, order, seq, mode, filter, body, priority, dont_filter, mark)
@@ -58,20 +80,29 @@ local function put_back(queue, order, score, entry)
 end
 )lua";
 
-// take: KEYS queue, leased, deadlines, seq; ARGV order, worker, count, lease_ms.
+// take: KEYS queue, leased, deadlines, seq, bad; ARGV order, worker, count, lease_ms, max_entry.
 // Leases past their deadline go back to the queue first (their worker stopped renewing), then up
 // to `count` entries move from the queue to the worker's leases, each under a new lease id (not
-// the entry's own, which a poisoned entry could forge). Returns {reclaimed, id, entry, ...}.
+// the entry's own, which a poisoned entry could forge). A lease record that is not one and an
+// entry over max_entry bytes (SCHEDULER_MAX_ENTRY_SIZE) go to `bad` instead, never to a worker.
+// Returns {reclaimed, set aside, id, entry, ...}.
 inline constexpr const char* redis_queue_take = R"lua(
-local queue, leased, deadlines, seq = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local queue, leased, deadlines, seq, bad = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local order, worker, count, lease_ms = ARGV[1], ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4])
+local max_entry = tonumber(ARGV[5])
+local bads = check_seq(seq, bad)
 local now = now_ms()
 local expired = redis.call('ZRANGEBYSCORE', deadlines, '-inf', now, 'LIMIT', 0, 1000)
 for _, id in ipairs(expired) do
   local lease = redis.call('HGET', leased, id)
   if lease then
-    local _, score, entry = parse_lease(lease)
-    put_back(queue, order, score, entry)
+    local owner, score, entry = parse_lease(lease)
+    if owner then
+      put_back(queue, order, score, entry)
+    else
+      set_aside(bad, leased, lease, 'lease ' .. id .. ' is not "<worker>|<score>|<entry>"')
+      bads = bads + 1
+    end
     redis.call('HDEL', leased, id)
   end
   redis.call('ZREM', deadlines, id)
@@ -88,15 +119,23 @@ else
     for _, entry in ipairs(popped) do taken[#taken + 1] = {entry, '0'} end
   end
 end
-local out = {#expired}
+local out = {#expired, 0}
 for _, item in ipairs(taken) do
   local entry, score = item[1], item[2]
-  local id = 'L' .. redis.call('INCR', seq)
-  redis.call('HSET', leased, id, worker .. '|' .. score .. '|' .. entry)
-  redis.call('ZADD', deadlines, now + lease_ms, id)
-  out[#out + 1] = id
-  out[#out + 1] = entry
+  if #entry > max_entry then
+    set_aside(bad, queue, entry, 'an entry of ' .. #entry ..
+              ' bytes, over SCHEDULER_MAX_ENTRY_SIZE (' .. max_entry .. ')')
+    bads = bads + 1
+  else
+    -- %d: Lua's own number-to-string is %.14g, which past 10^14 gives two leases one id.
+    local id = 'L' .. string.format('%d', redis.call('INCR', seq))
+    redis.call('HSET', leased, id, worker .. '|' .. score .. '|' .. entry)
+    redis.call('ZADD', deadlines, now + lease_ms, id)
+    out[#out + 1] = id
+    out[#out + 1] = entry
+  end
 end
+out[2] = bads
 return out
 )lua";
 
@@ -138,7 +177,7 @@ end
 return released
 )lua";
 
-// settle: KEYS queue, leased, deadlines, seq, dupefilter, items;
+// settle: KEYS queue, leased, deadlines, seq, dupefilter, items, bad;
 // ARGV order, worker, lease id ('' for none), marking mode ('' for none), child count, then per
 // child: request JSON, priority, dont_filter ('1' or '0'), marking argument; then the items.
 // In one step: each child is marked seen and queued unless the dupefilter has seen it, the items
@@ -153,6 +192,7 @@ local queue, leased, deadlines, seq, filter, items = KEYS[1], KEYS[2], KEYS[3], 
 local order, worker, lease_id, mode = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local children = tonumber(ARGV[5])
 local settled = 0
+check_seq(seq, KEYS[7])
 if lease_id ~= '' then
   local lease = redis.call('HGET', leased, lease_id)
   if not lease or parse_lease(lease) ~= worker then return {0, 0, 0, ''} end
@@ -177,16 +217,17 @@ for i = at, #ARGV do redis.call('RPUSH', items, ARGV[i]) end
 return {queued, duplicates, settled, table.concat(flags)}
 )lua";
 
-// feed: KEYS start_urls, queue, seq, dupefilter, bad; ARGV order, as_set ('1' or '0'), marking
-// mode, then per start URL: the entry as stored, request JSON ('' when it does not decode),
-// priority, dont_filter, marking argument, reason it is bad. Each entry still in the start key is
-// removed from it and, in the same step, queued through the dupefilter (or moved to `bad`): a
-// worker that read it but died before this step leaves it for the others; two workers never
-// queue it twice. Returns {queued, duplicates, bad}.
+// feed: KEYS start_urls, queue, seq, dupefilter, bad, the queue's bad; ARGV order, as_set ('1'
+// or '0'), marking mode, then per start URL: the entry as stored, request JSON ('' when it does
+// not decode), priority, dont_filter, marking argument, reason it is bad. Each entry still in the
+// start key is removed from it and, in the same step, queued through the dupefilter (or moved to
+// `bad`): a worker that read it but died before this step leaves it for the others; two workers
+// never queue it twice. Returns {queued, duplicates, bad}.
 inline constexpr const char* redis_queue_feed = R"lua(
 local start, queue, seq, filter, bad = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local order, as_set, mode = ARGV[1], ARGV[2], ARGV[3]
 local queued, duplicates, bads = 0, 0, 0
+check_seq(seq, KEYS[6])
 for at = 4, #ARGV, 6 do
   local raw, body = ARGV[at], ARGV[at + 1]
   local removed
