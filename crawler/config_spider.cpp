@@ -8,6 +8,7 @@
 #include "crawler/parse/ascii.h"
 #include "crawler/parse/regex.h"
 #include "crawler/parse/sitemap.h"
+#include "scheduler/scheduler.h"
 
 namespace crawler {
 namespace {
@@ -303,8 +304,18 @@ crawl_config load_crawl_config(const json& document) {
   auto spider = std::make_unique<config_spider>(name);
 
   auto start = spider_json->find("start_urls");
-  bool start_ok = problems.attempt([&] {
-    if (start == spider_json->end()) fail(child(path, "start_urls"), "is required");
+  // scrapy-redis's RedisSpider: a fleet's workers may start from URLs pushed to Redis alone.
+  auto scheduler = config.settings.find("SCHEDULER");
+  bool push_only = scheduler != config.settings.end() && scheduler->is_string() &&
+                   scheduler_is_redis(scheduler->get<std::string>());
+  if (start == spider_json->end() && !push_only) {
+    problems.attempt([&] {
+      fail(child(path, "start_urls"),
+           "is required, unless settings.SCHEDULER is \"redis\" (workers that wait for URLs "
+           "pushed with crawler push)");
+    });
+  }
+  bool start_ok = start != spider_json->end() && problems.attempt([&] {
     if (!start->is_array() || start->empty()) {
       fail(child(path, "start_urls"), "must be a non-empty list of URLs or {\"sitemap\": URL}");
     }

@@ -291,12 +291,14 @@ void redis_scheduler::redis_answered() {
                 down.count());
 }
 
-// Nothing to take: poll again after a backoff (50 ms doubling to 500 ms), and with
+// Nothing to take: poll again after a backoff (50 ms doubling to 2 s: an idle worker, waiting for
+// pushed URLs for hours, costs Redis about 4 commands a second, those its scripts run included;
+// scrapy-redis's workers look every 5 s), and with
 // MAX_IDLE_TIME_BEFORE_CLOSE, find out whether the whole fleet is out of work.
 void redis_scheduler::after_empty_take() {
   if (!open_) return;
   poll_timer_.expires_after(idle_backoff_);
-  idle_backoff_ = std::min(idle_backoff_ * 2, std::chrono::milliseconds(500));
+  idle_backoff_ = std::min(idle_backoff_ * 2, std::chrono::milliseconds(2000));
   poll_timer_.async_wait([this, alive = alive_](boost::system::error_code cancelled) {
     if (!*alive || cancelled) return;
     take_more();

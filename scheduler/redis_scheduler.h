@@ -7,7 +7,7 @@
 // finished request with its new requests in one round trip. Every SCHEDULER_HEARTBEAT_INTERVAL it
 // renews its leases, adds what its counters gained to the hash <spider>:stats (HINCRBY; `crawler
 // stats NAME`) and writes its line in <spider>:workers (`crawler status NAME`). An idle worker
-// polls with a backoff up to half a second. With MAX_IDLE_TIME_BEFORE_CLOSE > 0 it reports nothing
+// polls with a backoff up to 2 s. With MAX_IDLE_TIME_BEFORE_CLOSE > 0 it reports nothing
 // pending once the fleet's queue, start URLs and leases have been empty that long; 0 waits for
 // work forever, as scrapy-redis. At close it puts back what it took and did not crawl; with
 // SCHEDULER_PERSIST false it deletes the queue and the dupefilter only when no other worker is

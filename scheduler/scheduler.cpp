@@ -17,12 +17,16 @@ namespace {
 bool wants_redis(const settings& settings) {
   auto name = settings.get_string("SCHEDULER");
   if (name == "memory" || name == "scrapy.core.scheduler.Scheduler") return false;
-  if (name == "redis" || name == "scrapy_redis.scheduler.Scheduler") return true;
+  if (scheduler_is_redis(name)) return true;
   throw settings_error("SCHEDULER: unknown scheduler \"" + name +
                        "\"; valid values are memory, redis");
 }
 
 }  // namespace
+
+bool scheduler_is_redis(std::string_view name) {
+  return name == "redis" || name == "scrapy_redis.scheduler.Scheduler";
+}
 
 std::unique_ptr<scheduler> scheduler::create(const scheduler_context& context) {
   if (wants_redis(context.settings)) return redis_scheduler::create(context);

@@ -44,6 +44,10 @@ namespace detail {
 class jobdir_lock;
 }
 
+/// Whether `name`, a SCHEDULER value, selects the fleet's scheduler: "redis", or scrapy-redis's
+/// "scrapy_redis.scheduler.Scheduler".
+bool scheduler_is_redis(std::string_view name);
+
 /// What a scheduler is built from: the crawl's settings, stats, spider name and event loop.
 struct scheduler_context {
   const crawler::settings& settings;
@@ -176,10 +180,10 @@ class scheduler {
   std::string jobdir_;
   dedup::fingerprint_scheme scheme_;
   memory_queue queue_;
-  std::vector<request> unchecked_;            // restore_unchecked; saved to and loaded from JOBDIR
-  std::unique_ptr<detail::jobdir_lock> jobdir_lock_;  // with JOBDIR: held while this lives
-  std::unique_ptr<request_journal> journal_;          // with JOBDIR
-  std::vector<request> journaled_;            // queued since the last clean close: seen
+  std::vector<request> unchecked_;  // restore_unchecked; saved to and loaded from JOBDIR
+  std::unique_ptr<detail::jobdir_lock> jobdir_lock_;    // with JOBDIR: held while this lives
+  std::unique_ptr<request_journal> journal_;            // with JOBDIR
+  std::vector<request> journaled_;                      // queued since the last clean close: seen
   std::unordered_set<std::string> torn_settles_;        // request_journal::replay::torn_settles
   std::unordered_set<std::uint64_t> journal_prefixes_;  // while torn_settles_: queue_new
   bool jobdir_failed_ = false;

@@ -95,7 +95,9 @@ TEST(crawl_config, errors_name_the_json_path) {
 
   document = books_config();
   document["spider"].erase("start_urls");
-  EXPECT_EQ(error_of(document), "spider.start_urls: is required");
+  EXPECT_EQ(error_of(document),
+            "spider.start_urls: is required, unless settings.SCHEDULER is \"redis\" (workers "
+            "that wait for URLs pushed with crawler push)");
 
   document = books_config();
   document["spidr"] = document["spider"];

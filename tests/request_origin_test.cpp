@@ -3,10 +3,12 @@
 // http or https, chooses no proxy and does not pass the offsite filter by saying so; a URL without
 // a scheme is an error everywhere.
 #include <gtest/gtest.h>
+#include <signal.h>
 
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <thread>
 
 #include "child_process.h"
 #include "fleet.h"
@@ -15,6 +17,7 @@
 
 namespace {
 
+using namespace std::chrono_literals;
 using crawler::fixtures::child_process;
 using crawler::fixtures::crawler_binary;
 using crawler::fixtures::fleet_worker;
@@ -23,6 +26,7 @@ using crawler::fixtures::redis_list;
 using crawler::fixtures::redis_run;
 using crawler::fixtures::redis_server;
 using crawler::fixtures::temp_dir;
+using crawler::fixtures::wait_until;
 
 std::string slurp(const std::filesystem::path& path) {
   std::ifstream in(path);
@@ -205,6 +209,66 @@ TEST(fleet_records, one_malformed_record_of_each_kind_is_set_aside_and_the_fleet
   }
   EXPECT_EQ(kinds, (std::set<std::string>{"lease record", "counter", "oversized entry", "entry"}));
   EXPECT_EQ(set_aside(redis, "site:start_urls:bad").count("{not json"), 1u);
+}
+
+long long commands_processed(const redis_server& redis) {
+  auto info = redis_run(redis.port(), {"INFO", "stats"});
+  auto text = info.empty() ? std::string() : info[0];
+  auto at = text.find("total_commands_processed:");
+  if (at == std::string::npos) throw std::runtime_error("no total_commands_processed in INFO");
+  return std::stoll(text.substr(at + 25));
+}
+
+// scrapy-redis's RedisSpider as a crawl file: no start_urls, workers that wait, cheaply, for URLs
+// pushed after they started, then crawl the site together.
+TEST(push_only_workers, a_crawl_file_without_start_urls_waits_for_pushed_urls) {
+  http_server site({.site_pages = 60});
+  redis_server redis;
+  temp_dir dir;
+  auto file = dir.path() / "crawl.json";
+  std::ofstream(file) << nlohmann::json{
+      {"settings",
+       {{"SCHEDULER", "redis"}, {"DUPEFILTER_CLASS", "redis_set"}, {"REDIS_URL", redis.url()}}},
+      {"spider", {{"name", "site"}, {"rules", {{{"allow", {"/site/"}}, {"follow", true}}}}}}};
+  child_process check({crawler_binary(), "check", file.string()});
+  EXPECT_EQ(check.wait(), 0) << check.stderr_text();
+  std::vector<std::unique_ptr<child_process>> workers;
+  for (int i = 0; i < 2; ++i) {
+    workers.push_back(std::make_unique<child_process>(
+        std::vector<std::string>{crawler_binary(), "run", file.string(), "--nolog"}));
+  }
+  std::this_thread::sleep_for(4s);  // both idle, polling at their longest backoff
+  // Every command Redis runs, those inside scripts included, over 4 s, for one worker.
+  auto before = commands_processed(redis);
+  std::this_thread::sleep_for(4s);
+  auto per_second = double(commands_processed(redis) - before - 1) / 4 / 2;
+  EXPECT_LT(per_second, 5.0);
+  RecordProperty("idle_commands_per_second", std::to_string(per_second));
+  child_process push(
+      {crawler_binary(), "push", "site", "-s", "REDIS_URL=" + redis.url(), site.url("/site/0")});
+  ASSERT_EQ(push.wait(), 0) << push.stderr_text();
+  wait_until([&] { return site.total_hits() >= 60; }, "every page of the site");
+  std::this_thread::sleep_for(300ms);  // a duplicate fetch would show now
+  for (auto& worker : workers) {
+    worker->signal(SIGINT);  // MAX_IDLE_TIME_BEFORE_CLOSE 0: they would wait for more forever
+    EXPECT_EQ(worker->wait(), 0) << worker->stderr_text();
+  }
+  for (int page = 0; page < 60; ++page) {
+    EXPECT_EQ(site.hits("/site/" + std::to_string(page)), 1u) << page;
+  }
+}
+
+// Without the fleet, a crawl file with no start_urls would finish at once having done nothing.
+TEST(push_only_workers, only_a_fleet_crawl_file_may_leave_out_start_urls) {
+  temp_dir dir;
+  auto file = dir.path() / "crawl.json";
+  std::ofstream(file) << R"({"spider": {"name": "site"}})";
+  child_process check({crawler_binary(), "check", file.string()});
+  EXPECT_EQ(check.wait(), 1);
+  EXPECT_EQ(check.stderr_text(),
+            file.string() +
+                ": spider.start_urls: is required, unless settings.SCHEDULER is \"redis\" "
+                "(workers that wait for URLs pushed with crawler push)\n");
 }
 
 constexpr const char* signing_key = "SCHEDULER_SIGNING_KEY=0123456789abcdef-test-key";
