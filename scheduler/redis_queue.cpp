@@ -1,5 +1,6 @@
 #include "scheduler/redis_queue.h"
 
+#include <openssl/rand.h>
 #include <openssl/sha.h>
 
 #include "config/settings.h"
@@ -68,6 +69,7 @@ redis_queue::redis_queue(std::shared_ptr<redis::client> client, redis_queue_opti
       deadlines_key_(options_.key + ":deadlines"),
       seq_key_(options_.key + ":seq"),
       bad_key_(options_.key + ":bad"),
+      epoch_key_(options_.key + ":epoch"),
       items_key_(options_.items_key.empty() ? options_.key + ":items" : options_.items_key) {
   if (options_.order != "priority" && options_.order != "fifo" && options_.order != "lifo") {
     throw settings_error("SCHEDULER_QUEUE_CLASS: unknown queue \"" + options_.order +
@@ -123,6 +125,8 @@ request redis_queue::read_entry(std::string_view body, const std::string& id) co
 void redis_queue::run_script(const char* body, std::vector<std::string> keys,
                              std::vector<std::string> args,
                              std::function<void(std::exception_ptr, redis::reply)> done) {
+  keys.push_back(epoch_key_);
+  args.insert(args.begin(), epoch_);
   auto text = std::string(detail::redis_queue_prelude) + body;
   auto& sha = script_shas_[body];
   if (sha.empty()) sha = sha1_hex(text);
@@ -145,7 +149,39 @@ void redis_queue::run_script(const char* body, std::vector<std::string> keys,
             return alive->async_command(std::move(retry), std::move(done));
           }
         }
+        if (!error && answer.is_error() && answer.str.starts_with("CRAWLER_EPOCH ")) {
+          auto address = client.lock() ? client.lock()->where().address() : std::string("Redis");
+          error = std::make_exception_ptr(fleet_state_lost(
+              "the fleet's state in Redis at " + address + " is not the one this worker joined (" +
+              answer.str.substr(14) +
+              "): Redis restarted without persistence, was flushed, evicted keys or failed over "
+              "to a replica that lagged, and the queue, leases and dupefilter with it"));
+        }
         done(error, std::move(answer));
+      });
+}
+
+void redis_queue::async_join_epoch(std::function<void(std::exception_ptr)> done) {
+  unsigned char random[8];
+  if (RAND_bytes(random, sizeof random) != 1) {
+    return done(std::make_exception_ptr(std::runtime_error("no random bytes for the epoch")));
+  }
+  static constexpr char digits[] = "0123456789abcdef";
+  std::string candidate;
+  for (unsigned char byte : random) {
+    candidate += digits[byte >> 4];
+    candidate += digits[byte & 15];
+  }
+  client_->async_pipeline(
+      {{"SET", epoch_key_, candidate, "NX"}, {"GET", epoch_key_}},
+      [this, done = std::move(done)](std::exception_ptr error, std::vector<redis::reply> replies) {
+        if (!error && (replies.size() != 2 || replies[1].is_error() || replies[1].str.empty())) {
+          error = std::make_exception_ptr(std::runtime_error(
+              "redis queue at " + client_->where().address() + ": could not read " + epoch_key_ +
+              (replies.size() == 2 ? ": " + replies[1].str : std::string())));
+        }
+        if (!error) epoch_ = replies[1].str;
+        done(error);
       });
 }
 

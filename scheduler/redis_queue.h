@@ -34,6 +34,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -79,6 +80,13 @@ struct settle_result {
   std::vector<std::size_t> unfingerprintable_positions;
 };
 
+/// The fleet's state in Redis is not the one this worker joined: its epoch (redis_queue.h) is
+/// gone or changed. Retrying cannot help, unlike an outage.
+class fleet_state_lost : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
 class redis_queue {
  public:
   using take_handler = std::function<void(std::exception_ptr, std::vector<leased_request>)>;
@@ -108,6 +116,17 @@ class redis_queue {
                   dedup::fingerprint_scheme scheme, settle_handler done);
   /// Puts leased requests back in the queue, not crawled; completes with how many.
   void async_release(const std::vector<std::string>& lease_ids, count_handler done);
+
+  /// Joins the fleet's epoch, <key>:epoch: a random id the first worker writes beside the queue.
+  /// From then on every script first checks that Redis still holds it, and fails with
+  /// fleet_state_lost when it does not (see redis_queue_scripts.h). Completes with the error of
+  /// the call, if any.
+  void async_join_epoch(std::function<void(std::exception_ptr)> done);
+  /// Forgets what this worker knew of the fleet's dupefilter (a state that was lost).
+  void forget_known() { known_ = detail::known_fingerprints(); }
+  /// The key of the fleet's epoch, and the epoch joined ("" before async_join_epoch).
+  const std::string& epoch_key() const { return epoch_key_; }
+  const std::string& epoch() const { return epoch_; }
 
   /// A check every taken request must pass (e.g. that the spider has its callback): the reason
   /// it fails, or "". A request that fails goes to <key>:bad like one that does not decode.
@@ -140,7 +159,8 @@ class redis_queue {
 
   std::shared_ptr<redis::client> client_;
   redis_queue_options options_;
-  std::string leased_key_, deadlines_key_, seq_key_, bad_key_, items_key_;
+  std::string leased_key_, deadlines_key_, seq_key_, bad_key_, items_key_, epoch_key_;
+  std::string epoch_;  // "" until async_join_epoch: the scripts check nothing
   std::size_t reclaimed_ = 0, bad_ = 0;
   std::map<const char*, std::string> script_shas_;  // script -> its SHA-1, for EVALSHA
   // Children found in the dupefilter (key known_key_) need not be sent again.

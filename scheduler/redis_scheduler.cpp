@@ -140,7 +140,16 @@ void redis_scheduler::do_open(asio::any_completion_handler<done_signature> handl
       std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
   auto shared = std::make_shared<asio::any_completion_handler<done_signature>>(std::move(handler));
   auto check_then_open = [this, alive = alive_, shared] {
-    if (*alive) check_key_types([this, shared] { open_dupefilter(std::move(*shared)); }, shared);
+    if (!*alive) return;
+    check_key_types(
+        [this, shared] {
+          queue_.async_join_epoch([this, alive = alive_, shared](std::exception_ptr error) {
+            if (!*alive) return;
+            if (error) return std::move(*shared)(error);
+            open_dupefilter(std::move(*shared));
+          });
+        },
+        shared);
   };
   if (!flush_on_start_) return check_then_open();
   auto keys = fleet_keys();
@@ -181,6 +190,7 @@ void redis_scheduler::check_key_types(
                                                             {queue_key_ + ":leased", "hash"},
                                                             {queue_key_ + ":deadlines", "zset"},
                                                             {queue_key_ + ":seq", "string"},
+                                                            {queue_.epoch_key(), "string"},
                                                             {queue_key_ + ":bad", "list"},
                                                             {start_urls_key_, start_type},
                                                             {queue_.items_key(), "list"},
@@ -209,12 +219,35 @@ void redis_scheduler::check_key_types(
       });
 }
 
+// A Redis that evicts keys under maxmemory may drop the queue, a lease or the dupefilter; the
+// epoch check stops the fleet when it does, but the operator should know before. CONFIG may be
+// renamed away on managed servers: then nothing is said.
+void redis_scheduler::warn_if_evicting() {
+  client_->async_command(
+      {"CONFIG", "GET", "maxmemory*"},
+      [this, alive = alive_](std::exception_ptr error, redis::reply answer) {
+        if (!*alive || error || answer.is_error()) return;
+        std::string policy, limit;
+        for (std::size_t i = 0; i + 1 < answer.elements.size(); i += 2) {
+          if (answer.elements[i].str == "maxmemory-policy") policy = answer.elements[i + 1].str;
+          if (answer.elements[i].str == "maxmemory") limit = answer.elements[i + 1].str;
+        }
+        if (policy.empty() || policy == "noeviction" || limit == "0") return;
+        logger_->warn(
+            "Redis at {} has maxmemory {} with maxmemory-policy {}: it may evict the fleet's "
+            "queue, leases or dupefilter under memory pressure (workers then stop with "
+            "redis_state_lost); use maxmemory-policy noeviction for a fleet",
+            client_->where().address(), limit, policy);
+      });
+}
+
 void redis_scheduler::open_dupefilter(asio::any_completion_handler<done_signature> handler) {
   dupefilter_->async_open(
       [this, alive = alive_, handler = std::move(handler)](std::exception_ptr error) mutable {
         if (!*alive) return;
         if (!error) {
           open_ = true;
+          warn_if_evicting();
           idle_since_ = std::chrono::steady_clock::now();
           heartbeat();
           take_more();
@@ -230,6 +263,7 @@ void redis_scheduler::take_more() {
   queue_.async_feed(start_urls_batch_, dupefilter_->marking(), scheme_,
                     [this, alive = alive_](std::exception_ptr error, settle_result fed) {
                       if (!*alive) return;
+                      if (lost(error)) return;
                       if (error) {
                         redis_failed("read the fleet's start URLs", error);
                       } else if (fed.queued) {
@@ -246,6 +280,7 @@ void redis_scheduler::take_leased() {
       [this, alive = alive_](std::exception_ptr error, std::vector<leased_request> taken) {
         if (!*alive) return;
         taking_ = false;
+        if (lost(error)) return;
         if (error) {
           redis_failed("take requests from the fleet's queue", error);
           if (open_ && failure_timeout_.count() > 0 &&
@@ -268,6 +303,36 @@ void redis_scheduler::take_leased() {
         }
         ready();
       });
+}
+
+// The fleet's state is gone from Redis (its epoch, redis_queue.h): what this worker holds cannot
+// be settled, and an empty queue would pass for a finished crawl. It says what was lost and what
+// it held, forgets what it knew of the dupefilter, and stops (finish_reason redis_state_lost).
+bool redis_scheduler::lost(std::exception_ptr error) {
+  if (!error) return false;
+  try {
+    std::rethrow_exception(error);
+  } catch (const fleet_state_lost& lost) {
+    if (state_lost_) return true;
+    state_lost_ = true;
+    open_ = false;
+    poll_timer_.cancel();
+    heartbeat_timer_.cancel();
+    queue_.forget_known();
+    stats_.inc_value("scheduler/state_lost");
+    logger_->error(
+        "{}. This worker held {} leased requests, {} of them not yet crawled: their outcomes "
+        "cannot be stored. Stopping: start the crawl again (or resume it from a Redis that kept "
+        "its data)",
+        lost.what(), held_.size(), buffer_.size());
+    buffer_.clear();
+    held_.clear();
+    to_release_.clear();
+    fatal("redis_state_lost");
+    return true;
+  } catch (...) {
+    return false;
+  }
 }
 
 // Each failure of an outage would otherwise log a line per poll and per heartbeat: one line when
@@ -308,9 +373,19 @@ void redis_scheduler::after_empty_take() {
     return;
   }
   client_->async_pipeline(
-      {{"EXISTS", queue_key_, start_urls_key_}, {"HLEN", queue_key_ + ":leased"}},
+      {{"EXISTS", queue_key_, start_urls_key_},
+       {"HLEN", queue_key_ + ":leased"},
+       {"GET", queue_.epoch_key()}},
       [this, alive = alive_](std::exception_ptr error, std::vector<redis::reply> replies) {
-        if (!*alive || error || replies.size() != 2) return;
+        if (!*alive || error || replies.size() != 3) return;
+        // An empty queue in a Redis that forgot the fleet is not a finished crawl.
+        if (replies[2].str != queue_.epoch()) {
+          lost(std::make_exception_ptr(fleet_state_lost(
+              "the fleet's state in Redis at " + client_->where().address() +
+              " is not the one this worker joined (" + queue_.epoch_key() +
+              (replies[2].str.empty() ? " is gone" : " is now " + replies[2].str) + ")")));
+          return;
+        }
         bool fleet_idle = replies[0].integer == 0 && replies[1].integer == 0;
         auto now = std::chrono::steady_clock::now();
         if (!fleet_idle) {
@@ -375,7 +450,7 @@ void redis_scheduler::heartbeat() {
     std::vector<std::string> leases(held_.begin(), held_.end());
     queue_.async_renew(leases, [this, alive = alive_, asked = leases.size()](
                                    std::exception_ptr error, std::size_t held) {
-      if (!*alive) return;
+      if (!*alive || lost(error)) return;
       if (error) {
         auto doing = "renew " + std::to_string(asked) +
                      " leases (they expire unless a renewal gets through)";
@@ -450,6 +525,7 @@ void redis_scheduler::do_enqueue(std::vector<request> requests, std::string pare
                           std::exception_ptr error, settle_result result) mutable {
                         if (!*alive) return;
                         auto& handler = *shared;
+                        lost(error);
                         if (error)
                           return std::move(handler)(error, std::size_t{0}, std::move(*batch));
                         if (!parent_lease.empty()) {
@@ -480,6 +556,16 @@ void redis_scheduler::do_close(asio::any_completion_handler<done_signature> hand
   open_ = false;
   poll_timer_.cancel();
   heartbeat_timer_.cancel();
+  if (state_lost_) {
+    // Nothing of this worker's is left in Redis to put back, and its stats would go to a fleet
+    // that is not the one it counted for; its line in <spider>:workers goes.
+    return client_->async_command({"HDEL", workers_key_, queue_.worker()},
+                                  [this, alive = alive_, handler = std::move(handler)](
+                                      std::exception_ptr, redis::reply) mutable {
+                                    if (!*alive) return;
+                                    dupefilter_->async_close(std::move(handler));
+                                  });
+  }
   // What was taken and not crawled goes back to the queue now, not when its lease expires.
   for (auto& leased : buffer_) to_release_.push_back(leased.lease_id);
   buffer_.clear();
@@ -510,8 +596,9 @@ return redis.call('DEL', unpack(KEYS))
 // The keys of the fleet's crawl state: <spider>:workers first, the queue second and its leases
 // third (fleet_done_script reads them), then the rest of the queue and the dupefilter's keys.
 std::vector<std::string> redis_scheduler::fleet_keys() const {
-  std::vector<std::string> keys{workers_key_, queue_key_, queue_key_ + ":leased",
-                                queue_key_ + ":deadlines", queue_key_ + ":seq"};
+  std::vector<std::string> keys{workers_key_,           queue_key_,
+                                queue_key_ + ":leased", queue_key_ + ":deadlines",
+                                queue_key_ + ":seq",    queue_.epoch_key()};
   for (auto& key : dupefilter_->stored_keys()) keys.push_back(std::move(key));
   return keys;
 }

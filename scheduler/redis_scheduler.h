@@ -63,11 +63,14 @@ class redis_scheduler final : public scheduler {
   void check_key_types(std::function<void()> then,
                        std::shared_ptr<asio::any_completion_handler<done_signature>> fail);
   void open_dupefilter(asio::any_completion_handler<done_signature> handler);
+  void warn_if_evicting();
   void take_more();
   void take_leased();
   void after_empty_take();
   void heartbeat();
   void redis_failed(const std::string& doing, std::exception_ptr error);
+  // True (and the worker stops) when `error` is fleet_state_lost.
+  bool lost(std::exception_ptr error);
   void redis_answered();
   std::string worker_record() const;
   std::vector<std::string> fleet_keys() const;
@@ -89,7 +92,7 @@ class redis_scheduler final : public scheduler {
   std::deque<leased_request> buffer_;
   std::set<std::string> held_;           // leases taken and not yet settled or released
   std::vector<std::string> to_release_;  // restored by the engine; released at close
-  bool open_ = false, taking_ = false, fleet_done_ = false;
+  bool open_ = false, taking_ = false, fleet_done_ = false, state_lost_ = false;
   std::chrono::milliseconds idle_backoff_{50};
   std::chrono::steady_clock::time_point idle_since_{};
   std::optional<std::chrono::steady_clock::time_point> redis_down_since_;

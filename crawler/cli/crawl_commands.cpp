@@ -13,8 +13,8 @@
 #include "crawler/cli/detail/commands.h"
 #include "crawler/config_spider.h"
 #include "crawler/crawl_spider.h"
-#include "crawler/run_crawl.h"
 #include "crawler/feeds.h"
+#include "crawler/run_crawl.h"
 
 namespace crawler::cli {
 namespace {
@@ -68,8 +68,8 @@ settings crawl_settings(const spider& spider, const crawl_options_cli& options,
 // it stores into failed (Redis, JOBDIR, a feed), so scripts and schedulers see it.
 int exit_status_for(const crawl_result& result) {
   const auto& reason = result.finish_reason;
-  bool failed = reason == "redis_unavailable" || reason == "jobdir_write_failed" ||
-                reason == "feed_write_failed";
+  bool failed = reason == "redis_unavailable" || reason == "redis_state_lost" ||
+                reason == "jobdir_write_failed" || reason == "feed_write_failed";
   return failed ? 1 : 0;
 }
 
@@ -246,8 +246,8 @@ int run_parse_command(const parse_options& options) {
       ++index;
     }
     if (!crawling || index == crawling->rules.size()) {
-      std::cerr << "crawler parse: no rule of spider " << owned->name() << " takes "
-                << options.url << '\n';
+      std::cerr << "crawler parse: no rule of spider " << owned->name() << " takes " << options.url
+                << '\n';
       return 2;
     }
     first.callback = crawl_spider::rule_callback;
@@ -262,8 +262,7 @@ int run_parse_command(const parse_options& options) {
   auto result = run_crawl(spider, settings);
   spider.print(std::cout);
   if (spider.pages == 0) {
-    std::cerr << "crawler parse: no response reached a callback (" << result.finish_reason
-              << ")\n";
+    std::cerr << "crawler parse: no response reached a callback (" << result.finish_reason << ")\n";
     return 1;
   }
   return exit_status_for(result);
@@ -347,8 +346,7 @@ void add_crawl_commands(CLI::App& app, int& exit_status) {
       auto config = load_crawl_config_file(*check_file);
       const auto& spider = *config.spider;
       std::cout << *check_file << ": OK: spider \"" << spider.name() << "\", "
-                << spider.start_urls.size() << " start URLs, "
-                << spider.rules.size() << " rules\n";
+                << spider.start_urls.size() << " start URLs, " << spider.rules.size() << " rules\n";
       exit_status = 0;
     } catch (const config_error& error) {
       std::cerr << redact(error.what()) << '\n';  // a line a problem

@@ -9,9 +9,24 @@
 
 namespace crawler::detail {
 
-// Shared by every script: the server's clock, and putting a leased entry back in the queue where
-// it is taken next.
+// Shared by every script, and run first: the fleet's epoch, the server's clock, and putting a
+// leased entry back in the queue where it is taken next.
+//
+// Every script is called with the epoch's key after its own keys and the epoch this worker read
+// at open before its own arguments (redis_queue::run_script adds both; '' checks nothing). A Redis
+// that forgot the fleet's state (restarted without persistence, flushed, failed over to a replica
+// that lagged) no longer holds that epoch: the script writes nothing and answers an error that
+// starts with CRAWLER_EPOCH, and the worker stops rather than call an empty queue finished.
 inline constexpr const char* redis_queue_prelude = R"lua(
+local epoch_key = table.remove(KEYS)
+local expected_epoch = table.remove(ARGV, 1)
+if expected_epoch ~= '' then
+  local current = redis.call('GET', epoch_key)
+  if current ~= expected_epoch then
+    return redis.error_reply('CRAWLER_EPOCH ' .. epoch_key .. ' ' ..
+                             (current and ('is now ' .. current) or 'is gone'))
+  end
+end
 local function now_ms()
   local t = redis.call('TIME')
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
