@@ -33,13 +33,16 @@ void on_small_stack(std::function<void()> work) {
   pthread_attr_destroy(&attributes);
 }
 
-TEST(deep_page, selectors_text_and_links_walk_a_deep_tree_without_recursion) {
+class deep_page_parsed_by : public testing::TestWithParam<crawler::html_parser> {};
+
+TEST_P(deep_page_parsed_by, selectors_text_and_links_walk_a_deep_tree_without_recursion) {
   crawler::response page;
   page.url = page.request.url = "http://example.com/deep";
+  page.parser = GetParam();
   page.body = nested_divs(20000, "<a href=\"/bottom\">the bottom</a>");
   page.parse_limits.max_depth = 100000;
-  page.document();  // Gumbo itself does not recurse; parsed here, walked below
   on_small_stack([&] {
+    page.document();  // neither parser recurses per level: parsed on the small stack too
     EXPECT_EQ(page.css("div > a::attr(href)").get(), "/bottom");
     EXPECT_EQ(page.css("a::text").get(), "the bottom");
     EXPECT_EQ(page.css("body").front().text_content(), "the bottom");
@@ -49,6 +52,38 @@ TEST(deep_page, selectors_text_and_links_walk_a_deep_tree_without_recursion) {
     EXPECT_EQ(links[0].url, "http://example.com/bottom");
     EXPECT_EQ(links[0].text, "the bottom");
   });
+}
+
+INSTANTIATE_TEST_SUITE_P(each_parser, deep_page_parsed_by,
+                         testing::Values(crawler::html_parser::gumbo,
+                                         crawler::html_parser::libxml2),
+                         [](const auto& info) {
+                           return info.param == crawler::html_parser::gumbo ? "gumbo" : "libxml2";
+                         });
+
+// libxml2 stopped reading at 256 levels (its default xmlParserMaxDepth) and silently dropped the
+// rest of the page; both parsers now read what HTML_MAX_DEPTH lets through, whole.
+TEST(deep_page, both_parsers_read_a_page_nested_300_deep_whole) {
+  for (auto parser : {crawler::html_parser::gumbo, crawler::html_parser::libxml2}) {
+    crawler::response page;
+    page.url = page.request.url = "http://example.com/deep";
+    page.parser = parser;
+    page.body = nested_divs(300, "<a href=\"/bottom\">the bottom</a>") + "<p id=after>";
+    EXPECT_EQ(page.css("a::text").get(), "the bottom") << int(parser);
+    EXPECT_EQ(page.css("div").size(), 300u) << int(parser);
+    EXPECT_EQ(page.css("#after").size(), 1u) << int(parser);
+  }
+}
+
+TEST(hostile_page, a_page_that_says_utf_7_is_read_as_utf_8_as_browsers_do) {
+  for (const char* label : {"utf-7", "UTF-7", "unicode-1-1-utf-7", "csUnicode11UTF7"}) {
+    crawler::response page;
+    page.url = page.request.url = "http://example.com/utf7";
+    page.headers = {{"Content-Type", std::string("text/html; charset=") + label}};
+    page.body = "<p>+ADw-script+AD4-alert(1)+ADw-/script+AD4-</p>";
+    EXPECT_EQ(page.css("script").size(), 0u) << label;
+    EXPECT_EQ(page.css("p::text").get(), "+ADw-script+AD4-alert(1)+ADw-/script+AD4-") << label;
+  }
 }
 
 TEST(deep_page, a_page_nested_past_html_max_depth_is_refused_before_gumbo_sees_it) {

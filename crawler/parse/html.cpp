@@ -37,6 +37,12 @@ std::string charset_parameter(std::string_view value) {
 // "iso-8859-1", "latin1" and "us-ascii" as windows-1252.
 std::string canonical_encoding(std::string name) {
   if (name == "utf8" || name == "unicode-1-1-utf-8") return "utf-8";
+  // UTF-7 is not an encoding of the web (WHATWG's Encoding standard has no label for it, and no
+  // browser decodes it): a page that says so is read as UTF-8, so "+ADw-script+AD4-" stays text
+  // instead of becoming markup only this crawler would see.
+  if (name.find("utf-7") != std::string::npos || name.find("utf7") != std::string::npos) {
+    return "utf-8";
+  }
   if (name == "iso-8859-1" || name == "latin1" || name == "us-ascii" || name == "ascii" ||
       name == "iso8859-1" || name == "l1") {
     return "windows-1252";

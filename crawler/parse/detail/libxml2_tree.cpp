@@ -2,6 +2,7 @@
 // (parsel). Its tree differs from a browser's on misnested markup (it does not reparent), which
 // is the point: a spider ported from Scrapy sees what it saw there.
 #include <libxml/HTMLparser.h>
+#include <libxml/parser.h>
 #include <libxml/tree.h>
 
 #include <memory>
@@ -34,9 +35,13 @@ void build_with_libxml2(const std::string& utf8, tree_builder& builder) {
   static std::once_flag initialised;
   std::call_once(initialised, [] { xmlInitParser(); });
   // As lxml's HTMLParser: recover from every error, never touch the network; the bytes are
-  // UTF-8 already, so a <meta charset> must not make libxml2 decode them again.
+  // UTF-8 already, so a <meta charset> must not make libxml2 decode them again. XML_PARSE_HUGE:
+  // without it libxml2 stops reading at 256 levels of nesting and drops the rest of the page
+  // silently; HTML_MAX_DEPTH, estimated before any parser runs (html.cpp), bounds both parsers
+  // alike instead.
   constexpr int options = HTML_PARSE_RECOVER | HTML_PARSE_NOERROR | HTML_PARSE_NOWARNING |
-                          HTML_PARSE_NONET | HTML_PARSE_COMPACT | HTML_PARSE_IGNORE_ENC;
+                          HTML_PARSE_NONET | HTML_PARSE_COMPACT | HTML_PARSE_IGNORE_ENC |
+                          XML_PARSE_HUGE;
   htmlDocPtr parsed = htmlReadMemory(utf8.data(), int(utf8.size()), nullptr, "UTF-8", options);
   if (!parsed) return;  // nothing libxml2 could read: an empty document, as parsel's
   std::shared_ptr<xmlDoc> document(parsed, &xmlFreeDoc);
