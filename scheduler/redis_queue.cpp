@@ -142,7 +142,7 @@ void redis_queue::run_script(const char* body, std::vector<std::string> keys,
   // that outlives the crawl when a command is pending at close.
   client_->async_command(
       std::move(command),
-      [client = std::weak_ptr(client_), retry = std::move(retry), done = std::move(done)](
+      [this, client = std::weak_ptr(client_), retry = std::move(retry), done = std::move(done)](
           std::exception_ptr error, redis::reply answer) mutable {
         if (!error && answer.is_error() && answer.str.starts_with("NOSCRIPT")) {
           if (auto alive = client.lock()) {
@@ -150,15 +150,19 @@ void redis_queue::run_script(const char* body, std::vector<std::string> keys,
           }
         }
         if (!error && answer.is_error() && answer.str.starts_with("CRAWLER_EPOCH ")) {
-          auto address = client.lock() ? client.lock()->where().address() : std::string("Redis");
-          error = std::make_exception_ptr(fleet_state_lost(
-              "the fleet's state in Redis at " + address + " is not the one this worker joined (" +
-              answer.str.substr(14) +
-              "): Redis restarted without persistence, was flushed, evicted keys or failed over "
-              "to a replica that lagged, and the queue, leases and dupefilter with it"));
+          error = std::make_exception_ptr(epoch_lost(answer.str.substr(14)));
         }
         done(error, std::move(answer));
       });
+}
+
+fleet_state_lost redis_queue::epoch_lost(std::string_view found) const {
+  return fleet_state_lost("the fleet's state in Redis at " + client_->where().address() +
+                          " is not the one this worker joined (" + epoch_key_ + " " +
+                          std::string(found) +
+                          "): Redis restarted without persistence, was flushed, evicted keys or "
+                          "failed over to a replica that lagged, and the queue, leases and "
+                          "dupefilter with it");
 }
 
 void redis_queue::async_join_epoch(std::function<void(std::exception_ptr)> done) {

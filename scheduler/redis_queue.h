@@ -122,6 +122,9 @@ class redis_queue {
   /// fleet_state_lost when it does not (see redis_queue_scripts.h). Completes with the error of
   /// the call, if any.
   void async_join_epoch(std::function<void(std::exception_ptr)> done);
+  /// The error for an epoch that Redis no longer holds; `found` says what is there instead
+  /// ("is gone", "is now 1f2e...").
+  fleet_state_lost epoch_lost(std::string_view found) const;
   /// Forgets what this worker knew of the fleet's dupefilter (a state that was lost).
   void forget_known() { known_ = detail::known_fingerprints(); }
   /// The key of the fleet's epoch, and the epoch joined ("" before async_join_epoch).

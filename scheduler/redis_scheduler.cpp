@@ -380,10 +380,8 @@ void redis_scheduler::after_empty_take() {
         if (!*alive || error || replies.size() != 3) return;
         // An empty queue in a Redis that forgot the fleet is not a finished crawl.
         if (replies[2].str != queue_.epoch()) {
-          lost(std::make_exception_ptr(fleet_state_lost(
-              "the fleet's state in Redis at " + client_->where().address() +
-              " is not the one this worker joined (" + queue_.epoch_key() +
-              (replies[2].str.empty() ? " is gone" : " is now " + replies[2].str) + ")")));
+          lost(std::make_exception_ptr(
+              queue_.epoch_lost(replies[2].str.empty() ? "is gone" : "is now " + replies[2].str)));
           return;
         }
         bool fleet_idle = replies[0].integer == 0 && replies[1].integer == 0;

@@ -23,8 +23,7 @@ local expected_epoch = table.remove(ARGV, 1)
 if expected_epoch ~= '' then
   local current = redis.call('GET', epoch_key)
   if current ~= expected_epoch then
-    return redis.error_reply('CRAWLER_EPOCH ' .. epoch_key .. ' ' ..
-                             (current and ('is now ' .. current) or 'is gone'))
+    return redis.error_reply('CRAWLER_EPOCH ' .. (current and ('is now ' .. current) or 'is gone'))
   end
 end
 local function now_ms()
