@@ -72,7 +72,7 @@ int run(const push_options& options) {
   std::vector<std::string> entries;
   auto add = [&](std::string entry, const std::string& where) {
     try {
-      if (signer) {
+      if (signer && entry.find_first_not_of(" \t") != std::string::npos) {
         auto text = std::string_view(entry).substr(entry.find_first_not_of(" \t"));
         entry = signer->sign(text.starts_with('{') ? std::string(text)
                                                    : nlohmann::json{{"url", text}}.dump());
