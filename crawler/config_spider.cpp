@@ -315,6 +315,7 @@ crawl_config load_crawl_config(const json& document) {
            "pushed with crawler push)");
     });
   }
+  config.push_only = start == spider_json->end() && push_only;
   bool start_ok = start != spider_json->end() && problems.attempt([&] {
     if (!start->is_array() || start->empty()) {
       fail(child(path, "start_urls"), "must be a non-empty list of URLs or {\"sitemap\": URL}");

@@ -54,6 +54,10 @@ struct crawl_config {
   /// The file's "settings" object (checked by the settings model when merged).
   nlohmann::json settings = nlohmann::json::object();
   std::unique_ptr<crawl_spider> spider;
+  /// No start_urls: the file's settings say SCHEDULER redis, and its workers wait for URLs
+  /// pushed to Redis (scrapy-redis's RedisSpider). A run whose -s picks another scheduler has
+  /// nothing to start from.
+  bool push_only = false;
 };
 
 /// Validates `document` and builds its spider. Throws config_error.

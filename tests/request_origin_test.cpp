@@ -285,6 +285,12 @@ TEST(push_only_workers, a_crawl_file_without_start_urls_waits_for_pushed_urls) {
       {"spider", {{"name", "site"}, {"rules", {{{"allow", {"/site/"}}, {"follow", true}}}}}}};
   child_process check({crawler_binary(), "check", file.string()});
   EXPECT_EQ(check.wait(), 0) << check.stderr_text();
+  // Without the fleet there is nothing to start from: not a crawl that ends at once, done.
+  child_process alone({crawler_binary(), "run", file.string(), "-s", "SCHEDULER=memory"});
+  EXPECT_EQ(alone.wait(), 2);
+  EXPECT_EQ(alone.stderr_text(), "crawler run: " + file.string() +
+                                     ": spider.start_urls: is required with SCHEDULER=memory "
+                                     "(only a fleet's workers wait for pushed URLs)\n");
   std::vector<std::unique_ptr<child_process>> workers;
   for (int i = 0; i < 2; ++i) {
     workers.push_back(std::make_unique<child_process>(

@@ -15,6 +15,7 @@
 #include "crawler/crawl_spider.h"
 #include "crawler/feeds.h"
 #include "crawler/run_crawl.h"
+#include "scheduler/scheduler.h"
 
 namespace crawler::cli {
 namespace {
@@ -103,6 +104,11 @@ void add_feed_options(CLI::App* command, crawl_options_cli& options) {
 int run_config_command(const std::string& file, const crawl_options_cli& options) {
   auto config = load_crawl_config_file(file);
   auto settings = crawl_settings(*config.spider, options, config.settings);
+  if (config.push_only && !scheduler_is_redis(settings.get_string("SCHEDULER"))) {
+    throw config_error(file + ": spider.start_urls: is required with SCHEDULER=" +
+                       settings.get_string("SCHEDULER") +
+                       " (only a fleet's workers wait for pushed URLs)");
+  }
   return exit_status_for(run_crawl(*config.spider, settings));
 }
 
