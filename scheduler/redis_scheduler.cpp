@@ -357,7 +357,7 @@ void redis_scheduler::redis_answered() {
 }
 
 // Nothing to take: poll again after a backoff (50 ms doubling to 2 s: an idle worker, waiting for
-// pushed URLs for hours, costs Redis about 4 commands a second, those its scripts run included;
+// pushed URLs for hours, costs Redis 3 commands a second, those its scripts run included;
 // scrapy-redis's workers look every 5 s), and with
 // MAX_IDLE_TIME_BEFORE_CLOSE, find out whether the whole fleet is out of work.
 void redis_scheduler::after_empty_take() {
