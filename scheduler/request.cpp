@@ -1,5 +1,6 @@
 #include "scheduler/request.h"
 
+#include <algorithm>
 #include <functional>
 #include <stdexcept>
 
@@ -43,13 +44,32 @@ void set_header(header_list& headers, std::string_view name, std::string_view va
   headers.emplace_back(name, value);
 }
 
-std::string quoted_for_log(std::string_view value, std::size_t keep) {
-  if (value.size() <= keep) return std::string(value);
-  return std::string(value.substr(0, keep)) + "... (" + std::to_string(value.size()) + " bytes)";
+namespace {
+
+void append_quoted(std::string& out, std::string_view value, std::size_t keep) {
+  out += value.substr(0, keep);
+  if (value.size() > keep) out += "... (" + std::to_string(value.size()) + " bytes)";
 }
 
+}  // namespace
+
+std::string quoted_for_log(std::string_view value, std::size_t keep) {
+  std::string out;
+  append_quoted(out, value, keep);
+  return out;
+}
+
+// One allocation: duplicates are described once each, a page's worth at a time.
 std::string request::describe() const {
-  return "<" + quoted_for_log(method, 20) + " " + quoted_for_log(url) + ">";
+  std::string out;
+  out.reserve(std::min<std::size_t>(method.size(), 20) + std::min<std::size_t>(url.size(), 300) +
+              32);
+  out += '<';
+  append_quoted(out, method, 20);
+  out += ' ';
+  append_quoted(out, url, 300);
+  out += '>';
+  return out;
 }
 
 nlohmann::json request::to_json() const {

@@ -189,6 +189,8 @@ TEST(fleet_records, one_malformed_record_of_each_kind_is_set_aside_and_the_fleet
                     {{"url", site.url("/s?wd=") + std::string(2000, 'x')}});
   redis_run(redis.port(), {"ZADD", "site:requests", "0", "0000000000000002|{\"url\": 5}"});
   redis_run(redis.port(), {"RPUSH", "site:start_urls", "{not json"});
+  auto oversized_start = site.url("/s?wd=start-") + std::string(2000, 'y');
+  redis_run(redis.port(), {"RPUSH", "site:start_urls", oversized_start});
   auto worker = fleet_worker(site, redis, dir.path() / "items.jsonl", "redis_set",
                              {"-s", "SCHEDULER_MAX_ENTRY_SIZE=1000"});
   ASSERT_EQ(worker->wait(), 0) << worker->stderr_text();
@@ -209,7 +211,11 @@ TEST(fleet_records, one_malformed_record_of_each_kind_is_set_aside_and_the_fleet
     }
   }
   EXPECT_EQ(kinds, (std::set<std::string>{"lease record", "counter", "oversized entry", "entry"}));
-  EXPECT_EQ(set_aside(redis, "site:start_urls:bad").count("{not json"), 1u);
+  auto start_bad = set_aside(redis, "site:start_urls:bad");
+  EXPECT_EQ(start_bad.count("{not json"), 1u);
+  EXPECT_EQ(start_bad[oversized_start], "an entry of " + std::to_string(oversized_start.size()) +
+                                            " bytes, over SCHEDULER_MAX_ENTRY_SIZE (1000)");
+  EXPECT_EQ(site.hits("/s?wd=start-" + std::string(2000, 'y')), 0u);
 }
 
 // Redis restarted without persistence mid-crawl forgot the queue, the leases and the
