@@ -206,6 +206,13 @@ const std::vector<setting_spec>& table() {
        "SCHEDULER=redis: bytes a queue entry or start URL may have; a larger one is set aside in "
        "its :bad key, never sent to a worker.",
        {256, 512 * 1048576.0}},
+      {"SCHEDULER_MAX_DELIVERIES",
+       integer,
+       10,
+       "SCHEDULER=redis: times a request may be taken by workers that stop before settling it; "
+       "then it goes to <queue>:dead (crawler status shows them, crawler requeue puts them "
+       "back). 0: no limit.",
+       any_count},
       {"SCHEDULER_PERSIST", boolean, false, "Keep the Redis queue and dupefilter at close."},
       {"SCHEDULER_FLUSH_ON_START", boolean, false,
        "Delete the Redis queue and dupefilter at open (once per fleet with SCHEDULER=redis)."},

@@ -166,7 +166,9 @@ void engine::open() {
       return fail_startup(std::current_exception());
     }
     for (auto& middleware : spider_middlewares_) middleware->process_start_requests(start);
-    for (auto& item : start.items) export_item(std::move(item), nullptr);
+    for (auto& item : start.items) {
+      if (auto processed = process_item(std::move(item), nullptr)) export_item(*processed);
+    }
     enqueue(std::move(start.requests));
     pump();
   });
@@ -197,19 +199,26 @@ void engine::check_start_request(const request& request) const {
 }
 
 void engine::enqueue(std::vector<request> requests, std::string parent_lease,
-                     std::vector<nlohmann::json> items) {
+                     std::vector<nlohmann::json> items, std::vector<nlohmann::json> unexported) {
   if (requests.empty() && parent_lease.empty() && items.empty()) return;
   ++pending_enqueues_;
   scheduler_->async_enqueue(
       std::move(requests), parent_lease, items,
-      [this, parent_lease, items](std::exception_ptr error, std::size_t,
-                                  std::vector<request> batch) mutable {
+      [this, parent_lease, items, unexported = std::move(unexported)](
+          std::exception_ptr error, enqueue_outcome outcome, std::vector<request> batch) mutable {
         if (!error) {
           store_recovered();
+          if (outcome.settled) {
+            for (const auto& item : unexported) export_item(item);
+          } else if (!unexported.empty()) {
+            stats_.inc_value("item_not_exported_count", std::int64_t(unexported.size()));
+          }
         } else if (phase_ == phase::running) {
           // The dupefilter could not answer (Redis away, or refusing writes): keep the outcome
           // and try again. The spider stays open meanwhile, as pending_enqueues_ still counts it.
-          return park({std::move(batch), std::move(parent_lease), std::move(items)}, error);
+          return park({std::move(batch), std::move(parent_lease), std::move(items),
+                       std::move(unexported)},
+                      error);
         } else {
           // Closing: keep them unchecked rather than lose them (JOBDIR saves them, and the next
           // run puts them through the dupefilter). A fleet's leased parent goes back to the
@@ -271,7 +280,8 @@ void engine::retry_parked() {
   parked_.clear();
   for (auto& outcome : waiting) {
     --pending_enqueues_;
-    enqueue(std::move(outcome.requests), std::move(outcome.parent_lease), std::move(outcome.items));
+    enqueue(std::move(outcome.requests), std::move(outcome.parent_lease), std::move(outcome.items),
+            std::move(outcome.unexported));
   }
   check_idle();
 }
@@ -548,9 +558,19 @@ void engine::process_output(output& out, const response* from, const request& pa
     }
   }
   std::vector<nlohmann::json> stored;  // REDIS_PIPELINE: settled with the page in Redis
+  // A fleet worker exports a page's items once its outcome is stored: if it stalled past its
+  // lease, the page is another worker's, whose items they are (and whose feed has them).
+  std::vector<nlohmann::json> unexported;
+  bool export_when_settled = !page.lease.empty() && scheduler_->leases_can_be_lost();
   for (auto& item : out.items) {
-    if (auto exported = export_item(std::move(item), from); exported && store_items_) {
-      stored.push_back(std::move(*exported));
+    auto processed = process_item(std::move(item), from);
+    if (!processed) continue;
+    if (export_when_settled) {
+      if (store_items_) stored.push_back(*processed);
+      unexported.push_back(std::move(*processed));
+    } else {
+      export_item(*processed);
+      if (store_items_) stored.push_back(std::move(*processed));
     }
   }
   // With JOBDIR the page is marked done in the journal next: its items must be in the feeds
@@ -561,10 +581,10 @@ void engine::process_output(output& out, const response* from, const request& pa
     feed_failed();
     return scheduler_->restore(page);
   }
-  enqueue(std::move(out.requests), page.lease, std::move(stored));
+  enqueue(std::move(out.requests), page.lease, std::move(stored), std::move(unexported));
 }
 
-std::optional<nlohmann::json> engine::export_item(nlohmann::json item, const response* from) {
+std::optional<nlohmann::json> engine::process_item(nlohmann::json item, const response* from) {
   for (auto& pipeline : pipelines_) {
     try {
       pipeline->process_item(item, spider_);
@@ -581,16 +601,19 @@ std::optional<nlohmann::json> engine::export_item(nlohmann::json item, const res
       return std::nullopt;
     }
   }
-  if (!feeds_->export_item(item)) feed_failed();
-  stats_.inc_value("item_scraped_count");
   if (logger_->should_log(spdlog::level::debug)) {
     logger_->debug("Scraped from {}\n{}",
                    from ? "<" + std::to_string(from->status) + " " + from->url + ">" : "start",
                    item.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
   }
+  return item;
+}
+
+void engine::export_item(const nlohmann::json& item) {
+  if (!feeds_->export_item(item)) feed_failed();
+  stats_.inc_value("item_scraped_count");
   ++items_;
   if (item_limit_ > 0 && items_ == item_limit_) begin_close("closespider_itemcount");
-  return item;
 }
 
 // A feed that cannot be written (full disk) stops the crawl: crawling on would scrape items only

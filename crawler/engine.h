@@ -102,14 +102,20 @@ class engine {
   // lease) is settled with it.
   void process_output(output& out, const response* from, const request& page);
   // The item as the pipelines left it, or nullopt when one dropped it.
-  std::optional<nlohmann::json> export_item(nlohmann::json item, const response* from);
+  std::optional<nlohmann::json> process_item(nlohmann::json item, const response* from);
+  // Writes a processed item to the feeds and counts it (item_scraped_count).
+  void export_item(const nlohmann::json& item);
+  // `items` are stored with the outcome (REDIS_PIPELINE); `unexported` are exported once the
+  // scheduler says the outcome was stored (a fleet's page whose lease this worker may have lost).
   void enqueue(std::vector<request> requests, std::string parent_lease = {},
-               std::vector<nlohmann::json> items = {});
+               std::vector<nlohmann::json> items = {},
+               std::vector<nlohmann::json> unexported = {});
   // A page's outcome the scheduler could not store yet (Redis away), kept to try again.
   struct parked_outcome {
     std::vector<request> requests;
     std::string parent_lease;
     std::vector<nlohmann::json> items;
+    std::vector<nlohmann::json> unexported;
   };
   void park(parked_outcome outcome, std::exception_ptr error);
   void retry_parked();

@@ -62,6 +62,15 @@ std::string as_scrapy_json(const nlohmann::json& item) {
 
 }  // namespace
 
+std::string delivery_id(std::string_view entry) {
+  auto bar = entry.find('|');
+  if (bar != std::string_view::npos && bar > 0 &&
+      entry.substr(0, bar).find_first_not_of("0123456789") == std::string_view::npos) {
+    return std::string(entry.substr(0, bar));
+  }
+  return sha1_hex(entry);
+}
+
 redis_queue::redis_queue(std::shared_ptr<redis::client> client, redis_queue_options options)
     : client_(std::move(client)),
       options_(std::move(options)),
@@ -69,6 +78,8 @@ redis_queue::redis_queue(std::shared_ptr<redis::client> client, redis_queue_opti
       deadlines_key_(options_.key + ":deadlines"),
       seq_key_(options_.key + ":seq"),
       bad_key_(options_.key + ":bad"),
+      deliveries_key_(options_.key + ":deliveries"),
+      dead_key_(options_.key + ":dead"),
       epoch_key_(options_.key + ":epoch"),
       items_key_(options_.items_key.empty() ? options_.key + ":items" : options_.items_key) {
   if (options_.order != "priority" && options_.order != "fifo" && options_.order != "lifo") {
@@ -191,21 +202,24 @@ void redis_queue::async_join_epoch(std::function<void(std::exception_ptr)> done)
 
 void redis_queue::async_take(std::size_t count, take_handler done) {
   run_script(
-      detail::redis_queue_take, {options_.key, leased_key_, deadlines_key_, seq_key_, bad_key_},
+      detail::redis_queue_take,
+      {options_.key, leased_key_, deadlines_key_, seq_key_, bad_key_, deliveries_key_, dead_key_},
       {options_.order, options_.worker, std::to_string(count),
-       std::to_string(options_.lease.count()), std::to_string(options_.max_entry_size)},
+       std::to_string(options_.lease.count()), std::to_string(options_.max_entry_size),
+       std::to_string(options_.max_deliveries)},
       [this, done = std::move(done)](std::exception_ptr error, redis::reply answer) {
         std::vector<leased_request> taken;
         std::vector<redis::command> poisoned;
         try {
           if (error) std::rethrow_exception(error);
           expect(answer, "take", *client_);
-          if (answer.elements.size() < 2 || answer.elements.size() % 2) {
+          if (answer.elements.size() < 3 || answer.elements.size() % 2 == 0) {
             throw std::runtime_error("redis queue: take answered " + answer.describe());
           }
           reclaimed_ += std::size_t(answer.elements[0].integer);
           bad_ += std::size_t(answer.elements[1].integer);
-          for (std::size_t i = 2; i + 1 < answer.elements.size(); i += 2) {
+          dead_ += std::size_t(answer.elements[2].integer);
+          for (std::size_t i = 3; i + 1 < answer.elements.size(); i += 2) {
             const auto& id = answer.elements[i].str;
             const auto& entry = answer.elements[i + 1].str;
             try {
@@ -229,6 +243,7 @@ void redis_queue::async_take(std::size_t count, take_handler done) {
                        .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)});
               poisoned.push_back({"HDEL", leased_key_, id});
               poisoned.push_back({"ZREM", deadlines_key_, id});
+              poisoned.push_back({"HDEL", deliveries_key_, delivery_id(entry)});
             }
           }
         } catch (...) {
@@ -307,24 +322,70 @@ void redis_queue::async_feed(std::size_t count, const dedup::redis_marking* mark
   });
 }
 
-void redis_queue::async_renew(const std::vector<std::string>& lease_ids, count_handler done) {
+void redis_queue::async_renew(const std::vector<std::string>& lease_ids, renew_handler done) {
   std::vector<std::string> args{options_.worker, std::to_string(options_.lease.count())};
   args.insert(args.end(), lease_ids.begin(), lease_ids.end());
   run_script(detail::redis_queue_renew, {leased_key_, deadlines_key_}, std::move(args),
              [this, done = std::move(done)](std::exception_ptr error, redis::reply answer) {
+               std::vector<std::string> lost;
                try {
                  if (error) std::rethrow_exception(error);
-                 done(nullptr, std::size_t(expect(answer, "renew", *client_).integer));
+                 for (auto& id : expect(answer, "renew", *client_).elements) {
+                   lost.push_back(std::move(id.str));
+                 }
                } catch (...) {
-                 done(std::current_exception(), 0);
+                 return done(std::current_exception(), {});
                }
+               done(nullptr, std::move(lost));
              });
+}
+
+void redis_queue::async_requeue_dead(std::size_t count, requeue_handler done) {
+  client_->async_command(
+      {"LRANGE", dead_key_, "0", std::to_string(count - 1)},
+      [this, done = std::move(done)](std::exception_ptr error, redis::reply answer) {
+        if (!error && answer.is_error()) {
+          error = std::make_exception_ptr(std::runtime_error(
+              "reading " + dead_key_ + " at " + client_->where().address() + ": " + answer.str));
+        }
+        if (error) return done(error, {});
+        // A record is input like any other: one that is not what a take writes stays where it
+        // is, and is reported.
+        requeue_result result;
+        std::vector<std::string> args{options_.order};
+        for (const auto& element : answer.elements) {
+          auto record = nlohmann::json::parse(element.str, nullptr, false);
+          if (!record.is_object() || !record.contains("entry") || !record["entry"].is_string() ||
+              !record.contains("score") || !record["score"].is_string() ||
+              record["score"].get<std::string>().empty() ||
+              record["score"].get<std::string>().find_first_not_of("0123456789.-e+") !=
+                  std::string::npos) {
+            result.unreadable.push_back(quoted_for_log(element.str, 200));
+            continue;
+          }
+          args.insert(args.end(), {element.str, record["entry"].get<std::string>(),
+                                   record["score"].get<std::string>()});
+        }
+        if (args.size() == 1) return done(nullptr, std::move(result));
+        run_script(detail::redis_queue_requeue, {options_.key, dead_key_, deliveries_key_},
+                   std::move(args),
+                   [this, done, result](std::exception_ptr error, redis::reply answer) mutable {
+                     try {
+                       if (error) std::rethrow_exception(error);
+                       result.requeued = std::size_t(expect(answer, "requeue", *client_).integer);
+                     } catch (...) {
+                       return done(std::current_exception(), {});
+                     }
+                     done(nullptr, std::move(result));
+                   });
+      });
 }
 
 void redis_queue::async_release(const std::vector<std::string>& lease_ids, count_handler done) {
   std::vector<std::string> args{options_.order, options_.worker};
   args.insert(args.end(), lease_ids.begin(), lease_ids.end());
-  run_script(detail::redis_queue_release, {options_.key, leased_key_, deadlines_key_},
+  run_script(detail::redis_queue_release,
+             {options_.key, leased_key_, deadlines_key_, deliveries_key_},
              std::move(args),
              [this, done = std::move(done)](std::exception_ptr error, redis::reply answer) {
                try {
@@ -387,7 +448,8 @@ void redis_queue::async_settle(const std::string& lease_id, const std::vector<re
   auto filter_key = marking ? marking->key : options_.key;
   run_script(
       detail::redis_queue_settle,
-      {options_.key, leased_key_, deadlines_key_, seq_key_, filter_key, items_key_, bad_key_},
+      {options_.key, leased_key_, deadlines_key_, seq_key_, filter_key, items_key_, bad_key_,
+       deliveries_key_},
       std::move(args),
       [this, done = std::move(done), lease_id, sent = std::move(sent),
        unfingerprintable = std::move(unfingerprintable), known = std::move(known),

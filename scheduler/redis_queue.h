@@ -55,6 +55,9 @@ struct redis_queue_options {
   std::string start_urls_key;            // REDIS_START_URLS_KEY, e.g. "books:start_urls"
   bool start_urls_as_set = false;        // REDIS_START_URLS_AS_SET
   std::size_t max_entry_size = 1048576;  // SCHEDULER_MAX_ENTRY_SIZE
+  /// SCHEDULER_MAX_DELIVERIES: an entry taken this many times and never settled goes to
+  /// <key>:dead instead of to a worker the next time; 0: no limit.
+  std::size_t max_deliveries = 10;
   /// SCHEDULER_SIGNING_KEY: entries written are signed, and an entry taken without a valid
   /// signature goes to <key>:bad. None: nothing is signed, and every entry is a shared request.
   std::optional<entry_signer> signer;
@@ -80,6 +83,17 @@ struct settle_result {
   std::vector<std::size_t> unfingerprintable_positions;
 };
 
+/// What `crawler requeue` did: dead letters put back in the queue, and the records of <key>:dead
+/// that are not dead letters (quoted), left where they are.
+struct requeue_result {
+  std::size_t requeued = 0;
+  std::vector<std::string> unreadable;
+};
+
+/// The field of a queue entry in <key>:deliveries: the digits before its '|', or the SHA-1 of an
+/// entry written without them.
+std::string delivery_id(std::string_view entry);
+
 /// The fleet's state in Redis is not the one this worker joined: its epoch (redis_queue.h) is
 /// gone or changed. Retrying cannot help, unlike an outage.
 class fleet_state_lost : public std::runtime_error {
@@ -92,6 +106,8 @@ class redis_queue {
   using take_handler = std::function<void(std::exception_ptr, std::vector<leased_request>)>;
   using settle_handler = std::function<void(std::exception_ptr, settle_result)>;
   using count_handler = std::function<void(std::exception_ptr, std::size_t)>;
+  using renew_handler = std::function<void(std::exception_ptr, std::vector<std::string> lost)>;
+  using requeue_handler = std::function<void(std::exception_ptr, requeue_result)>;
 
   /// Throws settings_error for an unknown order.
   redis_queue(std::shared_ptr<redis::client> client, redis_queue_options options);
@@ -102,8 +118,9 @@ class redis_queue {
                   dedup::fingerprint_scheme scheme, settle_handler done);
   /// Takes up to `count` requests, after reclaiming expired leases.
   void async_take(std::size_t count, take_handler done);
-  /// Extends the leases this worker still holds; completes with how many it holds.
-  void async_renew(const std::vector<std::string>& lease_ids, count_handler done);
+  /// Extends the leases this worker still holds; completes with those of `lease_ids` it no
+  /// longer holds (they expired while it stalled and went back to the queue, or were settled).
+  void async_renew(const std::vector<std::string>& lease_ids, renew_handler done);
   /// Stores a crawled page's outcome and settles its lease, in one step (see the file comment).
   /// `children` are read before this returns; they need not outlive the call.
   void async_settle(const std::string& lease_id, const std::vector<request>& children,
@@ -116,6 +133,9 @@ class redis_queue {
                   dedup::fingerprint_scheme scheme, settle_handler done);
   /// Puts leased requests back in the queue, not crawled; completes with how many.
   void async_release(const std::vector<std::string>& lease_ids, count_handler done);
+  /// Puts up to `count` dead letters (<key>:dead) back in the queue, with their delivery counts
+  /// started again: after the page that killed its workers was dealt with.
+  void async_requeue_dead(std::size_t count, requeue_handler done);
 
   /// Joins the fleet's epoch, <key>:epoch: a random id the first worker writes beside the queue.
   /// From then on every script first checks that Redis still holds it, and fails with
@@ -149,6 +169,8 @@ class redis_queue {
   /// Records that went to <key>:bad (or the start key's :bad): entries that did not decode or may
   /// not run, entries over max_entry_size, lease records and counters that were not ones.
   std::size_t bad() const { return bad_; }
+  /// Entries the last takes moved to <key>:dead (SCHEDULER_MAX_DELIVERIES).
+  std::size_t dead() const { return dead_; }
 
  private:
   // A request's entry as written to Redis: its JSON, signed when there is a key.
@@ -162,9 +184,10 @@ class redis_queue {
 
   std::shared_ptr<redis::client> client_;
   redis_queue_options options_;
-  std::string leased_key_, deadlines_key_, seq_key_, bad_key_, items_key_, epoch_key_;
+  std::string leased_key_, deadlines_key_, seq_key_, bad_key_, deliveries_key_, dead_key_;
+  std::string epoch_key_, items_key_;
   std::string epoch_;  // "" until async_join_epoch: the scripts check nothing
-  std::size_t reclaimed_ = 0, bad_ = 0;
+  std::size_t reclaimed_ = 0, bad_ = 0, dead_ = 0;
   std::map<const char*, std::string> script_shas_;  // script -> its SHA-1, for EVALSHA
   // Children found in the dupefilter (key known_key_) need not be sent again.
   detail::known_fingerprints known_;

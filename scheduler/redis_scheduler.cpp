@@ -63,6 +63,7 @@ redis_scheduler::redis_scheduler(const scheduler_context& context,
                                  std::optional<entry_signer> signer)
     : scheduler(context, std::move(dupefilter)),
       client_(client),
+      spider_(context.spider_name),
       queue_key_(
           spider_key(context.settings.get_string("SCHEDULER_QUEUE_KEY"), context.spider_name)),
       start_urls_key_(
@@ -79,6 +80,7 @@ redis_scheduler::redis_scheduler(const scheduler_context& context,
               .start_urls_key = start_urls_key_,
               .start_urls_as_set = context.settings.get_bool("REDIS_START_URLS_AS_SET"),
               .max_entry_size = std::size_t(context.settings.get_int("SCHEDULER_MAX_ENTRY_SIZE")),
+              .max_deliveries = std::size_t(context.settings.get_int("SCHEDULER_MAX_DELIVERIES")),
               .signer = std::move(signer)}),
       batch_size_(std::size_t(context.settings.get_int("CONCURRENT_REQUESTS"))),
       start_urls_batch_(context.settings.get_int("REDIS_START_URLS_BATCH_SIZE") > 0
@@ -90,6 +92,7 @@ redis_scheduler::redis_scheduler(const scheduler_context& context,
       persist_(context.settings.get_bool("SCHEDULER_PERSIST")),
       flush_on_start_(context.settings.get_bool("SCHEDULER_FLUSH_ON_START")),
       start_urls_as_set_(context.settings.get_bool("REDIS_START_URLS_AS_SET")),
+      lease_time_(milliseconds_of(context.settings, "SCHEDULER_LEASE_TIME")),
       poll_timer_(context.executor),
       heartbeat_timer_(context.executor) {
   if (!jobdir_.empty()) {
@@ -154,6 +157,7 @@ void redis_scheduler::do_open(asio::any_completion_handler<done_signature> handl
   if (!flush_on_start_) return check_then_open();
   auto keys = fleet_keys();
   keys.push_back(queue_key_ + ":bad");
+  keys.push_back(queue_key_ + ":dead");
   keys.push_back(stats_key_);
   redis::command flush{"EVAL", flush_once_script, std::to_string(keys.size())};
   flush.insert(flush.end(), keys.begin(), keys.end());
@@ -192,6 +196,8 @@ void redis_scheduler::check_key_types(
                                                             {queue_key_ + ":seq", "string"},
                                                             {queue_.epoch_key(), "string"},
                                                             {queue_key_ + ":bad", "list"},
+                                                            {queue_key_ + ":deliveries", "hash"},
+                                                            {queue_key_ + ":dead", "list"},
                                                             {start_urls_key_, start_type},
                                                             {queue_.items_key(), "list"},
                                                             {stats_key_, "hash"},
@@ -275,11 +281,15 @@ void redis_scheduler::take_more() {
 }
 
 void redis_scheduler::take_leased() {
+  // The leases are Redis's from the moment the script runs, which is after this: until then
+  // plus the lease time, they are surely this worker's.
+  auto sent = std::chrono::steady_clock::now();
   queue_.async_take(
       batch_size_ - buffer_.size(),
-      [this, alive = alive_](std::exception_ptr error, std::vector<leased_request> taken) {
+      [this, alive = alive_, sent](std::exception_ptr error, std::vector<leased_request> taken) {
         if (!*alive) return;
         taking_ = false;
+        count_set_asides();
         if (lost(error)) return;
         if (error) {
           redis_failed("take requests from the fleet's queue", error);
@@ -297,12 +307,37 @@ void redis_scheduler::take_leased() {
         idle_since_ = std::chrono::steady_clock::now();
         fleet_done_ = false;
         for (auto& leased : taken) {
-          held_.insert(leased.lease_id);
+          held_[leased.lease_id] = sent + lease_time_;
           leased.request.lease = leased.lease_id;
           buffer_.push_back(std::move(leased));
         }
         ready();
       });
+}
+
+void redis_scheduler::count_set_asides() {
+  auto gained = [](std::size_t now, std::size_t& counted) {
+    auto gain = std::int64_t(now - counted);
+    counted = now;
+    return gain;
+  };
+  if (auto reclaimed = gained(queue_.reclaimed(), reclaimed_)) {
+    stats_.inc_value("scheduler/leases_reclaimed", reclaimed);
+  }
+  if (auto set_aside = gained(queue_.bad(), set_aside_)) {
+    stats_.inc_value("scheduler/set_aside", set_aside);
+    logger_->warn("Set aside {} records of the fleet's Redis that cannot be used; each is in {} "
+                  "(or {}:bad) with the reason",
+                  set_aside, queue_key_ + ":bad", start_urls_key_);
+  }
+  if (auto dead = gained(queue_.dead(), dead_)) {
+    stats_.inc_value("scheduler/dead_letters", dead);
+    logger_->error(
+        "Moved {} requests to {}: each was taken SCHEDULER_MAX_DELIVERIES times by workers that "
+        "stopped before settling it (a page that kills its worker?). `crawler requeue {}` puts "
+        "them back",
+        dead, queue_key_ + ":dead", spider_);
+  }
 }
 
 // The fleet's state is gone from Redis (its epoch, redis_queue.h): what this worker holds cannot
@@ -444,22 +479,7 @@ void redis_scheduler::heartbeat() {
   flush_stats();
   client_->async_command({"HSET", workers_key_, queue_.worker(), worker_record()},
                          [](std::exception_ptr, redis::reply) {});
-  if (!held_.empty()) {
-    std::vector<std::string> leases(held_.begin(), held_.end());
-    queue_.async_renew(leases, [this, alive = alive_, asked = leases.size()](
-                                   std::exception_ptr error, std::size_t held) {
-      if (!*alive || lost(error)) return;
-      if (error) {
-        auto doing = "renew " + std::to_string(asked) +
-                     " leases (they expire unless a renewal gets through)";
-        redis_failed(doing, error);
-      } else if (held < asked) {
-        // Settled meanwhile, or expired and reclaimed (this worker stalled): counted, and the
-        // request's outcome is still stored when it finishes.
-        stats_.inc_value("scheduler/lease_renewals_missed", std::int64_t(asked - held));
-      }
-    });
-  }
+  renew_leases();
   heartbeat_timer_.expires_after(heartbeat_interval_);
   heartbeat_timer_.async_wait([this, alive = alive_](boost::system::error_code cancelled) {
     if (!*alive || cancelled) return;
@@ -467,9 +487,61 @@ void redis_scheduler::heartbeat() {
   });
 }
 
+// Renewal says which leases this worker still holds. One it lost (it stalled, SIGSTOP or a
+// swapped-out VM, past SCHEDULER_LEASE_TIME, and another worker took the request back) is not
+// fetched if it is still waiting here: the request is another worker's now.
+void redis_scheduler::renew_leases() {
+  if (held_.empty() || renewing_) return;
+  renewing_ = true;
+  std::vector<std::string> leases;
+  for (const auto& [lease, until] : held_) leases.push_back(lease);
+  auto sent = std::chrono::steady_clock::now();
+  queue_.async_renew(leases, [this, alive = alive_, leases, sent](
+                                 std::exception_ptr error, std::vector<std::string> gone) {
+    if (!*alive) return;
+    renewing_ = false;
+    if (lost(error)) return;
+    if (error) {
+      auto doing = "renew " + std::to_string(leases.size()) +
+                   " leases (they expire unless a renewal gets through)";
+      return redis_failed(doing, error);
+    }
+    std::set<std::string> lost_leases(gone.begin(), gone.end());
+    for (const auto& lease : leases) {
+      auto held = held_.find(lease);
+      if (held != held_.end() && !lost_leases.contains(lease)) held->second = sent + lease_time_;
+    }
+    if (gone.empty()) return ready();
+    // Settled meanwhile, or expired and taken back: what was fetched has its outcome refused
+    // at settle (scheduler/lease_lost); what waits here is dropped unfetched.
+    stats_.inc_value("scheduler/lease_renewals_missed", std::int64_t(gone.size()));
+    auto waiting = buffer_.size();
+    std::erase_if(buffer_, [&](const leased_request& leased) {
+      if (!lost_leases.contains(leased.lease_id)) return false;
+      held_.erase(leased.lease_id);
+      return true;
+    });
+    if (auto dropped = waiting - buffer_.size()) {
+      stats_.inc_value("scheduler/lease_lost_unfetched", std::int64_t(dropped));
+      logger_->warn(
+          "This worker stalled past SCHEDULER_LEASE_TIME and lost the leases of {} requests it "
+          "had taken: the fleet gave them to other workers, and they are dropped here unfetched",
+          dropped);
+    }
+    ready();
+  });
+}
+
 std::optional<request> redis_scheduler::next_request() {
   if (buffer_.empty()) {
     take_more();
+    return std::nullopt;
+  }
+  // Past the time its lease was surely held (this worker was stopped or starved meanwhile): ask
+  // Redis first, and fetch it only if it is still this worker's.
+  if (auto held = held_.find(buffer_.front().lease_id);
+      held == held_.end() || held->second <= std::chrono::steady_clock::now()) {
+    renew_leases();
     return std::nullopt;
   }
   auto next = std::move(buffer_.front().request);
@@ -525,7 +597,7 @@ void redis_scheduler::do_enqueue(std::vector<request> requests, std::string pare
                         auto& handler = *shared;
                         lost(error);
                         if (error)
-                          return std::move(handler)(error, std::size_t{0}, std::move(*batch));
+                          return std::move(handler)(error, enqueue_outcome{}, std::move(*batch));
                         if (!parent_lease.empty()) {
                           held_.erase(parent_lease);
                           if (!result.settled) stats_.inc_value("scheduler/lease_lost");
@@ -544,7 +616,11 @@ void redis_scheduler::do_enqueue(std::vector<request> requests, std::string pare
                           stats_.inc_value("scheduler/enqueued/redis", std::int64_t(result.queued));
                           stats_.inc_value("scheduler/enqueued", std::int64_t(result.queued));
                         }
-                        std::move(handler)(nullptr, result.queued, std::vector<request>{});
+                        std::move(handler)(
+                            nullptr,
+                            enqueue_outcome{.queued = result.queued,
+                                            .settled = parent_lease.empty() || result.settled},
+                            std::vector<request>{});
                         // A worker that just queued work need not wait out its idle backoff.
                         if (result.queued && buffer_.empty()) take_more();
                       });
@@ -596,7 +672,8 @@ return redis.call('DEL', unpack(KEYS))
 std::vector<std::string> redis_scheduler::fleet_keys() const {
   std::vector<std::string> keys{workers_key_,           queue_key_,
                                 queue_key_ + ":leased", queue_key_ + ":deadlines",
-                                queue_key_ + ":seq",    queue_.epoch_key()};
+                                queue_key_ + ":seq",    queue_.epoch_key(),
+                                queue_key_ + ":deliveries"};
   for (auto& key : dupefilter_->stored_keys()) keys.push_back(std::move(key));
   return keys;
 }

@@ -45,6 +45,7 @@ class redis_scheduler final : public scheduler {
   void restore_unchecked(std::vector<request> requests) override;
   bool has_pending_requests() const override;
   std::string start_request_problem(const request& request) const override;
+  bool leases_can_be_lost() const override { return true; }
   void set_request_check(std::function<std::string(const request&)> check) override {
     queue_.set_check(std::move(check));
   }
@@ -68,6 +69,9 @@ class redis_scheduler final : public scheduler {
   void take_leased();
   void after_empty_take();
   void heartbeat();
+  void renew_leases();
+  // Adds to the stats what the last takes set aside, reclaimed and moved to the dead letters.
+  void count_set_asides();
   void redis_failed(const std::string& doing, std::exception_ptr error);
   // True (and the worker stops) when `error` is fleet_state_lost.
   bool lost(std::exception_ptr error);
@@ -79,7 +83,7 @@ class redis_scheduler final : public scheduler {
   void leave_fleet(asio::any_completion_handler<done_signature> handler);
 
   std::shared_ptr<redis::client> client_;
-  std::string queue_key_, start_urls_key_, stats_key_, workers_key_;
+  std::string spider_, queue_key_, start_urls_key_, stats_key_, workers_key_;
   double started_ = 0;                           // seconds since the epoch
   std::map<std::string, std::int64_t> flushed_;  // the counters as last added to stats_key_
   redis_queue queue_;
@@ -90,9 +94,13 @@ class redis_scheduler final : public scheduler {
   std::chrono::milliseconds failure_timeout_;  // REDIS_FAILURE_TIMEOUT
   bool persist_, flush_on_start_, start_urls_as_set_;
   std::deque<leased_request> buffer_;
-  std::set<std::string> held_;           // leases taken and not yet settled or released
+  // Leases taken and not yet settled or released, each with the time until which it is surely
+  // held: its take or its last renewal was sent less than the lease time before.
+  std::map<std::string, std::chrono::steady_clock::time_point> held_;
+  std::chrono::milliseconds lease_time_;  // SCHEDULER_LEASE_TIME
   std::vector<std::string> to_release_;  // restored by the engine; released at close
-  bool open_ = false, taking_ = false, fleet_done_ = false, state_lost_ = false;
+  bool open_ = false, taking_ = false, renewing_ = false, fleet_done_ = false, state_lost_ = false;
+  std::size_t reclaimed_ = 0, set_aside_ = 0, dead_ = 0;  // as last counted in the stats
   std::chrono::milliseconds idle_backoff_{50};
   std::chrono::steady_clock::time_point idle_since_{};
   std::optional<std::chrono::steady_clock::time_point> redis_down_since_;

@@ -103,14 +103,15 @@ void scheduler::check_loaded(asio::any_completion_handler<done_signature> handle
   auto count = batch.size();
   do_enqueue(
       std::move(batch), {}, {},
-      [this, count, handler = std::move(handler)](std::exception_ptr error, std::size_t queued,
+      [this, count, handler = std::move(handler)](std::exception_ptr error,
+                                                  enqueue_outcome outcome,
                                                   std::vector<request> unqueued) mutable {
         if (error) {
           unchecked_ = std::move(unqueued);  // saved again at close
           return std::move(handler)(error);
         }
         logger_->info("Checked {} requests saved unchecked: {} queued, {} already seen", count,
-                      queued, count - queued);
+                      outcome.queued, count - outcome.queued);
         std::move(handler)(nullptr);
       });
 }
@@ -139,7 +140,7 @@ void scheduler::do_enqueue(std::vector<request> requests, std::string parent_lea
   }
   if (fingerprints.empty()) {
     auto queued = queue_new(accepted, {}, {}, {}, parent_lease, false);
-    return std::move(handler)(nullptr, queued, std::vector<request>{});
+    return std::move(handler)(nullptr, enqueue_outcome{.queued = queued}, std::vector<request>{});
   }
   // A Redis dupefilter records what it answers at once: the journal writes ahead of it
   // (request_journal.h), or a crash between the two would leave fingerprints without requests.
@@ -167,12 +168,12 @@ void scheduler::do_enqueue(std::vector<request> requests, std::string parent_lea
             for (const auto& request : batch) journal_->done(request.lease);
             commit_journal();
           }
-          return std::move(handler)(error, std::size_t{0}, std::move(batch));
+          return std::move(handler)(error, enqueue_outcome{}, std::move(batch));
         }
         check_dupefilter_record();
         auto queued =
             queue_new(batch, flags, fingerprints, positions, parent_lease, journaled_ahead);
-        std::move(handler)(nullptr, queued, std::vector<request>{});
+        std::move(handler)(nullptr, enqueue_outcome{.queued = queued}, std::vector<request>{});
       });
 }
 

@@ -58,12 +58,22 @@ struct scheduler_context {
   std::shared_ptr<redis::client> redis = nullptr;
 };
 
+/// What async_enqueue did with a batch.
+struct enqueue_outcome {
+  std::size_t queued = 0;
+  /// False when the parent's lease was no longer this worker's (SCHEDULER=redis: it stalled past
+  /// SCHEDULER_LEASE_TIME and the fleet gave the request to another worker): nothing of the
+  /// page's outcome was stored, since its new holder stores it, so its items are not this
+  /// worker's to export or count either.
+  bool settled = true;
+};
+
 class scheduler {
  public:
   using done_signature = void(std::exception_ptr);
   /// On an error (the dupefilter could not answer) nothing was queued and the batch comes back
   /// untouched as `unqueued`, so the caller can try again: a request is never lost.
-  using enqueue_signature = void(std::exception_ptr, std::size_t queued,
+  using enqueue_signature = void(std::exception_ptr, enqueue_outcome outcome,
                                  std::vector<request> unqueued);
 
   /// Builds the queue SCHEDULER and SCHEDULER_MEMORY_QUEUE select and the dupefilter
@@ -126,6 +136,11 @@ class scheduler {
   /// SCHEDULER=redis: the fleet's workers read their queue back as shared requests, so a start
   /// request must pass shared_request_problem (a file:// start URL is for one process).
   virtual std::string start_request_problem(const request&) const { return {}; }
+
+  /// Whether a request's lease can be lost before its outcome is stored (SCHEDULER=redis: a
+  /// worker that stalls past SCHEDULER_LEASE_TIME), so that async_enqueue may answer
+  /// `settled = false`.
+  virtual bool leases_can_be_lost() const { return false; }
 
   /// What every request taken from a shared queue must pass (SCHEDULER=redis: the spider has its
   /// callback and errback): the reason it fails, or "". Requests this process queued itself are

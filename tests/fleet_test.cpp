@@ -218,6 +218,65 @@ TEST(fleet, a_paused_redis_past_the_command_timeout_loses_nothing) {
   expect_every_page_stored_once(site, redis);
 }
 
+// A worker paused past its leases (SIGSTOP here; a swapped-out VM or a debugger in life) went on,
+// once resumed, to fetch the requests the fleet had meanwhile given to other workers, and counted
+// items that were not its to count. It drops what it had taken and not yet fetched, and exports
+// and counts the items of the pages it settled, no others.
+TEST(fleet, a_worker_resumed_after_its_leases_were_taken_back_fetches_none_of_them) {
+  constexpr std::size_t site_pages = 60;
+  http_server site({.site_pages = site_pages, .page_delay_ms = 600});
+  redis_server redis;
+  temp_dir dir;
+  auto worker = [&](const std::string& name) {
+    return fleet_worker(
+        site, redis, dir.path() / (name + ".jsonl"), "redis_set",
+        {"-s", "SCHEDULER_LEASE_TIME=1.5", "-s", "SCHEDULER_HEARTBEAT_INTERVAL=0.5", "-s",
+         "REDIS_PIPELINE=true", "-s", "MAX_IDLE_TIME_BEFORE_CLOSE=3", "-s", "USER_AGENT=" + name,
+         "-s", "STATS_FILE=" + (dir.path() / (name + ".json")).string(), "-L", "WARNING"});
+  };
+  auto stalled = worker("stalled");
+  // Paused with its four downloads (CONCURRENT_REQUESTS) in the server's hands, so that none is
+  // waiting to be sent, and its next batch taken behind them.
+  for (int attempt = 0;; ++attempt) {
+    ASSERT_LT(attempt, 100) << "never caught the worker with four downloads under way";
+    crawler::fixtures::wait_until([&] { return site.in_flight() == 4; }, "four downloads");
+    stalled->signal(SIGSTOP);
+    std::this_thread::sleep_for(100ms);
+    if (site.in_flight() == 4) break;
+    stalled->signal(SIGCONT);
+  }
+  auto asked_before_pause = site.targets_asked_by("stalled").size();
+  std::this_thread::sleep_for(2500ms);  // past its leases: the next take gives them to others
+  auto helper = worker("helper");
+  crawler::fixtures::wait_until([&] { return site.targets_asked_by("helper").size() >= 8; },
+                                "the helper crawls");
+  stalled->signal(SIGCONT);
+  EXPECT_EQ(stalled->wait(), 0) << stalled->stderr_text();
+  EXPECT_EQ(helper->wait(), 0) << helper->stderr_text();
+
+  auto helped = site.targets_asked_by("helper");
+  std::set<std::string> helper_fetched(helped.begin(), helped.end());
+  auto resumed = site.targets_asked_by("stalled");
+  for (auto at = asked_before_pause; at < resumed.size(); ++at) {
+    EXPECT_FALSE(helper_fetched.contains(resumed[at]))
+        << resumed[at] << " was the helper's, and the resumed worker fetched it too";
+  }
+  // Every page's item is stored once, and in one feed once; each worker counted its own.
+  std::int64_t counted = 0;
+  for (const char* name : {"stalled", "helper"}) {
+    auto stats = nlohmann::json::parse(std::ifstream(dir.path() / (std::string(name) + ".json")));
+    counted += stats.value("item_scraped_count", std::int64_t{0});
+  }
+  auto stored = redis_list(redis.port(), "site:items");
+  EXPECT_EQ(stored.size(), site_pages);
+  auto exported = crawled_urls({dir.path() / "stalled.jsonl", dir.path() / "helper.jsonl"});
+  EXPECT_EQ(exported.size(), site_pages);
+  EXPECT_EQ(std::set<std::string>(exported.begin(), exported.end()).size(), site_pages);
+  EXPECT_EQ(counted, std::int64_t(site_pages));
+  EXPECT_NE(stalled->stderr_text().find("dropped here unfetched"), std::string::npos)
+      << stalled->stderr_text();
+}
+
 // SCHEDULER_FLUSH_ON_START starts the fleet's crawl over, once: of two workers started together,
 // one flushes and the other joins it, so neither deletes what the other has queued.
 TEST(fleet, flush_on_start_starts_the_crawl_over_once_for_the_whole_fleet) {

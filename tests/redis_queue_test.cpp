@@ -113,6 +113,16 @@ std::size_t counted(std::function<void(redis_queue::count_handler)> call) {
   return result.get_future().get();
 }
 
+// The leases of `ids` the queue's worker no longer holds, as a renewal finds them.
+std::vector<std::string> renew(redis_queue& queue, const std::vector<std::string>& ids) {
+  std::promise<std::vector<std::string>> result;
+  queue.async_renew(ids, [&](std::exception_ptr error, std::vector<std::string> lost) {
+    if (error) return result.set_exception(error);
+    result.set_value(std::move(lost));
+  });
+  return result.get_future().get();
+}
+
 request with_priority(std::string url, int priority, bool dont_filter = false) {
   request r{std::move(url)};
   r.priority = priority;
@@ -173,11 +183,11 @@ TEST(redis_queue, renewed_leases_are_not_reclaimed) {
   ASSERT_EQ(taken.size(), 1u);
   for (int beat = 0; beat < 6; ++beat) {
     std::this_thread::sleep_for(100ms);
-    EXPECT_EQ(counted([&](auto done) { worker.async_renew({taken[0].lease_id}, done); }), 1u);
+    EXPECT_TRUE(renew(worker, {taken[0].lease_id}).empty());
   }
   EXPECT_TRUE(take(other, 1).empty());  // 600 ms after the take, twice the lease
   // Another worker cannot renew (or release) a lease it does not hold.
-  EXPECT_EQ(counted([&](auto done) { other.async_renew({taken[0].lease_id}, done); }), 0u);
+  EXPECT_EQ(renew(other, {taken[0].lease_id}), std::vector<std::string>{taken[0].lease_id});
   EXPECT_EQ(counted([&](auto done) { other.async_release({taken[0].lease_id}, done); }), 0u);
 }
 
@@ -303,6 +313,96 @@ TEST(redis_queue, an_entry_over_max_entry_size_is_set_aside_and_never_sent_to_a_
   auto reason = record["reason"].get<std::string>();
   EXPECT_TRUE(reason.starts_with("an entry of ")) << reason;
   EXPECT_TRUE(reason.ends_with(" bytes, over SCHEDULER_MAX_ENTRY_SIZE (300)")) << reason;
+}
+
+std::size_t requeue(redis_queue& queue, std::vector<std::string>* unreadable = nullptr) {
+  std::promise<crawler::requeue_result> result;
+  queue.async_requeue_dead(100, [&](std::exception_ptr error, crawler::requeue_result done) {
+    if (error) return result.set_exception(error);
+    result.set_value(std::move(done));
+  });
+  auto done = result.get_future().get();
+  if (unreadable) *unreadable = done.unreadable;
+  return done.requeued;
+}
+
+// A page that kills every worker taking it would otherwise go round the fleet forever, taking a
+// batch of innocent requests down with it each time.
+TEST(redis_queue, an_entry_taken_max_deliveries_times_and_never_settled_goes_to_the_dead_letters) {
+  fixture f;
+  auto options = [&](const std::string& worker) {
+    return crawler::redis_queue_options{.key = "spider:requests",
+                                        .worker = worker,
+                                        .lease = 100ms,
+                                        .items_key = "spider:items",
+                                        .max_deliveries = 3};
+  };
+  redis_queue producer(f.client, options("producer"));
+  settle(producer, "", {with_priority("http://a/poison", 1), request{"http://a/fine"}});
+  inspector redis(f.server.port());
+  for (int death = 1; death <= 3; ++death) {  // each taker dies: its lease expires
+    redis_queue doomed(f.client, options("doomed" + std::to_string(death)));
+    auto taken = take(doomed, 1);
+    ASSERT_EQ(urls(taken), std::vector<std::string>{"http://a/poison"}) << "death " << death;
+    std::this_thread::sleep_for(150ms);
+  }
+  redis_queue survivor(f.client, options("survivor"));
+  auto taken = take(survivor, 10);
+  EXPECT_EQ(urls(taken), std::vector<std::string>{"http://a/fine"});
+  EXPECT_EQ(survivor.dead(), 1u);
+  auto dead = redis.strings("LRANGE spider:requests:dead 0 -1");
+  ASSERT_EQ(dead.size(), 1u);
+  auto record = nlohmann::json::parse(dead[0]);
+  EXPECT_EQ(record["deliveries"], 3);
+  EXPECT_NE(record["entry"].get<std::string>().find("http://a/poison"), std::string::npos);
+  EXPECT_NE(record["reason"].get<std::string>().find("SCHEDULER_MAX_DELIVERIES"),
+            std::string::npos);
+  // A settled request leaves no count behind.
+  settle(survivor, taken[0].lease_id, {});
+  EXPECT_EQ(redis.integer("HLEN spider:requests:deliveries"), 0);
+
+  // Put back once the page is dealt with, with its count started again.
+  EXPECT_EQ(requeue(survivor), 1u);
+  EXPECT_EQ(redis.integer("LLEN spider:requests:dead"), 0);
+  auto again = take(survivor, 10);
+  EXPECT_EQ(urls(again), std::vector<std::string>{"http://a/poison"});
+  EXPECT_EQ(redis.strings("HVALS spider:requests:deliveries"), std::vector<std::string>{"1"});
+}
+
+// A worker stopped with Ctrl-C puts back what it had not crawled: that is no death.
+TEST(redis_queue, a_released_request_does_not_count_as_a_delivery) {
+  fixture f;
+  auto queue = redis_queue(f.client, {.key = "spider:requests",
+                                      .worker = "w1",
+                                      .items_key = "spider:items",
+                                      .max_deliveries = 1});
+  settle(queue, "", {request{"http://a/1"}});
+  for (int restart = 0; restart < 3; ++restart) {
+    auto taken = take(queue, 1);
+    ASSERT_EQ(urls(taken), std::vector<std::string>{"http://a/1"}) << "restart " << restart;
+    EXPECT_EQ(counted([&](auto done) { queue.async_release({taken[0].lease_id}, done); }), 1u);
+  }
+  EXPECT_EQ(queue.dead(), 0u);
+}
+
+TEST(redis_queue, a_delivery_count_or_dead_letter_that_is_not_one_is_reported_not_run) {
+  fixture f;
+  auto queue = redis_queue(f.client, {.key = "spider:requests",
+                                      .worker = "w1",
+                                      .items_key = "spider:items",
+                                      .max_deliveries = 2});
+  settle(queue, "", {request{"http://a/1"}});
+  inspector redis(f.server.port());
+  redis.command("HSET spider:requests:deliveries 0000000000000001 lots");
+  redis.command("RPUSH spider:requests:dead not-a-record");
+  EXPECT_EQ(urls(take(queue, 1)), std::vector<std::string>{"http://a/1"});
+  auto bad = redis.strings("LRANGE spider:requests:bad 0 -1");
+  ASSERT_EQ(bad.size(), 1u);
+  EXPECT_EQ(nlohmann::json::parse(bad[0])["entry"], "lots");
+  std::vector<std::string> unreadable;
+  EXPECT_EQ(requeue(queue, &unreadable), 0u);
+  EXPECT_EQ(unreadable, std::vector<std::string>{"not-a-record"});
+  EXPECT_EQ(redis.integer("LLEN spider:requests:dead"), 1);  // left for a person to look at
 }
 
 // A URL read from input may be megabytes: what quotes it in a log line or a :bad reason keeps a

@@ -159,7 +159,9 @@ TEST(fleet_origin, a_fleet_with_a_file_start_url_stops_before_it_starts_naming_i
       << fleet.stderr_text();
   for (const auto& key : redis_list(redis.port(), "*", "KEYS")) {
     // The epoch is the worker's joining the fleet, at open; nothing was queued.
-    if (key != "site:requests:epoch") EXPECT_FALSE(key.starts_with("site:requests")) << key;
+    if (key != "site:requests:epoch") {
+      EXPECT_FALSE(key.starts_with("site:requests")) << key;
+    }
   }
 }
 

@@ -4,7 +4,9 @@
 //
 // Keys: the queue (sorted set scored -priority, or a list), <queue>:leased (hash lease id ->
 // "<worker>|<score>|<entry>"), <queue>:deadlines (sorted set lease id -> deadline in ms, on
-// Redis's clock), <queue>:seq (the counter behind entry and lease ids).
+// Redis's clock), <queue>:seq (the counter behind entry and lease ids), <queue>:deliveries (hash
+// entry id -> how many times the entry was taken and not settled), <queue>:dead (the dead
+// letters: entries taken more than SCHEDULER_MAX_DELIVERIES times, never settled).
 #pragma once
 
 namespace crawler::detail {
@@ -83,6 +85,11 @@ local function queue_new(queue, order, seq, mode, filter, body, priority, dont_f
   end
   return new
 end
+-- The field of an entry in <queue>:deliveries: its id (the digits before its '|'), or the SHA-1
+-- of an entry some other program wrote without one.
+local function delivery_id(entry)
+  return string.match(entry, '^(%d+)|') or redis.sha1hex(entry)
+end
 local function put_back(queue, order, score, entry)
   if order == 'priority' then
     redis.call('ZADD', queue, score, entry)
@@ -94,16 +101,20 @@ local function put_back(queue, order, score, entry)
 end
 )lua";
 
-// take: KEYS queue, leased, deadlines, seq, bad; ARGV order, worker, count, lease_ms, max_entry.
-// Leases past their deadline go back to the queue first (their worker stopped renewing), then up
-// to `count` entries move from the queue to the worker's leases, each under a new lease id (not
-// the entry's own, which a poisoned entry could forge). A lease record that is not one and an
-// entry over max_entry bytes (SCHEDULER_MAX_ENTRY_SIZE) go to `bad` instead, never to a worker.
-// Returns {reclaimed, set aside, id, entry, ...}.
+// take: KEYS queue, leased, deadlines, seq, bad, deliveries, dead; ARGV order, worker, count,
+// lease_ms, max_entry, max_deliveries. Leases past their deadline go back to the queue first
+// (their worker stopped renewing), then up to `count` entries move from the queue to the worker's
+// leases, each under a new lease id (not the entry's own, which a poisoned entry could forge). A
+// lease record that is not one and an entry over max_entry bytes (SCHEDULER_MAX_ENTRY_SIZE) go
+// to `bad` instead, never to a worker. Each take of an entry is counted in `deliveries` until it
+// is settled; one taken max_deliveries times already (SCHEDULER_MAX_DELIVERIES; 0: no limit) is a
+// page that every worker taking it dies on: it goes to `dead`, with its score, not to a worker.
+// Returns {reclaimed, set aside, dead, id, entry, ...}.
 inline constexpr const char* redis_queue_take = R"lua(
 local queue, leased, deadlines, seq, bad = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local deliveries, dead = KEYS[6], KEYS[7]
 local order, worker, count, lease_ms = ARGV[1], ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4])
-local max_entry = tonumber(ARGV[5])
+local max_entry, max_deliveries = tonumber(ARGV[5]), tonumber(ARGV[6])
 local bads = check_seq(seq, bad)
 local now = now_ms()
 local expired = redis.call('ZRANGEBYSCORE', deadlines, '-inf', now, 'LIMIT', 0, 1000)
@@ -133,14 +144,35 @@ else
     for _, entry in ipairs(popped) do taken[#taken + 1] = {entry, '0'} end
   end
 end
-local out = {#expired, 0}
+local out = {#expired, 0, 0}
 for _, item in ipairs(taken) do
   local entry, score = item[1], item[2]
+  local delivered = 0
   if #entry > max_entry then
     set_aside(bad, queue, entry, 'an entry of ' .. #entry ..
               ' bytes, over SCHEDULER_MAX_ENTRY_SIZE (' .. max_entry .. ')')
     bads = bads + 1
   else
+    local id = delivery_id(entry)
+    -- pcall: a count another program overwrote with text fails HINCRBY without writing.
+    delivered = redis.pcall('HINCRBY', deliveries, id, 1)
+    if type(delivered) ~= 'number' then
+      set_aside(bad, deliveries, redis.call('HGET', deliveries, id),
+                'the delivery count of entry ' .. id .. ' is not a whole number: restarted')
+      bads = bads + 1
+      redis.call('HSET', deliveries, id, 1)
+      delivered = 1
+    end
+    if max_deliveries > 0 and delivered > max_deliveries then
+      redis.call('RPUSH', dead, cjson.encode({key = queue, entry = entry, score = score,
+        deliveries = delivered - 1, reason = 'taken ' .. (delivered - 1) ..
+        ' times by workers that stopped before settling it (SCHEDULER_MAX_DELIVERIES)'}))
+      redis.call('HDEL', deliveries, id)
+      out[3] = out[3] + 1
+      delivered = 0
+    end
+  end
+  if delivered > 0 then
     -- %d: Lua's own number-to-string is %.14g, which past 10^14 gives two leases one id.
     local id = 'L' .. string.format('%d', redis.call('INCR', seq))
     redis.call('HSET', leased, id, worker .. '|' .. score .. '|' .. entry)
@@ -154,26 +186,29 @@ return out
 )lua";
 
 // renew: KEYS leased, deadlines; ARGV worker, lease_ms, id... Moves the deadline of each lease
-// the worker still holds. Returns how many it holds.
+// the worker still holds. Returns the ids it no longer holds (expired and taken back while the
+// worker stalled, or settled meanwhile).
 inline constexpr const char* redis_queue_renew = R"lua(
 local leased, deadlines = KEYS[1], KEYS[2]
 local worker, lease_ms = ARGV[1], tonumber(ARGV[2])
 local deadline = now_ms() + lease_ms
-local held = 0
+local lost = {}
 for i = 3, #ARGV do
   local lease = redis.call('HGET', leased, ARGV[i])
   if lease and parse_lease(lease) == worker then
     redis.call('ZADD', deadlines, deadline, ARGV[i])
-    held = held + 1
+  else
+    lost[#lost + 1] = ARGV[i]
   end
 end
-return held
+return lost
 )lua";
 
-// release: KEYS queue, leased, deadlines; ARGV order, worker, id... Puts the worker's leased
-// entries back in the queue, not crawled (a stop). Returns how many.
+// release: KEYS queue, leased, deadlines, deliveries; ARGV order, worker, id... Puts the worker's
+// leased entries back in the queue, not crawled (a stop), and takes back their delivery: a
+// worker stopped with Ctrl-C did not die on them. Returns how many.
 inline constexpr const char* redis_queue_release = R"lua(
-local queue, leased, deadlines = KEYS[1], KEYS[2], KEYS[3]
+local queue, leased, deadlines, deliveries = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local order, worker = ARGV[1], ARGV[2]
 local released = 0
 for i = 3, #ARGV do
@@ -184,6 +219,9 @@ for i = 3, #ARGV do
       put_back(queue, order, score, entry)
       redis.call('HDEL', leased, ARGV[i])
       redis.call('ZREM', deadlines, ARGV[i])
+      local id = delivery_id(entry)
+      local left = redis.pcall('HINCRBY', deliveries, id, -1)
+      if type(left) ~= 'number' or left <= 0 then redis.call('HDEL', deliveries, id) end
       released = released + 1
     end
   end
@@ -191,7 +229,7 @@ end
 return released
 )lua";
 
-// settle: KEYS queue, leased, deadlines, seq, dupefilter, items, bad;
+// settle: KEYS queue, leased, deadlines, seq, dupefilter, items, bad, deliveries;
 // ARGV order, worker, lease id ('' for none), marking mode ('' for none), child count, then per
 // child: request JSON, priority, dont_filter ('1' or '0'), marking argument; then the items.
 // In one step: each child is marked seen and queued unless the dupefilter has seen it, the items
@@ -209,7 +247,9 @@ local settled = 0
 check_seq(seq, KEYS[7])
 if lease_id ~= '' then
   local lease = redis.call('HGET', leased, lease_id)
-  if not lease or parse_lease(lease) ~= worker then return {0, 0, 0, ''} end
+  local owner, _, entry = parse_lease(lease or '')
+  if owner ~= worker then return {0, 0, 0, ''} end
+  redis.call('HDEL', KEYS[8], delivery_id(entry))
   redis.call('HDEL', leased, lease_id)
   redis.call('ZREM', deadlines, lease_id)
   settled = 1
@@ -259,6 +299,23 @@ for at = 4, #ARGV, 6 do
   end
 end
 return {queued, duplicates, bads}
+)lua";
+
+// requeue: KEYS queue, dead, deliveries; ARGV order, then per dead letter: the record as stored,
+// its entry, its score. Each record still in `dead` is removed and its entry put back in the
+// queue, its delivery count started again (`crawler requeue`). Returns how many.
+inline constexpr const char* redis_queue_requeue = R"lua(
+local queue, dead, deliveries = KEYS[1], KEYS[2], KEYS[3]
+local order = ARGV[1]
+local requeued = 0
+for at = 2, #ARGV, 3 do
+  if tonumber(ARGV[at + 2]) and redis.call('LREM', dead, 1, ARGV[at]) == 1 then
+    put_back(queue, order, ARGV[at + 2], ARGV[at + 1])
+    redis.call('HDEL', deliveries, delivery_id(ARGV[at + 1]))
+    requeued = requeued + 1
+  end
+end
+return requeued
 )lua";
 
 }  // namespace crawler::detail
