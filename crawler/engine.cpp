@@ -210,6 +210,9 @@ void engine::enqueue(std::vector<request> requests, std::string parent_lease,
           store_recovered();
           if (outcome.settled) {
             for (const auto& item : unexported) export_item(item);
+            // Written through now: after a kill -9 the feed holds the items of the pages whose
+            // outcome this worker stored, not fewer.
+            if (!unexported.empty() && !feeds_->flush()) feed_failed();
           } else if (!unexported.empty()) {
             stats_.inc_value("item_not_exported_count", std::int64_t(unexported.size()));
           }

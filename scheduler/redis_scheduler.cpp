@@ -107,9 +107,23 @@ redis_scheduler::~redis_scheduler() {
 }
 
 // Whether <spider>:workers (`workers`) holds a live worker: a heartbeat younger than three of
-// its intervals. With drop_dead, the lines of the dead workers it passes are deleted. Both fleet
-// scripts below start with it.
+// its intervals. With drop_dead, the lines of the dead workers it passes are deleted. And
+// write_worker, which writes a worker's line: its record (a JSON object) with "started" (kept from
+// its last line) and "heartbeat" on Redis's clock, the one clock every worker and `crawler
+// status` share, so a worker whose own clock is off is never taken for dead. The fleet scripts
+// below start with both.
 constexpr const char* live_worker_lua = R"lua(
+local function redis_now()
+  local t = redis.call('TIME')
+  return t[1] .. '.' .. string.format('%06d', tonumber(t[2]))
+end
+local function write_worker(workers, worker, record)
+  local now = redis_now()
+  local prior = redis.call('HGET', workers, worker)
+  local started = prior and string.match(prior, '"started":(%d+%.?%d*)') or now
+  redis.call('HSET', workers, worker,
+             string.sub(record, 1, -2) .. ',"started":' .. started .. ',"heartbeat":' .. now .. '}')
+end
 local function live_worker(workers, drop_dead)
   local t = redis.call('TIME')
   local now = tonumber(t[1]) + tonumber(t[2]) / 1e6
@@ -130,17 +144,35 @@ end
 // it do not. "First" is decided in Redis, in one step: when no worker has a fresh heartbeat in
 // <spider>:workers, the queue, its leases, the dupefilter and the stats go, and this worker's line
 // is written, so a second worker starting a moment later finds a live one and flushes nothing.
-// KEYS workers, then the keys to delete; ARGV this worker, its record. Returns 1 when it flushed.
+// A lease whose deadline has not passed is a worker's too, alive but not heard from (paused, or
+// its line deleted): then nothing is flushed, and the worker stops.
+// KEYS fleet_keys() (workers, queue, leased, deadlines first), then the other keys to delete;
+// ARGV this worker, its record. Returns 1 when it flushed, 0 when it joined a live fleet, and
+// {leases held, seconds until the last deadline} when it refused.
 const std::string flush_once_script = std::string(live_worker_lua) + R"lua(
-local flush = not live_worker(KEYS[1], false)
-if flush then redis.call('DEL', unpack(KEYS)) end
-redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
-return flush and 1 or 0
+if live_worker(KEYS[1], false) then
+  write_worker(KEYS[1], ARGV[1], ARGV[2])
+  return 0
+end
+local now = redis_now()
+local held = redis.call('ZCOUNT', KEYS[4], '(' .. string.format('%d', now * 1000), '+inf')
+if held > 0 then
+  local last = redis.call('ZRANGE', KEYS[4], -1, -1, 'WITHSCORES')
+  return {held, math.ceil((tonumber(last[2]) - now * 1000) / 1000)}
+end
+redis.call('DEL', unpack(KEYS))
+write_worker(KEYS[1], ARGV[1], ARGV[2])
+return 1
+)lua";
+
+// A worker's heartbeat: its line in <spider>:workers (write_worker). KEYS workers; ARGV worker,
+// record.
+const std::string heartbeat_script = std::string(live_worker_lua) + R"lua(
+write_worker(KEYS[1], ARGV[1], ARGV[2])
+return 1
 )lua";
 
 void redis_scheduler::do_open(asio::any_completion_handler<done_signature> handler) {
-  started_ =
-      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
   auto shared = std::make_shared<asio::any_completion_handler<done_signature>>(std::move(handler));
   auto check_then_open = [this, alive = alive_, shared] {
     if (!*alive) return;
@@ -159,6 +191,7 @@ void redis_scheduler::do_open(asio::any_completion_handler<done_signature> handl
   keys.push_back(queue_key_ + ":bad");
   keys.push_back(queue_key_ + ":dead");
   keys.push_back(stats_key_);
+  keys.push_back(queue_.epoch_key());
   redis::command flush{"EVAL", flush_once_script, std::to_string(keys.size())};
   flush.insert(flush.end(), keys.begin(), keys.end());
   flush.push_back(queue_.worker());
@@ -170,6 +203,17 @@ void redis_scheduler::do_open(asio::any_completion_handler<done_signature> handl
       error = std::make_exception_ptr(
           std::runtime_error("SCHEDULER_FLUSH_ON_START: flushing the fleet's keys at " +
                              client_->where().address() + " failed: " + answer.str));
+    }
+    if (!error && answer.elements.size() == 2) {
+      error = std::make_exception_ptr(std::runtime_error(
+          "SCHEDULER_FLUSH_ON_START: not flushing the fleet at " + client_->where().address() +
+          ": " + queue_key_ + ":leased holds " + std::to_string(answer.elements[0].integer) +
+          " leases that have not expired (the last in " +
+          std::to_string(answer.elements[1].integer) +
+          " s), though no worker has a fresh heartbeat in " + workers_key_ +
+          ": a worker holding them may be paused or starting. Flushing would throw away "
+          "requests it holds. Start again once they expire, or stop every worker and delete "
+          "the keys yourself"));
     }
     if (error) return std::move(*shared)(error);
     if (answer.integer == 1) {
@@ -460,13 +504,11 @@ void redis_scheduler::flush_stats(std::function<void()> then) {
 }
 
 // This worker's line in <spider>:workers, which `crawler status` reads and the fleet's close
-// checks: a worker whose heartbeat is older than three intervals is dead.
+// checks: a worker whose heartbeat is older than three intervals is dead. The scripts that write
+// it add "started" and "heartbeat" on Redis's clock (write_worker).
 std::string redis_scheduler::worker_record() const {
-  auto now = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch());
   return nlohmann::json{{"worker", queue_.worker()},
                         {"pid", getpid()},
-                        {"started", started_},
-                        {"heartbeat", now.count()},
                         {"interval", std::chrono::duration<double>(heartbeat_interval_).count()},
                         {"pages", stats_.get_int("response_received_count")},
                         {"items", stats_.get_int("item_scraped_count")},
@@ -477,8 +519,9 @@ std::string redis_scheduler::worker_record() const {
 void redis_scheduler::heartbeat() {
   if (!open_) return;
   flush_stats();
-  client_->async_command({"HSET", workers_key_, queue_.worker(), worker_record()},
-                         [](std::exception_ptr, redis::reply) {});
+  client_->async_command(
+      {"EVAL", heartbeat_script, "1", workers_key_, queue_.worker(), worker_record()},
+      [](std::exception_ptr, redis::reply) {});
   renew_leases();
   heartbeat_timer_.expires_after(heartbeat_interval_);
   heartbeat_timer_.async_wait([this, alive = alive_](boost::system::error_code cancelled) {
@@ -660,7 +703,9 @@ void redis_scheduler::do_close(asio::any_completion_handler<done_signature> hand
 // At close a worker removes its line in <spider>:workers. SCHEDULER_PERSIST=false also deletes
 // the fleet's queue and dupefilter, but only once the crawl is over for everyone: no live worker
 // (heartbeats older than three intervals are dropped as dead), nothing queued, nothing leased. A
-// worker that stops early leaves them. KEYS: fleet_keys().
+// worker that stops early leaves them. KEYS: fleet_keys(). What a person reads after the crawl
+// stays: the stats, the :bad and :dead records, and the epoch, whose absence beside the stats
+// says that Redis forgot the fleet rather than that its crawl ended (`crawler stats`).
 const std::string fleet_done_script = std::string(live_worker_lua) + R"lua(
 if live_worker(KEYS[1], true) then return -1 end
 if redis.call('EXISTS', KEYS[2]) == 1 or redis.call('HLEN', KEYS[3]) > 0 then return -1 end
@@ -672,8 +717,7 @@ return redis.call('DEL', unpack(KEYS))
 std::vector<std::string> redis_scheduler::fleet_keys() const {
   std::vector<std::string> keys{workers_key_,           queue_key_,
                                 queue_key_ + ":leased", queue_key_ + ":deadlines",
-                                queue_key_ + ":seq",    queue_.epoch_key(),
-                                queue_key_ + ":deliveries"};
+                                queue_key_ + ":seq",    queue_key_ + ":deliveries"};
   for (auto& key : dupefilter_->stored_keys()) keys.push_back(std::move(key));
   return keys;
 }

@@ -84,7 +84,6 @@ class redis_scheduler final : public scheduler {
 
   std::shared_ptr<redis::client> client_;
   std::string spider_, queue_key_, start_urls_key_, stats_key_, workers_key_;
-  double started_ = 0;                           // seconds since the epoch
   std::map<std::string, std::int64_t> flushed_;  // the counters as last added to stats_key_
   redis_queue queue_;
   std::size_t batch_size_;

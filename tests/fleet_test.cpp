@@ -306,6 +306,107 @@ TEST(fleet, flush_on_start_starts_the_crawl_over_once_for_the_whole_fleet) {
   EXPECT_EQ(count_of(logs, "joined them without flushing"), 1u) << logs;
 }
 
+// A worker alive but not heard from (paused here; a stalled VM, a lost line in <spider>:workers in
+// life) holds leases: a worker started with SCHEDULER_FLUSH_ON_START must not throw them away.
+TEST(fleet, flush_on_start_beside_a_worker_that_holds_leases_refuses_and_flushes_nothing) {
+  http_server site({.site_pages = 40, .page_delay_ms = 400});
+  redis_server redis;
+  temp_dir dir;
+  auto holder = fleet_worker(
+      site, redis, dir.path() / "a.jsonl", "redis_set",
+      {"-s", "SCHEDULER_LEASE_TIME=30", "-s", "SCHEDULER_HEARTBEAT_INTERVAL=0.3"});
+  crawler::fixtures::wait_until([&] { return site.total_hits() >= 3; }, "the holder crawls");
+  holder->signal(SIGSTOP);
+  std::this_thread::sleep_for(1200ms);  // its heartbeat is stale: three intervals are 0.9 s
+  auto leased = redis_list(redis.port(), "site:requests:leased", "HKEYS").size();
+  ASSERT_GT(leased, 0u);
+  auto flusher = fleet_worker(site, redis, dir.path() / "b.jsonl", "redis_set",
+                              {"-s", "SCHEDULER_FLUSH_ON_START=true"});
+  EXPECT_EQ(flusher->wait(), 2);
+  EXPECT_NE(flusher->stderr_text().find("SCHEDULER_FLUSH_ON_START: not flushing the fleet"),
+            std::string::npos)
+      << flusher->stderr_text();
+  EXPECT_NE(flusher->stderr_text().find("site:requests:leased holds " + std::to_string(leased) +
+                                        " leases that have not expired"),
+            std::string::npos)
+      << flusher->stderr_text();
+  EXPECT_EQ(redis_list(redis.port(), "site:requests:leased", "HKEYS").size(), leased);
+  // Not heard from: its counts since its last heartbeat are not in the fleet's.
+  child_process status({crawler_binary(), "status", "site", "-s", "REDIS_URL=" + redis.url()});
+  ASSERT_EQ(status.wait(), 0) << status.stderr_text();
+  EXPECT_NE(status.stdout_text().find("figures may be partial: 1 workers stopped without closing"),
+            std::string::npos)
+      << status.stdout_text();
+  holder->signal(SIGCONT);
+  holder->signal(SIGINT);
+  EXPECT_EQ(holder->wait(), 0) << holder->stderr_text();
+}
+
+// A page that kills every worker taking it (killed here by the test while the worker fetches
+// it) would go round the fleet forever: after SCHEDULER_MAX_DELIVERIES takes it is a dead letter,
+// shown by `crawler status` and put back by `crawler requeue`.
+TEST(fleet, a_request_whose_workers_keep_dying_becomes_a_dead_letter_and_can_be_requeued) {
+  http_server site({.site_pages = 5});
+  redis_server redis;
+  temp_dir dir;
+  auto poison = site.url("/slow?ms=30000");
+  auto worker = [&](const std::string& name) {
+    std::vector<std::string> argv{crawler_binary(),
+                                  "crawl",
+                                  "site",
+                                  "-a",
+                                  "start=" + poison,
+                                  "-s",
+                                  "SCHEDULER=redis",
+                                  "-s",
+                                  "DUPEFILTER_CLASS=redis_set",
+                                  "-s",
+                                  "REDIS_URL=" + redis.url(),
+                                  "-s",
+                                  "SCHEDULER_LEASE_TIME=1",
+                                  "-s",
+                                  "SCHEDULER_HEARTBEAT_INTERVAL=0.3",
+                                  "-s",
+                                  "SCHEDULER_MAX_DELIVERIES=2",
+                                  "-s",
+                                  "MAX_IDLE_TIME_BEFORE_CLOSE=1",
+                                  "-o",
+                                  (dir.path() / (name + ".jsonl")).string()};
+    return std::make_unique<child_process>(argv);
+  };
+  for (std::size_t death = 1; death <= 2; ++death) {
+    auto doomed = worker("doomed" + std::to_string(death));
+    crawler::fixtures::wait_until([&] { return site.hits("/slow?ms=30000") == death; },
+                                  "the worker fetches the poison page");
+    doomed->signal(SIGKILL);
+    doomed->wait();
+    std::this_thread::sleep_for(1200ms);  // its lease expires
+  }
+  auto survivor = worker("survivor");
+  EXPECT_EQ(survivor->wait(), 0) << survivor->stderr_text();
+  EXPECT_EQ(site.hits("/slow?ms=30000"), 2u);
+  EXPECT_NE(survivor->stderr_text().find("Moved 1 requests to site:requests:dead"),
+            std::string::npos)
+      << survivor->stderr_text();
+  auto dead = redis_list(redis.port(), "site:requests:dead");
+  ASSERT_EQ(dead.size(), 1u);
+  EXPECT_EQ(nlohmann::json::parse(dead[0])["deliveries"], 2);
+
+  child_process status({crawler_binary(), "status", "site", "-s", "REDIS_URL=" + redis.url()});
+  ASSERT_EQ(status.wait(), 0) << status.stderr_text();
+  EXPECT_NE(status.stdout_text().find("dead letters: 1 in site:requests:dead (`crawler requeue "
+                                      "site` puts them back)"),
+            std::string::npos)
+      << status.stdout_text();
+  child_process requeue({crawler_binary(), "requeue", "site", "-s", "REDIS_URL=" + redis.url()});
+  ASSERT_EQ(requeue.wait(), 0) << requeue.stderr_text();
+  EXPECT_EQ(requeue.stdout_text(), "Put 1 dead letters back in site:requests\n");
+  EXPECT_EQ(redis_list(redis.port(), "site:requests:dead").size(), 0u);
+  auto queued = crawler::fixtures::redis_run(redis.port(), {"ZRANGE", "site:requests", "0", "-1"});
+  ASSERT_EQ(queued.size(), 1u);
+  EXPECT_NE(queued[0].find(poison), std::string::npos) << queued[0];
+}
+
 TEST(fleet, a_key_of_the_wrong_type_stops_a_worker_at_start_naming_the_key) {
   http_server site({.site_pages = 5});
   redis_server redis;

@@ -1,11 +1,13 @@
 // The commands that talk to a fleet's Redis: `crawler push NAME URL... | -` (start URLs, which
-// the workers move into the shared queue through the shared dupefilter) and `crawler stats NAME`
-// (the fleet's summed counters).
+// the workers move into the shared queue through the shared dupefilter), `crawler stats NAME`
+// (the fleet's summed counters), `crawler status NAME` (one screen on the fleet) and `crawler
+// requeue NAME` (dead letters back in the queue).
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/use_future.hpp>
 #include <cstdio>
 #include <cstdlib>
+#include <future>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <thread>
@@ -14,6 +16,7 @@
 #include "config/settings.h"
 #include "crawler/cli/detail/commands.h"
 #include "redis/client.h"
+#include "scheduler/redis_queue.h"
 #include "scheduler/start_request.h"
 
 namespace crawler::cli {
@@ -52,6 +55,7 @@ class redis_session {
     thread_.join();
   }
   redis::client& client() { return *client_; }
+  const std::shared_ptr<redis::client>& shared_client() const { return client_; }
 
  private:
   asio::io_context io_;
@@ -113,15 +117,78 @@ int run(const push_options& options) {
   return 0;
 }
 
+// A worker's line in <spider>:workers, as `crawler status` shows it; `now` is Redis's clock.
+struct worker_line {
+  std::string id;
+  nlohmann::json record;
+  double heartbeat_age = 0;
+  bool live = false;
+};
+
+std::vector<worker_line> worker_lines(const redis::reply& workers, double now) {
+  std::vector<worker_line> lines;
+  for (std::size_t i = 0; i + 1 < workers.elements.size(); i += 2) {
+    auto record = nlohmann::json::parse(workers.elements[i + 1].str, nullptr, false);
+    if (!record.is_object()) continue;
+    double heartbeat = 0, interval = 10;
+    if (record.contains("heartbeat") && record["heartbeat"].is_number()) {
+      heartbeat = record["heartbeat"].get<double>();
+    }
+    if (record.contains("interval") && record["interval"].is_number()) {
+      interval = record["interval"].get<double>();
+    }
+    lines.push_back({workers.elements[i].str, std::move(record), now - heartbeat,
+                     now - heartbeat < 3 * interval});
+  }
+  return lines;
+}
+
+// Why the fleet's summed figures may be short of what its workers did: a worker that died adds
+// nothing it counted after its last heartbeat, and a Redis that lost the fleet's epoch may have
+// lost the stats with it.
+std::vector<std::string> partial_reasons(const std::vector<worker_line>& lines,
+                                         const redis::reply& epoch, const std::string& epoch_key) {
+  std::vector<std::string> reasons;
+  std::size_t dead = 0;
+  for (const auto& line : lines) dead += !line.live;
+  if (dead) {
+    reasons.push_back(std::to_string(dead) +
+                      " workers stopped without closing (their counts since their last "
+                      "heartbeat are not in the sums)");
+  }
+  if (epoch.type != redis::reply::kind::string) {
+    reasons.push_back(epoch_key +
+                      " is missing: this Redis may have lost the fleet's state (restart without "
+                      "persistence, flush, eviction), its stats with it");
+  }
+  return reasons;
+}
+
+// The Redis clock from a TIME reply, in seconds.
+double seconds_of(const redis::reply& time) {
+  if (time.elements.size() != 2) throw std::runtime_error("TIME answered " + time.describe());
+  return std::stod(time.elements[0].str) + std::stod(time.elements[1].str) / 1e6;
+}
+
 int print_stats(const std::string& spider, const std::vector<std::string>& overrides) {
   auto settings = fleet_settings(overrides);
   redis_session session(settings);
   auto key = spider + ":stats";
-  auto reply = session.client().async_command({"HGETALL", key}, asio::use_future).get();
-  if (reply.is_error()) {
-    throw std::runtime_error("reading " + key + " at " + session.client().where().address() +
-                             " failed: " + reply.str);
+  auto epoch_key = spider_key(settings.get_string("SCHEDULER_QUEUE_KEY"), spider) + ":epoch";
+  auto replies = session.client()
+                     .async_pipeline({{"HGETALL", key},
+                                      {"HGETALL", spider + ":workers"},
+                                      {"GET", epoch_key},
+                                      {"TIME"}},
+                                     asio::use_future)
+                     .get();
+  for (const auto& answer : replies) {
+    if (answer.is_error()) {
+      throw std::runtime_error("reading " + key + " at " + session.client().where().address() +
+                               " failed: " + answer.str);
+    }
   }
+  const auto& reply = replies[0];
   nlohmann::json stats = nlohmann::json::object();
   for (std::size_t i = 0; i + 1 < reply.elements.size(); i += 2) {
     const auto& value = reply.elements[i + 1].str;
@@ -134,6 +201,12 @@ int print_stats(const std::string& spider, const std::vector<std::string>& overr
     }
   }
   std::cout << stats.dump(2) << '\n';
+  if (!reply.elements.empty()) {
+    auto lines = worker_lines(replies[1], seconds_of(replies[3]));
+    for (const auto& reason : partial_reasons(lines, replies[2], epoch_key)) {
+      std::cerr << "crawler stats: these figures may be partial: " << reason << '\n';
+    }
+  }
   return 0;
 }
 
@@ -164,7 +237,11 @@ int print_status(const std::string& spider, const std::vector<std::string>& over
                {"HLEN", queue + ":leased"},
                {"EVAL", size_script, "1", key_of("REDIS_START_URLS_KEY")},
                {"HMGET", spider + ":stats", "response_received_count", "item_scraped_count"},
-               {"TIME"}},
+               {"TIME"},
+               {"LLEN", queue + ":dead"},
+               {"LLEN", queue + ":bad"},
+               {"LLEN", key_of("REDIS_START_URLS_KEY") + ":bad"},
+               {"GET", queue + ":epoch"}},
               asio::use_future)
           .get();
   for (const auto& reply : replies) {
@@ -173,7 +250,7 @@ int print_status(const std::string& spider, const std::vector<std::string>& over
                                reply.str);
     }
   }
-  double now = std::stod(replies[5].elements[0].str) + std::stod(replies[5].elements[1].str) / 1e6;
+  auto workers = worker_lines(replies[0], seconds_of(replies[5]));
   auto number = [](const redis::reply& reply) {
     return reply.type == redis::reply::kind::string ? std::stoll(reply.str) : 0LL;
   };
@@ -181,14 +258,14 @@ int print_status(const std::string& spider, const std::vector<std::string>& over
   std::size_t alive = 0;
   double rate = 0;
   std::string lines;
-  for (std::size_t i = 0; i + 1 < replies[0].elements.size(); i += 2) {
-    auto worker = nlohmann::json::parse(replies[0].elements[i + 1].str, nullptr, false);
-    if (!worker.is_object()) continue;
-    double heartbeat = worker.value("heartbeat", 0.0), started = worker.value("started", 0.0);
-    double interval = worker.value("interval", 10.0);
-    bool live = now - heartbeat < 3 * interval;
-    std::int64_t pages = worker.value("pages", std::int64_t{0});
-    double up = heartbeat - started;
+  for (const auto& [id, worker, heartbeat_age, live] : workers) {
+    // A line is input: a field of another type reads as 0 rather than stopping the command.
+    auto field = [&worker](const char* name) {
+      auto found = worker.find(name);
+      return found != worker.end() && found->is_number() ? found->get<double>() : 0.0;
+    };
+    auto pages = std::int64_t(field("pages"));
+    double up = field("heartbeat") - field("started");
     if (live) {
       ++alive;
       if (up > 0) rate += double(pages) / up;
@@ -197,11 +274,9 @@ int print_status(const std::string& spider, const std::vector<std::string>& over
     std::snprintf(line, sizeof line,
                   "  %-36s %s  up %6.0f s  pages %8lld  items %8lld  in flight %4lld  "
                   "heartbeat %.0f s ago\n",
-                  replies[0].elements[i].str.c_str(), live ? "alive" : "DEAD ", up,
-                  static_cast<long long>(pages),
-                  static_cast<long long>(worker.value("items", std::int64_t{0})),
-                  static_cast<long long>(worker.value("in_flight", std::int64_t{0})),
-                  now - heartbeat);
+                  quoted_for_log(id, 36).c_str(), live ? "alive" : "DEAD ", up,
+                  static_cast<long long>(pages), static_cast<long long>(field("items")),
+                  static_cast<long long>(field("in_flight")), heartbeat_age);
     lines += line;
   }
   std::cout << "workers: " << alive << " alive\n" << lines;
@@ -212,7 +287,47 @@ int print_status(const std::string& spider, const std::vector<std::string>& over
   char line[128];
   std::snprintf(line, sizeof line, "pages/s: %.1f (live workers, each since it started)\n", rate);
   std::cout << line;
+  std::cout << "dead letters: " << replies[6].integer << " in " << queue << ":dead"
+            << (replies[6].integer ? " (`crawler requeue " + spider + "` puts them back)" : "")
+            << "  set aside: " << replies[7].integer << " in " << queue << ":bad, "
+            << replies[8].integer << " in " << key_of("REDIS_START_URLS_KEY") << ":bad\n";
+  for (const auto& reason : partial_reasons(workers, replies[9], queue + ":epoch")) {
+    std::cout << "figures may be partial: " << reason << '\n';
+  }
   return 0;
+}
+
+// `crawler requeue NAME`: the dead letters back in the queue, once the page that killed its
+// workers is dealt with (a fixed spider, a bigger machine, a site that answers again).
+int requeue(const std::string& spider, const std::vector<std::string>& overrides) {
+  auto settings = fleet_settings(overrides);
+  redis_session session(settings);
+  auto queue_key = spider_key(settings.get_string("SCHEDULER_QUEUE_KEY"), spider);
+  redis_queue queue(session.shared_client(),
+                    {.key = queue_key,
+                     .order = settings.get_string("SCHEDULER_QUEUE_CLASS"),
+                     .worker = "crawler-requeue"});
+  std::size_t requeued = 0;
+  std::vector<std::string> unreadable;
+  for (;;) {
+    std::promise<requeue_result> answer;
+    queue.async_requeue_dead(batch_size, [&](std::exception_ptr error, requeue_result result) {
+      if (error) return answer.set_exception(error);
+      answer.set_value(std::move(result));
+    });
+    auto result = answer.get_future().get();
+    requeued += result.requeued;
+    if (result.requeued == 0) {
+      unreadable = std::move(result.unreadable);
+      break;
+    }
+  }
+  std::cout << "Put " << requeued << " dead letters back in " << queue_key << '\n';
+  if (unreadable.empty()) return 0;
+  std::cout << "Left " << unreadable.size() << " records of " << queue_key
+            << ":dead that are not dead letters:\n";
+  for (const auto& record : unreadable) std::cout << "  " << record << '\n';
+  return 1;
 }
 
 // `crawler NAME SPIDER [-s KEY=VALUE]...`: a command that reads a fleet and prints it.
@@ -241,6 +356,13 @@ void add_status_command(CLI::App& app, int& exit_status) {
   add_fleet_view(app, exit_status, "status",
                  "One screen on a fleet: workers alive, queued, in flight, pages, items, pages/s",
                  print_status);
+}
+
+void add_requeue_command(CLI::App& app, int& exit_status) {
+  add_fleet_view(app, exit_status, "requeue",
+                 "Put a fleet's dead letters (<queue>:dead: requests whose workers kept dying) "
+                 "back in its queue",
+                 requeue);
 }
 
 void add_stats_command(CLI::App& app, int& exit_status) {

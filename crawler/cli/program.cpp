@@ -13,6 +13,7 @@ int main(int argc, char** argv) {
   add_dedup_command(app, exit_status);
   add_push_command(app, exit_status);
   add_stats_command(app, exit_status);
+  add_requeue_command(app, exit_status);
   add_status_command(app, exit_status);
   add_genspider_command(app, exit_status);
   add_shell_command(app, exit_status);
