@@ -99,7 +99,12 @@ const std::vector<setting_spec>& table() {
       {"DEFAULT_REQUEST_HEADERS", dict,
        json{{"Accept", "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"},
             {"Accept-Language", "en"}},
-       "Headers sent with every request."},
+       "Headers sent with every request (applied at fetch time; never written to JOBDIR, Redis "
+       "or HTTPCACHE)."},
+      {"SENSITIVE_HEADERS", list,
+       json::array({"Authorization", "Proxy-Authorization", "Cookie", "X-Api-Key", "Api-Key",
+                    "X-Auth-Token", "X-Access-Token", "X-Amz-Security-Token"}),
+       "Request headers that are secrets: never written to JOBDIR, Redis or HTTPCACHE."},
       {"HTTPERROR_ALLOWED_CODES", list, json::array(), "Non-2xx statuses passed to callbacks."},
       {"URLLENGTH_LIMIT", integer, 2083, "Longest URL allowed.", any_count},
       {"LOG_LEVEL", string, "DEBUG", "DEBUG, INFO, WARNING, ERROR or CRITICAL."},

@@ -1,9 +1,13 @@
 #include "crawler/http_cache.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
+#include <cstring>
 #include <chrono>
 #include <fstream>
 #include <iterator>
@@ -22,11 +26,32 @@ std::string read_whole(const fs::path& path) {
   return {std::istreambuf_iterator<char>(in), {}};
 }
 
+// The cache holds what the crawl sent and got: its files are its owner's only (0600), as are the
+// folders it makes (0700), whatever the umask.
 void write_whole(const fs::path& path, std::string_view content) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out.write(content.data(), std::streamsize(content.size()));
-  out.close();
-  if (!out) throw std::runtime_error("cannot write " + path.string());
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) throw std::runtime_error("cannot write " + path.string());
+  while (!content.empty()) {
+    auto written = ::write(fd, content.data(), content.size());
+    if (written < 0 && errno == EINTR) continue;
+    if (written <= 0) {
+      ::close(fd);
+      throw std::runtime_error("cannot write " + path.string());
+    }
+    content.remove_prefix(std::size_t(written));
+  }
+  if (::close(fd) != 0) throw std::runtime_error("cannot write " + path.string());
+}
+
+void create_private_directories(const fs::path& path) {
+  fs::path made;
+  for (const auto& part : path) {
+    made /= part;
+    if (made.empty() || made == made.root_path()) continue;
+    if (::mkdir(made.c_str(), 0700) != 0 && errno != EEXIST) {
+      throw std::runtime_error("cannot create " + made.string() + ": " + std::strerror(errno));
+    }
+  }
 }
 
 // Headers as Scrapy's headers_dict_to_raw writes them: "Name: value" lines joined by \r\n.
@@ -70,6 +95,7 @@ http_cache_middleware::http_cache_middleware(const settings& settings, stats& st
       expiration_seconds_(settings.get_double("HTTPCACHE_EXPIRATION_SECS")),
       ignore_missing_(settings.get_bool("HTTPCACHE_IGNORE_MISSING")),
       ignored_schemes_(settings.get_list("HTTPCACHE_IGNORE_SCHEMES")),
+      secrets_(settings),
       fingerprint_scheme_(dedup::fingerprint_scheme_from(settings)) {
   const auto& codes = settings.get("HTTPCACHE_IGNORE_HTTP_CODES");
   for (std::size_t i = 0; i < codes.size(); ++i) {
@@ -162,7 +188,7 @@ void http_cache_middleware::store(const request& request, const response& respon
   auto temporary = entry;
   temporary += ".tmp" + std::to_string(::getpid()) + "-" + std::to_string(next_temporary++);
   try {
-    fs::create_directories(temporary);
+    create_private_directories(temporary);
     nlohmann::json meta{{"url", request.url},
                         {"method", request.method},
                         {"status", response.status},
@@ -174,15 +200,8 @@ void http_cache_middleware::store(const request& request, const response& respon
     write_whole(temporary / "response_body", response.body);
     write_whole(temporary / "response_headers", raw_headers(response.headers));
     write_whole(temporary / "request_body", request.body);
-    // Credentials stay out of the cache folder, which outlives the crawl and gets shared.
-    header_list sent = request.headers;
-    for (auto& [name, value] : sent) {
-      auto lower = ascii_lower(name);
-      if (lower == "authorization" || lower == "proxy-authorization" || lower == "cookie") {
-        value = "***";
-      }
-    }
-    write_whole(temporary / "request_headers", raw_headers(sent));
+    // Secrets stay out of the cache folder, which outlives the crawl and gets shared.
+    write_whole(temporary / "request_headers", raw_headers(secrets_.writable(request.headers)));
     write_whole(temporary / "meta", meta.dump());
     fs::remove_all(entry);
     fs::rename(temporary, entry);

@@ -8,9 +8,10 @@
 // Each response is stored under HTTPCACHE_DIR/<spider>/<fp[0:2]>/<fp>/ (fp: the request's
 // fingerprint, as the dupefilter computes it; a relative HTTPCACHE_DIR is under `.crawler/`, as
 // Scrapy's is under `.scrapy/`), in the files Scrapy writes: `response_body`, `response_headers`,
-// `request_body`, `request_headers` (credentials and cookies as ***), and `meta` (JSON here: url,
-// method, status, response_url, timestamp). An entry is written to a temporary folder and renamed into place, so a crash never
-// leaves half an entry to be served.
+// `request_body`, `request_headers` (without the secret ones: request_secrets.h), and `meta`
+// (JSON here: url, method, status, response_url, timestamp). Files are 0600 and the folders the
+// cache makes 0700: only their owner reads them. An entry is written to a temporary folder and
+// renamed into place, so a crash never leaves half an entry to be served.
 //
 // A request whose entry exists, and is younger than HTTPCACHE_EXPIRATION_SECS (0: never
 // expires), is answered from it with the flag "cached" (`httpcache/hit`); otherwise it is
@@ -29,6 +30,7 @@
 
 #include "crawler/middleware.h"
 #include "dedup/fingerprint.h"
+#include "scheduler/request_secrets.h"
 
 namespace crawler {
 
@@ -56,6 +58,7 @@ class http_cache_middleware : public downloader_middleware {
   bool ignore_missing_;
   std::set<int> ignored_statuses_;
   std::vector<std::string> ignored_schemes_;
+  request_secrets secrets_;  // left out of request_headers
   dedup::fingerprint_scheme fingerprint_scheme_;
 };
 

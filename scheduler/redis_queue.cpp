@@ -92,7 +92,8 @@ redis_queue::redis_queue(std::shared_ptr<redis::client> client, redis_queue_opti
 }
 
 std::string redis_queue::entry_body(const request& request) const {
-  auto body = request.to_json().dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  auto body = options_.secrets.to_json(request).dump(-1, ' ', false,
+                                                      nlohmann::json::error_handler_t::replace);
   return options_.signer ? options_.signer->sign(body) : body;
 }
 

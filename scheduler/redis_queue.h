@@ -43,6 +43,7 @@
 #include "scheduler/detail/known_fingerprints.h"
 #include "scheduler/entry_signature.h"
 #include "scheduler/request.h"
+#include "scheduler/request_secrets.h"
 
 namespace crawler {
 
@@ -61,6 +62,8 @@ struct redis_queue_options {
   /// SCHEDULER_SIGNING_KEY: entries written are signed, and an entry taken without a valid
   /// signature goes to <key>:bad. None: nothing is signed, and every entry is a shared request.
   std::optional<entry_signer> signer;
+  /// What of a request is never written to Redis (SENSITIVE_HEADERS, DEFAULT_REQUEST_HEADERS).
+  request_secrets secrets;
 };
 
 /// A request taken from the queue: the lease that holds it, and the request.

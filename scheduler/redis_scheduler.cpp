@@ -81,7 +81,8 @@ redis_scheduler::redis_scheduler(const scheduler_context& context,
               .start_urls_as_set = context.settings.get_bool("REDIS_START_URLS_AS_SET"),
               .max_entry_size = std::size_t(context.settings.get_int("SCHEDULER_MAX_ENTRY_SIZE")),
               .max_deliveries = std::size_t(context.settings.get_int("SCHEDULER_MAX_DELIVERIES")),
-              .signer = std::move(signer)}),
+              .signer = std::move(signer),
+              .secrets = request_secrets(context.settings)}),
       batch_size_(std::size_t(context.settings.get_int("CONCURRENT_REQUESTS"))),
       start_urls_batch_(context.settings.get_int("REDIS_START_URLS_BATCH_SIZE") > 0
                             ? std::size_t(context.settings.get_int("REDIS_START_URLS_BATCH_SIZE"))

@@ -67,10 +67,11 @@ nlohmann::json parse_line(std::string_view json_text, const std::string& where) 
 
 }  // namespace
 
-request_journal::request_journal(fs::path dir, bool fsync)
+request_journal::request_journal(fs::path dir, bool fsync, request_secrets secrets)
     : snapshot_path_(dir / "requests.queue.jsonl"),
       journal_path_(dir / "requests.journal"),
-      fsync_(fsync) {}
+      fsync_(fsync),
+      secrets_(std::move(secrets)) {}
 
 request_journal::~request_journal() {
   if (fd_ >= 0) ::close(fd_);
@@ -173,7 +174,8 @@ void request_journal::queued(request& request) {
   pending_ += '+';
   pending_ += request.lease;
   pending_ += ' ';
-  pending_ += request.to_json().dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  pending_ += secrets_.to_json(request).dump(-1, ' ', false,
+                                             nlohmann::json::error_handler_t::replace);
   pending_ += '\n';
 }
 
@@ -205,8 +207,8 @@ void request_journal::compact(const std::vector<request>& pending,
   {
     std::ofstream out(partial, std::ios::trunc);
     out << "# " << token << '\n';
-    auto write = [&out](const request& queued, bool checked) {
-      auto json = queued.to_json();
+    auto write = [this, &out](const request& queued, bool checked) {
+      auto json = secrets_.to_json(queued);
       if (!checked) json["unchecked"] = true;
       out << json.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << '\n';
     };

@@ -36,6 +36,7 @@
 #include <vector>
 
 #include "scheduler/request.h"
+#include "scheduler/request_secrets.h"
 
 namespace crawler {
 
@@ -54,8 +55,8 @@ class request_journal {
     bool stale_journal = false;  // a journal the snapshot already holds (crash during a close)
   };
 
-  /// `dir` is JOBDIR; `fsync`: JOBDIR_FSYNC.
-  request_journal(std::filesystem::path dir, bool fsync);
+  /// `dir` is JOBDIR; `fsync`: JOBDIR_FSYNC; `secrets`: what of a request is never written.
+  request_journal(std::filesystem::path dir, bool fsync, request_secrets secrets = {});
   ~request_journal();
   request_journal(const request_journal&) = delete;
   request_journal& operator=(const request_journal&) = delete;
@@ -82,6 +83,7 @@ class request_journal {
  private:
   std::filesystem::path snapshot_path_, journal_path_;
   bool fsync_;
+  request_secrets secrets_;
   int fd_ = -1;
   std::uint64_t next_id_ = 1;
   std::string token_;    // the snapshot's

@@ -289,7 +289,8 @@ void scheduler::do_close(asio::any_completion_handler<done_signature> handler) {
 
 void scheduler::load_queue() {
   if (jobdir_.empty()) return;
-  journal_ = std::make_unique<request_journal>(jobdir_, settings_.get_bool("JOBDIR_FSYNC"));
+  journal_ = std::make_unique<request_journal>(jobdir_, settings_.get_bool("JOBDIR_FSYNC"),
+                                               request_secrets(settings_));
   auto replay = journal_->open();
   if (replay.torn_lines) {
     logger_->warn("{}/requests.journal: dropped its last line, cut short by a crash", jobdir_);

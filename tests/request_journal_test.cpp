@@ -87,6 +87,38 @@ TEST(request_journal, a_resumed_request_keeps_every_field) {
   EXPECT_EQ(resumed.errback, "on_error");
 }
 
+// A saved request keeps the headers it was given, but not its secrets: those named in
+// SENSITIVE_HEADERS, those as DEFAULT_REQUEST_HEADERS gives them (applied again at fetch), and
+// meta "proxy"'s credentials.
+TEST(request_secrets, a_saved_request_keeps_its_own_headers_and_no_secret) {
+  crawler::settings settings;
+  settings.set_from_string(R"(DEFAULT_REQUEST_HEADERS={"Accept": "text/html", "X-Key": "k1"})");
+  settings.set_from_string(R"(SENSITIVE_HEADERS=["Authorization", "X-Session"])");
+  crawler::request_secrets secrets(settings);
+  request queued{"http://a/page"};
+  queued.headers = {{"Accept", "application/json"},  // the spider's own: kept
+                    {"X-Key", "k1"},                 // as the settings give it: applied again
+                    {"authorization", "Bearer t0ken"},
+                    {"X-Session", "s3ss"},
+                    {"Referer", "http://a/"}};
+  queued.meta = {{"proxy", "http://user:pr0xy-pass@proxy:3128"}};
+  auto json = secrets.to_json(queued);
+  auto read = request::from_json(json, "test");
+  EXPECT_EQ(read.headers, (crawler::header_list{{"Accept", "application/json"},
+                                                {"Referer", "http://a/"}}));
+  EXPECT_EQ(read.meta["proxy"], "http://proxy:3128");
+  EXPECT_EQ(json.dump().find("pr0xy-pass"), std::string::npos);
+
+  settings.set_from_string(R"(SENSITIVE_HEADERS=["Authorization", "not a name"])");
+  try {
+    crawler::request_secrets refused(settings);
+    ADD_FAILURE() << "a header name with spaces was taken";
+  } catch (const crawler::settings_error& error) {
+    EXPECT_EQ(std::string(error.what()),
+              "SENSITIVE_HEADERS[1]: must be a header name, got \"not a name\"");
+  }
+}
+
 // "~<id>": a page's links went to a dupefilter that records them at once (Redis). A crash before
 // its done mark leaves the page pending and torn; one whose outcome was stored is not.
 TEST(request_journal, a_page_whose_links_were_being_checked_at_a_crash_is_torn) {

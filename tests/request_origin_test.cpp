@@ -7,6 +7,7 @@
 
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <iostream>
 #include <set>
 #include <thread>
 
@@ -323,6 +324,76 @@ TEST(push_only_workers, a_crawl_file_without_start_urls_waits_for_pushed_urls) {
   for (int page = 0; page < 60; ++page) {
     EXPECT_EQ(site.hits("/site/" + std::to_string(page)), 1u) << page;
   }
+}
+
+// The fleet as people run it: workers started from a crawl file with no start_urls, URLs pushed
+// once they run, and a worker that keeps dying (SIGKILL every 1.5 s, restarted at once). Every page
+// is crawled and stored once; what is fetched twice is bounded by what the dead held: each held at
+// most its batch and its downloads, 2 x CONCURRENT_REQUESTS.
+TEST(push_only_workers, three_with_one_killed_every_second_and_a_half_crawl_every_page) {
+  constexpr std::size_t pages = 3000;
+  http_server site({.site_pages = pages, .page_delay_ms = 30});
+  redis_server redis;
+  temp_dir dir;
+  auto file = dir.path() / "crawl.json";
+  std::ofstream(file) << nlohmann::json{
+      {"settings",
+       {{"SCHEDULER", "redis"},
+        {"DUPEFILTER_CLASS", "redis_set"},
+        {"REDIS_URL", redis.url()},
+        {"REDIS_PIPELINE", true},
+        {"CONCURRENT_REQUESTS", 4},
+        {"SCHEDULER_LEASE_TIME", 2},
+        {"SCHEDULER_HEARTBEAT_INTERVAL", 0.5},
+        {"MAX_IDLE_TIME_BEFORE_CLOSE", 4}}},
+      {"spider",
+       {{"name", "site"},
+        {"rules", {{{"allow", {"/site/"}}, {"follow", true}, {"callback", "page"}}}},
+        {"callbacks", {{"page", {{"fields", {{"url", "$url"}}}}}}}}}};
+  auto start = [&] {
+    return std::make_unique<child_process>(
+        std::vector<std::string>{crawler_binary(), "run", file.string(), "--nolog"});
+  };
+  std::vector<std::unique_ptr<child_process>> steady;
+  steady.push_back(start());
+  steady.push_back(start());
+  auto victim = start();
+  std::this_thread::sleep_for(1s);
+  child_process push({crawler_binary(), "push", "site", "-s", "REDIS_URL=" + redis.url(),
+                      site.url("/site/0"), site.url("/site/1500")});
+  ASSERT_EQ(push.wait(), 0) << push.stderr_text();
+  std::size_t kills = 0;
+  while (site.total_hits() < pages) {
+    std::this_thread::sleep_for(1500ms);
+    if (site.total_hits() >= pages) break;
+    victim->signal(SIGKILL);
+    victim->wait();
+    ++kills;
+    victim = start();
+    ASSERT_LT(kills, 100u) << "the fleet does not get through the site";
+  }
+  EXPECT_EQ(victim->wait(), 0) << victim->stderr_text();
+  for (auto& worker : steady) EXPECT_EQ(worker->wait(), 0) << worker->stderr_text();
+  EXPECT_GE(kills, 2u);
+  std::size_t fetched_twice = 0;
+  for (std::size_t page = 0; page < pages; ++page) {
+    auto hits = site.hits("/site/" + std::to_string(page));
+    ASSERT_GE(hits, 1u) << "page " << page << " was never fetched";
+    fetched_twice += hits - 1;
+  }
+  EXPECT_LE(fetched_twice, kills * 2 * 4);
+  std::set<std::string> stored;
+  auto items = redis_list(redis.port(), "site:items");
+  for (const auto& item : items) stored.insert(nlohmann::json::parse(item)["url"].get<std::string>());
+  // The pushed start URLs go to the rules' follow, as a CrawlSpider's: they make no item.
+  EXPECT_EQ(items.size(), pages - 2);
+  EXPECT_EQ(stored.size(), pages - 2);
+  EXPECT_FALSE(stored.contains(site.url("/site/0")));
+  EXPECT_FALSE(stored.contains(site.url("/site/1500")));
+  EXPECT_EQ(redis_list(redis.port(), "site:requests:dead").size(), 0u);
+  RecordProperty("kills", int(kills));
+  RecordProperty("fetched_twice", int(fetched_twice));
+  std::cout << kills << " kills, " << fetched_twice << " pages fetched twice\n";
 }
 
 // Without the fleet, a crawl file with no start_urls would finish at once having done nothing.

@@ -103,6 +103,10 @@ void add_feed_options(CLI::App* command, crawl_options_cli& options) {
 
 int run_config_command(const std::string& file, const crawl_options_cli& options) {
   auto config = load_crawl_config_file(file);
+  for (const auto& argument : options.arguments) {
+    auto [key, value] = split_argument(argument);
+    config.spider->set_argument(key, value);
+  }
   auto settings = crawl_settings(*config.spider, options, config.settings);
   if (config.push_only && !scheduler_is_redis(settings.get_string("SCHEDULER"))) {
     throw config_error(file + ": spider.start_urls: is required with SCHEDULER=" +
@@ -302,6 +306,9 @@ void add_crawl_commands(CLI::App& app, int& exit_status) {
   CLI::App* run_command =
       app.add_subcommand("run", "Run the crawl a JSON file describes (settings + spider)");
   run_command->add_option("file", run->file, "the crawl file (see config/examples/)")->required();
+  // As `scrapy runspider -a`: http_user and http_pass, say, stay out of the file.
+  run_command->add_option("-a", run->common.arguments, "spider argument NAME=VALUE (repeatable)")
+      ->allow_extra_args(false);
   add_feed_options(run_command, run->common);
   add_common_options(run_command, run->common);
   run_command->callback([run, &exit_status] {
