@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <cstdio>
 #include <nlohmann/json.hpp>
 #include <random>
 
@@ -228,6 +229,23 @@ void redis_scheduler::do_open(asio::any_completion_handler<done_signature> handl
   });
 }
 
+// The scripts use LPOP with a count (Redis 6.2) and ZPOPMIN (5.0): an older server would fail
+// every take with an error retrying cannot fix. A server whose INFO says nothing (a proxy that
+// hides it) is taken at its word.
+std::exception_ptr redis_scheduler::version_problem(const redis::reply& info) const {
+  if (info.is_error()) return nullptr;
+  auto at = info.str.find("redis_version:");
+  if (at == std::string::npos) return nullptr;
+  int major = 0, minor = 0;
+  if (std::sscanf(info.str.c_str() + at + 14, "%d.%d", &major, &minor) != 2) return nullptr;
+  if (major > 6 || (major == 6 && minor >= 2)) return nullptr;
+  auto end = info.str.find_first_of("\r\n", at);
+  return std::make_exception_ptr(std::runtime_error(
+      "Redis at " + client_->where().address() + " is version " +
+      info.str.substr(at + 14, end == std::string::npos ? end : end - at - 14) +
+      "; SCHEDULER=redis needs Redis 6.2 or later (its scripts use LPOP with a count)"));
+}
+
 // A key of the wrong type would fail every script run on it, again and again: refuse at start,
 // naming the key, what it holds and what the fleet keeps there.
 void redis_scheduler::check_key_types(
@@ -249,10 +267,12 @@ void redis_scheduler::check_key_types(
                                                             {workers_key_, "hash"}};
   std::vector<redis::command> types;
   for (const auto& [key, type] : expected) types.push_back({"TYPE", key});
+  types.push_back({"INFO", "server"});
   client_->async_pipeline(
       std::move(types), [this, alive = alive_, expected, then = std::move(then), fail](
                             std::exception_ptr error, std::vector<redis::reply> replies) {
         if (!*alive) return;
+        if (!error) error = version_problem(replies.back());
         if (!error) {
           for (std::size_t i = 0; i < replies.size() && i < expected.size(); ++i) {
             const auto& held = replies[i].str;

@@ -63,6 +63,8 @@ class redis_scheduler final : public scheduler {
 
   void check_key_types(std::function<void()> then,
                        std::shared_ptr<asio::any_completion_handler<done_signature>> fail);
+  // Why this Redis is too old for the fleet's scripts (INFO server's answer), or null.
+  std::exception_ptr version_problem(const redis::reply& info) const;
   void open_dupefilter(asio::any_completion_handler<done_signature> handler);
   void warn_if_evicting();
   void take_more();
