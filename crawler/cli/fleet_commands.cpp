@@ -258,11 +258,12 @@ int print_status(const std::string& spider, const std::vector<std::string>& over
   std::size_t alive = 0;
   double rate = 0;
   std::string lines;
-  for (const auto& [id, worker, heartbeat_age, live] : workers) {
+  for (const auto& line_of : workers) {
+    const auto& [id, worker, heartbeat_age, live] = line_of;
     // A line is input: a field of another type reads as 0 rather than stopping the command.
-    auto field = [&worker](const char* name) {
-      auto found = worker.find(name);
-      return found != worker.end() && found->is_number() ? found->get<double>() : 0.0;
+    auto field = [&record = line_of.record](const char* name) {
+      auto found = record.find(name);
+      return found != record.end() && found->is_number() ? found->get<double>() : 0.0;
     };
     auto pages = std::int64_t(field("pages"));
     double up = field("heartbeat") - field("started");
