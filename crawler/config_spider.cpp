@@ -9,6 +9,7 @@
 #include "crawler/parse/regex.h"
 #include "crawler/parse/sitemap.h"
 #include "scheduler/scheduler.h"
+#include "scheduler/shared_request.h"
 
 namespace crawler {
 namespace {
@@ -326,10 +327,18 @@ crawl_config load_crawl_config(const json& document) {
       const auto& entry = (*start)[i];
       auto where = index(child(path, "start_urls"), i);
       if (entry.is_string()) {
-        spider->start_urls.push_back(entry.get<std::string>());
+        auto url = entry.get<std::string>();
+        if (auto missing = missing_scheme_problem(url); !missing.empty()) {
+          fail(where, missing + " (a file beside the crawl file is file:PATH)");
+        }
+        spider->start_urls.push_back(std::move(url));
       } else if (entry.is_object()) {
         check_keys(entry, where, {"sitemap"});
-        spider->sitemap_urls.push_back(get_string(entry, where, "sitemap", true));
+        auto url = get_string(entry, where, "sitemap", true);
+        if (auto missing = missing_scheme_problem(url); !missing.empty()) {
+          fail(child(where, "sitemap"), missing);
+        }
+        spider->sitemap_urls.push_back(std::move(url));
       } else {
         fail(where, "must be a URL or {\"sitemap\": URL}");
       }
@@ -446,12 +455,15 @@ crawl_config load_crawl_config_file(const std::string& path) {
     throw config_error(path + ":" + std::to_string(line) + ":" + std::to_string(column) +
                        ": not valid JSON: " + error.what());
   }
-  // A start URL without a scheme names a file beside the crawl file, so examples run offline
-  // from any working directory.
+  // A relative file URL ("file:books/index.html") names a file beside the crawl file, so examples
+  // run offline from any working directory. A URL without a scheme is an error, as in Scrapy,
+  // never taken for a path.
   auto folder = std::filesystem::absolute(std::filesystem::path(path)).parent_path();
   auto resolve = [&folder](json& url) {
-    if (url.is_string() && url.get<std::string>().find("://") == std::string::npos) {
-      url = "file://" + (folder / url.get<std::string>()).lexically_normal().string();
+    if (!url.is_string()) return;
+    auto text = url.get<std::string>();
+    if (text.starts_with("file:") && !text.starts_with("file:/")) {
+      url = "file://" + (folder / text.substr(5)).lexically_normal().string();
     }
   };
   if (document.is_object() && document.contains("spider") && document["spider"].is_object()) {

@@ -89,7 +89,10 @@ engine::engine(asio::io_context& io, const settings& settings, stats& stats, spi
         });
   }
   scheduler_->on_ready([this] { pump(); });
-  scheduler_->on_fatal([this](const std::string& reason) { begin_close(reason); });
+  scheduler_->on_fatal([this](const std::string& reason) {
+    scheduler_stopped_ = true;
+    begin_close(reason);
+  });
   // A fleet's queue may hold what another spider, or a person, put there: never run a request
   // this spider cannot answer.
   scheduler_->set_request_check([this](const request& request) -> std::string {
@@ -226,8 +229,9 @@ void engine::enqueue(std::vector<request> requests, std::string parent_lease,
           // Closing: keep them unchecked rather than lose them (JOBDIR saves them, and the next
           // run puts them through the dupefilter). A fleet's leased parent goes back to the
           // queue when its lease expires, and is crawled again with its outcome.
-          // One line, not one per page: the stat counts them all.
-          if (stats_.get_int("engine/kept_unchecked") == 0) {
+          // One line, not one per page: the stat counts them all. Not when the scheduler
+          // stopped the crawl: it said why, and this would quote its error a second time.
+          if (stats_.get_int("engine/kept_unchecked") == 0 && !scheduler_stopped_) {
             logger_->error(
                 "Could not check requests with the dupefilter while closing; keeping them "
                 "unchecked (engine/kept_unchecked counts them): {}",
@@ -522,7 +526,15 @@ void engine::settle_callback(const callback_outcome& outcome, const response& re
                              output& out) {
   if (outcome.kind == callback_outcome::kind::skipped) {
     // A hostile or broken page is the site's doing, not a spider error: skipped and counted.
-    logger_->warn("Skipped {}: {}", response.request.describe(), outcome.message);
+    // Said once per reason at WARNING (a site of ten thousand deep pages would flood the log),
+    // every page at DEBUG.
+    bool first = skip_reasons_said_.insert(outcome.reason).second;
+    logger_->log(first ? spdlog::level::warn : spdlog::level::debug, "Skipped {}: {}{}",
+                 response.request.describe(), outcome.message,
+                 first ? "; further pages skipped for this reason are logged at DEBUG, and "
+                         "html/skipped_reason_count/" +
+                             outcome.reason + " counts them all"
+                       : std::string());
     stats_.inc_value("html/skipped_count");
     stats_.inc_value("html/skipped_reason_count/" + outcome.reason);
   } else if (outcome.kind == callback_outcome::kind::failed) {

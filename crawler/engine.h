@@ -31,6 +31,7 @@
 #include <exception>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -147,6 +148,8 @@ class engine {
 
   phase phase_ = phase::opening;
   std::string close_reason_;
+  bool scheduler_stopped_ = false;
+  std::set<std::string> skip_reasons_said_;  // page_too_complex reasons logged at WARNING  // the scheduler closed the spider (on_fatal) and said why
   std::exception_ptr startup_error_;
   std::chrono::steady_clock::time_point started_;
   std::size_t pending_enqueues_ = 0;

@@ -4,6 +4,7 @@
 #include <openssl/sha.h>
 
 #include "config/settings.h"
+#include "redis/reply_error.h"
 #include "scheduler/detail/redis_queue_scripts.h"
 #include "scheduler/shared_request.h"
 #include "scheduler/start_request.h"
@@ -11,12 +12,14 @@
 namespace crawler {
 namespace {
 
-// A reply that must be neither an error nor missing; the message names the script and server.
+// A reply that must not be an error; the message names the script and server, and says whether
+// trying again can help (redis/reply_error.h).
 const redis::reply& expect(const redis::reply& answer, std::string_view what,
                            const redis::client& client) {
   if (answer.is_error()) {
-    throw std::runtime_error("redis queue at " + client.where().address() + ": " +
-                             std::string(what) + " failed: " + answer.str);
+    throw redis::reply_error(
+        "redis queue at " + client.where().address() + ": " + std::string(what) + " failed",
+        answer.str);
   }
   return answer;
 }
@@ -136,10 +139,16 @@ request redis_queue::read_entry(std::string_view body, const std::string& id) co
 // goes again with the script's text, which also caches it.
 void redis_queue::run_script(const char* body, std::vector<std::string> keys,
                              std::vector<std::string> args,
-                             std::function<void(std::exception_ptr, redis::reply)> done) {
+                             std::function<void(std::exception_ptr, redis::reply)> done,
+                             const dedup::redis_marking* marking) {
+  std::string types;
+  for (const auto& key : keys) {
+    if (!types.empty()) types += ' ';
+    types += expected_type(key, marking);
+  }
   keys.push_back(epoch_key_);
-  args.insert(args.begin(), epoch_);
-  auto text = std::string(detail::redis_queue_prelude) + body;
+  args.insert(args.begin(), {epoch_, std::move(types)});
+  auto text = std::string(detail::redis_lua_wrong_type) + detail::redis_queue_prelude + body;
   auto& sha = script_shas_[body];
   if (sha.empty()) sha = sha1_hex(text);
   redis::command command{"EVALSHA", sha, std::to_string(keys.size())};
@@ -152,20 +161,44 @@ void redis_queue::run_script(const char* body, std::vector<std::string> keys,
   retry[1] = std::move(text);
   // Weak: the client holds this handler until it answers, so a strong pointer would be a cycle
   // that outlives the crawl when a command is pending at close.
+  // The same for the answer to the retry: a Redis restarted empty answers NOSCRIPT first, and
+  // the retry's CRAWLER_EPOCH is what says it forgot the fleet.
+  auto answered = [this, done = std::move(done)](std::exception_ptr error,
+                                                 redis::reply answer) mutable {
+    if (!error && answer.is_error() && answer.str.starts_with("CRAWLER_EPOCH ")) {
+      error = std::make_exception_ptr(epoch_lost(answer.str.substr(14)));
+    }
+    done(error, std::move(answer));
+  };
   client_->async_command(
-      std::move(command),
-      [this, client = std::weak_ptr(client_), retry = std::move(retry), done = std::move(done)](
-          std::exception_ptr error, redis::reply answer) mutable {
+      std::move(command), [client = std::weak_ptr(client_), retry = std::move(retry),
+                           answered = std::move(answered)](std::exception_ptr error,
+                                                           redis::reply answer) mutable {
         if (!error && answer.is_error() && answer.str.starts_with("NOSCRIPT")) {
           if (auto alive = client.lock()) {
-            return alive->async_command(std::move(retry), std::move(done));
+            return alive->async_command(std::move(retry), std::move(answered));
           }
         }
-        if (!error && answer.is_error() && answer.str.starts_with("CRAWLER_EPOCH ")) {
-          error = std::make_exception_ptr(epoch_lost(answer.str.substr(14)));
-        }
-        done(error, std::move(answer));
+        answered(error, std::move(answer));
       });
+}
+
+std::string redis_queue::expected_type(const std::string& key,
+                                       const dedup::redis_marking* marking) const {
+  if (marking && key == marking->key) {
+    if (marking->mode == "set") return "set";
+    if (marking->mode == "bitmap") return "string";
+    if (marking->mode == "bloom") return "MBbloom--";  // RedisBloom's module type
+    return "-";
+  }
+  if (key == options_.key) return options_.order == "priority" ? "zset" : "list";
+  if (key == leased_key_ || key == deliveries_key_) return "hash";
+  if (key == deadlines_key_) return "zset";
+  if (key == seq_key_) return "string";
+  if (key == bad_key_ || key == dead_key_ || key == items_key_) return "list";
+  if (key == options_.start_urls_key) return options_.start_urls_as_set ? "set" : "list";
+  if (key == options_.start_urls_key + ":bad") return "list";
+  return "-";
 }
 
 fleet_state_lost redis_queue::epoch_lost(std::string_view found) const {
@@ -273,8 +306,10 @@ void redis_queue::async_feed(std::size_t count, const dedup::redis_marking* mark
   client_->async_command(std::move(read), [this, marking, scheme, done = std::move(done)](
                                               std::exception_ptr error, redis::reply answer) {
     if (!error && answer.is_error()) {
-      error = std::make_exception_ptr(std::runtime_error(
-          "redis queue: reading " + options_.start_urls_key + " failed: " + answer.str));
+      error = std::make_exception_ptr(
+          redis::reply_error("redis queue at " + client_->where().address() + ": reading " +
+                                 options_.start_urls_key + " failed",
+                             answer.str));
     }
     if (error) return done(error, {});
     if (answer.elements.empty()) return done(nullptr, {});
@@ -319,7 +354,8 @@ void redis_queue::async_feed(std::size_t count, const dedup::redis_marking* mark
                    return done(std::current_exception(), {});
                  }
                  done(nullptr, result);
-               });
+               },
+               marking);
   });
 }
 
@@ -484,7 +520,8 @@ void redis_queue::async_settle(const std::string& lease_id, const std::vector<re
           return done(std::current_exception(), {});
         }
         done(nullptr, result);
-      });
+      },
+      marking);
 }
 
 }  // namespace crawler

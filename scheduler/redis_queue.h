@@ -182,8 +182,14 @@ class redis_queue {
   // the entry when it may not run.
   request read_entry(std::string_view body, const std::string& id) const;
   const entry_signer* signer() const { return options_.signer ? &*options_.signer : nullptr; }
+  // Runs one of redis_queue_scripts.h with the epoch and the type each key must have; `marking`
+  // is the dupefilter whose key the script writes, if any.
   void run_script(const char* body, std::vector<std::string> keys, std::vector<std::string> args,
-                  std::function<void(std::exception_ptr, redis::reply)> done);
+                  std::function<void(std::exception_ptr, redis::reply)> done,
+                  const dedup::redis_marking* marking = nullptr);
+  // What TYPE answers for `key` when it holds what the fleet keeps there; "-" for a key the
+  // queue does not know.
+  std::string expected_type(const std::string& key, const dedup::redis_marking* marking) const;
 
   std::shared_ptr<redis::client> client_;
   redis_queue_options options_;

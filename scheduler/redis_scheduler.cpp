@@ -8,7 +8,9 @@
 
 #include "config/log.h"
 #include "redis/endpoint.h"
+#include "redis/reply_error.h"
 #include "scheduler/detail/jobdir_lock.h"
+#include "scheduler/detail/redis_queue_scripts.h"
 #include "scheduler/shared_request.h"
 
 namespace crawler {
@@ -26,6 +28,16 @@ std::string new_worker_id() {
   std::erase(name, '|');
   std::random_device random;
   return name + ":" + std::to_string(getpid()) + ":" + std::to_string(random() % 1000000);
+}
+
+bool is_out_of_memory(std::exception_ptr error) {
+  try {
+    std::rethrow_exception(error);
+  } catch (const redis::reply_error& refused) {
+    return refused.kind() == redis::reply_error_kind::out_of_memory;
+  } catch (...) {
+    return false;
+  }
 }
 
 }  // namespace
@@ -167,11 +179,50 @@ write_worker(KEYS[1], ARGV[1], ARGV[2])
 return 1
 )lua";
 
-// A worker's heartbeat: its line in <spider>:workers (write_worker). KEYS workers; ARGV worker,
-// record.
-const std::string heartbeat_script = std::string(live_worker_lua) + R"lua(
+// A worker's heartbeat: its line in <spider>:workers (write_worker). A line that is not a
+// worker's record (another program wrote it) would read as a dead worker forever, in `crawler
+// status` and in every judgement of the fleet's liveness: it goes aside to <queue>:bad. KEYS
+// workers, bad; ARGV worker, record. Returns how many lines went aside.
+const std::string heartbeat_script =
+    std::string(detail::redis_lua_wrong_type) + live_worker_lua + R"lua(
+local refused = wrong_type(KEYS[1], 'hash') or wrong_type(KEYS[2], 'list')
+if refused then return refused end
 write_worker(KEYS[1], ARGV[1], ARGV[2])
-return 1
+local entries = redis.call('HGETALL', KEYS[1])
+local bad = 0
+for i = 1, #entries, 2 do
+  local ok, worker = pcall(cjson.decode, entries[i + 1])
+  if not ok or type(worker) ~= 'table' or type(worker.heartbeat) ~= 'number' or
+     type(worker.interval) ~= 'number' then
+    redis.call('RPUSH', KEYS[2], cjson.encode({key = KEYS[1], field = entries[i],
+      entry = entries[i + 1], reason = 'not a worker\'s record (JSON with heartbeat and interval)'}))
+    redis.call('HDEL', KEYS[1], entries[i])
+    bad = bad + 1
+  end
+end
+return bad
+)lua";
+
+// Adds what this worker's counters gained to <spider>:stats. A field that does not hold a whole
+// number (another program wrote it) would fail HINCRBY, and the gains with it, at every flush:
+// its value goes aside to <queue>:bad and the field counts again from 0. Every field is checked
+// before the first write. KEYS stats, bad; ARGV field, gain, ... Returns how many went aside.
+const std::string add_stats_script =
+    std::string(detail::redis_lua_wrong_type) + live_worker_lua + R"lua(
+local refused = wrong_type(KEYS[1], 'hash') or wrong_type(KEYS[2], 'list')
+if refused then return refused end
+local bad = 0
+for i = 1, #ARGV, 2 do
+  local value = redis.call('HGET', KEYS[1], ARGV[i])
+  if value and (not string.match(value, '^-?%d+$') or #value > 18) then
+    redis.call('RPUSH', KEYS[2], cjson.encode({key = KEYS[1], field = ARGV[i], entry = value,
+      reason = 'not a count (a whole number of at most 18 digits): counted again from 0'}))
+    redis.call('HDEL', KEYS[1], ARGV[i])
+    bad = bad + 1
+  end
+end
+for i = 1, #ARGV, 2 do redis.call('HINCRBY', KEYS[1], ARGV[i], ARGV[i + 1]) end
+return bad
 )lua";
 
 void redis_scheduler::do_open(asio::any_completion_handler<done_signature> handler) {
@@ -334,7 +385,7 @@ void redis_scheduler::take_more() {
   queue_.async_feed(start_urls_batch_, dupefilter_->marking(), scheme_,
                     [this, alive = alive_](std::exception_ptr error, settle_result fed) {
                       if (!*alive) return;
-                      if (lost(error)) return;
+                      if (stopped(error)) return;
                       if (error) {
                         redis_failed("read the fleet's start URLs", error);
                       } else if (fed.queued) {
@@ -355,7 +406,7 @@ void redis_scheduler::take_leased() {
         if (!*alive) return;
         taking_ = false;
         count_set_asides();
-        if (lost(error)) return;
+        if (stopped(error)) return;
         if (error) {
           redis_failed("take requests from the fleet's queue", error);
           if (open_ && failure_timeout_.count() > 0 &&
@@ -408,10 +459,23 @@ void redis_scheduler::count_set_asides() {
 // The fleet's state is gone from Redis (its epoch, redis_queue.h): what this worker holds cannot
 // be settled, and an empty queue would pass for a finished crawl. It says what was lost and what
 // it held, forgets what it knew of the dupefilter, and stops (finish_reason redis_state_lost).
-bool redis_scheduler::lost(std::exception_ptr error) {
+// A refusal that would come again (redis/reply_error.h) stops it too (finish_reason
+// redis_error): retried, it would keep a worker busy doing nothing for days. What it holds goes
+// back to the queue at close, or when its leases expire.
+bool redis_scheduler::stopped(std::exception_ptr error) {
   if (!error) return false;
   try {
     std::rethrow_exception(error);
+  } catch (const redis::reply_error& refused) {
+    if (refused.retrying_helps()) return false;
+    if (refused_ || state_lost_) return true;
+    refused_ = true;
+    open_ = false;
+    poll_timer_.cancel();
+    stats_.inc_value("scheduler/redis_refused");
+    logger_->error("{}. Retrying cannot fix this: stopping", refused.what());
+    fatal("redis_error");
+    return true;
   } catch (const fleet_state_lost& lost) {
     if (state_lost_) return true;
     state_lost_ = true;
@@ -444,6 +508,14 @@ void redis_scheduler::redis_failed(const std::string& doing, std::exception_ptr 
   if (redis_down_since_) return;
   redis_down_since_ = std::chrono::steady_clock::now();
   stats_.inc_value("scheduler/redis_outages");
+  if (is_out_of_memory(error)) {
+    stats_.inc_value("scheduler/redis_out_of_memory");
+    logger_->error(
+        "Could not {}: Redis at {} is out of memory (maxmemory reached; it refuses writes). "
+        "Retrying with backoff until it has room: free memory or raise maxmemory: {}",
+        doing, client_->where().address(), describe_error(error));
+    return;
+  }
   logger_->error("Could not {}; retrying with backoff until Redis answers: {}", doing,
                  describe_error(error));
 }
@@ -480,7 +552,7 @@ void redis_scheduler::after_empty_take() {
         if (!*alive || error || replies.size() != 3) return;
         // An empty queue in a Redis that forgot the fleet is not a finished crawl.
         if (replies[2].str != queue_.epoch()) {
-          lost(std::make_exception_ptr(
+          stopped(std::make_exception_ptr(
               queue_.epoch_lost(replies[2].str.empty() ? "is gone" : "is now " + replies[2].str)));
           return;
         }
@@ -498,30 +570,48 @@ void redis_scheduler::after_empty_take() {
 }
 
 void redis_scheduler::flush_stats(std::function<void()> then) {
-  std::vector<redis::command> increments;
+  redis::command add{"EVAL", add_stats_script, "2", stats_key_, queue_key_ + ":bad"};
   std::vector<std::pair<std::string, std::int64_t>> gains;
   for (const auto& [key, value] : stats_.counters()) {
     auto& flushed = flushed_[key];
     if (value == flushed) continue;
     gains.emplace_back(key, value - flushed);
-    increments.push_back({"HINCRBY", stats_key_, key, std::to_string(value - flushed)});
+    add.push_back(key);
+    add.push_back(std::to_string(value - flushed));
     flushed = value;  // now, not on the answer: a second flush meanwhile must not add it again
   }
-  if (increments.empty()) {
+  if (gains.empty()) {
     if (then) then();
     return;
   }
-  client_->async_pipeline(std::move(increments),
-                          [this, alive = alive_, gains = std::move(gains), then = std::move(then)](
-                              std::exception_ptr error, std::vector<redis::reply>) {
-                            if (!*alive) return;
-                            // Not added: the next flush sends these again, with what was gained
-                            // since.
-                            if (error) {
-                              for (const auto& [key, gained] : gains) flushed_[key] -= gained;
-                            }
-                            if (then) then();
-                          });
+  client_->async_command(
+      std::move(add), [this, alive = alive_, gains = std::move(gains), then = std::move(then)](
+                          std::exception_ptr error, redis::reply answer) {
+        if (!*alive) return;
+        if (!error && answer.is_error()) error = refusal("add to " + stats_key_, answer.str);
+        if (error) {
+          // Not added: the next flush sends these again, with what was gained since.
+          for (const auto& [key, gained] : gains) flushed_[key] -= gained;
+          stopped(error);
+        } else {
+          set_aside_here(answer.integer, stats_key_);
+        }
+        if (then) then();
+      });
+}
+
+std::exception_ptr redis_scheduler::refusal(const std::string& doing,
+                                            const std::string& text) const {
+  return std::make_exception_ptr(
+      redis::reply_error("redis at " + client_->where().address() + ": could not " + doing, text));
+}
+
+void redis_scheduler::set_aside_here(long long count, const std::string& key) {
+  if (count <= 0) return;
+  stats_.inc_value("scheduler/set_aside", count);
+  logger_->warn("Set aside {} records of {} that are not the fleet's; each is in {} with the "
+                "reason",
+                count, key, queue_key_ + ":bad");
 }
 
 // This worker's line in <spider>:workers, which `crawler status` reads and the fleet's close
@@ -540,9 +630,16 @@ std::string redis_scheduler::worker_record() const {
 void redis_scheduler::heartbeat() {
   if (!open_) return;
   flush_stats();
-  client_->async_command(
-      {"EVAL", heartbeat_script, "1", workers_key_, queue_.worker(), worker_record()},
-      [](std::exception_ptr, redis::reply) {});
+  client_->async_command({"EVAL", heartbeat_script, "2", workers_key_, queue_key_ + ":bad",
+                          queue_.worker(), worker_record()},
+                         [this, alive = alive_](std::exception_ptr error, redis::reply answer) {
+                           if (!*alive) return;
+                           if (!error && answer.is_error()) {
+                             stopped(refusal("write this worker's heartbeat", answer.str));
+                           } else if (!error) {
+                             set_aside_here(answer.integer, workers_key_);
+                           }
+                         });
   renew_leases();
   heartbeat_timer_.expires_after(heartbeat_interval_);
   heartbeat_timer_.async_wait([this, alive = alive_](boost::system::error_code cancelled) {
@@ -564,7 +661,7 @@ void redis_scheduler::renew_leases() {
                                  std::exception_ptr error, std::vector<std::string> gone) {
     if (!*alive) return;
     renewing_ = false;
-    if (lost(error)) return;
+    if (stopped(error)) return;
     if (error) {
       auto doing = "renew " + std::to_string(leases.size()) +
                    " leases (they expire unless a renewal gets through)";
@@ -659,7 +756,7 @@ void redis_scheduler::do_enqueue(std::vector<request> requests, std::string pare
                           std::exception_ptr error, settle_result result) mutable {
                         if (!*alive) return;
                         auto& handler = *shared;
-                        lost(error);
+                        stopped(error);
                         if (error)
                           return std::move(handler)(error, enqueue_outcome{}, std::move(*batch));
                         if (!parent_lease.empty()) {

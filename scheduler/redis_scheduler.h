@@ -75,9 +75,15 @@ class redis_scheduler final : public scheduler {
   // Adds to the stats what the last takes set aside, reclaimed and moved to the dead letters.
   void count_set_asides();
   void redis_failed(const std::string& doing, std::exception_ptr error);
-  // True (and the worker stops) when `error` is fleet_state_lost.
-  bool lost(std::exception_ptr error);
+  // True (and the worker stops, saying why once) when retrying cannot help: the fleet's state is
+  // gone (fleet_state_lost), or Redis refused a command in a way it will refuse it again (a
+  // redis::reply_error that is not an outage: a key of the wrong type, a script's runtime error).
+  bool stopped(std::exception_ptr error);
   void redis_answered();
+  // An error reply to one of this file's scripts, as a redis::reply_error.
+  std::exception_ptr refusal(const std::string& doing, const std::string& text) const;
+  // Counts and reports records of `key` a script moved to <queue>:bad.
+  void set_aside_here(long long count, const std::string& key);
   std::string worker_record() const;
   std::vector<std::string> fleet_keys() const;
   // Adds what the counters gained since the last flush to the fleet's stats hash.
@@ -100,7 +106,8 @@ class redis_scheduler final : public scheduler {
   std::map<std::string, std::chrono::steady_clock::time_point> held_;
   std::chrono::milliseconds lease_time_;  // SCHEDULER_LEASE_TIME
   std::vector<std::string> to_release_;  // restored by the engine; released at close
-  bool open_ = false, taking_ = false, renewing_ = false, fleet_done_ = false, state_lost_ = false;
+  bool open_ = false, taking_ = false, renewing_ = false, fleet_done_ = false, state_lost_ = false,
+       refused_ = false;
   std::size_t reclaimed_ = 0, set_aside_ = 0, dead_ = 0;  // as last counted in the stats
   std::chrono::milliseconds idle_backoff_{50};
   std::chrono::steady_clock::time_point idle_since_{};

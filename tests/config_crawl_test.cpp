@@ -99,6 +99,17 @@ TEST(crawl_config, errors_name_the_json_path) {
             "spider.start_urls: is required, unless settings.SCHEDULER is \"redis\" (workers "
             "that wait for URLs pushed with crawler push)");
 
+  // Never taken for a path (a queue entry or pushed URL could name a local file that way).
+  document = books_config();
+  document["spider"]["start_urls"] = {"books/index.html"};
+  EXPECT_EQ(error_of(document),
+            "spider.start_urls[0]: Missing scheme in request url: books/index.html (a file "
+            "beside the crawl file is file:PATH)");
+  document["spider"]["start_urls"] = {{{"sitemap", "example.com/sitemap.xml"}}};
+  EXPECT_EQ(error_of(document),
+            "spider.start_urls[0].sitemap: Missing scheme in request url: "
+            "example.com/sitemap.xml");
+
   document = books_config();
   document["spidr"] = document["spider"];
   EXPECT_EQ(error_of(document), "spidr: unknown key \"spidr\" (did you mean \"spider\"?)");

@@ -1141,17 +1141,18 @@ TEST(hostile_site, start_urls_that_are_not_urls_stop_the_crawl_before_anything_i
 TEST(hostile_site, a_page_nested_100000_deep_is_skipped_and_counted_and_the_crawl_goes_on) {
   std::string deep = "<html><title>deep</title><body>";
   for (int i = 0; i < 100000; ++i) deep += "<div>";
-  http_server server({.pages = {{"/deep", deep}}});
+  http_server server({.pages = {{"/deep", deep}, {"/deeper", deep + "<p>"}}});
   for (bool pooled : {false, true}) {  // parsed in the callback, or ahead on the parse pool
-    selecting spider({get(server.url("/deep")), get(server.url("/site/1"))});
+    selecting spider(
+        {get(server.url("/deep")), get(server.url("/site/1")), get(server.url("/deeper"))});
     spider.parses_html = pooled;
     auto started = std::chrono::steady_clock::now();
     auto result = crawl(spider);
     EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(5));
     EXPECT_EQ(spider.titles, std::vector<std::string>{"Page 1"});
-    EXPECT_EQ(stat(result, "html/skipped_count"), 1);
-    EXPECT_EQ(stat(result, "html/skipped_reason_count/too_deep"), 1);
-    EXPECT_EQ(stat(result, "log_count/WARNING"), 1);
+    EXPECT_EQ(stat(result, "html/skipped_count"), 2);
+    EXPECT_EQ(stat(result, "html/skipped_reason_count/too_deep"), 2);
+    EXPECT_EQ(stat(result, "log_count/WARNING"), 1);  // once per crawl, not once per page
     EXPECT_EQ(stat(result, "spider_exceptions/crawler::page_too_complex"), 0);
     EXPECT_EQ(result.finish_reason, "finished");
   }

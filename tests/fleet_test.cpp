@@ -8,6 +8,7 @@
 
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <set>
@@ -26,6 +27,7 @@ using crawler::fixtures::crawler_binary;
 using crawler::fixtures::fleet_worker;
 using crawler::fixtures::http_server;
 using crawler::fixtures::redis_list;
+using crawler::fixtures::redis_run;
 using crawler::fixtures::redis_server;
 using crawler::fixtures::temp_dir;
 
@@ -422,6 +424,99 @@ TEST(fleet, a_key_of_the_wrong_type_stops_a_worker_at_start_naming_the_key) {
             std::string::npos)
       << refused->stderr_text();
   EXPECT_EQ(site.total_hits(), 0u);
+}
+
+// A stats field or a worker's line that another program overwrote is a record like any other:
+// it goes aside to <queue>:bad with the reason, and the fleet crawls on and counts from there.
+TEST(fleet, a_stats_field_or_worker_line_that_is_not_one_is_set_aside_and_the_crawl_goes_on) {
+  http_server site({.site_pages = pages, .page_delay_ms = 5});
+  redis_server redis;
+  temp_dir dir;
+  redis_run(redis.port(), {"HSET", "site:stats", "item_scraped_count", "lots"});
+  redis_run(redis.port(), {"HSET", "site:workers", "ghost", "{not a record"});
+  auto worker = fleet_worker(site, redis, dir.path() / "items.jsonl", "redis_set",
+                             {"-s", "SCHEDULER_HEARTBEAT_INTERVAL=0.5", "-s",
+                              "REDIS_PIPELINE=true", "-L", "WARNING"});
+  ASSERT_EQ(worker->wait(), 0) << worker->stderr_text();
+  expect_every_page_stored_once(site, redis);
+  std::map<std::string, nlohmann::json> set_aside;  // by the key it was in
+  for (const auto& record : redis_list(redis.port(), "site:requests:bad")) {
+    auto json = nlohmann::json::parse(record);
+    set_aside[json["key"].get<std::string>()] = json;
+  }
+  ASSERT_TRUE(set_aside.contains("site:stats")) << worker->stderr_text();
+  EXPECT_EQ(set_aside["site:stats"]["entry"], "lots");
+  EXPECT_EQ(set_aside["site:stats"]["field"], "item_scraped_count");
+  EXPECT_NE(set_aside["site:stats"]["reason"].get<std::string>().find("not a count"),
+            std::string::npos);
+  ASSERT_TRUE(set_aside.contains("site:workers"));
+  EXPECT_EQ(set_aside["site:workers"]["field"], "ghost");
+  EXPECT_EQ(set_aside["site:workers"]["entry"], "{not a record");
+  // Counted from 0 again: the stats hold every page, once.
+  EXPECT_EQ(redis_run(redis.port(), {"HGET", "site:stats", "item_scraped_count"}),
+            std::vector<std::string>{std::to_string(pages)});
+  EXPECT_EQ(redis_list(redis.port(), "site:workers", "HKEYS").size(), 0u);
+}
+
+// Bloom parameters another program overwrote: over an empty filter they are set aside to
+// <key>:bad and the crawl goes on; over a filter with bits set there is no telling how they were
+// set, and guessing could call new pages seen, so the worker refuses, naming both keys.
+TEST(fleet, bloom_parameters_that_are_not_ones_are_set_aside_unless_the_filter_holds_bits) {
+  http_server site({.site_pages = 30});
+  redis_server redis;
+  temp_dir dir;
+  redis_run(redis.port(), {"SET", "site:bloomfilter:params", "m=whatever"});
+  auto worker = fleet_worker(site, redis, dir.path() / "items.jsonl", "redis_bitmap",
+                             {"-L", "ERROR", "-s", "SCHEDULER_PERSIST=true"});
+  ASSERT_EQ(worker->wait(), 0) << worker->stderr_text();
+  for (std::size_t page = 0; page < 30; ++page) {
+    EXPECT_EQ(site.hits("/site/" + std::to_string(page)), 1u) << page;
+  }
+  auto bad = redis_list(redis.port(), "site:bloomfilter:bad");
+  ASSERT_EQ(bad.size(), 1u);
+  auto record = nlohmann::json::parse(bad[0]);
+  EXPECT_EQ(record["key"], "site:bloomfilter:params");
+  EXPECT_EQ(record["entry"], "m=whatever");
+  EXPECT_NE(record["reason"].get<std::string>().find("not the parameters of a Bloom filter"),
+            std::string::npos);
+
+  // The filter now holds the crawl's bits.
+  redis_run(redis.port(), {"SET", "site:bloomfilter:params", "m=whatever"});
+  auto refused = fleet_worker(site, redis, dir.path() / "again.jsonl", "redis_bitmap",
+                              {"-L", "ERROR"});
+  EXPECT_EQ(refused->wait(), 2);
+  EXPECT_NE(refused->stderr_text().find("'site:bloomfilter:params' holds \"m=whatever\", not the "
+                                        "parameters of a Bloom filter, and 'site:bloomfilter' has"),
+            std::string::npos)
+      << refused->stderr_text();
+  EXPECT_EQ(redis_list(redis.port(), "site:bloomfilter:bad").size(), 1u);
+}
+
+// A key made into another type mid-crawl (an operator's redis-cli, another program) fails every
+// script that uses it, the same way every time: the worker says so once, naming the key, and
+// exits 2, rather than retry as if Redis were away; what it held goes back to the queue.
+TEST(fleet, a_key_made_the_wrong_type_mid_crawl_stops_the_worker_once_naming_it) {
+  http_server site({.site_pages = pages, .page_delay_ms = 20});
+  redis_server redis;
+  temp_dir dir;
+  auto stats = dir.path() / "stats.json";
+  auto worker =
+      fleet_worker(site, redis, dir.path() / "items.jsonl", "redis_set",
+                   {"-s", "STATS_FILE=" + stats.string(), "-s", "REDIS_FAILURE_TIMEOUT=5",
+                    "-L", "ERROR"});
+  crawler::fixtures::wait_until([&] { return site.total_hits() >= 20; }, "20 pages fetched");
+  redis_run(redis.port(), {"DEL", "site:requests:seq"});
+  redis_run(redis.port(), {"HSET", "site:requests:seq", "not", "a counter"});
+  EXPECT_EQ(worker->wait(), 2) << worker->stderr_text();
+  auto log = worker->stderr_text();
+  const std::string named = "key site:requests:seq holds a hash, where the fleet keeps a string";
+  auto first = log.find(named);
+  ASSERT_NE(first, std::string::npos) << log;
+  EXPECT_EQ(log.find(named, first + 1), std::string::npos) << "said more than once:\n" << log;
+  EXPECT_EQ(log.find("retrying"), std::string::npos) << log;
+  std::ifstream in(stats);
+  EXPECT_EQ(nlohmann::json::parse(in)["finish_reason"], "redis_error");
+  EXPECT_LT(site.total_hits(), pages);
 }
 
 TEST(fleet, pushed_start_urls_are_crawled_once_and_bad_ones_are_set_aside) {

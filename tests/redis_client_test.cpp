@@ -6,6 +6,7 @@
 #include "event_loop.h"
 #include "redis/endpoint.h"
 #include "redis/client.h"
+#include "redis/reply_error.h"
 #include "redis_server.h"
 
 using namespace crawler;
@@ -89,6 +90,40 @@ TEST(redis_client, pipelines_commands_and_returns_replies_in_order) {
   ASSERT_EQ(replies[100].elements.size(), 2u);
   EXPECT_EQ(replies[100].elements[1].str, "99");
   EXPECT_TRUE(replies[101].is_error());  // an error reply is a reply, not an exception
+}
+
+// The answers a real server gives (WRONGTYPE, a script's runtime error, OOM once maxmemory is
+// reached) read for whether trying again can help, and the few that mean "not now".
+TEST(redis_reply_error, only_not_now_and_out_of_memory_are_worth_retrying) {
+  fixtures::redis_server server;
+  fixtures::event_loop loop;
+  auto client = redis::client::create(loop.executor(), redis::parse_redis_url(server.url()));
+  auto replies = client
+                     ->async_pipeline({{"SET", "s", "x"},
+                                       {"LPUSH", "s", "y"},
+                                       {"EVAL", "return nil + 1", "0"},
+                                       {"CONFIG", "SET", "maxmemory", "1"},
+                                       {"SET", "t", "y"}},
+                                      use_future)
+                     .get();
+  using redis::classify_reply_error;
+  using kind = redis::reply_error_kind;
+  ASSERT_TRUE(replies[1].is_error());
+  EXPECT_EQ(classify_reply_error(replies[1].str), kind::permanent) << replies[1].str;
+  ASSERT_TRUE(replies[2].is_error());
+  EXPECT_EQ(classify_reply_error(replies[2].str), kind::permanent) << replies[2].str;
+  ASSERT_TRUE(replies[4].is_error());
+  EXPECT_EQ(classify_reply_error(replies[4].str), kind::out_of_memory) << replies[4].str;
+  for (const char* not_now :
+       {"LOADING Redis is loading the dataset in memory",
+        "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.",
+        "MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'.",
+        "READONLY You can't write against a read only replica.", "TRYAGAIN Multiple keys"}) {
+    EXPECT_EQ(classify_reply_error(not_now), kind::outage) << not_now;
+  }
+  redis::reply_error refused("add to site:stats", replies[1].str);
+  EXPECT_FALSE(refused.retrying_helps());
+  EXPECT_EQ(std::string(refused.what()).find("add to site:stats: WRONGTYPE"), 0u);
 }
 
 TEST(redis_client, unreachable_server_fails_with_an_error_naming_the_address) {

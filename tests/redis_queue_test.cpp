@@ -7,9 +7,11 @@
 
 #include <boost/asio/use_future.hpp>
 #include <future>
+#include <map>
 #include <thread>
 
 #include "event_loop.h"
+#include "redis/reply_error.h"
 #include "redis_server.h"
 #include "scheduler/shared_request.h"
 #include "scheduler/start_request.h"
@@ -293,6 +295,51 @@ TEST(redis_queue, a_counter_that_is_not_one_is_set_aside_before_anything_is_writ
   EXPECT_EQ(nlohmann::json::parse(bad[0])["key"], "spider:requests:seq");
   // Restarted from Redis's clock in microseconds: above any id a counter from 0 gave.
   EXPECT_GT(std::stoll(redis.text("GET spider:requests:seq")), 1'000'000'000'000'000LL);
+}
+
+// Redis keeps what a script wrote before one of its commands failed. A key of the wrong type (an
+// operator's redis-cli, another program) must stop each script before its first write, with an
+// error naming the key that no retry will fix: every key is byte for byte as it was.
+TEST(redis_queue, a_key_of_the_wrong_type_stops_a_script_before_its_first_write_naming_it) {
+  fixture f;
+  auto queue = f.queue("w1");
+  settle(queue, "",
+         {request{"https://a.example/1"}, request{"https://a.example/2"},
+          request{"https://a.example/3"}});
+  auto taken = take(queue, 1);
+  ASSERT_EQ(taken.size(), 1u);
+  inspector redis(f.server.port());
+  auto snapshot = [&] {
+    std::map<std::string, std::string> keys;
+    for (const auto& key : redis.strings("KEYS *")) keys[key] = redis.text("DUMP " + key);
+    return keys;
+  };
+  auto refused_naming = [](const std::function<void()>& call, const std::string& named) {
+    try {
+      call();
+      ADD_FAILURE() << "no error; expected one naming " << named;
+    } catch (const crawler::redis::reply_error& refused) {
+      EXPECT_FALSE(refused.retrying_helps()) << refused.what();
+      EXPECT_NE(std::string(refused.what()).find(named), std::string::npos) << refused.what();
+    }
+  };
+
+  redis.command("SET spider:items not-a-list");
+  auto before = snapshot();
+  refused_naming(
+      [&] {
+        settle(queue, taken[0].lease_id, {request{"https://a.example/4"}},
+               {nlohmann::json{{"title", "x"}}});
+      },
+      "key spider:items holds a string, where the fleet keeps a list");
+  EXPECT_EQ(snapshot(), before);
+
+  redis.command("DEL spider:items");
+  redis.command("SET spider:requests:deliveries 7");
+  before = snapshot();
+  refused_naming([&] { take(queue, 2); },
+                 "key spider:requests:deliveries holds a string, where the fleet keeps a hash");
+  EXPECT_EQ(snapshot(), before);
 }
 
 TEST(redis_queue, an_entry_over_max_entry_size_is_set_aside_and_never_sent_to_a_worker) {

@@ -123,13 +123,17 @@ struct worker_line {
   nlohmann::json record;
   double heartbeat_age = 0;
   bool live = false;
+  bool readable = true;  // false: not a worker's record (the next heartbeat sets it aside)
 };
 
 std::vector<worker_line> worker_lines(const redis::reply& workers, double now) {
   std::vector<worker_line> lines;
   for (std::size_t i = 0; i + 1 < workers.elements.size(); i += 2) {
     auto record = nlohmann::json::parse(workers.elements[i + 1].str, nullptr, false);
-    if (!record.is_object()) continue;
+    if (!record.is_object()) {
+      lines.push_back({workers.elements[i].str, nullptr, 0, false, false});
+      continue;
+    }
     double heartbeat = 0, interval = 10;
     if (record.contains("heartbeat") && record["heartbeat"].is_number()) {
       heartbeat = record["heartbeat"].get<double>();
@@ -149,8 +153,16 @@ std::vector<worker_line> worker_lines(const redis::reply& workers, double now) {
 std::vector<std::string> partial_reasons(const std::vector<worker_line>& lines,
                                          const redis::reply& epoch, const std::string& epoch_key) {
   std::vector<std::string> reasons;
-  std::size_t dead = 0;
-  for (const auto& line : lines) dead += !line.live;
+  std::size_t dead = 0, unreadable = 0;
+  for (const auto& line : lines) {
+    dead += line.readable && !line.live;
+    unreadable += !line.readable;
+  }
+  if (unreadable) {
+    reasons.push_back(std::to_string(unreadable) +
+                      " lines of the workers' key are not workers' records (a live worker sets "
+                      "them aside in the queue's :bad at its next heartbeat)");
+  }
   if (dead) {
     reasons.push_back(std::to_string(dead) +
                       " workers stopped without closing (their counts since their last "
@@ -251,15 +263,22 @@ int print_status(const std::string& spider, const std::vector<std::string>& over
     }
   }
   auto workers = worker_lines(replies[0], seconds_of(replies[5]));
+  // A count another program overwrote is shown as it is, not read as a number.
   auto number = [](const redis::reply& reply) {
-    return reply.type == redis::reply::kind::string ? std::stoll(reply.str) : 0LL;
+    if (reply.type != redis::reply::kind::string) return std::string("0");
+    if (!reply.str.empty() &&
+        reply.str.find_first_not_of("-0123456789") == std::string::npos) {
+      return reply.str;
+    }
+    return quoted_for_log(reply.str, 40) + " (not a count)";
   };
   std::cout << "Fleet \"" << spider << "\" at " << client.where().address() << "\n";
   std::size_t alive = 0;
   double rate = 0;
   std::string lines;
   for (const auto& line_of : workers) {
-    const auto& [id, worker, heartbeat_age, live] = line_of;
+    if (!line_of.readable) continue;
+    const auto& [id, worker, heartbeat_age, live, readable] = line_of;
     // A line is input: a field of another type reads as 0 rather than stopping the command.
     auto field = [&record = line_of.record](const char* name) {
       auto found = record.find(name);

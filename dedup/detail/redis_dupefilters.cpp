@@ -148,7 +148,7 @@ class redis_bitmap_dupefilter final : public redis_dupefilter {
       : redis_dupefilter(context, std::move(client), "redis_bitmap", "bloomfilter"),
         key_(redis_key("BLOOMFILTER_KEY")),
         params_key_(key_ + ":params") {
-    keys_ = {key_, params_key_};
+    keys_ = {key_, params_key_};  // not <key>:bad: what was set aside is for a person to read
     std::int64_t bit = settings_.get_int("BLOOMFILTER_BIT");
     std::int64_t hashes = settings_.get_int("BLOOMFILTER_HASH_NUMBER");
     if (bit < 3 || bit > 32) {
@@ -194,6 +194,51 @@ class redis_bitmap_dupefilter final : public redis_dupefilter {
         .dump();
   }
 
+  // Whether `text` is parameters this crawler wrote (for these settings or others).
+  static bool are_parameters(const std::string& text) {
+    auto stored = nlohmann::json::parse(text, nullptr, false);
+    return stored.is_object() && stored.value("format", 0) == 1 &&
+           stored.contains("bits") && stored["bits"].is_number_unsigned() &&
+           stored.contains("hash_number") && stored["hash_number"].is_number_unsigned() &&
+           stored.contains("hash") && stored["hash"].is_string();
+  }
+
+  // <key>:params holds something this crawler did not write (another program, redis-cli). Over
+  // an empty filter it is set aside to <key>:bad with the reason and the settings' parameters
+  // take its place, in one step (a racing worker finds them written). Over a filter with bits
+  // set there is no telling how they were set: refused, as guessing could call new pages seen.
+  // Throws, before `handler` is taken, when the filter holds bits.
+  void replace_malformed_params(const reply& stored,
+                                asio::any_completion_handler<done_signature>& handler) {
+    if (set_bits_at_open_ > 0) {
+      throw dupefilter_error(describe(
+          "'" + params_key_ + "' holds " +
+          (stored.str.size() > 100 ? "\"" + stored.str.substr(0, 100) + "\"... (" +
+                                         std::to_string(stored.str.size()) + " bytes)"
+                                   : "\"" + stored.str + "\"") +
+          ", not the parameters of a Bloom filter, and '" + key_ + "' has " +
+          std::to_string(set_bits_at_open_) +
+          " bits set: there is no telling how they were set. Delete both keys to start the "
+          "filter over, or put its parameters back"));
+    }
+    static constexpr const char* set_aside = R"lua(
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  redis.call('RPUSH', KEYS[2], cjson.encode({key = KEYS[1], entry = ARGV[1], reason = ARGV[3]}))
+  redis.call('SET', KEYS[1], ARGV[2])
+end
+return redis.call('GET', KEYS[1])
+)lua";
+    run(std::vector<command>{{"EVAL", set_aside, "2", params_key_, key_ + ":bad", stored.str,
+                              params_text(),
+                              "not the parameters of a Bloom filter; the filter was empty, and "
+                              "was given the settings' parameters"}},
+        std::move(handler), [this](replies answers, auto& handler) {
+          check_params(expect(answers[0], "EVAL (set aside)", params_key_));
+          report(0);
+          std::move(handler)(nullptr);
+        });
+  }
+
   void check_params(const reply& stored) const {
     if (stored.str == params_text()) return;
     throw dupefilter_error(
@@ -214,6 +259,8 @@ class redis_bitmap_dupefilter final : public redis_dupefilter {
       check_type(type, key_, {"string"});
       set_bits_at_open_ = expect(answers.back(), "BITCOUNT", key_).integer;
       if (params.type != reply::kind::nil) {
+        expect(params, "GET", params_key_);
+        if (!are_parameters(params.str)) return replace_malformed_params(params, handler);
         check_params(params);
         report(0);
         return std::move(handler)(nullptr);

@@ -19,14 +19,40 @@ namespace crawler::detail {
 // that forgot the fleet's state (restarted without persistence, flushed, failed over to a replica
 // that lagged) no longer holds that epoch: the script writes nothing and answers an error that
 // starts with CRAWLER_EPOCH, and the worker stops rather than call an empty queue finished.
+//
+// Then the type each of its keys must have, one word per key ('-': not checked): each script
+// calls check_types() before its first write. Redis does not undo a script's writes when a later
+// command fails, so a key of the wrong type (another program's, or one an operator recreated
+// mid-crawl) must stop the script before it writes anything, not halfway. The answer is an error
+// that starts with CRAWLER_WRONGTYPE and names the key.
+//
+// wrong_type comes first: the scheduler's own scripts (redis_scheduler.cpp) start with it too.
+inline constexpr const char* redis_lua_wrong_type = R"lua(
+local function wrong_type(key, want)
+  local held = redis.call('TYPE', key).ok
+  if held == 'none' or held == want then return nil end
+  return redis.error_reply('CRAWLER_WRONGTYPE key ' .. key .. ' holds a ' .. held ..
+                           ', where the fleet keeps a ' .. want)
+end
+)lua";
 inline constexpr const char* redis_queue_prelude = R"lua(
 local epoch_key = table.remove(KEYS)
 local expected_epoch = table.remove(ARGV, 1)
+local expected_types = table.remove(ARGV, 1)
 if expected_epoch ~= '' then
   local current = redis.call('GET', epoch_key)
   if current ~= expected_epoch then
     return redis.error_reply('CRAWLER_EPOCH ' .. (current and ('is now ' .. current) or 'is gone'))
   end
+end
+local function check_types()
+  local i = 0
+  for want in string.gmatch(expected_types, '%S+') do
+    i = i + 1
+    local refused = want ~= '-' and wrong_type(KEYS[i], want)
+    if refused then return refused end
+  end
+  return nil
 end
 local function now_ms()
   local t = redis.call('TIME')
@@ -115,9 +141,18 @@ local queue, leased, deadlines, seq, bad = KEYS[1], KEYS[2], KEYS[3], KEYS[4], K
 local deliveries, dead = KEYS[6], KEYS[7]
 local order, worker, count, lease_ms = ARGV[1], ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4])
 local max_entry, max_deliveries = tonumber(ARGV[5]), tonumber(ARGV[6])
-local bads = check_seq(seq, bad)
 local now = now_ms()
-local expired = redis.call('ZRANGEBYSCORE', deadlines, '-inf', now, 'LIMIT', 0, 1000)
+-- The workers of an idle fleet poll here every two seconds: finding nothing to do, it writes
+-- nothing and checks nothing more. A read that fails is named by check_types().
+local waiting = redis.pcall(order == 'priority' and 'ZCARD' or 'LLEN', queue)
+local expired = redis.pcall('ZRANGEBYSCORE', deadlines, '-inf', now, 'LIMIT', 0, 1000)
+if type(waiting) ~= 'number' or expired.err then
+  return check_types() or (type(waiting) == 'table' and waiting or expired)
+end
+if waiting == 0 and #expired == 0 then return {0, 0, 0} end
+local refused = check_types()
+if refused then return refused end
+local bads = check_seq(seq, bad)
 for _, id in ipairs(expired) do
   local lease = redis.call('HGET', leased, id)
   if lease then
@@ -191,6 +226,8 @@ return out
 inline constexpr const char* redis_queue_renew = R"lua(
 local leased, deadlines = KEYS[1], KEYS[2]
 local worker, lease_ms = ARGV[1], tonumber(ARGV[2])
+local refused = check_types()
+if refused then return refused end
 local deadline = now_ms() + lease_ms
 local lost = {}
 for i = 3, #ARGV do
@@ -210,6 +247,8 @@ return lost
 inline constexpr const char* redis_queue_release = R"lua(
 local queue, leased, deadlines, deliveries = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local order, worker = ARGV[1], ARGV[2]
+local refused = check_types()
+if refused then return refused end
 local released = 0
 for i = 3, #ARGV do
   local lease = redis.call('HGET', leased, ARGV[i])
@@ -244,6 +283,8 @@ local queue, leased, deadlines, seq, filter, items = KEYS[1], KEYS[2], KEYS[3], 
 local order, worker, lease_id, mode = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local children = tonumber(ARGV[5])
 local settled = 0
+local refused = check_types()
+if refused then return refused end
 check_seq(seq, KEYS[7])
 if lease_id ~= '' then
   local lease = redis.call('HGET', leased, lease_id)
@@ -281,6 +322,8 @@ inline constexpr const char* redis_queue_feed = R"lua(
 local start, queue, seq, filter, bad = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local order, as_set, mode = ARGV[1], ARGV[2], ARGV[3]
 local queued, duplicates, bads = 0, 0, 0
+local refused = check_types()
+if refused then return refused end
 check_seq(seq, KEYS[6])
 for at = 4, #ARGV, 6 do
   local raw, body = ARGV[at], ARGV[at + 1]
@@ -307,6 +350,8 @@ return {queued, duplicates, bads}
 inline constexpr const char* redis_queue_requeue = R"lua(
 local queue, dead, deliveries = KEYS[1], KEYS[2], KEYS[3]
 local order = ARGV[1]
+local refused = check_types()
+if refused then return refused end
 local requeued = 0
 for at = 2, #ARGV, 3 do
   if tonumber(ARGV[at + 2]) and redis.call('LREM', dead, 1, ARGV[at]) == 1 then
