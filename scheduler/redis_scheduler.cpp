@@ -508,16 +508,30 @@ void redis_scheduler::redis_failed(const std::string& doing, std::exception_ptr 
   if (redis_down_since_) return;
   redis_down_since_ = std::chrono::steady_clock::now();
   stats_.inc_value("scheduler/redis_outages");
-  if (is_out_of_memory(error)) {
-    stats_.inc_value("scheduler/redis_out_of_memory");
-    logger_->error(
-        "Could not {}: Redis at {} is out of memory (maxmemory reached; it refuses writes). "
-        "Retrying with backoff until it has room: free memory or raise maxmemory: {}",
-        doing, client_->where().address(), describe_error(error));
-    return;
-  }
+  if (out_of_memory(doing, error)) return;
   logger_->error("Could not {}; retrying with backoff until Redis answers: {}", doing,
                  describe_error(error));
+}
+
+// Past maxmemory under noeviction, Redis refuses a script whose first write would grow it (one
+// that has written goes on to its end: nothing is half done). Memory can be freed, so it is
+// retried like an outage, but said for what it is, once until Redis takes writes again.
+bool redis_scheduler::out_of_memory(const std::string& doing, std::exception_ptr error) {
+  if (!is_out_of_memory(error)) return false;
+  if (out_of_memory_) return true;
+  out_of_memory_ = true;
+  stats_.inc_value("scheduler/redis_out_of_memory");
+  logger_->error(
+      "Could not {}: Redis at {} is out of memory (maxmemory reached; it refuses writes). "
+      "Retrying until it has room: free memory or raise maxmemory: {}",
+      doing, client_->where().address(), describe_error(error));
+  return true;
+}
+
+void redis_scheduler::memory_recovered() {
+  if (!out_of_memory_) return;
+  out_of_memory_ = false;
+  logger_->info("Redis at {} takes writes again", client_->where().address());
 }
 
 void redis_scheduler::redis_answered() {
@@ -588,12 +602,14 @@ void redis_scheduler::flush_stats(std::function<void()> then) {
       std::move(add), [this, alive = alive_, gains = std::move(gains), then = std::move(then)](
                           std::exception_ptr error, redis::reply answer) {
         if (!*alive) return;
-        if (!error && answer.is_error()) error = refusal("add to " + stats_key_, answer.str);
+        auto doing = "add to " + stats_key_;
+        if (!error && answer.is_error()) error = refusal(doing, answer.str);
         if (error) {
           // Not added: the next flush sends these again, with what was gained since.
           for (const auto& [key, gained] : gains) flushed_[key] -= gained;
-          stopped(error);
+          if (!out_of_memory(doing, error)) stopped(error);
         } else {
+          memory_recovered();
           set_aside_here(answer.integer, stats_key_);
         }
         if (then) then();
@@ -633,12 +649,15 @@ void redis_scheduler::heartbeat() {
   client_->async_command({"EVAL", heartbeat_script, "2", workers_key_, queue_key_ + ":bad",
                           queue_.worker(), worker_record()},
                          [this, alive = alive_](std::exception_ptr error, redis::reply answer) {
-                           if (!*alive) return;
-                           if (!error && answer.is_error()) {
-                             stopped(refusal("write this worker's heartbeat", answer.str));
-                           } else if (!error) {
-                             set_aside_here(answer.integer, workers_key_);
+                           if (!*alive || error) return;  // an outage: the take reports it
+                           const std::string doing = "write this worker's heartbeat";
+                           if (answer.is_error()) {
+                             auto refused = refusal(doing, answer.str);
+                             if (!out_of_memory(doing, refused)) stopped(refused);
+                             return;
                            }
+                           memory_recovered();
+                           set_aside_here(answer.integer, workers_key_);
                          });
   renew_leases();
   heartbeat_timer_.expires_after(heartbeat_interval_);

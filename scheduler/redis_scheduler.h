@@ -80,6 +80,9 @@ class redis_scheduler final : public scheduler {
   // redis::reply_error that is not an outage: a key of the wrong type, a script's runtime error).
   bool stopped(std::exception_ptr error);
   void redis_answered();
+  // True when `error` is Redis's OOM answer, which is said once until memory_recovered().
+  bool out_of_memory(const std::string& doing, std::exception_ptr error);
+  void memory_recovered();
   // An error reply to one of this file's scripts, as a redis::reply_error.
   std::exception_ptr refusal(const std::string& doing, const std::string& text) const;
   // Counts and reports records of `key` a script moved to <queue>:bad.
@@ -107,7 +110,7 @@ class redis_scheduler final : public scheduler {
   std::chrono::milliseconds lease_time_;  // SCHEDULER_LEASE_TIME
   std::vector<std::string> to_release_;  // restored by the engine; released at close
   bool open_ = false, taking_ = false, renewing_ = false, fleet_done_ = false, state_lost_ = false,
-       refused_ = false;
+       refused_ = false, out_of_memory_ = false;
   std::size_t reclaimed_ = 0, set_aside_ = 0, dead_ = 0;  // as last counted in the stats
   std::chrono::milliseconds idle_backoff_{50};
   std::chrono::steady_clock::time_point idle_since_{};

@@ -492,6 +492,30 @@ TEST(fleet, bloom_parameters_that_are_not_ones_are_set_aside_unless_the_filter_h
   EXPECT_EQ(redis_list(redis.port(), "site:bloomfilter:bad").size(), 1u);
 }
 
+// Past maxmemory (noeviction) Redis refuses the writes that would grow it. The worker says so
+// once, as what it is, not as a lost connection; it goes on where Redis lets it and, once Redis
+// has room, crawls to the end with nothing lost.
+TEST(fleet, a_redis_out_of_memory_mid_crawl_is_said_once_and_nothing_is_lost) {
+  http_server site({.site_pages = pages, .page_delay_ms = 20});
+  redis_server redis;
+  temp_dir dir;
+  auto worker = fleet_worker(site, redis, dir.path() / "items.jsonl", "redis_set",
+                             {"-s", "SCHEDULER_HEARTBEAT_INTERVAL=0.3", "-s",
+                              "REDIS_PIPELINE=true", "-L", "INFO"});
+  crawler::fixtures::wait_until([&] { return site.total_hits() >= 30; }, "30 pages fetched");
+  redis_run(redis.port(), {"CONFIG", "SET", "maxmemory", "1"});
+  std::this_thread::sleep_for(1500ms);
+  redis_run(redis.port(), {"CONFIG", "SET", "maxmemory", "0"});
+  ASSERT_EQ(worker->wait(), 0) << worker->stderr_text();
+  expect_every_page_stored_once(site, redis);
+  auto log = worker->stderr_text();
+  const std::string said = "is out of memory (maxmemory reached; it refuses writes)";
+  auto first = log.find(said);
+  ASSERT_NE(first, std::string::npos) << log;
+  EXPECT_EQ(log.find(said, first + 1), std::string::npos) << log;
+  EXPECT_NE(log.find("takes writes again", first), std::string::npos) << log;
+}
+
 // A key made into another type mid-crawl (an operator's redis-cli, another program) fails every
 // script that uses it, the same way every time: the worker says so once, naming the key, and
 // exits 2, rather than retry as if Redis were away; what it held goes back to the queue.
