@@ -5,6 +5,7 @@
 
 #include "config/settings.h"
 #include "redis/reply_error.h"
+#include "scheduler/detail/known_fingerprints.h"
 #include "scheduler/detail/redis_queue_scripts.h"
 #include "scheduler/shared_request.h"
 #include "scheduler/start_request.h"
@@ -84,7 +85,8 @@ redis_queue::redis_queue(std::shared_ptr<redis::client> client, redis_queue_opti
       deliveries_key_(options_.key + ":deliveries"),
       dead_key_(options_.key + ":dead"),
       epoch_key_(options_.key + ":epoch"),
-      items_key_(options_.items_key.empty() ? options_.key + ":items" : options_.items_key) {
+      items_key_(options_.items_key.empty() ? options_.key + ":items" : options_.items_key),
+      known_(std::make_unique<detail::known_fingerprints>()) {
   if (options_.order != "priority" && options_.order != "fifo" && options_.order != "lifo") {
     throw settings_error("SCHEDULER_QUEUE_CLASS: unknown queue \"" + options_.order +
                          "\"; valid values are priority, fifo, lifo");
@@ -92,6 +94,14 @@ redis_queue::redis_queue(std::shared_ptr<redis::client> client, redis_queue_opti
   if (options_.worker.empty() || options_.worker.find('|') != std::string::npos) {
     throw std::invalid_argument("redis_queue: a worker id is required and holds no '|'");
   }
+}
+
+redis_queue::~redis_queue() = default;
+redis_queue::redis_queue(redis_queue&&) noexcept = default;
+redis_queue& redis_queue::operator=(redis_queue&&) noexcept = default;
+
+void redis_queue::forget_known() {
+  known_ = std::make_unique<detail::known_fingerprints>();
 }
 
 std::string redis_queue::entry_body(const request& request) const {
@@ -247,13 +257,14 @@ void redis_queue::async_take(std::size_t count, take_handler done) {
         try {
           if (error) std::rethrow_exception(error);
           expect(answer, "take", *client_);
-          if (answer.elements.size() < 3 || answer.elements.size() % 2 == 0) {
+          if (answer.elements.size() < 4 || answer.elements.size() % 2 != 0) {
             throw std::runtime_error("redis queue: take answered " + answer.describe());
           }
           reclaimed_ += std::size_t(answer.elements[0].integer);
           bad_ += std::size_t(answer.elements[1].integer);
           dead_ += std::size_t(answer.elements[2].integer);
-          for (std::size_t i = 3; i + 1 < answer.elements.size(); i += 2) {
+          queued_ = std::size_t(std::max(0LL, answer.elements[3].integer));
+          for (std::size_t i = 4; i + 1 < answer.elements.size(); i += 2) {
             const auto& id = answer.elements[i].str;
             const auto& entry = answer.elements[i + 1].str;
             try {
@@ -450,7 +461,7 @@ void redis_queue::async_settle(const std::string& lease_id, const std::vector<re
   std::vector<std::size_t> sent, unfingerprintable, known;  // positions in `children`
   std::vector<dedup::fingerprint> marked;  // what the dupefilter holds once this settle is stored
   if (marking && marking->key != known_key_) {
-    known_ = detail::known_fingerprints();
+    forget_known();
     known_key_ = marking->key;
   }
   for (std::size_t position = 0; position < children.size(); ++position) {
@@ -464,7 +475,7 @@ void redis_queue::async_settle(const std::string& lease_id, const std::vector<re
         unfingerprintable.push_back(position);  // cannot be fetched either
         continue;
       }
-      if (known_.contains(fp)) {
+      if (known_->contains(fp)) {
         known.push_back(position);
         continue;
       }
@@ -514,7 +525,7 @@ void redis_queue::async_settle(const std::string& lease_id, const std::vector<re
             result.duplicates += known.size();
             result.duplicate_positions.insert(result.duplicate_positions.end(), known.begin(),
                                               known.end());
-            for (const auto& fp : marked) known_.insert(fp);
+            for (const auto& fp : marked) known_->insert(fp);
           }
         } catch (...) {
           return done(std::current_exception(), {});

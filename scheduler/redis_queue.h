@@ -40,12 +40,15 @@
 
 #include "dedup/dupefilter.h"
 #include "redis/client.h"
-#include "scheduler/detail/known_fingerprints.h"
 #include "scheduler/entry_signature.h"
 #include "scheduler/request.h"
 #include "scheduler/request_secrets.h"
 
 namespace crawler {
+
+namespace detail {
+class known_fingerprints;
+}
 
 struct redis_queue_options {
   std::string key;                 // SCHEDULER_QUEUE_KEY, e.g. "books:requests"
@@ -114,6 +117,9 @@ class redis_queue {
 
   /// Throws settings_error for an unknown order.
   redis_queue(std::shared_ptr<redis::client> client, redis_queue_options options);
+  ~redis_queue();
+  redis_queue(redis_queue&&) noexcept;
+  redis_queue& operator=(redis_queue&&) noexcept;
 
   /// Queues `requests` that `marking` (the shared dupefilter; null: no filtering) has not seen,
   /// with no parent lease: start URLs, `crawler push`.
@@ -149,7 +155,7 @@ class redis_queue {
   /// ("is gone", "is now 1f2e...").
   fleet_state_lost epoch_lost(std::string_view found) const;
   /// Forgets what this worker knew of the fleet's dupefilter (a state that was lost).
-  void forget_known() { known_ = detail::known_fingerprints(); }
+  void forget_known();
   /// The key of the fleet's epoch, and the epoch joined ("" before async_join_epoch).
   const std::string& epoch_key() const { return epoch_key_; }
   const std::string& epoch() const { return epoch_; }
@@ -174,6 +180,8 @@ class redis_queue {
   std::size_t bad() const { return bad_; }
   /// Entries the last takes moved to <key>:dead (SCHEDULER_MAX_DELIVERIES).
   std::size_t dead() const { return dead_; }
+  /// Entries left in the queue after the last take, as it found them.
+  std::size_t queued() const { return queued_; }
 
  private:
   // A request's entry as written to Redis: its JSON, signed when there is a key.
@@ -196,10 +204,10 @@ class redis_queue {
   std::string leased_key_, deadlines_key_, seq_key_, bad_key_, deliveries_key_, dead_key_;
   std::string epoch_key_, items_key_;
   std::string epoch_;  // "" until async_join_epoch: the scripts check nothing
-  std::size_t reclaimed_ = 0, bad_ = 0, dead_ = 0;
+  std::size_t reclaimed_ = 0, bad_ = 0, dead_ = 0, queued_ = 0;
   std::map<const char*, std::string> script_shas_;  // script -> its SHA-1, for EVALSHA
   // Children found in the dupefilter (key known_key_) need not be sent again.
-  detail::known_fingerprints known_;
+  std::unique_ptr<detail::known_fingerprints> known_;
   std::string known_key_;
   std::function<std::string(const request&)> check_;
 };

@@ -46,6 +46,7 @@ class redis_scheduler final : public scheduler {
   bool has_pending_requests() const override;
   std::string start_request_problem(const request& request) const override;
   bool leases_can_be_lost() const override { return true; }
+  std::size_t size() const override { return queue_.queued() + buffer_.size(); }
   void set_request_check(std::function<std::string(const request&)> check) override {
     queue_.set_check(std::move(check));
   }

@@ -123,7 +123,10 @@ class scheduler {
   /// back to the fleet's queue.
   virtual void restore_unchecked(std::vector<request> requests);
 
-  std::size_t size() const { return queue_.size(); }
+  /// Requests queued and not yet taken. SCHEDULER=redis: the fleet's whole queue as its last
+  /// take found it, plus what this worker has taken and not yet handed out (scrapy-redis's
+  /// len(scheduler) is the Redis queue's length too).
+  virtual std::size_t size() const { return queue_.size(); }
   /// REQUEST_FINGERPRINTER_IMPLEMENTATION, for remember_fingerprint. Fixed at construction, so
   /// any thread may read it.
   dedup::fingerprint_scheme fingerprint_scheme() const { return scheme_; }

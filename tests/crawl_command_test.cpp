@@ -849,6 +849,28 @@ TEST(crawler_command, on_a_terminal_a_live_progress_line_is_drawn_under_the_log)
   EXPECT_EQ(plain.find("\x1b[K"), std::string::npos) << plain;
 }
 
+// A fleet worker's queue is the fleet's, in Redis: its progress line counts that queue, as
+// scrapy-redis's len(scheduler) does, not an empty local one.
+TEST(crawler_command, a_fleet_workers_progress_line_counts_the_fleets_queue) {
+  http_server server({.site_pages = 200, .page_delay_ms = 50});
+  redis_server redis;
+  auto [status, output] = run_on_a_terminal(
+      {crawler_binary(), "crawl", "site", "-a", "start=" + server.url("/site/0"), "-L", "INFO",
+       "-s", "SCHEDULER=redis", "-s", "DUPEFILTER_CLASS=redis_set", "-s", "REDIS_URL=" + redis.url(), "-s",
+       "CLOSESPIDER_PAGECOUNT=40", "-s", "CONCURRENT_REQUESTS=2"});
+  ASSERT_EQ(status, 0) << output;
+  std::regex queued(R"(\| ([0-9,]+) queued \|)");
+  std::size_t most = 0, lines = 0;
+  for (std::sregex_iterator at(output.begin(), output.end(), queued), end; at != end; ++at) {
+    auto digits = (*at)[1].str();
+    std::erase(digits, ',');
+    most = std::max<std::size_t>(most, std::stoul(digits));
+    ++lines;
+  }
+  ASSERT_GT(lines, 0u) << output;
+  EXPECT_GT(most, 10u) << output;
+}
+
 // `crawler bench` needs nothing but itself: it serves its site, crawls it until
 // CLOSESPIDER_TIMEOUT with a LOGSTATS line a second, and sums up in pages/min.
 TEST(crawler_command, bench_crawls_its_own_site_for_the_timeout_and_prints_pages_per_minute) {

@@ -529,8 +529,11 @@ TEST(fleet, a_key_made_the_wrong_type_mid_crawl_stops_the_worker_once_naming_it)
                    {"-s", "STATS_FILE=" + stats.string(), "-s", "REDIS_FAILURE_TIMEOUT=5",
                     "-L", "ERROR"});
   crawler::fixtures::wait_until([&] { return site.total_hits() >= 20; }, "20 pages fetched");
-  redis_run(redis.port(), {"DEL", "site:requests:seq"});
-  redis_run(redis.port(), {"HSET", "site:requests:seq", "not", "a counter"});
+  // In one step: a worker's INCR between a DEL and an HSET would make the key a counter again.
+  redis_run(redis.port(), {"EVAL",
+                           "redis.call('DEL', KEYS[1]) "
+                           "return redis.call('HSET', KEYS[1], 'not', 'a counter')",
+                           "1", "site:requests:seq"});
   EXPECT_EQ(worker->wait(), 2) << worker->stderr_text();
   auto log = worker->stderr_text();
   const std::string named = "key site:requests:seq holds a hash, where the fleet keeps a string";

@@ -92,6 +92,17 @@ TEST_P(selector, attribute_operators_and_the_i_flag) {
   EXPECT_EQ(response.css("[data-id]").size(), 3u);
   EXPECT_EQ(response.css("[data-id='2'] a::text").get(), "Tipping...");
   EXPECT_EQ(response.css("article[class~=promo]").size(), 1u);
+  // Each operator against the looser one it could be mistaken for: ~= is a whole word of the
+  // list (not a substring: "product_pod" holds "product" and "pod"), ^= and $= anchor at their
+  // end (not *=), |= is the value or the value and a hyphen (not a prefix).
+  EXPECT_EQ(response.css("article[class~=prom]").size(), 0u);
+  EXPECT_EQ(response.css("article[class~=product]").size(), 0u);
+  EXPECT_EQ(response.css("article[class~=pod]").size(), 0u);
+  EXPECT_EQ(response.css("article[class~='product_pod promo']").size(), 0u);
+  EXPECT_EQ(response.css("a[href^=index]").size(), 0u);
+  EXPECT_EQ(response.css("a[href$=tipping]").size(), 0u);
+  EXPECT_EQ(page("<p lang='english'>x</p>").css("p[lang|=en]").size(), 0u);
+  EXPECT_EQ(page("<p lang='en'>x</p>").css("p[lang|=en]").size(), 1u);
   EXPECT_EQ(response.css("a[href^=tipping]::text").get(), "Tipping...");
   EXPECT_EQ(response.css("a[href$='index.html']").size(), 3u);
   EXPECT_EQ(response.css("a[title*=Velvet]").size(), 1u);

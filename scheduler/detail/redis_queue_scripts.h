@@ -135,7 +135,7 @@ end
 // to `bad` instead, never to a worker. Each take of an entry is counted in `deliveries` until it
 // is settled; one taken max_deliveries times already (SCHEDULER_MAX_DELIVERIES; 0: no limit) is a
 // page that every worker taking it dies on: it goes to `dead`, with its score, not to a worker.
-// Returns {reclaimed, set aside, dead, id, entry, ...}.
+// Returns {reclaimed, set aside, dead, entries left in the queue, id, entry, ...}.
 inline constexpr const char* redis_queue_take = R"lua(
 local queue, leased, deadlines, seq, bad = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local deliveries, dead = KEYS[6], KEYS[7]
@@ -149,7 +149,7 @@ local expired = redis.pcall('ZRANGEBYSCORE', deadlines, '-inf', now, 'LIMIT', 0,
 if type(waiting) ~= 'number' or expired.err then
   return check_types() or (type(waiting) == 'table' and waiting or expired)
 end
-if waiting == 0 and #expired == 0 then return {0, 0, 0} end
+if waiting == 0 and #expired == 0 then return {0, 0, 0, 0} end
 local refused = check_types()
 if refused then return refused end
 local bads = check_seq(seq, bad)
@@ -179,7 +179,7 @@ else
     for _, entry in ipairs(popped) do taken[#taken + 1] = {entry, '0'} end
   end
 end
-local out = {#expired, 0, 0}
+local out = {#expired, 0, 0, 0}
 for _, item in ipairs(taken) do
   local entry, score = item[1], item[2]
   local delivered = 0
@@ -217,6 +217,7 @@ for _, item in ipairs(taken) do
   end
 end
 out[2] = bads
+if order == 'priority' then out[4] = redis.call('ZCARD', queue) else out[4] = redis.call('LLEN', queue) end
 return out
 )lua";
 
