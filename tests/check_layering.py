@@ -2,6 +2,8 @@
 """Fails when a source file includes a header of a module above its own, or another module's
 detail/ header: the layering README's Layout section promises (config <- redis <- dedup <-
 scheduler <- crawler/parse <- crawler <- spiders, crawler <- crawler/cli) kept by every #include.
+A public header includes no detail/ header, its own module's either: detail/ is not installed,
+so a user's project that included the public header would not compile.
 
     python3 tests/check_layering.py [SOURCE_DIR]     # prints each offending line, exits 1
 """
@@ -46,6 +48,8 @@ def main():
                 problems.append(f"{where}, but {there} is not below {here}")
             elif there != here and "/detail/" in header:
                 problems.append(f"{where}, a detail header of another module ({there})")
+            elif "/detail/" in header and relative.endswith(".h") and "/detail/" not in relative:
+                problems.append(f"{where}, a detail header, from a public one (not installed)")
     for problem in problems:
         print(problem)
     if problems:
