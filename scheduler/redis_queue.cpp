@@ -359,6 +359,7 @@ void redis_queue::async_feed(std::size_t count, const dedup::redis_marking* mark
                      throw std::runtime_error("redis queue: feed answered " + answer.describe());
                    }
                    result.queued = std::size_t(answer.elements[0].integer);
+                   queued_ += result.queued;
                    result.duplicates = std::size_t(answer.elements[1].integer);
                    bad_ += std::size_t(answer.elements[2].integer);
                  } catch (...) {
@@ -515,6 +516,7 @@ void redis_queue::async_settle(const std::string& lease_id, const std::vector<re
             throw std::runtime_error("redis queue: settle answered " + answer.describe());
           }
           result.queued = std::size_t(answer.elements[0].integer);
+          queued_ += result.queued;
           result.duplicates = std::size_t(answer.elements[1].integer);
           const auto& flags = answer.elements[3].str;
           for (std::size_t i = 0; i < flags.size(); ++i) {

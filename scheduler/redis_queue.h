@@ -180,7 +180,8 @@ class redis_queue {
   std::size_t bad() const { return bad_; }
   /// Entries the last takes moved to <key>:dead (SCHEDULER_MAX_DELIVERIES).
   std::size_t dead() const { return dead_; }
-  /// Entries left in the queue after the last take, as it found them.
+  /// Entries in the queue as the last take found them, plus what this worker queued since
+  /// (other workers' takes and settles show at the next take).
   std::size_t queued() const { return queued_; }
 
  private:

@@ -123,9 +123,9 @@ class scheduler {
   /// back to the fleet's queue.
   virtual void restore_unchecked(std::vector<request> requests);
 
-  /// Requests queued and not yet taken. SCHEDULER=redis: the fleet's whole queue as its last
-  /// take found it, plus what this worker has taken and not yet handed out (scrapy-redis's
-  /// len(scheduler) is the Redis queue's length too).
+  /// Requests queued and not yet handed out. SCHEDULER=redis: the fleet's whole queue as this
+  /// worker last saw it (its last take, and what it queued since), plus what it has taken and
+  /// not yet handed out (scrapy-redis's len(scheduler) is the Redis queue's length too).
   virtual std::size_t size() const { return queue_.size(); }
   /// REQUEST_FINGERPRINTER_IMPLEMENTATION, for remember_fingerprint. Fixed at construction, so
   /// any thread may read it.

@@ -1,0 +1,250 @@
+// One contract for both schedulers, as the dupefilter backends have theirs: the memory scheduler
+// and the fleet's (SCHEDULER=redis, on a real redis-server) queue each new URL once and every
+// dont_filter request every time, hand out higher priorities first, count what they hold, and
+// keep their queue and dupefilter across a close when told to (JOBDIR, SCHEDULER_PERSIST). The
+// engine sees nothing else of them, so whatever passes here can stand behind it.
+#include "scheduler/scheduler.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <boost/asio/post.hpp>
+#include <chrono>
+#include <future>
+#include <optional>
+#include <thread>
+
+#include "event_loop.h"
+#include "redis_server.h"
+
+namespace {
+
+using namespace std::chrono_literals;
+using crawler::request;
+using crawler::fixtures::event_loop;
+using crawler::fixtures::redis_server;
+using crawler::fixtures::temp_dir;
+
+// A scheduler on its own loop, driven as the engine drives it: every call on the loop.
+class driven_scheduler {
+ public:
+  driven_scheduler(const crawler::settings& settings, event_loop& loop)
+      : settings_(settings), loop_(loop) {}
+
+  ~driven_scheduler() {
+    if (scheduler_) on_loop([&] { scheduler_.reset(); });
+  }
+
+  void open() {
+    on_loop([&] {
+      scheduler_ = crawler::scheduler::create({settings_, stats_, "contract", loop_.executor()});
+    });
+    wait_for<std::exception_ptr>([&](auto done) {
+      scheduler_->async_open([done](std::exception_ptr error) { done(error); });
+    });
+  }
+
+  void close() {
+    wait_for<std::exception_ptr>([&](auto done) {
+      scheduler_->async_close([done](std::exception_ptr error) { done(error); });
+    });
+    on_loop([&] { scheduler_.reset(); });
+  }
+
+  // Queues `requests` as the outcome of the request whose lease is `parent` ("" for start
+  // requests); returns how many were queued.
+  std::size_t enqueue(std::vector<request> requests, const std::string& parent = "") {
+    std::promise<std::size_t> queued;
+    on_loop([&] {
+      scheduler_->async_enqueue(
+          std::move(requests), parent, {},
+          [&queued](std::exception_ptr error, crawler::enqueue_outcome outcome,
+                    std::vector<request>) {
+            if (error) return queued.set_exception(error);
+            queued.set_value(outcome.queued);
+          });
+    });
+    return queued.get_future().get();
+  }
+
+  // Takes `count` requests, waiting for them as the engine does (the fleet's arrive from Redis
+  // in the background); fewer when none comes for two seconds.
+  std::vector<request> take(std::size_t count) {
+    std::vector<request> taken;
+    auto quiet_since = std::chrono::steady_clock::now();
+    while (taken.size() < count && std::chrono::steady_clock::now() - quiet_since < 2s) {
+      std::optional<request> next;
+      on_loop([&] { next = scheduler_->next_request(); });
+      if (next) {
+        taken.push_back(std::move(*next));
+        quiet_since = std::chrono::steady_clock::now();
+      } else {
+        std::this_thread::sleep_for(5ms);
+      }
+    }
+    return taken;
+  }
+
+  // Stores a crawled request's outcome with no new requests, as the engine does for every page.
+  void settle(const request& crawled) {
+    if (!crawled.lease.empty()) enqueue({}, crawled.lease);
+  }
+
+  std::size_t size() {
+    std::size_t size = 0;
+    on_loop([&] { size = scheduler_->size(); });
+    return size;
+  }
+
+ private:
+  void on_loop(const std::function<void()>& work) {
+    std::promise<void> done;
+    boost::asio::post(loop_.executor(), [&] {
+      work();
+      done.set_value();
+    });
+    done.get_future().get();
+  }
+
+  template <typename Error>
+  void wait_for(const std::function<void(std::function<void(Error)>)>& start) {
+    std::promise<void> finished;
+    on_loop([&] {
+      start([&finished](Error error) {
+        if (error) return finished.set_exception(error);
+        finished.set_value();
+      });
+    });
+    finished.get_future().get();
+  }
+
+  const crawler::settings& settings_;
+  event_loop& loop_;
+  crawler::stats stats_;
+  std::unique_ptr<crawler::scheduler> scheduler_;
+};
+
+request with_priority(std::string url, int priority, bool dont_filter = false) {
+  request r{std::move(url)};
+  r.priority = priority;
+  r.dont_filter = dont_filter;
+  return r;
+}
+
+std::vector<std::string> urls_of(const std::vector<request>& requests, bool sorted = false) {
+  std::vector<std::string> urls;
+  for (const auto& r : requests) urls.push_back(r.url);
+  if (sorted) std::sort(urls.begin(), urls.end());
+  return urls;
+}
+
+// Each scheduler with what it needs: the fleet's a redis-server of its own.
+class scheduler_contract : public testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    settings_.set("LOG_LEVEL", "ERROR");
+    if (GetParam() == "redis") {
+      redis_.emplace();
+      settings_.set("SCHEDULER", "redis");
+      settings_.set("DUPEFILTER_CLASS", "redis_set");
+      settings_.set("REDIS_URL", redis_->url());
+    }
+  }
+
+  // What keeps the queue and the dupefilter across a close.
+  void persist() {
+    if (GetParam() == "redis") {
+      settings_.set("SCHEDULER_PERSIST", true);
+    } else {
+      settings_.set("JOBDIR", (dir_.path() / "job").string());
+    }
+  }
+
+  std::optional<redis_server> redis_;
+  temp_dir dir_;
+  crawler::settings settings_;
+  event_loop loop_;
+};
+
+TEST_P(scheduler_contract, queues_a_new_url_once_and_a_dont_filter_request_every_time) {
+  driven_scheduler scheduler(settings_, loop_);
+  scheduler.open();
+  ASSERT_EQ(scheduler.enqueue({request{"https://a.example/"}}), 1u);
+  auto start = scheduler.take(1);
+  ASSERT_EQ(start.size(), 1u);
+
+  auto again = with_priority("https://a.example/c", 0, true);
+  EXPECT_EQ(scheduler.enqueue({request{"https://a.example/b"}, request{"https://a.example/"},
+                               again, again, request{"https://a.example/b"}},
+                              start[0].lease),
+            3u);  // b once, c twice; a was seen
+  EXPECT_EQ(scheduler.size(), 3u);
+  auto taken = scheduler.take(4);
+  EXPECT_EQ(urls_of(taken, true), (std::vector<std::string>{"https://a.example/b",
+                                                            "https://a.example/c",
+                                                            "https://a.example/c"}));
+  EXPECT_EQ(scheduler.size(), 0u);
+  for (const auto& crawled : taken) scheduler.settle(crawled);
+  scheduler.settle(start[0]);
+  EXPECT_EQ(scheduler.enqueue({request{"https://a.example/b"}}), 0u);
+  scheduler.close();
+}
+
+TEST_P(scheduler_contract, hands_out_higher_priorities_first) {
+  driven_scheduler scheduler(settings_, loop_);
+  scheduler.open();
+  ASSERT_EQ(scheduler.enqueue({with_priority("https://a.example/low", -5),
+                               with_priority("https://a.example/high", 10),
+                               with_priority("https://a.example/middle", 0)}),
+            3u);
+  EXPECT_EQ(urls_of(scheduler.take(3)),
+            (std::vector<std::string>{"https://a.example/high", "https://a.example/middle",
+                                      "https://a.example/low"}));
+  scheduler.close();
+}
+
+TEST_P(scheduler_contract, a_persisted_queue_and_dupefilter_outlive_a_close) {
+  persist();
+  {
+    driven_scheduler first(settings_, loop_);
+    first.open();
+    ASSERT_EQ(first.enqueue({with_priority("https://a.example/1", 3),
+                             with_priority("https://a.example/2", 2),
+                             with_priority("https://a.example/3", 1)}),
+              3u);
+    auto crawled = first.take(1);
+    ASSERT_EQ(urls_of(crawled), std::vector<std::string>{"https://a.example/1"});
+    first.settle(crawled[0]);
+    first.close();
+  }
+  driven_scheduler second(settings_, loop_);
+  second.open();
+  EXPECT_EQ(urls_of(second.take(3)),
+            (std::vector<std::string>{"https://a.example/2", "https://a.example/3"}));
+  EXPECT_EQ(second.enqueue({request{"https://a.example/1"}, request{"https://a.example/3"},
+                            request{"https://a.example/4"}}),
+            1u);  // only 4 is new to the dupefilter
+  second.close();
+}
+
+TEST_P(scheduler_contract, without_persistence_a_new_crawl_starts_empty) {
+  {
+    driven_scheduler first(settings_, loop_);
+    first.open();
+    ASSERT_EQ(first.enqueue({request{"https://a.example/1"}, request{"https://a.example/2"}}), 2u);
+    auto crawled = first.take(2);
+    ASSERT_EQ(crawled.size(), 2u);
+    for (const auto& request : crawled) first.settle(request);
+    first.close();
+  }
+  driven_scheduler second(settings_, loop_);
+  second.open();
+  EXPECT_EQ(second.size(), 0u);
+  EXPECT_EQ(second.enqueue({request{"https://a.example/1"}}), 1u);  // seen by nobody now
+  second.close();
+}
+
+INSTANTIATE_TEST_SUITE_P(each_scheduler, scheduler_contract, testing::Values("memory", "redis"),
+                         [](const auto& info) { return info.param; });
+
+}  // namespace
