@@ -665,32 +665,28 @@ void engine::begin_close(const std::string& reason) {
   phase_ = phase::closing;
   // Downloads under way finish; requests still waiting for their slot's delay go back to the
   // queue (and to JOBDIR), so a long DOWNLOAD_DELAY cannot hold the close.
-  auto waiting = downloader_->take_waiting();
-  std::erase_if(waiting, robots_gate::is_robots_request);
-  if (robots_) {
-    for (auto& request : robots_->take_waiting()) waiting.push_back(std::move(request));
-  }
-  for (auto& request : waiting) scheduler_->restore(std::move(request));
-  if (!waiting.empty()) {
-    logger_->info("Put {} requests waiting for a download slot back in the queue", waiting.size());
-  }
+  restore_unsent(downloader_->take_waiting(), "waiting for a download slot");
   store_retry_timer_.cancel();  // outcomes waiting to be stored get their last try now
   check_idle();
+}
+
+// What the downloader gave back goes to the queue, with what waits for a robots.txt download.
+// A robots.txt download itself belongs to no spider: it is dropped.
+void engine::restore_unsent(std::vector<request> requests, std::string_view were) {
+  std::erase_if(requests, robots_gate::is_robots_request);
+  if (robots_) {
+    for (auto& request : robots_->take_waiting()) requests.push_back(std::move(request));
+  }
+  for (auto& request : requests) scheduler_->restore(std::move(request));
+  if (!requests.empty()) {
+    logger_->info("Put {} requests {} back in the queue", requests.size(), were);
+  }
 }
 
 void engine::force_close(std::string reason) {
   asio::post(io_, [this, reason = std::move(reason)] {
     if (phase_ == phase::closed) return;
-    auto in_flight = downloader_->abort_all();
-    // A robots.txt download belongs to no spider; the requests waiting for it do.
-    std::erase_if(in_flight, robots_gate::is_robots_request);
-    if (robots_) {
-      for (auto& request : robots_->take_waiting()) in_flight.push_back(std::move(request));
-    }
-    for (auto& request : in_flight) scheduler_->restore(std::move(request));
-    if (!in_flight.empty()) {
-      logger_->info("Put {} requests in flight back in the queue", in_flight.size());
-    }
+    restore_unsent(downloader_->abort_all(), "in flight");
     if (phase_ != phase::closing) close_reason_ = reason;
     phase_ = phase::closing;
     check_idle();

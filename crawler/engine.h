@@ -33,6 +33,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "config/settings.h"
@@ -123,6 +124,8 @@ class engine {
   void store_recovered();
   void check_idle();
   void begin_close(const std::string& reason);
+  // Puts requests the downloader gave back (`were`: "in flight", ...) back in the queue.
+  void restore_unsent(std::vector<request> requests, std::string_view were);
   void finish();
   void count_page();
   void count_error();
