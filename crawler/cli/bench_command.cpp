@@ -8,7 +8,6 @@
 #include <string>
 #include <vector>
 
-#include "config/redact.h"
 #include "crawler/cli/detail/bench_site.h"
 #include "crawler/cli/detail/commands.h"
 #include "crawler/parse/link_extractor.h"
@@ -63,12 +62,7 @@ void add_bench_command(CLI::App& app, int& exit_status) {
   command->add_option("-s,--set", options->overrides, "setting override KEY=VALUE (repeatable)")
       ->allow_extra_args(false);
   command->callback([options, &exit_status] {
-    try {
-      exit_status = run_bench(*options);
-    } catch (const std::exception& error) {
-      std::cerr << "crawler bench: " << redact(error.what()) << '\n';
-      exit_status = 2;
-    }
+    exit_status = run_command("bench", [&] { return run_bench(*options); });
   });
 }
 

@@ -292,12 +292,7 @@ void add_crawl_commands(CLI::App& app, int& exit_status) {
   add_feed_options(command, *crawl);
   add_common_options(command, *crawl);
   command->callback([crawl, &exit_status] {
-    try {
-      exit_status = run_crawl_command(*crawl);
-    } catch (const std::exception& error) {
-      std::cerr << "crawler crawl: " << redact(error.what()) << '\n';
-      exit_status = 2;
-    }
+    exit_status = run_command("crawl", [&] { return run_crawl_command(*crawl); });
   });
 
   struct run_options {
@@ -305,21 +300,18 @@ void add_crawl_commands(CLI::App& app, int& exit_status) {
     std::string file;
   };
   auto run = std::make_shared<run_options>();
-  CLI::App* run_command =
+  CLI::App* run_subcommand =
       app.add_subcommand("run", "Run the crawl a JSON file describes (settings + spider)");
-  run_command->add_option("file", run->file, "the crawl file (see config/examples/)")->required();
+  run_subcommand->add_option("file", run->file, "the crawl file (see config/examples/)")
+      ->required();
   // As `scrapy runspider -a`: http_user and http_pass, say, stay out of the file.
-  run_command->add_option("-a", run->common.arguments, "spider argument NAME=VALUE (repeatable)")
+  run_subcommand
+      ->add_option("-a", run->common.arguments, "spider argument NAME=VALUE (repeatable)")
       ->allow_extra_args(false);
-  add_feed_options(run_command, run->common);
-  add_common_options(run_command, run->common);
-  run_command->callback([run, &exit_status] {
-    try {
-      exit_status = run_config_command(run->file, run->common);
-    } catch (const std::exception& error) {
-      std::cerr << "crawler run: " << redact(error.what()) << '\n';
-      exit_status = 2;
-    }
+  add_feed_options(run_subcommand, run->common);
+  add_common_options(run_subcommand, run->common);
+  run_subcommand->callback([run, &exit_status] {
+    exit_status = run_command("run", [&] { return run_config_command(run->file, run->common); });
   });
 
   auto parse = std::make_shared<parse_options>();
@@ -344,12 +336,7 @@ void add_crawl_commands(CLI::App& app, int& exit_status) {
       exit_status = 2;
       return;
     }
-    try {
-      exit_status = run_parse_command(*parse);
-    } catch (const std::exception& error) {
-      std::cerr << "crawler parse: " << redact(error.what()) << '\n';
-      exit_status = 2;
-    }
+    exit_status = run_command("parse", [&] { return run_parse_command(*parse); });
   });
 
   auto check_file = std::make_shared<std::string>();
@@ -392,15 +379,12 @@ void add_crawl_commands(CLI::App& app, int& exit_status) {
   fetch_command->add_flag("--no-redirect", fetch->no_redirect, "do not follow redirects");
   add_common_options(fetch_command, fetch->common);
   fetch_command->callback([fetch, &exit_status] {
-    try {
+    exit_status = run_command("fetch", [&] {
       fetch_spider spider{fetch->url, fetch->headers, !fetch->no_redirect};
       auto settings = crawl_settings(spider, fetch->common);
       run_crawl(spider, settings);
-      exit_status = spider.fetched ? 0 : 1;
-    } catch (const std::exception& error) {
-      std::cerr << "crawler fetch: " << redact(error.what()) << '\n';
-      exit_status = 2;
-    }
+      return spider.fetched ? 0 : 1;
+    });
   });
 
   auto verbose = std::make_shared<bool>(false);

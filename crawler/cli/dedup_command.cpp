@@ -152,12 +152,7 @@ void add_dedup_command(CLI::App& app, int& exit_status) {
   command->add_option("files", options->urls,
                       "files of URLs, one per line; - reads standard input");
   command->callback([options, &exit_status] {
-    try {
-      exit_status = run(*options);
-    } catch (const std::exception& error) {
-      std::cerr << "crawler dedup: " << redact(error.what()) << '\n';
-      exit_status = 2;
-    }
+    exit_status = run_command("dedup", [&] { return run(*options); });
   });
 }
 

@@ -361,12 +361,7 @@ void add_fleet_view(CLI::App& app, int& exit_status, const std::string& name,
   command->add_option("-s,--set", *overrides, "setting override KEY=VALUE (repeatable)")
       ->allow_extra_args(false);
   command->callback([spider, overrides, &exit_status, name, print] {
-    try {
-      exit_status = print(*spider, *overrides);
-    } catch (const std::exception& error) {
-      std::cerr << "crawler " << name << ": " << redact(error.what()) << '\n';
-      exit_status = 2;
-    }
+    exit_status = run_command(name, [&] { return print(*spider, *overrides); });
   });
 }
 
@@ -402,12 +397,7 @@ void add_push_command(CLI::App& app, int& exit_status) {
   command->add_option("-s,--set", options->overrides, "setting override KEY=VALUE (repeatable)")
       ->allow_extra_args(false);
   command->callback([options, &exit_status] {
-    try {
-      exit_status = run(*options);
-    } catch (const std::exception& error) {
-      std::cerr << "crawler push: " << redact(error.what()) << '\n';
-      exit_status = 2;
-    }
+    exit_status = run_command("push", [&] { return run(*options); });
   });
 }
 

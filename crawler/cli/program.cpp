@@ -2,7 +2,20 @@
 #include "crawler/cli/detail/commands.h"
 #include "crawler/cli/main.h"
 
+#include <iostream>
+
+#include "config/redact.h"
+
 namespace crawler::cli {
+
+int run_command(std::string_view name, const std::function<int()>& body) {
+  try {
+    return body();
+  } catch (const std::exception& error) {
+    std::cerr << "crawler " << name << ": " << redact(error.what()) << '\n';
+    return 2;
+  }
+}
 
 int main(int argc, char** argv) {
   CLI::App app{"crawler: a Scrapy-style web crawler in C++"};

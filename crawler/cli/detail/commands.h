@@ -3,8 +3,14 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <functional>
+#include <string_view>
 
 namespace crawler::cli {
+
+/// Every subcommand's one error path: `body`'s exit status, or, when it throws, one line
+/// "crawler NAME: what went wrong" on standard error (credentials redacted) and status 2.
+int run_command(std::string_view name, const std::function<int()>& body);
 
 /// `crawler crawl NAME [-a k=v]... [-s K=V]... [-o FILE] [-O FILE] [-L LEVEL]`, `crawler list`,
 /// `crawler fetch URL [--headers] [--no-redirect]`, `crawler version [-v]`. A crawl that cannot
