@@ -81,11 +81,15 @@ struct dupefilter_context {
 /// How a Redis backend marks a fingerprint as seen from inside a Redis script, so that a fleet's
 /// scheduler can check a request and queue it in one atomic step (a crash between the two would
 /// leave a URL seen but never queued).
+/// Each Redis backend supplies its own step, so the scheduler's scripts know no backend by name.
 struct redis_marking {
-  /// "set": SADD key argument; "bitmap": SETBIT key offset 1 for each offset in argument (comma
-  /// separated), new when any old bit was 0; "bloom": BF.ADD key argument.
-  std::string mode;
+  /// The body of the Lua function `mark(key, argument)`, run inside the scheduler's scripts: marks
+  /// one fingerprint (as `argument` gives it) seen in `key` and returns true when it was new.
+  std::string lua;
+  /// The dupefilter's key, and what TYPE answers for it once the backend has written it
+  /// (scripts check it before their first write).
   std::string key;
+  std::string key_type;
   /// The script argument for one fingerprint.
   std::function<std::string(const fingerprint&)> argument;
 };

@@ -158,8 +158,11 @@ void redis_queue::run_script(const char* body, std::vector<std::string> keys,
   }
   keys.push_back(epoch_key_);
   args.insert(args.begin(), {epoch_, std::move(types)});
-  auto text = std::string(detail::redis_lua_wrong_type) + detail::redis_queue_prelude + body;
-  auto& sha = script_shas_[body];
+  // The dupefilter's own step: a script per (transition, backend), cached by Redis as any other.
+  const auto& mark = marking ? marking->lua : std::string("return true");
+  auto text = std::string(detail::redis_lua_wrong_type) + "local function mark(key, argument)\n" +
+              mark + "\nend\n" + detail::redis_queue_prelude + body;
+  auto& sha = script_shas_[{body, mark}];
   if (sha.empty()) sha = sha1_hex(text);
   redis::command command{"EVALSHA", sha, std::to_string(keys.size())};
   command.insert(command.end(), std::make_move_iterator(keys.begin()),
@@ -195,12 +198,7 @@ void redis_queue::run_script(const char* body, std::vector<std::string> keys,
 
 std::string redis_queue::expected_type(const std::string& key,
                                        const dedup::redis_marking* marking) const {
-  if (marking && key == marking->key) {
-    if (marking->mode == "set") return "set";
-    if (marking->mode == "bitmap") return "string";
-    if (marking->mode == "bloom") return "MBbloom--";  // RedisBloom's module type
-    return "-";
-  }
+  if (marking && key == marking->key) return marking->key_type.empty() ? "-" : marking->key_type;
   if (key == options_.key) return options_.order == "priority" ? "zset" : "list";
   if (key == leased_key_ || key == deliveries_key_) return "hash";
   if (key == deadlines_key_) return "zset";
@@ -325,7 +323,7 @@ void redis_queue::async_feed(std::size_t count, const dedup::redis_marking* mark
     if (error) return done(error, {});
     if (answer.elements.empty()) return done(nullptr, {});
     std::vector<std::string> args{options_.order, options_.start_urls_as_set ? "1" : "0",
-                                  marking ? marking->mode : std::string()};
+                                  marking ? "1" : ""};
     for (const auto& element : answer.elements) {
       const auto& raw = element.str;
       std::string body, mark, reason, priority = "0", dont_filter = "0";
@@ -457,7 +455,7 @@ void redis_queue::async_settle(const std::string& lease_id, const std::vector<re
                                const dedup::redis_marking* marking,
                                dedup::fingerprint_scheme scheme, settle_handler done) {
   std::vector<std::string> args{options_.order, options_.worker, lease_id,
-                                marking ? marking->mode : std::string(), "0"};
+                                marking ? "1" : "", "0"};
   std::size_t count = 0;
   std::vector<std::size_t> sent, unfingerprintable, known;  // positions in `children`
   std::vector<dedup::fingerprint> marked;  // what the dupefilter holds once this settle is stored

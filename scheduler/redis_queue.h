@@ -36,6 +36,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "dedup/dupefilter.h"
@@ -206,7 +207,8 @@ class redis_queue {
   std::string epoch_key_, items_key_;
   std::string epoch_;  // "" until async_join_epoch: the scripts check nothing
   std::size_t reclaimed_ = 0, bad_ = 0, dead_ = 0, queued_ = 0;
-  std::map<const char*, std::string> script_shas_;  // script -> its SHA-1, for EVALSHA
+  // (script, the dupefilter's mark step) -> the SHA-1 of their text, for EVALSHA.
+  std::map<std::pair<const char*, std::string>, std::string> script_shas_;
   // Children found in the dupefilter (key known_key_) need not be sent again.
   std::unique_ptr<detail::known_fingerprints> known_;
   std::string known_key_;

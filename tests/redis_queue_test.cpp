@@ -285,7 +285,10 @@ TEST(redis_queue, a_counter_that_is_not_one_is_set_aside_before_anything_is_writ
   inspector redis(f.server.port());
   redis.command("SET spider:requests:seq not-a-number");
   crawler::dedup::redis_marking marking{
-      "set", "spider:dupefilter", [](const crawler::dedup::fingerprint& fp) { return fp.hex(); }};
+      .lua = "return redis.call('SADD', key, argument) == 1",
+      .key = "spider:dupefilter",
+      .key_type = "set",
+      .argument = [](const crawler::dedup::fingerprint& fp) { return fp.hex(); }};
   auto pushed = settle(queue, "", {request{"http://a/start"}}, {}, &marking);
   EXPECT_EQ(pushed.queued, 1u);
   EXPECT_EQ(urls(take(queue, 10)), std::vector<std::string>{"http://a/start"});

@@ -107,7 +107,10 @@ class redis_set_dupefilter final : public redis_dupefilter {
       : redis_dupefilter(context, std::move(client), "redis_set", "dupefilter"),
         key_(redis_key("DUPEFILTER_KEY")) {
     keys_ = {key_};
-    marking_ = {"set", key_, [](const fingerprint& fp) { return fp.hex(); }};
+    marking_ = {.lua = "return redis.call('SADD', key, argument) == 1",
+                .key = key_,
+                .key_type = "set",
+                .argument = [](const fingerprint& fp) { return fp.hex(); }};
   }
 
   const redis_marking* marking() const override { return &marking_; }
@@ -171,7 +174,17 @@ class redis_bitmap_dupefilter final : public redis_dupefilter {
     hashes_ = static_cast<int>(hashes);
     hash_ = *hash;
     rate_ = settings_.get_double("BLOOMFILTER_ERRORRATE");
-    marking_ = {"bitmap", key_, [this](const fingerprint& fp) {
+    // New when any of the fingerprint's bits was 0 (the offsets come comma separated).
+    marking_ = {.lua = R"lua(
+local new = false
+for offset in string.gmatch(argument, '%d+') do
+  if redis.call('SETBIT', key, offset, 1) == 0 then new = true end
+end
+return new
+)lua",
+                .key = key_,
+                .key_type = "string",
+                .argument = [this](const fingerprint& fp) {
                   std::vector<std::uint64_t> offsets;
                   bitmap_offsets(fp, bit_, hashes_, hash_, offsets);
                   std::string argument;
@@ -346,7 +359,10 @@ class redisbloom_dupefilter final : public redis_dupefilter {
     auto capacity = bloom_capacity_from(settings_);
     capacity_ = static_cast<long long>(capacity.capacity);
     rate_ = capacity.error_rate;
-    marking_ = {"bloom", key_, [](const fingerprint& fp) { return fp.hex(); }};
+    marking_ = {.lua = "return redis.call('BF.ADD', key, argument) == 1",
+                .key = key_,
+                .key_type = "MBbloom--",  // RedisBloom's module type
+                .argument = [](const fingerprint& fp) { return fp.hex(); }};
   }
 
   const redis_marking* marking() const override { return &marking_; }

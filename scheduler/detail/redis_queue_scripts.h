@@ -27,6 +27,8 @@ namespace crawler::detail {
 // that starts with CRAWLER_WRONGTYPE and names the key.
 //
 // wrong_type comes first: the scheduler's own scripts (redis_scheduler.cpp) start with it too.
+// Then mark(key, argument), the dupefilter's step (dedup::redis_marking::lua), which
+// redis_queue::run_script writes in; then the prelude.
 inline constexpr const char* redis_lua_wrong_type = R"lua(
 local function wrong_type(key, want)
   local held = redis.call('TYPE', key).ok
@@ -86,21 +88,12 @@ local function check_seq(seq, bad)
   end
   return 0
 end
--- Marks `mark` in the dupefilter (unless dont_filter) and queues `body` when it was new.
-local function queue_new(queue, order, seq, mode, filter, body, priority, dont_filter, mark)
+-- Marks `argument` in the dupefilter (unless dont_filter, or `filtering` is '') with the
+-- dupefilter's own mark(), and queues `body` when it was new.
+local function queue_new(queue, order, seq, filtering, filter, body, priority, dont_filter,
+                         argument)
   local new = true
-  if dont_filter ~= '1' and mode ~= '' then
-    if mode == 'set' then
-      new = redis.call('SADD', filter, mark) == 1
-    elseif mode == 'bitmap' then
-      new = false
-      for offset in string.gmatch(mark, '%d+') do
-        if redis.call('SETBIT', filter, offset, 1) == 0 then new = true end
-      end
-    elseif mode == 'bloom' then
-      new = redis.call('BF.ADD', filter, mark) == 1
-    end
-  end
+  if dont_filter ~= '1' and filtering ~= '' then new = mark(filter, argument) end
   if new then
     local entry = string.format('%016d', redis.call('INCR', seq)) .. '|' .. body
     if order == 'priority' then
@@ -270,8 +263,9 @@ return released
 )lua";
 
 // settle: KEYS queue, leased, deadlines, seq, dupefilter, items, bad, deliveries;
-// ARGV order, worker, lease id ('' for none), marking mode ('' for none), child count, then per
-// child: request JSON, priority, dont_filter ('1' or '0'), marking argument; then the items.
+// ARGV order, worker, lease id ('' for none), filtering ('1', or '' for no dupefilter), child
+// count, then per child: request JSON, priority, dont_filter ('1' or '0'), marking argument; then
+// the items.
 // In one step: each child is marked seen and queued unless the dupefilter has seen it, the items
 // are appended, and the parent's lease is settled. So no URL is ever seen without being queued,
 // leased or crawled. A lease the worker no longer holds (it expired and went back to the queue,
@@ -281,7 +275,7 @@ return released
 // (duplicate) or '0' (queued) per child, or '' when nothing was stored}.
 inline constexpr const char* redis_queue_settle = R"lua(
 local queue, leased, deadlines, seq, filter, items = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
-local order, worker, lease_id, mode = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+local order, worker, lease_id, filtering = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local children = tonumber(ARGV[5])
 local settled = 0
 local refused = check_types()
@@ -300,7 +294,8 @@ local queued, duplicates = 0, 0
 local flags = {}
 local at = 6
 for _ = 1, children do
-  if queue_new(queue, order, seq, mode, filter, ARGV[at], ARGV[at + 1], ARGV[at + 2], ARGV[at + 3]) then
+  if queue_new(queue, order, seq, filtering, filter, ARGV[at], ARGV[at + 1], ARGV[at + 2],
+               ARGV[at + 3]) then
     queued = queued + 1
     flags[#flags + 1] = '0'
   else
@@ -314,14 +309,15 @@ return {queued, duplicates, settled, table.concat(flags)}
 )lua";
 
 // feed: KEYS start_urls, queue, seq, dupefilter, bad, the queue's bad; ARGV order, as_set ('1'
-// or '0'), marking mode, then per start URL: the entry as stored, request JSON ('' when it does
-// not decode), priority, dont_filter, marking argument, reason it is bad. Each entry still in the
+// or '0'), filtering ('1' or ''), then per start URL: the entry as stored, request JSON ('' when
+// it does not decode), priority, dont_filter, marking argument, reason it is bad. Each entry still
+// in the
 // start key is removed from it and, in the same step, queued through the dupefilter (or moved to
 // `bad`): a worker that read it but died before this step leaves it for the others; two workers
 // never queue it twice. Returns {queued, duplicates, bad}.
 inline constexpr const char* redis_queue_feed = R"lua(
 local start, queue, seq, filter, bad = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
-local order, as_set, mode = ARGV[1], ARGV[2], ARGV[3]
+local order, as_set, filtering = ARGV[1], ARGV[2], ARGV[3]
 local queued, duplicates, bads = 0, 0, 0
 local refused = check_types()
 if refused then return refused end
@@ -335,7 +331,8 @@ for at = 4, #ARGV, 6 do
     if body == '' then
       redis.call('RPUSH', bad, cjson.encode({entry = raw, reason = ARGV[at + 5]}))
       bads = bads + 1
-    elseif queue_new(queue, order, seq, mode, filter, body, ARGV[at + 2], ARGV[at + 3], ARGV[at + 4]) then
+    elseif queue_new(queue, order, seq, filtering, filter, body, ARGV[at + 2], ARGV[at + 3],
+                     ARGV[at + 4]) then
       queued = queued + 1
     else
       duplicates = duplicates + 1
