@@ -7,13 +7,13 @@
 //   });
 //
 // A request first waits in its slot (keyed by host name, or meta "download_slot"; with
-// CONCURRENT_REQUESTS_PER_IP, by the host's IP address, so host names that share a server share
-// its limit): at most CONCURRENT_REQUESTS_PER_DOMAIN (or _PER_IP) transfers per slot, DOWNLOAD_DELAY seconds between starts
-// (0.5x-1.5x with RANDOMIZE_DOWNLOAD_DELAY), adapted to the server's latency with
-// AUTOTHROTTLE_ENABLED (Scrapy's formula). Then libcurl fetches it: connections are reused,
+// CONCURRENT_REQUESTS_PER_IP, by the host's IP address, so host names that share a server share its
+// limit): at most CONCURRENT_REQUESTS_PER_DOMAIN (or _PER_IP) transfers per slot, DOWNLOAD_DELAY
+// seconds between starts (0.5x-1.5x with RANDOMIZE_DOWNLOAD_DELAY), adapted to the server's latency
+// with AUTOTHROTTLE_ENABLED (Scrapy's formula). Then libcurl fetches it: connections are reused,
 // HTTP/2 is negotiated over TLS, bodies are decoded (gzip, deflate, br) and cut off past
-// DOWNLOAD_MAXSIZE while they arrive, so a decompression bomb never fills memory. Redirects are
-// not followed here: the redirect middleware sends them back through the scheduler.
+// DOWNLOAD_MAXSIZE while they arrive, so a decompression bomb never fills memory. Redirects are not
+// followed here: the redirect middleware sends them back through the scheduler.
 //
 // The engine keeps at most CONCURRENT_REQUESTS requests in the downloader (needs_backout()).
 // Completions run on the loop. Not thread-safe: the engine's loop owns it.

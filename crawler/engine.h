@@ -1,4 +1,6 @@
-// The engine: owns the crawl's flow and nothing else, as Scrapy's ExecutionEngine.
+// The engine: drives a crawl, as Scrapy's ExecutionEngine: the flow of requests and responses,
+// when the spider is idle and how it closes, the CLOSESPIDER_* limits, the parse pool, and the
+// outcomes it keeps while the scheduler cannot store them.
 //
 //   crawler::engine engine{io, settings, stats, spider};
 //   engine.add_pipeline(std::make_unique<my_pipeline>());
@@ -151,8 +153,8 @@ class engine {
 
   phase phase_ = phase::opening;
   std::string close_reason_;
-  bool scheduler_stopped_ = false;
-  std::set<std::string> skip_reasons_said_;  // page_too_complex reasons logged at WARNING  // the scheduler closed the spider (on_fatal) and said why
+  bool scheduler_stopped_ = false;  // the scheduler closed the spider (on_fatal) and said why
+  std::set<std::string> skip_reasons_said_;  // page_too_complex reasons logged at WARNING
   std::exception_ptr startup_error_;
   std::chrono::steady_clock::time_point started_;
   std::size_t pending_enqueues_ = 0;

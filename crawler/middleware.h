@@ -14,8 +14,8 @@
 // HTTPCACHE_ENABLED, see http_cache.h); the downloader itself counts `downloader/*` stats
 // (Scrapy's DownloaderStats, 850), so responses from the cache are not in them. Spider
 // middlewares, by priority: Scheme (ours, first: DOWNLOAD_SCHEMES, see scheme_policy.h),
-// HttpError (50), Offsite (500), Referer (700), UrlLength (800), Depth (900). A process_request that throws ignore_request sends
-// the request to its errback as an IgnoreRequest failure.
+// HttpError (50), Offsite (500), Referer (700), UrlLength (800), Depth (900). A process_request
+// that throws ignore_request sends the request to its errback as an IgnoreRequest failure.
 #pragma once
 
 #include <memory>

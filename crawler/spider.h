@@ -15,8 +15,10 @@
 //   };
 //   CRAWLER_REGISTER_SPIDER(quotes, "Quotes from the JSON API");  // `crawler crawl quotes`
 //
-// A spider is used from the engine's loop only. Callbacks should not block: they run on the loop
-// that drives every download.
+// A spider is used from the engine's loop, and its callbacks run there, one at a time, unless it
+// sets concurrent_callbacks (below): then the callbacks of its 2xx HTML pages run on the parse
+// pool's threads, several at a time. Either way a callback should not block: on the loop it holds
+// up every download.
 #pragma once
 
 #include <functional>

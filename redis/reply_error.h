@@ -1,7 +1,7 @@
 // A Redis error reply (`-ERR ...`, `-WRONGTYPE ...`) raised as an exception, and what it says
 // about trying again.
 //
-//   if (answer.is_error()) throw redis::reply_error("take requests from books:requests", answer.str);
+//   if (answer.is_error()) throw redis::reply_error("take from books:requests", answer.str);
 //   ...
 //   catch (const redis::reply_error& refused) {
 //     if (refused.retrying_helps()) back_off_and_retry(); else stop_and_report(refused.what());

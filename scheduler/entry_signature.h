@@ -15,8 +15,8 @@
 //
 // The signature is HMAC-SHA256 of the entry's JSON text, written as its first member, so a signed
 // entry is still one JSON object, and the bytes checked are the bytes written: nothing is
-// re-serialized. Any producer can sign: hmac.new(key, body, "sha256").hexdigest() in Python. The key is read from the environment only, never from settings, and is never
-// logged.
+// re-serialized. Any producer can sign: hmac.new(key, body, "sha256").hexdigest() in Python.
+// The key is read from the environment only, never from settings, and is never logged.
 #pragma once
 
 #include <memory>

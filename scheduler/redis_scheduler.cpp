@@ -195,7 +195,8 @@ for i = 1, #entries, 2 do
   if not ok or type(worker) ~= 'table' or type(worker.heartbeat) ~= 'number' or
      type(worker.interval) ~= 'number' then
     redis.call('RPUSH', KEYS[2], cjson.encode({key = KEYS[1], field = entries[i],
-      entry = entries[i + 1], reason = 'not a worker\'s record (JSON with heartbeat and interval)'}))
+      entry = entries[i + 1],
+      reason = 'not a worker\'s record (JSON with heartbeat and interval)'}))
     redis.call('HDEL', KEYS[1], entries[i])
     bad = bad + 1
   end

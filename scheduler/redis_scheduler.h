@@ -1,17 +1,16 @@
 // SCHEDULER=redis: the scheduler of one worker in a fleet that shares a Redis queue and
 // dupefilter (redis_queue.h says how a request is held and settled).
 //
-// The worker tops its batch of taken requests up to CONCURRENT_REQUESTS when fewer than a
-// quarter are at hand (so it holds at most twice its concurrency: a batch and the downloads under
-// way) and settles each
-// finished request with its new requests in one round trip. Every SCHEDULER_HEARTBEAT_INTERVAL it
-// renews its leases, adds what its counters gained to the hash <spider>:stats (HINCRBY; `crawler
-// stats NAME`) and writes its line in <spider>:workers (`crawler status NAME`). An idle worker
-// polls with a backoff up to 2 s. With MAX_IDLE_TIME_BEFORE_CLOSE > 0 it reports nothing
-// pending once the fleet's queue, start URLs and leases have been empty that long; 0 waits for
-// work forever, as scrapy-redis. At close it puts back what it took and did not crawl; with
-// SCHEDULER_PERSIST false it deletes the queue and the dupefilter only when no other worker is
-// alive and nothing is queued or leased.
+// The worker tops its batch of taken requests up to CONCURRENT_REQUESTS when fewer than a quarter
+// are at hand (so it holds at most twice its concurrency: a batch and the downloads under way) and
+// settles each finished request with its new requests in one round trip. Every
+// SCHEDULER_HEARTBEAT_INTERVAL it renews its leases, adds what its counters gained to the hash
+// <spider>:stats (HINCRBY; `crawler stats NAME`) and writes its line in <spider>:workers (`crawler
+// status NAME`). An idle worker polls with a backoff up to 2 s. With MAX_IDLE_TIME_BEFORE_CLOSE > 0
+// it reports nothing pending once the fleet's queue, start URLs and leases have been empty that
+// long; 0 waits for work forever, as scrapy-redis. At close it puts back what it took and did not
+// crawl; with SCHEDULER_PERSIST false it deletes the queue and the dupefilter only when no other
+// worker is alive and nothing is queued or leased.
 //
 // Requests the spider starts with (no parent) are pushed through the dupefilter even when they
 // are dont_filter, so a fleet whose workers all start from the same URLs crawls them once. Start

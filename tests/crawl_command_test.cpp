@@ -856,8 +856,9 @@ TEST(crawler_command, a_fleet_workers_progress_line_counts_the_fleets_queue) {
   redis_server redis;
   auto [status, output] = run_on_a_terminal(
       {crawler_binary(), "crawl", "site", "-a", "start=" + server.url("/site/0"), "-L", "INFO",
-       "-s", "SCHEDULER=redis", "-s", "DUPEFILTER_CLASS=redis_set", "-s", "REDIS_URL=" + redis.url(), "-s",
-       "CLOSESPIDER_PAGECOUNT=40", "-s", "CONCURRENT_REQUESTS=2"});
+       "-s", "SCHEDULER=redis", "-s", "DUPEFILTER_CLASS=redis_set", "-s",
+       "REDIS_URL=" + redis.url(), "-s", "CLOSESPIDER_PAGECOUNT=40", "-s",
+       "CONCURRENT_REQUESTS=2"});
   ASSERT_EQ(status, 0) << output;
   std::regex queued(R"(\| ([0-9,]+) queued \|)");
   std::size_t most = 0, lines = 0;

@@ -210,7 +210,8 @@ for _, item in ipairs(taken) do
   end
 end
 out[2] = bads
-if order == 'priority' then out[4] = redis.call('ZCARD', queue) else out[4] = redis.call('LLEN', queue) end
+if order == 'priority' then out[4] = redis.call('ZCARD', queue)
+else out[4] = redis.call('LLEN', queue) end
 return out
 )lua";
 
@@ -274,7 +275,8 @@ return released
 // Returns {queued, duplicates, settled (1, or 0 when the lease was not held), one '1'
 // (duplicate) or '0' (queued) per child, or '' when nothing was stored}.
 inline constexpr const char* redis_queue_settle = R"lua(
-local queue, leased, deadlines, seq, filter, items = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
+local queue, leased, deadlines, seq = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local filter, items = KEYS[5], KEYS[6]
 local order, worker, lease_id, filtering = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local children = tonumber(ARGV[5])
 local settled = 0
