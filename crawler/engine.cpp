@@ -76,7 +76,6 @@ engine::engine(asio::io_context& io, const settings& settings, stats& stats, spi
       item_limit_(settings.get_int("CLOSESPIDER_ITEMCOUNT")),
       page_limit_(settings.get_int("CLOSESPIDER_PAGECOUNT")),
       error_limit_(settings.get_int("CLOSESPIDER_ERRORCOUNT")),
-      store_items_(settings.get_bool("REDIS_PIPELINE")),
       flush_feeds_per_page_(settings.has("JOBDIR")) {
   if (settings.get_bool("ROBOTSTXT_OBEY")) {
     robots_ = std::make_unique<robots_gate>(
@@ -572,7 +571,8 @@ void engine::process_output(output& out, const response* from, const request& pa
       middleware->process_start_requests(out);
     }
   }
-  std::vector<nlohmann::json> stored;  // REDIS_PIPELINE: settled with the page in Redis
+  std::vector<nlohmann::json> stored;  // stored by the scheduler with the page's outcome
+  bool store_items = scheduler_->stores_items();
   // A fleet worker exports a page's items once its outcome is stored: if it stalled past its
   // lease, the page is another worker's, whose items they are (and whose feed has them).
   std::vector<nlohmann::json> unexported;
@@ -581,11 +581,11 @@ void engine::process_output(output& out, const response* from, const request& pa
     auto processed = process_item(std::move(item), from);
     if (!processed) continue;
     if (export_when_settled) {
-      if (store_items_) stored.push_back(*processed);
+      if (store_items) stored.push_back(*processed);
       unexported.push_back(std::move(*processed));
     } else {
       export_item(*processed);
-      if (store_items_) stored.push_back(std::move(*processed));
+      if (store_items) stored.push_back(std::move(*processed));
     }
   }
   // With JOBDIR the page is marked done in the journal next: its items must be in the feeds

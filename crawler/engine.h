@@ -109,8 +109,9 @@ class engine {
   std::optional<nlohmann::json> process_item(nlohmann::json item, const response* from);
   // Writes a processed item to the feeds and counts it (item_scraped_count).
   void export_item(const nlohmann::json& item);
-  // `items` are stored with the outcome (REDIS_PIPELINE); `unexported` are exported once the
-  // scheduler says the outcome was stored (a fleet's page whose lease this worker may have lost).
+  // `items` are stored with the outcome (scheduler::stores_items); `unexported` are exported
+  // once the scheduler says the outcome was stored (a fleet's page whose lease this worker may
+  // have lost).
   void enqueue(std::vector<request> requests, std::string parent_lease = {},
                std::vector<nlohmann::json> items = {},
                std::vector<nlohmann::json> unexported = {});
@@ -168,7 +169,6 @@ class engine {
   bool pump_again_ = false;
   std::int64_t item_limit_, page_limit_, error_limit_;
   std::int64_t items_ = 0, pages_ = 0, errors_ = 0;
-  bool store_items_;           // REDIS_PIPELINE
   bool flush_feeds_per_page_;  // JOBDIR: a page's items reach the OS before it is marked done
   std::size_t parsing_ = 0;
   std::size_t answered_here_ = 0;  // a downloader middleware ignored or answered, not yet handed on

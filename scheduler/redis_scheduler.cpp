@@ -106,6 +106,7 @@ redis_scheduler::redis_scheduler(const scheduler_context& context,
       persist_(context.settings.get_bool("SCHEDULER_PERSIST")),
       flush_on_start_(context.settings.get_bool("SCHEDULER_FLUSH_ON_START")),
       start_urls_as_set_(context.settings.get_bool("REDIS_START_URLS_AS_SET")),
+      store_items_(context.settings.get_bool("REDIS_PIPELINE")),
       lease_time_(milliseconds_of(context.settings, "SCHEDULER_LEASE_TIME")),
       poll_timer_(context.executor),
       heartbeat_timer_(context.executor) {

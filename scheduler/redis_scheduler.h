@@ -45,6 +45,7 @@ class redis_scheduler final : public scheduler {
   bool has_pending_requests() const override;
   std::string start_request_problem(const request& request) const override;
   bool leases_can_be_lost() const override { return true; }
+  bool stores_items() const override { return store_items_; }
   std::size_t size() const override { return queue_.queued() + buffer_.size(); }
   void set_request_check(std::function<std::string(const request&)> check) override {
     queue_.set_check(std::move(check));
@@ -103,6 +104,7 @@ class redis_scheduler final : public scheduler {
   std::chrono::seconds max_idle_;
   std::chrono::milliseconds failure_timeout_;  // REDIS_FAILURE_TIMEOUT
   bool persist_, flush_on_start_, start_urls_as_set_;
+  bool store_items_;  // REDIS_PIPELINE
   std::deque<leased_request> buffer_;
   // Leases taken and not yet settled or released, each with the time until which it is surely
   // held: its take or its last renewal was sent less than the lease time before.

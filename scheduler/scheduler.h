@@ -140,6 +140,11 @@ class scheduler {
   /// request must pass shared_request_problem (a file:// start URL is for one process).
   virtual std::string start_request_problem(const request&) const { return {}; }
 
+  /// Whether the scheduler stores a page's items with its outcome (SCHEDULER=redis with
+  /// REDIS_PIPELINE: in <spider>:items, in the step that settles the page), so the engine hands
+  /// them to async_enqueue.
+  virtual bool stores_items() const { return false; }
+
   /// Whether a request's lease can be lost before its outcome is stored (SCHEDULER=redis: a
   /// worker that stalls past SCHEDULER_LEASE_TIME), so that async_enqueue may answer
   /// `settled = false`.
