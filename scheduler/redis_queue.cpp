@@ -172,10 +172,8 @@ void redis_queue::run_script(const char* body, std::vector<std::string> keys,
   auto retry = command;
   retry[0] = "EVAL";
   retry[1] = std::move(text);
-  // Weak: the client holds this handler until it answers, so a strong pointer would be a cycle
-  // that outlives the crawl when a command is pending at close.
-  // The same for the answer to the retry: a Redis restarted empty answers NOSCRIPT first, and
-  // the retry's CRAWLER_EPOCH is what says it forgot the fleet.
+  // For the answer and for the retry's alike: a Redis restarted empty answers NOSCRIPT first,
+  // and the retry's CRAWLER_EPOCH is what says it forgot the fleet.
   auto answered = [this, done = std::move(done)](std::exception_ptr error,
                                                  redis::reply answer) mutable {
     if (!error && answer.is_error() && answer.str.starts_with("CRAWLER_EPOCH ")) {
@@ -183,6 +181,8 @@ void redis_queue::run_script(const char* body, std::vector<std::string> keys,
     }
     done(error, std::move(answer));
   };
+  // Weak: the client holds this handler until it answers, so a strong pointer would be a cycle
+  // that outlives the crawl when a command is pending at close.
   client_->async_command(
       std::move(command), [client = std::weak_ptr(client_), retry = std::move(retry),
                            answered = std::move(answered)](std::exception_ptr error,
