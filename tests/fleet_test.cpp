@@ -480,13 +480,14 @@ TEST(fleet, bloom_parameters_that_are_not_ones_are_set_aside_unless_the_filter_h
   EXPECT_NE(record["reason"].get<std::string>().find("not the parameters of a Bloom filter"),
             std::string::npos);
 
-  // The filter now holds the crawl's bits.
-  redis_run(redis.port(), {"SET", "site:bloomfilter:params", "m=whatever"});
+  // The filter now holds the crawl's bits. JSON of another shape is no better than text.
+  redis_run(redis.port(), {"SET", "site:bloomfilter:params", R"({"format": "m=whatever"})"});
   auto refused = fleet_worker(site, redis, dir.path() / "again.jsonl", "redis_bitmap",
                               {"-L", "ERROR"});
   EXPECT_EQ(refused->wait(), 2);
-  EXPECT_NE(refused->stderr_text().find("'site:bloomfilter:params' holds \"m=whatever\", not the "
-                                        "parameters of a Bloom filter, and 'site:bloomfilter' has"),
+  EXPECT_NE(refused->stderr_text().find(
+                "'site:bloomfilter:params' holds \"{\"format\": \"m=whatever\"}\", not the "
+                "parameters of a Bloom filter, and 'site:bloomfilter' has"),
             std::string::npos)
       << refused->stderr_text();
   EXPECT_EQ(redis_list(redis.port(), "site:bloomfilter:bad").size(), 1u);

@@ -210,7 +210,7 @@ return new
   // Whether `text` is parameters this crawler wrote (for these settings or others).
   static bool are_parameters(const std::string& text) {
     auto stored = nlohmann::json::parse(text, nullptr, false);
-    return stored.is_object() && stored.value("format", 0) == 1 &&
+    return stored.is_object() && stored.contains("format") && stored["format"] == 1 &&
            stored.contains("bits") && stored["bits"].is_number_unsigned() &&
            stored.contains("hash_number") && stored["hash_number"].is_number_unsigned() &&
            stored.contains("hash") && stored["hash"].is_string();
