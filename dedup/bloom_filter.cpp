@@ -10,7 +10,7 @@
 #include <string>
 
 #include "dedup/bloom_math.h"
-#include "dedup/dupefilter.h"
+#include "dedup/dupefilter_error.h"
 
 namespace crawler::dedup {
 namespace {

@@ -24,6 +24,7 @@
 #include <span>
 #include <vector>
 
+#include "dedup/dupefilter_error.h"
 #include "dedup/fingerprint.h"
 
 namespace crawler::dedup {

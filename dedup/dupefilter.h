@@ -43,6 +43,7 @@
 
 #include "config/settings.h"
 #include "config/stats.h"
+#include "dedup/dupefilter_error.h"
 #include "dedup/fingerprint.h"
 
 namespace spdlog {
@@ -55,13 +56,6 @@ class client;
 namespace crawler::dedup {
 
 namespace asio = boost::asio;
-
-/// A dupefilter that cannot do its job: unreadable JOBDIR, parameters that do not match the stored
-/// filter, a Redis key of another type, a missing RedisBloom module. what() says which and where.
-class dupefilter_error : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
 
 /// One flag per fingerprint of a batch, in order: 1 = seen before (a duplicate), 0 = new.
 using seen_flags = std::vector<std::uint8_t>;
