@@ -102,7 +102,11 @@ crawl_result run_crawl(spider& spider, const settings& settings, crawl_options o
   detail::memory_usage memory{io, settings, stats,
                               [&engine](std::string reason) { engine.close(std::move(reason)); }};
   std::optional<detail::progress_line> status;
-  if (detail::progress_line::wanted(settings)) status.emplace(io, settings, stats, engine);
+  if (detail::progress_line::wanted(settings)) {
+    status.emplace(io, settings, stats,
+                   detail::crawl_gauges{.queued = [&engine] { return engine.queued(); },
+                                        .in_flight = [&engine] { return engine.in_flight(); }});
+  }
 
   crawl_result result;
   result.finish_reason = engine.run();

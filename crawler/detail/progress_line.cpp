@@ -4,9 +4,9 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <utility>
 
 #include "config/log.h"
-#include "crawler/engine.h"
 
 namespace crawler::detail {
 
@@ -25,10 +25,10 @@ bool progress_line::wanted(const settings& settings) {
 }
 
 progress_line::progress_line(boost::asio::io_context& io, const settings& settings, stats& stats,
-                             const engine& engine)
+                             crawl_gauges gauges)
     : timer_(io),
       stats_(stats),
-      engine_(engine),
+      gauges_(std::move(gauges)),
       started_(std::chrono::steady_clock::now()),
       page_limit_(settings.get_int("CLOSESPIDER_PAGECOUNT")),
       item_limit_(settings.get_int("CLOSESPIDER_ITEMCOUNT")) {
@@ -65,8 +65,8 @@ std::string progress_line::text() const {
   std::string line = std::string(clock) + " | " + with_commas(pages) + " pages " +
                      with_commas(std::int64_t(seconds > 0 ? pages / seconds : 0)) + "/s | " +
                      with_commas(items) + " items | " +
-                     with_commas(std::int64_t(engine_.queued())) + " queued | " +
-                     with_commas(std::int64_t(engine_.in_flight())) + " in flight | " +
+                     with_commas(std::int64_t(gauges_.queued())) + " queued | " +
+                     with_commas(std::int64_t(gauges_.in_flight())) + " in flight | " +
                      with_commas(dupes) + " dupes | " + with_commas(errors) + " errors";
   // Toward whichever CLOSESPIDER limit is nearer.
   double done = -1;

@@ -11,17 +11,22 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 
 #include "config/settings.h"
 #include "config/stats.h"
 
-namespace crawler {
-class engine;
-}
-
 namespace crawler::detail {
+
+/// What the line shows of the engine beside the stats: requests queued and in flight, read on
+/// the loop at each draw. The line knows nothing else of the engine.
+struct crawl_gauges {
+  std::function<std::size_t()> queued;
+  std::function<std::size_t()> in_flight;
+};
 
 class progress_line {
  public:
@@ -29,7 +34,7 @@ class progress_line {
   static bool wanted(const settings& settings);
 
   progress_line(boost::asio::io_context& io, const settings& settings, stats& stats,
-                const engine& engine);
+                crawl_gauges gauges);
   ~progress_line();  // erases the line
   progress_line(const progress_line&) = delete;
   progress_line& operator=(const progress_line&) = delete;
@@ -40,7 +45,7 @@ class progress_line {
 
   boost::asio::steady_timer timer_;
   stats& stats_;
-  const engine& engine_;
+  crawl_gauges gauges_;
   std::chrono::steady_clock::time_point started_;
   std::int64_t page_limit_, item_limit_;
 };
