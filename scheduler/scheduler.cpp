@@ -7,38 +7,9 @@
 #include "config/log.h"
 #include "dedup/canonical_url.h"
 #include "scheduler/detail/jobdir_lock.h"
-#include "scheduler/redis_scheduler.h"
 #include "scheduler/request_journal.h"
 
 namespace crawler {
-namespace {
-
-// SCHEDULER picks where the queue lives: in this process, or in the fleet's Redis.
-bool wants_redis(const settings& settings) {
-  auto name = settings.get_string("SCHEDULER");
-  if (name == "memory" || name == "scrapy.core.scheduler.Scheduler") return false;
-  if (scheduler_is_redis(name)) return true;
-  throw settings_error("SCHEDULER: unknown scheduler \"" + name +
-                       "\"; valid values are memory, redis");
-}
-
-}  // namespace
-
-bool scheduler_is_redis(std::string_view name) {
-  return name == "redis" || name == "scrapy_redis.scheduler.Scheduler";
-}
-
-std::unique_ptr<scheduler> scheduler::create(const scheduler_context& context) {
-  if (wants_redis(context.settings)) return redis_scheduler::create(context);
-  if (context.settings.get_bool("REDIS_PIPELINE")) {
-    throw settings_error(
-        "REDIS_PIPELINE: items go to Redis with the page that yielded them, which needs "
-        "SCHEDULER=redis");
-  }
-  auto dupefilter = dedup::make_dupefilter(
-      {context.settings, context.stats, context.spider_name, context.executor, context.redis});
-  return std::unique_ptr<scheduler>(new scheduler(context, std::move(dupefilter)));
-}
 
 scheduler::scheduler(const scheduler_context& context,
                      std::unique_ptr<dedup::rfp_dupefilter> dupefilter)
