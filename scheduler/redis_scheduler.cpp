@@ -209,8 +209,7 @@ return bad
 // number (another program wrote it) would fail HINCRBY, and the gains with it, at every flush:
 // its value goes aside to <queue>:bad and the field counts again from 0. Every field is checked
 // before the first write. KEYS stats, bad; ARGV field, gain, ... Returns how many went aside.
-const std::string add_stats_script =
-    std::string(detail::redis_lua_wrong_type) + live_worker_lua + R"lua(
+const std::string add_stats_script = std::string(detail::redis_lua_wrong_type) + R"lua(
 local refused = wrong_type(KEYS[1], 'hash') or wrong_type(KEYS[2], 'list')
 if refused then return refused end
 local bad = 0

@@ -500,9 +500,11 @@ TEST(fleet, a_redis_out_of_memory_mid_crawl_is_said_once_and_nothing_is_lost) {
   http_server site({.site_pages = pages, .page_delay_ms = 20});
   redis_server redis;
   temp_dir dir;
+  auto stats = dir.path() / "stats.json";
   auto worker = fleet_worker(site, redis, dir.path() / "items.jsonl", "redis_set",
                              {"-s", "SCHEDULER_HEARTBEAT_INTERVAL=0.3", "-s",
-                              "REDIS_PIPELINE=true", "-L", "INFO"});
+                              "REDIS_PIPELINE=true", "-s", "STATS_FILE=" + stats.string(), "-L",
+                              "INFO"});
   crawler::fixtures::wait_until([&] { return site.total_hits() >= 30; }, "30 pages fetched");
   redis_run(redis.port(), {"CONFIG", "SET", "maxmemory", "1"});
   std::this_thread::sleep_for(1500ms);
@@ -515,6 +517,9 @@ TEST(fleet, a_redis_out_of_memory_mid_crawl_is_said_once_and_nothing_is_lost) {
   ASSERT_NE(first, std::string::npos) << log;
   EXPECT_EQ(log.find(said, first + 1), std::string::npos) << log;
   EXPECT_NE(log.find("takes writes again", first), std::string::npos) << log;
+  auto counted = nlohmann::json::parse(std::ifstream(stats));
+  EXPECT_EQ(counted.value("scheduler/redis_out_of_memory", 0), 1);
+  EXPECT_EQ(counted["finish_reason"], "finished");
 }
 
 // A key made into another type mid-crawl (an operator's redis-cli, another program) fails every
