@@ -5,8 +5,8 @@
 #define OPENSSL_SUPPRESS_DEPRECATED
 #include <openssl/sha.h>
 
-#include "dedup/canonical_url.h"
-#include "dedup/fingerprint.h"
+#include "request/canonical_url.h"
+#include "request/fingerprint.h"
 
 namespace {
 

@@ -8,7 +8,7 @@
 #include <string>
 
 #include "crawler/parse/response.h"
-#include "scheduler/request.h"
+#include "request/request.h"
 
 namespace crawler {
 

@@ -34,7 +34,7 @@
 #include "config/stats.h"
 #include "crawler/download_result.h"
 #include "crawler/parse/response.h"
-#include "scheduler/request.h"
+#include "request/request.h"
 
 namespace spdlog {
 class logger;

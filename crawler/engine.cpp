@@ -9,6 +9,7 @@
 #include <typeinfo>
 
 #include "config/log.h"
+#include "crawler/builtin_middlewares.h"
 #include "scheduler/shared_request.h"
 
 namespace crawler {

@@ -29,7 +29,7 @@
 #include <vector>
 
 #include "crawler/middleware.h"
-#include "dedup/fingerprint.h"
+#include "request/fingerprint.h"
 #include "scheduler/request_secrets.h"
 
 namespace crawler {

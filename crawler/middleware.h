@@ -8,14 +8,9 @@
 //   };
 //
 // Downloader middlewares see requests in order on the way out (process_request) and responses and
-// failures in reverse order on the way back, as Scrapy runs them by priority. The built-ins, by
-// Scrapy's priority: Offsite (50, redirects to other hosts), DefaultHeaders (400), UserAgent
-// (500), Retry (550), Redirect (600, only to schemes the page may lead to), HttpCache (900, with
-// HTTPCACHE_ENABLED, see http_cache.h); the downloader itself counts `downloader/*` stats
-// (Scrapy's DownloaderStats, 850), so responses from the cache are not in them. Spider
-// middlewares, by priority: Scheme (ours, first: DOWNLOAD_SCHEMES, see scheme_policy.h),
-// HttpError (50), Offsite (500), Referer (700), UrlLength (800), Depth (900). A process_request
-// that throws ignore_request sends the request to its errback as an IgnoreRequest failure.
+// failures in reverse order on the way back, as Scrapy runs them by priority (the built-ins and
+// their priorities: builtin_middlewares.h). A process_request that throws ignore_request sends the
+// request to its errback as an IgnoreRequest failure.
 #pragma once
 
 #include <memory>
@@ -65,14 +60,6 @@ class spider_middleware {
   /// Over the start requests, which have no response.
   virtual void process_start_requests(output& out);
 };
-
-/// The built-in downloader middlewares the settings enable, in process_request order.
-std::vector<std::unique_ptr<downloader_middleware>> default_downloader_middlewares(
-    const settings& settings, stats& stats, const spider& spider);
-/// The built-in spider middlewares, in process_spider_input order.
-std::vector<std::unique_ptr<spider_middleware>> default_spider_middlewares(const settings& settings,
-                                                                           stats& stats,
-                                                                           const spider& spider);
 
 /// "500 Internal Server Error": the status with its standard reason phrase, as Scrapy's
 /// response_status_message.

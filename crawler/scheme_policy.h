@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "config/settings.h"
-#include "dedup/url_bytes.h"
+#include "request/url_bytes.h"
 
 namespace crawler {
 

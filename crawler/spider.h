@@ -32,7 +32,7 @@
 
 #include "crawler/parse/response.h"
 #include "crawler/parse/selector.h"
-#include "scheduler/request.h"
+#include "request/request.h"
 
 namespace crawler {
 

@@ -14,7 +14,7 @@
 #include <string_view>
 #include <vector>
 
-#include "dedup/fingerprint.h"
+#include "request/fingerprint.h"
 
 namespace crawler::dedup {
 

@@ -25,7 +25,7 @@
 #include <vector>
 
 #include "dedup/dupefilter_error.h"
-#include "dedup/fingerprint.h"
+#include "request/fingerprint.h"
 
 namespace crawler::dedup {
 

@@ -44,7 +44,7 @@
 #include "config/settings.h"
 #include "config/stats.h"
 #include "dedup/dupefilter_error.h"
-#include "dedup/fingerprint.h"
+#include "request/fingerprint.h"
 
 namespace spdlog {
 class logger;

@@ -5,8 +5,8 @@
 #include <cstdlib>
 #include <string>
 
-#include "dedup/canonical_url.h"
-#include "dedup/fingerprint.h"
+#include "request/canonical_url.h"
+#include "request/fingerprint.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   std::string url(reinterpret_cast<const char*>(data), size);

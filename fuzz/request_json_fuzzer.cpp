@@ -5,7 +5,7 @@
 #include <stdexcept>
 #include <string_view>
 
-#include "scheduler/request.h"
+#include "request/request.h"
 #include "scheduler/start_request.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {

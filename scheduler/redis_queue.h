@@ -42,7 +42,7 @@
 #include "dedup/dupefilter.h"
 #include "redis/client.h"
 #include "scheduler/entry_signature.h"
-#include "scheduler/request.h"
+#include "request/request.h"
 #include "scheduler/request_secrets.h"
 
 namespace crawler {

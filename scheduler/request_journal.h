@@ -35,7 +35,7 @@
 #include <string>
 #include <vector>
 
-#include "scheduler/request.h"
+#include "request/request.h"
 #include "scheduler/request_secrets.h"
 
 namespace crawler {

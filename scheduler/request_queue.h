@@ -16,7 +16,7 @@
 #include <optional>
 #include <string_view>
 
-#include "scheduler/request.h"
+#include "request/request.h"
 
 namespace crawler {
 

@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "config/settings.h"
-#include "scheduler/request.h"
+#include "request/request.h"
 
 namespace crawler {
 

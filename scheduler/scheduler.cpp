@@ -5,7 +5,7 @@
 #include <fstream>
 
 #include "config/log.h"
-#include "dedup/canonical_url.h"
+#include "request/canonical_url.h"
 #include "scheduler/detail/jobdir_lock.h"
 #include "scheduler/request_journal.h"
 

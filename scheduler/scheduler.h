@@ -33,7 +33,7 @@
 #include "config/settings.h"
 #include "config/stats.h"
 #include "dedup/dupefilter.h"
-#include "scheduler/request.h"
+#include "request/request.h"
 #include "scheduler/request_journal.h"
 #include "scheduler/request_queue.h"
 

@@ -2,7 +2,7 @@
 
 #include <boost/url/parse.hpp>
 
-#include "dedup/url_bytes.h"
+#include "request/url_bytes.h"
 
 namespace crawler {
 

@@ -22,7 +22,7 @@
 #include <string>
 #include <string_view>
 
-#include "scheduler/request.h"
+#include "request/request.h"
 
 namespace crawler {
 

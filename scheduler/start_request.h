@@ -15,7 +15,7 @@
 #include <string_view>
 
 #include "scheduler/entry_signature.h"
-#include "scheduler/request.h"
+#include "request/request.h"
 
 namespace crawler {
 

@@ -1,4 +1,4 @@
-#include "dedup/fingerprint.h"
+#include "request/fingerprint.h"
 
 #include <gtest/gtest.h>
 
@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "config/settings.h"
-#include "dedup/canonical_url.h"
+#include "request/canonical_url.h"
 
 using namespace crawler::dedup;
 using nlohmann::json;

@@ -14,7 +14,7 @@
 #include "config/stats.h"
 #include "crawler/cli/detail/commands.h"
 #include "crawler/cli/detail/lines.h"
-#include "dedup/canonical_url.h"
+#include "request/canonical_url.h"
 #include "dedup/dupefilter.h"
 
 namespace crawler::cli {

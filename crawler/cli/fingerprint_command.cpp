@@ -8,8 +8,8 @@
 #include "config/redact.h"
 #include "crawler/cli/detail/commands.h"
 #include "crawler/cli/detail/lines.h"
-#include "dedup/canonical_url.h"
-#include "dedup/fingerprint.h"
+#include "request/canonical_url.h"
+#include "request/fingerprint.h"
 
 namespace crawler::cli {
 namespace {

@@ -10,7 +10,6 @@
 #include <vector>
 
 #include "crawler/parse/ascii.h"
-#include "crawler/parse/detail/tree_builder.h"
 
 namespace crawler {
 namespace {
@@ -244,111 +243,6 @@ std::size_t estimate_nesting_depth(std::string_view markup) {
     }
   }
   return deepest;
-}
-
-namespace detail {
-
-tree_builder::tree_builder(html_document& document) : document_(document) {
-  document.nodes_.push_back({html_node::kind::document});
-  root_ = &document.nodes_.back();
-}
-
-html_node* tree_builder::append(html_node* parent, html_node node) {
-  node.parent = parent;
-  node.previous_sibling = parent->last_child;
-  auto& added = document_.nodes_.emplace_back(node);
-  if (auto* last = const_cast<html_node*>(parent->last_child)) {
-    last->next_sibling = &added;
-  } else {
-    parent->first_child = &added;
-  }
-  parent->last_child = &added;
-  return &added;
-}
-
-html_node* tree_builder::add_element(html_node* parent, std::string_view name) {
-  auto* element = append(parent, {html_node::kind::element, name});
-  first_attribute_.emplace_back(element, document_.attributes_.size());
-  return element;
-}
-
-void tree_builder::add_attribute(std::string_view name, std::string_view value) {
-  document_.attributes_.push_back({name, value});
-}
-
-void tree_builder::add_leaf(html_node* parent, html_node::kind type, std::string_view text) {
-  html_node leaf{type};
-  leaf.text = text;
-  append(parent, leaf);
-}
-
-std::string_view tree_builder::own(std::string text) {
-  return document_.strings_.emplace_back(std::move(text));
-}
-
-void tree_builder::keep(std::shared_ptr<const void> output) {
-  document_.parser_output_ = std::move(output);
-}
-
-void tree_builder::finish() {
-  const auto* attributes = document_.attributes_.data();
-  for (std::size_t i = 0; i < first_attribute_.size(); ++i) {
-    auto [element, first] = first_attribute_[i];
-    auto end = i + 1 < first_attribute_.size() ? first_attribute_[i + 1].second
-                                               : document_.attributes_.size();
-    element->attributes = {attributes + first, end - first};
-  }
-}
-
-}  // namespace detail
-
-namespace {
-
-// HTML_PARSER's registry: a parser is a name and the function that builds the tree with it.
-struct registered_parser {
-  html_parser parser;
-  std::string_view name;
-  void (*build)(const std::string& utf8, detail::tree_builder& builder);
-};
-constexpr registered_parser parsers[] = {
-    {html_parser::gumbo, "gumbo", &detail::build_with_gumbo},
-    {html_parser::libxml2, "libxml2", &detail::build_with_libxml2},
-};
-
-}  // namespace
-
-html_parser html_parser_named(std::string_view name) {
-  std::string known;
-  for (const auto& entry : parsers) {
-    if (entry.name == name) return entry.parser;
-    known += (known.empty() ? "\"" : ", \"") + std::string(entry.name) + "\"";
-  }
-  throw std::invalid_argument("unknown HTML parser \"" + std::string(name) + "\"; known: " + known);
-}
-
-std::shared_ptr<const html_document> html_document::parse(std::string_view body,
-                                                          std::string_view content_type,
-                                                          const html_limits& limits,
-                                                          html_parser parser) {
-  if (body.size() > limits.max_bytes) {
-    throw page_too_complex("too_large", "the page is " + std::to_string(body.size()) +
-                                            " bytes, more than HTML_MAX_SIZE (" +
-                                            std::to_string(limits.max_bytes) + ")");
-  }
-  if (auto depth = estimate_nesting_depth(body); depth > limits.max_depth) {
-    throw page_too_complex("too_deep", "the page nests elements " + std::to_string(depth) +
-                                           " deep, more than HTML_MAX_DEPTH (" +
-                                           std::to_string(limits.max_depth) + ")");
-  }
-  std::shared_ptr<html_document> document(new html_document);
-  document->encoding_ = sniff_encoding(body, content_type);
-  document->utf8_ = decode_to_utf8(body, document->encoding_);
-  detail::tree_builder builder(*document);
-  for (const auto& entry : parsers) {
-    if (entry.parser == parser) entry.build(document->utf8_, builder);
-  }
-  builder.finish();
-  return document;
 }
 
 }  // namespace crawler

@@ -12,7 +12,7 @@
 // and nothing crashes. A document is immutable once parsed and may be shared between threads.
 //
 // A parser is one file in detail/ that walks its own tree into a detail::tree_builder, and one
-// line in the registry in html.cpp.
+// line in the registry in html_parsers.cpp.
 #pragma once
 
 #include <cstddef>

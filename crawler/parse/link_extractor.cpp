@@ -7,7 +7,7 @@
 #include "crawler/parse/ascii.h"
 #include "crawler/parse/plain_url.h"
 #include "crawler/parse/regex.h"
-#include "dedup/canonical_url.h"
+#include "request/canonical_url.h"
 
 namespace crawler {
 namespace {

@@ -1,6 +1,6 @@
 #include "crawler/parse/plain_url.h"
 
-#include "dedup/url_bytes.h"
+#include "request/url_bytes.h"
 
 namespace crawler {
 namespace {

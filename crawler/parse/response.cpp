@@ -5,7 +5,7 @@
 #include <cctype>
 
 #include "crawler/parse/plain_url.h"
-#include "dedup/url_bytes.h"
+#include "request/url_bytes.h"
 
 namespace crawler {
 namespace {

@@ -21,7 +21,7 @@
 
 #include "crawler/parse/html.h"
 #include "crawler/parse/selector.h"
-#include "scheduler/request.h"
+#include "request/request.h"
 
 namespace crawler {
 

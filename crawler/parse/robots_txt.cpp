@@ -5,7 +5,7 @@
 #include <cmath>
 
 #include "crawler/parse/ascii.h"
-#include "dedup/url_bytes.h"
+#include "request/url_bytes.h"
 
 namespace crawler {
 namespace {

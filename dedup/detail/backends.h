@@ -1,4 +1,4 @@
-// The concrete dupefilters, visible only to the factory in dupefilter.cpp.
+// The concrete dupefilters, visible only to the factory in dupefilter_factory.cpp.
 #pragma once
 
 #include <memory>

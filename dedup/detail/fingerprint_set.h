@@ -10,7 +10,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "dedup/fingerprint.h"
+#include "request/fingerprint.h"
 
 namespace crawler::dedup::detail {
 

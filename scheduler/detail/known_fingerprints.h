@@ -15,7 +15,7 @@
 #include <cstring>
 #include <memory>
 
-#include "dedup/fingerprint.h"
+#include "request/fingerprint.h"
 
 namespace crawler::detail {
 

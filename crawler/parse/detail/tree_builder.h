@@ -40,7 +40,7 @@ class tree_builder {
   std::vector<std::pair<html_node*, std::size_t>> first_attribute_;  // element, offset
 };
 
-/// The parsers of the registry in html.cpp: each parses `utf8` into `builder`.
+/// The parsers of the registry in html_parsers.cpp: each parses `utf8` into `builder`.
 void build_with_gumbo(const std::string& utf8, tree_builder& builder);
 void build_with_libxml2(const std::string& utf8, tree_builder& builder);
 

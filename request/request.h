@@ -19,7 +19,7 @@
 #include <utility>
 #include <vector>
 
-#include "dedup/fingerprint.h"
+#include "request/fingerprint.h"
 
 namespace crawler {
 

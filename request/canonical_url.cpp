@@ -1,4 +1,4 @@
-#include "dedup/canonical_url.h"
+#include "request/canonical_url.h"
 
 #include <idna.h>
 #include <stringprep.h>
@@ -12,7 +12,7 @@
 #include <utility>
 #include <vector>
 
-#include "dedup/url_bytes.h"
+#include "request/url_bytes.h"
 
 namespace crawler::dedup {
 namespace {

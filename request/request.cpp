@@ -1,11 +1,11 @@
-#include "scheduler/request.h"
+#include "request/request.h"
 
 #include <algorithm>
 #include <functional>
 #include <stdexcept>
 
-#include "dedup/canonical_url.h"
-#include "dedup/url_bytes.h"
+#include "request/canonical_url.h"
+#include "request/url_bytes.h"
 
 namespace crawler {
 namespace {

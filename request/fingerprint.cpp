@@ -1,4 +1,4 @@
-#include "dedup/fingerprint.h"
+#include "request/fingerprint.h"
 
 #include <algorithm>
 
@@ -8,7 +8,7 @@
 #include <openssl/sha.h>
 
 #include "config/settings.h"
-#include "dedup/canonical_url.h"
+#include "request/canonical_url.h"
 
 namespace crawler::dedup {
 namespace {

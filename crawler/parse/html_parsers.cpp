@@ -1,0 +1,59 @@
+// HTML_PARSER's registry and html_document::parse, which runs the chosen parser into a
+// tree_builder: the one file that knows every parser, so html.cpp (the tree and its text) knows
+// none of them.
+#include <string>
+
+#include "crawler/parse/detail/tree_builder.h"
+#include "crawler/parse/html.h"
+
+namespace crawler {
+namespace {
+
+// HTML_PARSER's registry: a parser is a name and the function that builds the tree with it.
+struct registered_parser {
+  html_parser parser;
+  std::string_view name;
+  void (*build)(const std::string& utf8, detail::tree_builder& builder);
+};
+constexpr registered_parser parsers[] = {
+    {html_parser::gumbo, "gumbo", &detail::build_with_gumbo},
+    {html_parser::libxml2, "libxml2", &detail::build_with_libxml2},
+};
+
+}  // namespace
+
+html_parser html_parser_named(std::string_view name) {
+  std::string known;
+  for (const auto& entry : parsers) {
+    if (entry.name == name) return entry.parser;
+    known += (known.empty() ? "\"" : ", \"") + std::string(entry.name) + "\"";
+  }
+  throw std::invalid_argument("unknown HTML parser \"" + std::string(name) + "\"; known: " + known);
+}
+
+std::shared_ptr<const html_document> html_document::parse(std::string_view body,
+                                                          std::string_view content_type,
+                                                          const html_limits& limits,
+                                                          html_parser parser) {
+  if (body.size() > limits.max_bytes) {
+    throw page_too_complex("too_large", "the page is " + std::to_string(body.size()) +
+                                            " bytes, more than HTML_MAX_SIZE (" +
+                                            std::to_string(limits.max_bytes) + ")");
+  }
+  if (auto depth = estimate_nesting_depth(body); depth > limits.max_depth) {
+    throw page_too_complex("too_deep", "the page nests elements " + std::to_string(depth) +
+                                           " deep, more than HTML_MAX_DEPTH (" +
+                                           std::to_string(limits.max_depth) + ")");
+  }
+  std::shared_ptr<html_document> document(new html_document);
+  document->encoding_ = sniff_encoding(body, content_type);
+  document->utf8_ = decode_to_utf8(body, document->encoding_);
+  detail::tree_builder builder(*document);
+  for (const auto& entry : parsers) {
+    if (entry.parser == parser) entry.build(document->utf8_, builder);
+  }
+  builder.finish();
+  return document;
+}
+
+}  // namespace crawler
