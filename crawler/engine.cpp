@@ -73,7 +73,6 @@ engine::engine(asio::io_context& io, const settings& settings, stats& stats, spi
       feeds_(
           std::make_unique<feed_exporter>(settings, stats, feed_exporter::parameters_for(spider))),
       closespider_timer_(io),
-      store_retry_timer_(io),
       item_limit_(settings.get_int("CLOSESPIDER_ITEMCOUNT")),
       page_limit_(settings.get_int("CLOSESPIDER_PAGECOUNT")),
       error_limit_(settings.get_int("CLOSESPIDER_ERRORCOUNT")),
@@ -89,10 +88,7 @@ engine::engine(asio::io_context& io, const settings& settings, stats& stats, spi
         });
   }
   scheduler_->on_ready([this] { pump(); });
-  scheduler_->on_fatal([this](const std::string& reason) {
-    scheduler_stopped_ = true;
-    begin_close(reason);
-  });
+  scheduler_->on_fatal([this](const std::string& reason) { begin_close(reason); });
   // A fleet's queue may hold what another spider, or a person, put there: never run a request
   // this spider cannot answer.
   scheduler_->set_request_check([this](const request& request) -> std::string {
@@ -172,7 +168,7 @@ void engine::open() {
     for (auto& item : start.items) {
       if (auto processed = process_item(std::move(item), nullptr)) export_item(*processed);
     }
-    enqueue(std::move(start.requests));
+    store({.requests = std::move(start.requests)});
     pump();
   });
 }
@@ -201,106 +197,23 @@ void engine::check_start_request(const request& request) const {
   }
 }
 
-void engine::enqueue(std::vector<request> requests, std::string parent_lease,
-                     std::vector<nlohmann::json> items, std::vector<nlohmann::json> unexported) {
-  if (requests.empty() && parent_lease.empty() && items.empty()) return;
-  ++pending_enqueues_;
-  scheduler_->async_enqueue(
-      std::move(requests), parent_lease, items,
-      [this, parent_lease, items, unexported = std::move(unexported)](
-          std::exception_ptr error, enqueue_outcome outcome, std::vector<request> batch) mutable {
-        if (!error) {
-          store_recovered();
-          if (outcome.settled) {
-            for (const auto& item : unexported) export_item(item);
-            // Written through now: after a kill -9 the feed holds the items of the pages whose
-            // outcome this worker stored, not fewer.
-            if (!unexported.empty() && !feeds_->flush()) feed_failed();
-          } else if (!unexported.empty()) {
-            stats_.inc_value("item_not_exported_count", std::int64_t(unexported.size()));
-          }
-        } else if (phase_ == phase::running) {
-          // The dupefilter could not answer (Redis away, or refusing writes): keep the outcome
-          // and try again. The spider stays open meanwhile, as pending_enqueues_ still counts it.
-          return park({std::move(batch), std::move(parent_lease), std::move(items),
-                       std::move(unexported)},
-                      error);
-        } else {
-          // Closing: keep them unchecked rather than lose them (JOBDIR saves them, and the next
-          // run puts them through the dupefilter). A fleet's leased parent goes back to the
-          // queue when its lease expires, and is crawled again with its outcome.
-          // One line, not one per page: the stat counts them all. Not when the scheduler
-          // stopped the crawl: it said why, and this would quote its error a second time.
-          if (stats_.get_int("engine/kept_unchecked") == 0 && !scheduler_stopped_) {
-            logger_->error(
-                "Could not check requests with the dupefilter while closing; keeping them "
-                "unchecked (engine/kept_unchecked counts them): {}",
-                describe_error(error));
-          }
-          stats_.inc_value("engine/kept_unchecked", std::int64_t(batch.size()));
-          scheduler_->restore_unchecked(std::move(batch));
-        }
-        --pending_enqueues_;
-        pump();
-      });
-}
-
-// An outcome that could not be stored waits here, and all of them are tried again together after
-// a backoff (1 s doubling to 30 s), so a Redis that cannot take writes sees a few attempts a
-// minute, not one per finished page. One log line per interval says how many wait. After
-// REDIS_FAILURE_TIMEOUT seconds of failures the spider closes (finish_reason redis_unavailable);
-// what still waits then is queued unchecked, as at any close.
-void engine::park(parked_outcome outcome, std::exception_ptr error) {
-  auto now = std::chrono::steady_clock::now();
-  if (!store_failing_since_) {
-    store_failing_since_ = now;
-    stats_.inc_value("engine/store_outages");
-  }
-  parked_.push_back(std::move(outcome));
-  auto timeout = settings_.get_double("REDIS_FAILURE_TIMEOUT");
-  if (timeout > 0 && now - *store_failing_since_ >= std::chrono::duration<double>(timeout)) {
-    logger_->error("Could not store outcomes for {:.0f} s (REDIS_FAILURE_TIMEOUT): closing: {}",
-                   timeout, describe_error(error));
-    begin_close("redis_unavailable");
-    return retry_parked();
-  }
-  if (now - last_store_failure_log_ >= std::chrono::seconds(10)) {
-    logger_->error(
-        "{} outcomes (requests through the dupefilter) wait to be stored; next try in "
-        "{} s: {}",
-        parked_.size(), store_backoff_.count(), describe_error(error));
-    last_store_failure_log_ = now;
-  }
-  if (store_retry_armed_) return;
-  store_retry_armed_ = true;
-  store_retry_timer_.expires_after(store_backoff_);
-  store_backoff_ = std::min(store_backoff_ * 2, std::chrono::seconds(30));
-  store_retry_timer_.async_wait([this](boost::system::error_code) {
-    store_retry_armed_ = false;
-    // Also when cancelled (a close): the waiting outcomes get their last try now.
-    if (phase_ != phase::closed) retry_parked();
+void engine::store(page_outcome outcome) {
+  if (outcome.requests.empty() && outcome.lease.empty() && outcome.items.empty()) return;
+  // Only a crawled page's items can wait: the start's were exported as they came.
+  bool export_when_stored = !outcome.lease.empty() && scheduler_->items_wait_for_store();
+  ++pending_stores_;
+  scheduler_->async_store(std::move(outcome), [this, export_when_stored](stored_outcome stored) {
+    if (export_when_stored && stored.settled) {
+      for (const auto& item : stored.items) export_item(item);
+      // Written through now: after a kill -9 the feed holds the items of the pages whose
+      // outcome this worker stored, not fewer.
+      if (!stored.items.empty() && !feeds_->flush()) feed_failed();
+    } else if (export_when_stored && !stored.items.empty()) {
+      stats_.inc_value("item_not_exported_count", std::int64_t(stored.items.size()));
+    }
+    --pending_stores_;
+    pump();
   });
-}
-
-void engine::retry_parked() {
-  auto waiting = std::move(parked_);
-  parked_.clear();
-  for (auto& outcome : waiting) {
-    --pending_enqueues_;
-    enqueue(std::move(outcome.requests), std::move(outcome.parent_lease), std::move(outcome.items),
-            std::move(outcome.unexported));
-  }
-  check_idle();
-}
-
-void engine::store_recovered() {
-  if (!store_failing_since_) return;
-  auto down = std::chrono::steady_clock::now() - *store_failing_since_;
-  store_failing_since_.reset();
-  store_backoff_ = std::chrono::seconds(1);
-  logger_->info("Outcomes are stored again after {:.1f} s",
-                std::chrono::duration<double>(down).count());
-  if (!parked_.empty()) store_retry_timer_.cancel();  // the others need not wait their backoff
 }
 
 void engine::pump() {
@@ -398,7 +311,7 @@ void engine::on_downloaded(download_result result) {
   if (phase_ == phase::closed) return;
   if (auto next = process_download(result)) {
     auto lease = result.request.lease;
-    enqueue({std::move(*next)}, std::move(lease));
+    store({.lease = std::move(lease), .requests = {std::move(*next)}});
   } else if (result.error_type.empty()) {
     handle_response(std::move(*result.response));
   } else {
@@ -411,11 +324,11 @@ void engine::on_downloaded(download_result result) {
   pump();
 }
 
-// A page holds its concurrency slot until its outcome is stored: with a Redis dupefilter the
-// check is a round trip, and a crawl that downloaded on meanwhile would keep more pages half done
-// (refetched after a crash, held in memory while Redis is away) than CONCURRENT_REQUESTS says.
+// A page holds its concurrency slot until its outcome is stored: storing may be a round trip, and
+// a crawl that downloaded on meanwhile would keep more pages half done (refetched after a crash,
+// held in memory while the store is away) than CONCURRENT_REQUESTS says.
 std::size_t engine::held_outside_downloader() const {
-  return (robots_ ? robots_->waiting() : 0) + parsing_ + answered_here_ + pending_enqueues_;
+  return (robots_ ? robots_->waiting() : 0) + parsing_ + answered_here_ + pending_stores_;
 }
 
 std::size_t engine::queued() const {
@@ -547,13 +460,14 @@ void engine::settle_callback(const callback_outcome& outcome, const response& re
 }
 
 void engine::handle_failure(failure failure) {
-  if (failure.request.errback.empty()) return enqueue({}, failure.request.lease);
+  if (failure.request.errback.empty()) return store({.lease = failure.request.lease});
   output out;
   try {
     if (!spider_.call_errback(failure.request.errback, failure, out)) {
       logger_->error("Spider {} has no errback \"{}\" for {}", spider_.name(),
                      failure.request.errback, failure.request.describe());
-      return enqueue({}, failure.request.lease);  // settled: a fleet or JOBDIR must not retry it
+      return store(
+          {.lease = failure.request.lease});  // settled: a fleet or JOBDIR must not retry it
     }
   } catch (const std::exception& error) {
     logger_->error("Spider error processing the failure of {}\n{}: {}", failure.request.describe(),
@@ -572,22 +486,15 @@ void engine::process_output(output& out, const response* from, const request& pa
       middleware->process_start_requests(out);
     }
   }
-  std::vector<nlohmann::json> stored;  // stored by the scheduler with the page's outcome
-  bool store_items = scheduler_->stores_items();
   // A fleet worker exports a page's items once its outcome is stored: if it stalled past its
   // lease, the page is another worker's, whose items they are (and whose feed has them).
-  std::vector<nlohmann::json> unexported;
-  bool export_when_settled = !page.lease.empty() && scheduler_->leases_can_be_lost();
+  bool export_now = page.lease.empty() || !scheduler_->items_wait_for_store();
+  page_outcome outcome{.lease = page.lease, .requests = std::move(out.requests)};
   for (auto& item : out.items) {
     auto processed = process_item(std::move(item), from);
     if (!processed) continue;
-    if (export_when_settled) {
-      if (store_items) stored.push_back(*processed);
-      unexported.push_back(std::move(*processed));
-    } else {
-      export_item(*processed);
-      if (store_items) stored.push_back(std::move(*processed));
-    }
+    if (export_now) export_item(*processed);
+    outcome.items.push_back(std::move(*processed));
   }
   // With JOBDIR the page is marked done in the journal next: its items must be in the feeds
   // first, or a crash in between would lose them for good.
@@ -597,7 +504,7 @@ void engine::process_output(output& out, const response* from, const request& pa
     feed_failed();
     return scheduler_->restore(page);
   }
-  enqueue(std::move(out.requests), page.lease, std::move(stored), std::move(unexported));
+  store(std::move(outcome));
 }
 
 std::optional<nlohmann::json> engine::process_item(nlohmann::json item, const response* from) {
@@ -644,7 +551,7 @@ void engine::count_error() {
 }
 
 void engine::check_idle() {
-  if (pumping_ || pending_enqueues_ > 0 || downloader_->active() > 0) return;
+  if (pumping_ || pending_stores_ > 0 || downloader_->active() > 0) return;
   if (held_outside_downloader() > 0) return;
   if (phase_ == phase::running && !scheduler_->has_pending_requests()) {
     close_reason_ = "finished";
@@ -667,7 +574,7 @@ void engine::begin_close(const std::string& reason) {
   // Downloads under way finish; requests still waiting for their slot's delay go back to the
   // queue (and to JOBDIR), so a long DOWNLOAD_DELAY cannot hold the close.
   restore_unsent(downloader_->take_waiting(), "waiting for a download slot");
-  store_retry_timer_.cancel();  // outcomes waiting to be stored get their last try now
+  scheduler_->begin_close();  // outcomes waiting through an outage get their last try now
   check_idle();
 }
 
@@ -690,6 +597,7 @@ void engine::force_close(std::string reason) {
     restore_unsent(downloader_->abort_all(), "in flight");
     if (phase_ != phase::closing) close_reason_ = reason;
     phase_ = phase::closing;
+    scheduler_->begin_close();
     check_idle();
   });
 }

@@ -1,6 +1,5 @@
 // The engine: drives a crawl, as Scrapy's ExecutionEngine: the flow of requests and responses,
-// when the spider is idle and how it closes, the CLOSESPIDER_* limits, the parse pool, and the
-// outcomes it keeps while the scheduler cannot store them.
+// when the spider is idle and how it closes, the CLOSESPIDER_* limits and the parse pool.
 //
 //   crawler::engine engine{io, settings, stats, spider};
 //   engine.add_pipeline(std::make_unique<my_pipeline>());
@@ -64,7 +63,7 @@ class engine {
 
   /// Opens everything, crawls and closes; returns the finish reason. Runs `io` on the calling
   /// thread until the crawl is over. Throws when the crawl cannot start (a dupefilter or JOBDIR
-  /// that cannot open, Redis unreachable): what() names the problem.
+  /// that cannot open, a fleet's queue unreachable): what() names the problem.
   std::string run();
 
   /// Stops taking new requests and closes once downloads in flight are done.
@@ -109,22 +108,9 @@ class engine {
   std::optional<nlohmann::json> process_item(nlohmann::json item, const response* from);
   // Writes a processed item to the feeds and counts it (item_scraped_count).
   void export_item(const nlohmann::json& item);
-  // `items` are stored with the outcome (scheduler::stores_items); `unexported` are exported
-  // once the scheduler says the outcome was stored (a fleet's page whose lease this worker may
-  // have lost).
-  void enqueue(std::vector<request> requests, std::string parent_lease = {},
-               std::vector<nlohmann::json> items = {},
-               std::vector<nlohmann::json> unexported = {});
-  // A page's outcome the scheduler could not store yet (Redis away), kept to try again.
-  struct parked_outcome {
-    std::vector<request> requests;
-    std::string parent_lease;
-    std::vector<nlohmann::json> items;
-    std::vector<nlohmann::json> unexported;
-  };
-  void park(parked_outcome outcome, std::exception_ptr error);
-  void retry_parked();
-  void store_recovered();
+  // Hands a page's outcome to the scheduler; its items are exported once it is stored when the
+  // scheduler says they wait for that (scheduler::items_wait_for_store).
+  void store(page_outcome outcome);
   void check_idle();
   void begin_close(const std::string& reason);
   // Puts requests the downloader gave back (`were`: "in flight", ...) back in the queue.
@@ -154,17 +140,10 @@ class engine {
 
   phase phase_ = phase::opening;
   std::string close_reason_;
-  bool scheduler_stopped_ = false;  // the scheduler closed the spider (on_fatal) and said why
   std::set<std::string> skip_reasons_said_;  // page_too_complex reasons logged at WARNING
   std::exception_ptr startup_error_;
   std::chrono::steady_clock::time_point started_;
-  std::size_t pending_enqueues_ = 0;
-  std::vector<parked_outcome> parked_;  // counted in pending_enqueues_
-  boost::asio::steady_timer store_retry_timer_;
-  bool store_retry_armed_ = false;
-  std::chrono::seconds store_backoff_{1};
-  std::optional<std::chrono::steady_clock::time_point> store_failing_since_;
-  std::chrono::steady_clock::time_point last_store_failure_log_{};
+  std::size_t pending_stores_ = 0;  // outcomes the scheduler has not stored yet
   bool pumping_ = false;
   bool pump_again_ = false;
   std::int64_t item_limit_, page_limit_, error_limit_;

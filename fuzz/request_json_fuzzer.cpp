@@ -6,7 +6,7 @@
 #include <string_view>
 
 #include "request/request.h"
-#include "scheduler/start_request.h"
+#include "scheduler/fleet/start_request.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   std::string_view text(reinterpret_cast<const char*>(data), size);

@@ -1,325 +1,144 @@
 #include "scheduler/scheduler.h"
 
-#include <cstdio>
-#include <filesystem>
-#include <fstream>
+#include <boost/asio/steady_timer.hpp>
+#include <chrono>
 
 #include "config/log.h"
-#include "request/canonical_url.h"
-#include "scheduler/detail/jobdir_lock.h"
-#include "scheduler/request_journal.h"
 
 namespace crawler {
 
-scheduler::scheduler(const scheduler_context& context,
-                     std::unique_ptr<dedup::rfp_dupefilter> dupefilter)
-    : settings_(context.settings),
-      stats_(context.stats),
-      jobdir_(context.settings.get_string("JOBDIR")),
+// The outcomes that could not be stored, and when to try them again: one backoff for all of
+// them (1 s doubling to 30 s), one log line per ten seconds, and the REDIS_FAILURE_TIMEOUT
+// deadline. What the dupefilter is, and whether Redis exists, it does not know.
+class scheduler::waiting_outcomes {
+ public:
+  waiting_outcomes(scheduler& owner, const scheduler_context& context)
+      : owner_(owner),
+        timer_(context.executor),
+        timeout_(context.settings.get_double("REDIS_FAILURE_TIMEOUT")) {}
+
+  ~waiting_outcomes() { *alive_ = false; }
+
+  void wait(page_outcome outcome, asio::any_completion_handler<store_signature> handler,
+            std::exception_ptr error) {
+    auto now = std::chrono::steady_clock::now();
+    if (!failing_since_) {
+      failing_since_ = now;
+      owner_.stats_.inc_value("scheduler/store_outages");
+    }
+    waiting_.push_back({std::move(outcome), std::move(handler)});
+    if (timeout_ > 0 && now - *failing_since_ >= std::chrono::duration<double>(timeout_)) {
+      owner_.logger_->error(
+          "Could not store outcomes for {:.0f} s (REDIS_FAILURE_TIMEOUT): closing: {}", timeout_,
+          describe_error(error));
+      // The engine's close calls begin_close, which gives them their last try.
+      return owner_.fatal("redis_unavailable");
+    }
+    if (now - last_log_ >= std::chrono::seconds(10)) {
+      owner_.logger_->error(
+          "{} outcomes (requests through the dupefilter) wait to be stored; next try in {} s: {}",
+          waiting_.size(), backoff_.count(), describe_error(error));
+      last_log_ = now;
+    }
+    if (armed_) return;
+    armed_ = true;
+    timer_.expires_after(backoff_);
+    backoff_ = std::min(backoff_ * 2, std::chrono::seconds(30));
+    timer_.async_wait([this, alive = alive_](boost::system::error_code) {
+      if (!*alive) return;
+      armed_ = false;
+      // Also when cancelled (a close, or a store that went through): they try now.
+      retry();
+    });
+  }
+
+  // An outcome was stored: the others need not wait out their backoff.
+  void stored() {
+    if (!failing_since_) return;
+    auto down = std::chrono::steady_clock::now() - *failing_since_;
+    failing_since_.reset();
+    backoff_ = std::chrono::seconds(1);
+    owner_.logger_->info("Outcomes are stored again after {:.1f} s",
+                         std::chrono::duration<double>(down).count());
+    if (!waiting_.empty()) timer_.cancel();
+  }
+
+  // Every waiting outcome gets its try now (at close: its last).
+  void try_now() {
+    if (armed_) {
+      timer_.cancel();
+    } else {
+      retry();
+    }
+  }
+
+ private:
+  struct waiting {
+    page_outcome outcome;
+    asio::any_completion_handler<store_signature> handler;
+  };
+
+  void retry() {
+    auto waiting = std::move(waiting_);
+    waiting_.clear();
+    for (auto& one : waiting) owner_.store(std::move(one.outcome), std::move(one.handler));
+    owner_.ready();
+  }
+
+  scheduler& owner_;
+  std::vector<waiting> waiting_;
+  asio::steady_timer timer_;
+  double timeout_;  // REDIS_FAILURE_TIMEOUT, seconds; 0 waits for ever
+  bool armed_ = false;
+  std::chrono::seconds backoff_{1};
+  std::optional<std::chrono::steady_clock::time_point> failing_since_;
+  std::chrono::steady_clock::time_point last_log_{};
+  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
+};
+
+scheduler::scheduler(const scheduler_context& context)
+    : stats_(context.stats),
       scheme_(dedup::fingerprint_scheme_from(context.settings)),
-      queue_(queue_order_from(context.settings)),
-      dupefilter_(std::move(dupefilter)),
-      dupefilter_records_at_once_(!dupefilter_->stored_keys().empty()),
-      logger_(get_logger("scheduler")) {
-  // Now, before the engine builds the feeds: a second process writes nothing at all.
-  if (!jobdir_.empty()) jobdir_lock_ = std::make_unique<detail::jobdir_lock>(jobdir_);
-}
+      logger_(get_logger("scheduler")),
+      waiting_(std::make_unique<waiting_outcomes>(*this, context)) {}
 
 scheduler::~scheduler() = default;
 
-void scheduler::do_open(asio::any_completion_handler<done_signature> handler) {
-  try {
-    load_queue();
-  } catch (...) {
-    return std::move(handler)(std::current_exception());
-  }
-  auto open = [this](asio::any_completion_handler<done_signature> handler) {
-    dupefilter_->async_open([this, handler = std::move(handler)](std::exception_ptr error) mutable {
-      if (error) return std::move(handler)(error);
-      check_loaded(std::move(handler));
-    });
-  };
-  // scrapy-redis's SCHEDULER_FLUSH_ON_START: this crawl starts from an empty Redis dupefilter.
-  if (!settings_.get_bool("SCHEDULER_FLUSH_ON_START")) return open(std::move(handler));
-  dupefilter_->async_flush([open, handler = std::move(handler)](std::exception_ptr error) mutable {
-    if (error) return std::move(handler)(error);
-    open(std::move(handler));
+void scheduler::store(page_outcome outcome, asio::any_completion_handler<store_signature> handler) {
+  do_store(std::move(outcome), [this, handler = std::move(handler)](std::exception_ptr error,
+                                                                    stored_outcome stored,
+                                                                    page_outcome unstored) mutable {
+    if (!error) {
+      waiting_->stored();
+      return std::move(handler)(std::move(stored));
+    }
+    if (!closing_) return waiting_->wait(std::move(unstored), std::move(handler), error);
+    // One line, not one per page: the stat counts them all. Not when this scheduler stopped the
+    // crawl: it said why, and this would quote its error a second time.
+    if (stats_.get_int("scheduler/kept_unchecked") == 0 && !stopped_) {
+      logger_->error(
+          "Could not check requests with the dupefilter while closing; keeping them unchecked "
+          "(scheduler/kept_unchecked counts them): {}",
+          describe_error(error));
+    }
+    stats_.inc_value("scheduler/kept_unchecked", std::int64_t(unstored.requests.size()));
+    auto items = std::move(unstored.items);
+    keep_unchecked(std::move(unstored));
+    // Not settled: the page is done again, with its outcome, by the run (or worker) that takes
+    // it next, so its items are that run's to export.
+    std::move(handler)(stored_outcome{.settled = false, .items = std::move(items)});
   });
 }
 
-// Requests the last run saved unchecked go through the dupefilter now, as any new request does.
-void scheduler::check_loaded(asio::any_completion_handler<done_signature> handler) {
-  if (!journaled_.empty()) {
-    // Requests queued since the last clean close: their fingerprints are seen, whether or not
-    // the dupefilter saved them before the crash.
-    std::vector<dedup::fingerprint> fingerprints;
-    for (const auto& queued : journaled_) {
-      if (queued.dont_filter) continue;
-      try {
-        fingerprints.push_back(fingerprint_of(queued, scheme_));
-      } catch (const dedup::url_error&) {
-      }
-    }
-    journaled_.clear();
-    return dupefilter_->async_seen(
-        fingerprints,
-        [this, handler = std::move(handler)](std::exception_ptr error, dedup::seen_flags) mutable {
-          if (error) return std::move(handler)(error);
-          check_loaded(std::move(handler));
-        });
-  }
-  if (unchecked_.empty()) return std::move(handler)(nullptr);
-  auto batch = std::move(unchecked_);
-  unchecked_.clear();
-  auto count = batch.size();
-  do_enqueue(
-      std::move(batch), {}, {},
-      [this, count, handler = std::move(handler)](std::exception_ptr error,
-                                                  enqueue_outcome outcome,
-                                                  std::vector<request> unqueued) mutable {
-        if (error) {
-          unchecked_ = std::move(unqueued);  // saved again at close
-          return std::move(handler)(error);
-        }
-        logger_->info("Checked {} requests saved unchecked: {} queued, {} already seen", count,
-                      outcome.queued, count - outcome.queued);
-        std::move(handler)(nullptr);
-      });
+void scheduler::begin_close() {
+  if (closing_) return;
+  closing_ = true;
+  waiting_->try_now();
 }
 
-void scheduler::do_enqueue(std::vector<request> requests, std::string parent_lease,
-                           std::vector<nlohmann::json>,
-                           asio::any_completion_handler<enqueue_signature> handler) {
-  std::vector<dedup::fingerprint> fingerprints;
-  std::vector<std::size_t> filtered_positions;  // requests[i] that go through the dupefilter
-  fingerprints.reserve(requests.size());
-  filtered_positions.reserve(requests.size());
-  std::vector<request> accepted;
-  accepted.reserve(requests.size());
-  for (auto& request : requests) {
-    if (!request.dont_filter) {
-      try {
-        fingerprints.push_back(fingerprint_of(request, scheme_));
-      } catch (const dedup::url_error& error) {
-        logger_->error("Dropped {}: {}", request.describe(), error.what());
-        continue;
-      }
-      request.remembered_fingerprint.reset();  // used: not worth its bytes in the queue
-      filtered_positions.push_back(accepted.size());
-    }
-    accepted.push_back(std::move(request));
-  }
-  if (fingerprints.empty()) {
-    auto queued = queue_new(accepted, {}, {}, {}, parent_lease, false);
-    return std::move(handler)(nullptr, enqueue_outcome{.queued = queued}, std::vector<request>{});
-  }
-  // A Redis dupefilter records what it answers at once: the journal writes ahead of it
-  // (request_journal.h), or a crash between the two would leave fingerprints without requests.
-  bool ahead = journal_ && dupefilter_records_at_once_;
-  bool journaled_ahead = ahead && parent_lease.empty();
-  if (ahead) {
-    if (journaled_ahead) {
-      for (auto& request : accepted) journal_->queued(request);
-    } else {
-      journal_->settling(parent_lease);
-    }
-    commit_journal();
-  }
-  // queue_new needs the fingerprints only while pages torn by a crash wait (torn_settles_, which
-  // only shrinks).
-  auto tracked = torn_settles_.empty() ? std::vector<dedup::fingerprint>{} : fingerprints;
-  dupefilter_->async_seen(
-      fingerprints,
-      [this, batch = std::move(accepted), positions = std::move(filtered_positions),
-       fingerprints = std::move(tracked), parent_lease = std::move(parent_lease), journaled_ahead,
-       handler = std::move(handler)](std::exception_ptr error, dedup::seen_flags flags) mutable {
-        if (error) {
-          // The caller keeps the batch and offers it again: these journal ids are not its.
-          if (journaled_ahead) {
-            for (const auto& request : batch) journal_->done(request.lease);
-            commit_journal();
-          }
-          return std::move(handler)(error, enqueue_outcome{}, std::move(batch));
-        }
-        check_dupefilter_record();
-        auto queued =
-            queue_new(batch, flags, fingerprints, positions, parent_lease, journaled_ahead);
-        std::move(handler)(nullptr, enqueue_outcome{.queued = queued}, std::vector<request>{});
-      });
-}
-
-std::size_t scheduler::queue_new(std::vector<request>& requests, const dedup::seen_flags& flags,
-                                 const std::vector<dedup::fingerprint>& fingerprints,
-                                 const std::vector<std::size_t>& filtered_positions,
-                                 const std::string& parent_lease, bool journaled_ahead) {
-  // Mark duplicates first: flags[i] (fingerprints[i]) belongs to requests[filtered_positions[i]].
-  // A page whose links were being checked at a crash gets no verdict from the dupefilter, which
-  // may have recorded them just before it: its link is a duplicate when the journal holds its
-  // request. So until every such page is settled, the journal's fingerprints are kept here.
-  bool tracking = !torn_settles_.empty();
-  bool torn = tracking && !parent_lease.empty() && torn_settles_.erase(parent_lease) > 0;
-  std::vector<bool> duplicate(requests.size(), false);
-  for (std::size_t i = 0; i < flags.size(); ++i) {
-    bool seen = flags[i];
-    if (tracking) {
-      auto prefix = fingerprints[i].prefix64();
-      if (torn) seen = journal_prefixes_.contains(prefix);
-      if (!seen) journal_prefixes_.insert(prefix);
-    }
-    duplicate[filtered_positions[i]] = seen;
-  }
-  if (tracking && torn_settles_.empty()) journal_prefixes_ = {};
-  std::size_t queued = 0;
-  for (std::size_t i = 0; i < requests.size(); ++i) {
-    if (duplicate[i]) {
-      if (journaled_ahead) journal_->done(requests[i].lease);
-      auto referer = find_header(requests[i].headers, "Referer");
-      dupefilter_->log(requests[i].describe(), referer.empty() ? "None" : referer);
-      continue;
-    }
-    if (journal_ && !journaled_ahead) journal_->queued(requests[i]);
-    queue_.push(std::move(requests[i]));
-    ++queued;
-  }
-  // In one write, before the dupefilter's file gets these fingerprints (request_journal.h).
-  if (journal_) {
-    if (!parent_lease.empty()) journal_->done(parent_lease);
-    commit_journal();
-  }
-  if (queued) {
-    stats_.inc_value("scheduler/enqueued/memory", std::int64_t(queued));
-    stats_.inc_value("scheduler/enqueued", std::int64_t(queued));
-  }
-  return queued;
-}
-
-// A JOBDIR that cannot be written stops the crawl: what is not journaled would be lost to a crash.
-void scheduler::commit_journal() {
-  try {
-    journal_->commit();
-  } catch (const std::exception& error) {
-    jobdir_failed(error.what());
-  }
-}
-
-void scheduler::check_dupefilter_record() {
-  if (auto failure = dupefilter_->record_failure(); !failure.empty()) jobdir_failed(failure);
-}
-
-void scheduler::jobdir_failed(const std::string& why) {
-  if (jobdir_failed_) return;
-  jobdir_failed_ = true;
-  logger_->error("{}; closing the spider", why);
-  fatal("jobdir_write_failed");
-}
-
-std::optional<request> scheduler::next_request() {
-  auto next = queue_.pop();
-  if (next) {
-    stats_.inc_value("scheduler/dequeued/memory");
-    stats_.inc_value("scheduler/dequeued");
-  }
-  return next;
-}
-
-void scheduler::restore(request request) {
-  queue_.push(std::move(request));
-}
-
-void scheduler::restore_unchecked(std::vector<request> requests) {
-  for (auto& request : requests) unchecked_.push_back(std::move(request));
-}
-
-void scheduler::do_close(asio::any_completion_handler<done_signature> handler) {
-  std::exception_ptr save_error;
-  std::size_t saved = 0;
-  try {
-    saved = save_queue();
-  } catch (...) {
-    save_error = std::current_exception();
-  }
-  // Close the dupefilter even when the queue could not be saved: each component in its own guard.
-  // Without SCHEDULER_PERSIST a Redis dupefilter's keys go with the crawl, as in scrapy-redis; a
-  // crawl that JOBDIR will resume has not ended, and its resume needs them.
-  bool keep = settings_.get_bool("SCHEDULER_PERSIST");
-  if (!keep && saved && dupefilter_records_at_once_) {
-    logger_->info(
-        "Kept the dupefilter's Redis keys for the resume, SCHEDULER_PERSIST=false "
-        "notwithstanding");
-    keep = true;
-  }
-  dupefilter_->async_close(
-      [this, keep, save_error, handler = std::move(handler)](std::exception_ptr error) mutable {
-        if (error || keep) return std::move(handler)(save_error ? save_error : error);
-        dupefilter_->async_flush(
-            [save_error, handler = std::move(handler)](std::exception_ptr error) mutable {
-              std::move(handler)(save_error ? save_error : error);
-            });
-      });
-}
-
-void scheduler::load_queue() {
-  if (jobdir_.empty()) return;
-  journal_ = std::make_unique<request_journal>(jobdir_, settings_.get_bool("JOBDIR_FSYNC"),
-                                               request_secrets(settings_));
-  auto replay = journal_->open();
-  if (replay.torn_lines) {
-    logger_->warn("{}/requests.journal: dropped its last line, cut short by a crash", jobdir_);
-  }
-  if (replay.stale_journal) {
-    logger_->warn(
-        "{}/requests.journal: left by a crash during a close, whose queue was "
-        "saved: ignored",
-        jobdir_);
-  }
-  torn_settles_.insert(replay.torn_settles.begin(), replay.torn_settles.end());
-  if (!torn_settles_.empty()) {
-    auto keep = [this](const std::vector<request>& requests) {
-      for (const auto& request : requests) {
-        try {
-          journal_prefixes_.insert(fingerprint_of(request, scheme_).prefix64());
-        } catch (const dedup::url_error&) {
-        }
-      }
-    };
-    keep(replay.pending);
-    keep(replay.journaled);
-    logger_->info(
-        "{} pages had their links checked by the dupefilter when the crawl stopped: their links "
-        "are checked against the journal when they are crawled",
-        torn_settles_.size());
-  }
-  for (auto& pending : replay.pending) queue_.push(std::move(pending));
-  for (auto& request : replay.unchecked) unchecked_.push_back(std::move(request));
-  journaled_ = std::move(replay.journaled);
-  if (!queue_.empty() || !unchecked_.empty()) {
-    logger_->info("Resuming crawl ({} requests scheduled{})", queue_.size(),
-                  unchecked_.empty()
-                      ? std::string()
-                      : ", " + std::to_string(unchecked_.size()) + " to check with the dupefilter");
-  }
-}
-
-std::size_t scheduler::save_queue() {
-  if (!journal_) return 0;
-  if (auto failure = dupefilter_->record_failure(); !failure.empty()) {
-    // The dupefilter's file lacks fingerprints: the journal, whose every request the resume marks
-    // seen again, stays whole rather than being compacted into a snapshot of what is pending.
-    for (auto& request : unchecked_) journal_->queued(request);
-    journal_->commit();
-    logger_->warn("Kept {}/requests.journal uncompacted, as the dupefilter could not save: {}",
-                  jobdir_, failure);
-    return queue_.size() + unchecked_.size();
-  }
-  std::vector<request> pending;
-  pending.reserve(queue_.size());
-  queue_.for_each([&pending](const request& request) { pending.push_back(request); });
-  journal_->compact(pending, unchecked_);
-  if (!pending.empty() || !unchecked_.empty()) {
-    logger_->info("Saved {} pending requests to {}/requests.queue.jsonl",
-                  pending.size() + unchecked_.size(), jobdir_);
-  }
-  return pending.size() + unchecked_.size();
+void scheduler::fatal(const std::string& reason) {
+  stopped_ = true;
+  if (fatal_) fatal_(reason);
 }
 
 }  // namespace crawler

@@ -1,21 +1,30 @@
-// The scheduler: owns the request queue and calls the dupefilter before queueing, as Scrapy's.
+// The scheduler, as the engine sees it: where requests wait to be crawled, and where a crawled
+// page's outcome (the requests and items it yielded) goes. Scrapy's BaseScheduler, which
+// scrapy-redis replaces without the engine knowing; here too the engine names no queue and no
+// Redis.
 //
 //   auto scheduler = crawler::scheduler::create({settings, stats, "books", io.get_executor()});
-//   scheduler->async_open(handler);                          // dupefilter + JOBDIR queue
-//   scheduler->async_enqueue(std::move(page_links), handler); // one dupefilter batch per call
+//   scheduler->async_open(handler);                       // dupefilter, saved or shared queue
+//   scheduler->async_store({page.lease, links, items}, handler);  // one dupefilter batch
 //   while (auto next = scheduler->next_request()) ...;
-//   scheduler->async_close(handler);                         // saves queue and dupefilter
+//   scheduler->begin_close();                             // waiting outcomes: last try
+//   scheduler->async_close(handler);                      // saves or hands back the queue
 //
-// A call to async_enqueue fingerprints every request that is not `dont_filter` and asks the
-// dupefilter about all of them in one batch (one Redis round trip for the Redis backends).
-// Duplicates are logged through the dupefilter (`dupefilter/filtered` or `bloomfilter/filtered`);
-// a request whose URL cannot be fingerprinted is logged as an error and dropped. Counts
-// `scheduler/enqueued[/memory]` and `scheduler/dequeued[/memory]`.
+// SCHEDULER picks the implementation: memory_scheduler.h, this process's queue (saved to JOBDIR),
+// or fleet/fleet_scheduler.h (SCHEDULER=redis), a queue the fleet's workers share in Redis.
+// Either filters a page's new requests through the dupefilter DUPEFILTER_CLASS selects (those
+// not `dont_filter`, in one batch), logs duplicates through it (`dupefilter/filtered` or
+// `bloomfilter/filtered`), and counts `scheduler/enqueued` and `scheduler/dequeued`.
 //
-// With JOBDIR set, close writes the queue to JOBDIR/requests.queue.jsonl (one request per line)
-// and open reads it back, so a crawl stopped with Ctrl-C resumes where it left off. One process
-// at a time: create throws, naming the holder's pid, while another holds the JOBDIR.
-// Used from the engine's loop only. Completions take `(std::exception_ptr, ...)`.
+// Storing an outcome does not fail. While the dupefilter cannot answer (its Redis away, or
+// refusing writes) an outcome waits here, and those waiting are tried again together after a
+// backoff (1 s doubling to 30 s), so such a Redis sees a few attempts a minute rather than one per
+// finished page; `scheduler/store_outages` counts the outages. After REDIS_FAILURE_TIMEOUT seconds
+// of failures the scheduler calls on_fatal("redis_unavailable"). From begin_close on, an outcome
+// that cannot be stored is kept unchecked (`scheduler/kept_unchecked`): JOBDIR saves its requests
+// for the next run to put through the dupefilter, and a fleet's page goes back to the queue when
+// its lease expires, to be crawled again with its outcome. A request is never lost.
+// Used from the engine's loop only.
 #pragma once
 
 #include <boost/asio/any_completion_handler.hpp>
@@ -25,23 +34,26 @@
 #include <exception>
 #include <functional>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
-#include <unordered_set>
+#include <string_view>
 #include <vector>
 
 #include "config/settings.h"
 #include "config/stats.h"
-#include "dedup/dupefilter.h"
+#include "request/fingerprint.h"
 #include "request/request.h"
-#include "scheduler/request_journal.h"
-#include "scheduler/request_queue.h"
+
+namespace spdlog {
+class logger;
+}
 
 namespace crawler {
 
 namespace asio = boost::asio;
-namespace detail {
-class jobdir_lock;
+namespace redis {
+class client;
 }
 
 /// Whether `name`, a SCHEDULER value, selects the fleet's scheduler: "redis", or scrapy-redis's
@@ -58,81 +70,82 @@ struct scheduler_context {
   std::shared_ptr<redis::client> redis = nullptr;
 };
 
-/// What async_enqueue did with a batch.
-struct enqueue_outcome {
+/// What one crawled page (or the spider's start) yielded, stored as one step.
+struct page_outcome {
+  /// The page's request::lease ("" for the start requests): the page is marked done with its
+  /// outcome (JOBDIR's journal, the fleet's lease).
+  std::string lease;
+  /// The requests it yielded, filtered through the dupefilter before they are queued.
+  std::vector<request> requests;
+  /// Its items, through the pipelines. SCHEDULER=redis with REDIS_PIPELINE stores them with the
+  /// page, in <spider>:items; they come back in stored_outcome either way.
+  std::vector<nlohmann::json> items;
+};
+
+/// What storing a page_outcome did.
+struct stored_outcome {
   std::size_t queued = 0;
-  /// False when the parent's lease was no longer this worker's (SCHEDULER=redis: it stalled past
+  /// False when the page's lease was no longer this worker's (SCHEDULER=redis: it stalled past
   /// SCHEDULER_LEASE_TIME and the fleet gave the request to another worker): nothing of the
   /// page's outcome was stored, since its new holder stores it, so its items are not this
   /// worker's to export or count either.
   bool settled = true;
+  /// The outcome's items, handed back.
+  std::vector<nlohmann::json> items;
 };
 
 class scheduler {
  public:
   using done_signature = void(std::exception_ptr);
-  /// On an error (the dupefilter could not answer) nothing was queued and the batch comes back
-  /// untouched as `unqueued`, so the caller can try again: a request is never lost.
-  using enqueue_signature = void(std::exception_ptr, enqueue_outcome outcome,
-                                 std::vector<request> unqueued);
+  using store_signature = void(stored_outcome);
 
-  /// Builds the queue SCHEDULER and SCHEDULER_MEMORY_QUEUE select and the dupefilter
-  /// DUPEFILTER_CLASS selects. Throws settings_error naming the setting when one is invalid, and
+  /// Builds the scheduler SCHEDULER selects (SCHEDULER_MEMORY_QUEUE its queue, DUPEFILTER_CLASS
+  /// its dupefilter). Throws settings_error naming the setting when one is invalid, and
   /// std::runtime_error when another process holds JOBDIR.
   static std::unique_ptr<scheduler> create(const scheduler_context& context);
   virtual ~scheduler();
 
-  /// Opens the dupefilter and, with JOBDIR, loads the saved queue.
+  /// Opens the dupefilter and, with JOBDIR, loads the saved queue (SCHEDULER=redis: joins the
+  /// fleet). Fails when the crawl cannot start: what() names the problem.
   template <asio::completion_token_for<done_signature> Token>
   auto async_open(Token&& token) {
     return asio::async_initiate<Token, done_signature>(
         [this](auto handler) { do_open(std::move(handler)); }, token);
   }
 
-  /// Filters `requests` through the dupefilter as one batch and queues the new ones; completes
-  /// with how many were queued. `parent_lease` is the lease of the request they came from
-  /// (request::lease, SCHEDULER=redis): its outcome is stored and its lease settled in the same
-  /// step, so this is called, with no requests, for every finished leased request too.
-  /// `items` (REDIS_PIPELINE, SCHEDULER=redis only) are stored in the same step.
-  template <asio::completion_token_for<enqueue_signature> Token>
-  auto async_enqueue(std::vector<request> requests, std::string parent_lease,
-                     std::vector<nlohmann::json> items, Token&& token) {
-    return asio::async_initiate<Token, enqueue_signature>(
-        [this](auto handler, std::vector<request> batch, std::string lease,
-               std::vector<nlohmann::json> items) {
-          do_enqueue(std::move(batch), std::move(lease), std::move(items), std::move(handler));
+  /// Filters the outcome's requests through the dupefilter as one batch, queues the new ones and
+  /// marks the page done, in one step; completes once that is stored (see above: it waits
+  /// through an outage). Called for every finished page that has a lease, with or without
+  /// requests.
+  template <asio::completion_token_for<store_signature> Token>
+  auto async_store(page_outcome outcome, Token&& token) {
+    return asio::async_initiate<Token, store_signature>(
+        [this](auto handler, page_outcome outcome) {
+          store(std::move(outcome), std::move(handler));
         },
-        token, std::move(requests), std::move(parent_lease), std::move(items));
-  }
-  template <asio::completion_token_for<enqueue_signature> Token>
-  auto async_enqueue(std::vector<request> requests, Token&& token) {
-    return async_enqueue(std::move(requests), std::string(), {}, std::forward<Token>(token));
+        token, std::move(outcome));
   }
 
   /// The next request to download, or nullopt when none is at hand (with SCHEDULER=redis, one
   /// may arrive later: see on_ready).
-  virtual std::optional<request> next_request();
+  virtual std::optional<request> next_request() = 0;
 
   /// Puts back a request that was taken but not crawled (a forced shutdown), without the
   /// dupefilter and without counting it again, so JOBDIR (or the fleet's queue) keeps it.
-  virtual void restore(request request);
-
-  /// Keeps requests the dupefilter could not check (Redis away while closing): JOBDIR saves
-  /// them marked unchecked, and the next run puts them through the dupefilter before queueing
-  /// them, so they are neither lost nor crawled twice. SCHEDULER=redis: their leases (if any) go
-  /// back to the fleet's queue.
-  virtual void restore_unchecked(std::vector<request> requests);
+  virtual void restore(request request) = 0;
 
   /// Requests queued and not yet handed out. SCHEDULER=redis: the fleet's whole queue as this
   /// worker last saw it (its last take, and what it queued since), plus what it has taken and
   /// not yet handed out (scrapy-redis's len(scheduler) is the Redis queue's length too).
-  virtual std::size_t size() const { return queue_.size(); }
+  virtual std::size_t size() const = 0;
+
+  /// False once there is nothing left to crawl (SCHEDULER=redis: for the whole fleet, for
+  /// MAX_IDLE_TIME_BEFORE_CLOSE seconds).
+  virtual bool has_pending_requests() const = 0;
+
   /// REQUEST_FINGERPRINTER_IMPLEMENTATION, for remember_fingerprint. Fixed at construction, so
   /// any thread may read it.
   dedup::fingerprint_scheme fingerprint_scheme() const { return scheme_; }
-  /// False once there is nothing left to crawl (SCHEDULER=redis: for the whole fleet, for
-  /// MAX_IDLE_TIME_BEFORE_CLOSE seconds).
-  virtual bool has_pending_requests() const { return !queue_.empty(); }
 
   /// Why this scheduler could never run `request`, a start request, or "": the engine asks
   /// before the start requests go in, so a crawl that cannot run one stops before it starts.
@@ -140,15 +153,12 @@ class scheduler {
   /// request must pass shared_request_problem (a file:// start URL is for one process).
   virtual std::string start_request_problem(const request&) const { return {}; }
 
-  /// Whether the scheduler stores a page's items with its outcome (SCHEDULER=redis with
-  /// REDIS_PIPELINE: in <spider>:items, in the step that settles the page), so the engine hands
-  /// them to async_enqueue.
-  virtual bool stores_items() const { return false; }
-
-  /// Whether a request's lease can be lost before its outcome is stored (SCHEDULER=redis: a
-  /// worker that stalls past SCHEDULER_LEASE_TIME), so that async_enqueue may answer
-  /// `settled = false`.
-  virtual bool leases_can_be_lost() const { return false; }
+  /// Whether a crawled page's items wait for its outcome to be stored before they are exported.
+  /// SCHEDULER=redis: a worker that stalled past its lease finds the page settled by another
+  /// worker (stored_outcome::settled false), whose items they are. Otherwise the engine exports
+  /// them first, so that a crash just after the store (JOBDIR marks the page done) cannot lose
+  /// them.
+  virtual bool items_wait_for_store() const { return false; }
 
   /// What every request taken from a shared queue must pass (SCHEDULER=redis: the spider has its
   /// callback and errback): the reason it fails, or "". Requests this process queued itself are
@@ -156,65 +166,61 @@ class scheduler {
   virtual void set_request_check(std::function<std::string(const request&)>) {}
 
   /// Called when requests arrive that next_request() had not (SCHEDULER=redis takes them from
-  /// Redis in the background), or when has_pending_requests() changes: the engine pumps again.
+  /// Redis in the background), when has_pending_requests() changes, or when waiting outcomes
+  /// were tried again: the engine pumps.
   void on_ready(std::function<void()> ready) { ready_ = std::move(ready); }
 
-  /// Called when the scheduler cannot go on: a fleet's Redis failed for REDIS_FAILURE_TIMEOUT
-  /// ("redis_unavailable"), JOBDIR cannot be written ("jobdir_write_failed"). The engine closes
-  /// the spider with that reason.
+  /// Called when the scheduler cannot go on: its Redis failed for REDIS_FAILURE_TIMEOUT
+  /// ("redis_unavailable"), JOBDIR cannot be written ("jobdir_write_failed"), the fleet's state
+  /// is gone or Redis refuses its commands. It has said why; the engine closes the spider with
+  /// that reason.
   void on_fatal(std::function<void(const std::string& reason)> fatal) { fatal_ = std::move(fatal); }
 
-  /// Saves the queue (JOBDIR) and closes the dupefilter.
+  /// The crawl is closing: outcomes waiting through an outage get their last try now, and from
+  /// now on one that cannot be stored is kept unchecked instead of waiting.
+  void begin_close();
+
+  /// Saves the queue (JOBDIR; SCHEDULER=redis: hands back what it took and did not crawl) and
+  /// closes the dupefilter. Every outcome has been stored or kept by then.
   template <asio::completion_token_for<done_signature> Token>
   auto async_close(Token&& token) {
     return asio::async_initiate<Token, done_signature>(
         [this](auto handler) { do_close(std::move(handler)); }, token);
   }
 
-  dedup::rfp_dupefilter& dupefilter() { return *dupefilter_; }
-
  protected:
-  scheduler(const scheduler_context& context, std::unique_ptr<dedup::rfp_dupefilter> dupefilter);
+  explicit scheduler(const scheduler_context& context);
 
-  virtual void do_open(asio::any_completion_handler<done_signature> handler);
-  virtual void do_enqueue(std::vector<request> requests, std::string parent_lease,
-                          std::vector<nlohmann::json> items,
-                          asio::any_completion_handler<enqueue_signature> handler);
-  virtual void do_close(asio::any_completion_handler<done_signature> handler);
+  /// do_store's completion: on an error, nothing of the outcome was stored and it comes back
+  /// untouched as `unstored`, to be tried again.
+  using attempt_signature = void(std::exception_ptr, stored_outcome stored, page_outcome unstored);
+
+  virtual void do_open(asio::any_completion_handler<done_signature> handler) = 0;
+  virtual void do_store(page_outcome outcome,
+                        asio::any_completion_handler<attempt_signature> handler) = 0;
+  /// An outcome that could not be stored while closing: kept so that no request is lost.
+  virtual void keep_unchecked(page_outcome outcome) = 0;
+  virtual void do_close(asio::any_completion_handler<done_signature> handler) = 0;
+
   void ready() {
     if (ready_) ready_();
   }
-  void fatal(const std::string& reason) {
-    if (fatal_) fatal_(reason);
-  }
-  std::size_t queue_new(std::vector<request>& requests, const dedup::seen_flags& flags,
-                        const std::vector<dedup::fingerprint>& fingerprints,
-                        const std::vector<std::size_t>& filtered_positions,
-                        const std::string& parent_lease, bool journaled_ahead);
-  void commit_journal();
-  void check_dupefilter_record();
-  void jobdir_failed(const std::string& why);
-  void load_queue();
-  void check_loaded(asio::any_completion_handler<done_signature> handler);
-  std::size_t save_queue();  // how many requests it saved
+  /// Stops the crawl with `reason`, said already.
+  void fatal(const std::string& reason);
 
-  const crawler::settings& settings_;
   crawler::stats& stats_;
-  std::string jobdir_;
   dedup::fingerprint_scheme scheme_;
-  memory_queue queue_;
-  std::vector<request> unchecked_;  // restore_unchecked; saved to and loaded from JOBDIR
-  std::unique_ptr<detail::jobdir_lock> jobdir_lock_;    // with JOBDIR: held while this lives
-  std::unique_ptr<request_journal> journal_;            // with JOBDIR
-  std::vector<request> journaled_;                      // queued since the last clean close: seen
-  std::unordered_set<std::string> torn_settles_;        // request_journal::replay::torn_settles
-  std::unordered_set<std::uint64_t> journal_prefixes_;  // while torn_settles_: queue_new
-  bool jobdir_failed_ = false;
-  std::unique_ptr<dedup::rfp_dupefilter> dupefilter_;
-  bool dupefilter_records_at_once_;  // a Redis backend: the journal writes ahead of it
   std::shared_ptr<spdlog::logger> logger_;
+
+ private:
+  class waiting_outcomes;  // scheduler.cpp
+  void store(page_outcome outcome, asio::any_completion_handler<store_signature> handler);
+
+  std::unique_ptr<waiting_outcomes> waiting_;
   std::function<void()> ready_;
   std::function<void(const std::string&)> fatal_;
+  bool closing_ = false;
+  bool stopped_ = false;  // fatal() was called: it said why
 };
 
 }  // namespace crawler

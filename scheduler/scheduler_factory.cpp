@@ -1,9 +1,10 @@
 // scheduler::create, the factory: the one place that knows both schedulers, so neither the
-// memory scheduler (scheduler.cpp) nor the engine has to.
+// interface (scheduler.cpp) nor the engine has to.
 #include "scheduler/scheduler.h"
 
 #include "config/settings.h"
-#include "scheduler/redis_scheduler.h"
+#include "scheduler/fleet/fleet_scheduler.h"
+#include "scheduler/memory_scheduler.h"
 
 namespace crawler {
 namespace {
@@ -24,15 +25,13 @@ bool scheduler_is_redis(std::string_view name) {
 }
 
 std::unique_ptr<scheduler> scheduler::create(const scheduler_context& context) {
-  if (wants_redis(context.settings)) return redis_scheduler::create(context);
+  if (wants_redis(context.settings)) return fleet_scheduler::create(context);
   if (context.settings.get_bool("REDIS_PIPELINE")) {
     throw settings_error(
         "REDIS_PIPELINE: items go to Redis with the page that yielded them, which needs "
         "SCHEDULER=redis");
   }
-  auto dupefilter = dedup::make_dupefilter(
-      {context.settings, context.stats, context.spider_name, context.executor, context.redis});
-  return std::unique_ptr<scheduler>(new scheduler(context, std::move(dupefilter)));
+  return memory_scheduler::create(context);
 }
 
 }  // namespace crawler

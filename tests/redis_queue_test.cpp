@@ -1,6 +1,6 @@
 // The fleet's request queue against a real redis-server: leases, reclaiming, atomic settlement
 // through each Redis dupefilter, poisoned entries.
-#include "scheduler/redis_queue.h"
+#include "scheduler/fleet/redis_queue.h"
 
 #include <gtest/gtest.h>
 #include <hiredis/hiredis.h>
@@ -14,7 +14,7 @@
 #include "redis/reply_error.h"
 #include "redis_server.h"
 #include "scheduler/shared_request.h"
-#include "scheduler/start_request.h"
+#include "scheduler/fleet/start_request.h"
 
 namespace {
 

@@ -3,8 +3,6 @@
 // dont_filter request every time, hand out higher priorities first, count what they hold, and
 // keep their queue and dupefilter across a close when told to (JOBDIR, SCHEDULER_PERSIST). The
 // engine sees nothing else of them, so whatever passes here can stand behind it.
-#include "scheduler/scheduler.h"
-
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -16,6 +14,7 @@
 
 #include "event_loop.h"
 #include "redis_server.h"
+#include "scheduler/scheduler.h"
 
 namespace {
 
@@ -56,13 +55,9 @@ class driven_scheduler {
   std::size_t enqueue(std::vector<request> requests, const std::string& parent = "") {
     std::promise<std::size_t> queued;
     on_loop([&] {
-      scheduler_->async_enqueue(
-          std::move(requests), parent, {},
-          [&queued](std::exception_ptr error, crawler::enqueue_outcome outcome,
-                    std::vector<request>) {
-            if (error) return queued.set_exception(error);
-            queued.set_value(outcome.queued);
-          });
+      scheduler_->async_store(
+          {.lease = parent, .requests = std::move(requests)},
+          [&queued](crawler::stored_outcome stored) { queued.set_value(stored.queued); });
     });
     return queued.get_future().get();
   }
@@ -174,15 +169,15 @@ TEST_P(scheduler_contract, queues_a_new_url_once_and_a_dont_filter_request_every
   ASSERT_EQ(start.size(), 1u);
 
   auto again = with_priority("https://a.example/c", 0, true);
-  EXPECT_EQ(scheduler.enqueue({request{"https://a.example/b"}, request{"https://a.example/"},
-                               again, again, request{"https://a.example/b"}},
+  EXPECT_EQ(scheduler.enqueue({request{"https://a.example/b"}, request{"https://a.example/"}, again,
+                               again, request{"https://a.example/b"}},
                               start[0].lease),
             3u);  // b once, c twice; a was seen
   EXPECT_EQ(scheduler.size(), 3u);
   auto taken = scheduler.take(4);
-  EXPECT_EQ(urls_of(taken, true), (std::vector<std::string>{"https://a.example/b",
-                                                            "https://a.example/c",
-                                                            "https://a.example/c"}));
+  EXPECT_EQ(urls_of(taken, true),
+            (std::vector<std::string>{"https://a.example/b", "https://a.example/c",
+                                      "https://a.example/c"}));
   EXPECT_EQ(scheduler.size(), 0u);
   for (const auto& crawled : taken) scheduler.settle(crawled);
   scheduler.settle(start[0]);

@@ -16,8 +16,8 @@
 #include "config/settings.h"
 #include "crawler/cli/detail/commands.h"
 #include "redis/client.h"
-#include "scheduler/redis_queue.h"
-#include "scheduler/start_request.h"
+#include "scheduler/fleet/redis_queue.h"
+#include "scheduler/fleet/start_request.h"
 
 namespace crawler::cli {
 namespace {

@@ -1,4 +1,4 @@
-#include "scheduler/start_request.h"
+#include "scheduler/fleet/start_request.h"
 
 #include <boost/url/parse.hpp>
 #include <boost/url/url.hpp>

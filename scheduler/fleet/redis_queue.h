@@ -41,7 +41,7 @@
 
 #include "dedup/dupefilter.h"
 #include "redis/client.h"
-#include "scheduler/entry_signature.h"
+#include "scheduler/fleet/entry_signature.h"
 #include "request/request.h"
 #include "scheduler/request_secrets.h"
 

@@ -1,14 +1,14 @@
-#include "scheduler/redis_queue.h"
+#include "scheduler/fleet/redis_queue.h"
 
 #include <openssl/rand.h>
 #include <openssl/sha.h>
 
 #include "config/settings.h"
 #include "redis/reply_error.h"
-#include "scheduler/detail/known_fingerprints.h"
-#include "scheduler/detail/redis_queue_scripts.h"
+#include "scheduler/fleet/detail/known_fingerprints.h"
+#include "scheduler/fleet/detail/redis_queue_scripts.h"
 #include "scheduler/shared_request.h"
-#include "scheduler/start_request.h"
+#include "scheduler/fleet/start_request.h"
 
 namespace crawler {
 namespace {

@@ -1,4 +1,4 @@
-#include "scheduler/redis_scheduler.h"
+#include "scheduler/fleet/fleet_scheduler.h"
 
 #include <unistd.h>
 
@@ -9,8 +9,7 @@
 #include "config/log.h"
 #include "redis/endpoint.h"
 #include "redis/reply_error.h"
-#include "scheduler/detail/jobdir_lock.h"
-#include "scheduler/detail/redis_queue_scripts.h"
+#include "scheduler/fleet/detail/redis_queue_scripts.h"
 #include "scheduler/shared_request.h"
 
 namespace crawler {
@@ -42,7 +41,7 @@ bool is_out_of_memory(std::exception_ptr error) {
 
 }  // namespace
 
-std::unique_ptr<scheduler> redis_scheduler::create(const scheduler_context& context) {
+std::unique_ptr<scheduler> fleet_scheduler::create(const scheduler_context& context) {
   const auto& settings = context.settings;
   if (settings.get_double("SCHEDULER_HEARTBEAT_INTERVAL") * 3 >
       settings.get_double("SCHEDULER_LEASE_TIME")) {
@@ -67,14 +66,15 @@ std::unique_ptr<scheduler> redis_scheduler::create(const scheduler_context& cont
     throw settings_error(error.what());
   }
   return std::unique_ptr<scheduler>(
-      new redis_scheduler(context, std::move(dupefilter), std::move(client), std::move(signer)));
+      new fleet_scheduler(context, std::move(dupefilter), std::move(client), std::move(signer)));
 }
 
-redis_scheduler::redis_scheduler(const scheduler_context& context,
+fleet_scheduler::fleet_scheduler(const scheduler_context& context,
                                  std::unique_ptr<dedup::rfp_dupefilter> dupefilter,
                                  std::shared_ptr<redis::client> client,
                                  std::optional<entry_signer> signer)
-    : scheduler(context, std::move(dupefilter)),
+    : scheduler(context),
+      dupefilter_(std::move(dupefilter)),
       client_(client),
       spider_(context.spider_name),
       queue_key_(
@@ -110,14 +110,12 @@ redis_scheduler::redis_scheduler(const scheduler_context& context,
       lease_time_(milliseconds_of(context.settings, "SCHEDULER_LEASE_TIME")),
       poll_timer_(context.executor),
       heartbeat_timer_(context.executor) {
-  if (!jobdir_.empty()) {
+  if (!context.settings.get_string("JOBDIR").empty()) {
     logger_->warn("JOBDIR is ignored with SCHEDULER=redis: the fleet's state is in Redis");
-    jobdir_.clear();
-    jobdir_lock_.reset();
   }
 }
 
-redis_scheduler::~redis_scheduler() {
+fleet_scheduler::~fleet_scheduler() {
   *alive_ = false;
 }
 
@@ -226,7 +224,7 @@ for i = 1, #ARGV, 2 do redis.call('HINCRBY', KEYS[1], ARGV[i], ARGV[i + 1]) end
 return bad
 )lua";
 
-void redis_scheduler::do_open(asio::any_completion_handler<done_signature> handler) {
+void fleet_scheduler::do_open(asio::any_completion_handler<done_signature> handler) {
   auto shared = std::make_shared<asio::any_completion_handler<done_signature>>(std::move(handler));
   auto check_then_open = [this, alive = alive_, shared] {
     if (!*alive) return;
@@ -284,7 +282,7 @@ void redis_scheduler::do_open(asio::any_completion_handler<done_signature> handl
 // The scripts use LPOP with a count (Redis 6.2) and ZPOPMIN (5.0): an older server would fail
 // every take with an error retrying cannot fix. A server whose INFO says nothing (a proxy that
 // hides it) is taken at its word.
-std::exception_ptr redis_scheduler::version_problem(const redis::reply& info) const {
+std::exception_ptr fleet_scheduler::version_problem(const redis::reply& info) const {
   if (info.is_error()) return nullptr;
   auto at = info.str.find("redis_version:");
   if (at == std::string::npos) return nullptr;
@@ -300,7 +298,7 @@ std::exception_ptr redis_scheduler::version_problem(const redis::reply& info) co
 
 // A key of the wrong type would fail every script run on it, again and again: refuse at start,
 // naming the key, what it holds and what the fleet keeps there.
-void redis_scheduler::check_key_types(
+void fleet_scheduler::check_key_types(
     std::function<void()> then,
     std::shared_ptr<asio::any_completion_handler<done_signature>> fail) {
   auto queue_type = queue_.order() == "priority" ? "zset" : "list";
@@ -345,7 +343,7 @@ void redis_scheduler::check_key_types(
 // A Redis that evicts keys under maxmemory may drop the queue, a lease or the dupefilter; the
 // epoch check stops the fleet when it does, but the operator should know before. CONFIG may be
 // renamed away on managed servers: then nothing is said.
-void redis_scheduler::warn_if_evicting() {
+void fleet_scheduler::warn_if_evicting() {
   client_->async_command(
       {"CONFIG", "GET", "maxmemory*"},
       [this, alive = alive_](std::exception_ptr error, redis::reply answer) {
@@ -364,7 +362,7 @@ void redis_scheduler::warn_if_evicting() {
       });
 }
 
-void redis_scheduler::open_dupefilter(asio::any_completion_handler<done_signature> handler) {
+void fleet_scheduler::open_dupefilter(asio::any_completion_handler<done_signature> handler) {
   dupefilter_->async_open(
       [this, alive = alive_, handler = std::move(handler)](std::exception_ptr error) mutable {
         if (!*alive) return;
@@ -380,7 +378,7 @@ void redis_scheduler::open_dupefilter(asio::any_completion_handler<done_signatur
 }
 
 // Start URLs first (whenever there is room, not only when idle), then the queue.
-void redis_scheduler::take_more() {
+void fleet_scheduler::take_more() {
   if (!open_ || taking_ || buffer_.size() >= batch_size_) return;
   taking_ = true;
   queue_.async_feed(start_urls_batch_, dupefilter_->marking(), scheme_,
@@ -397,7 +395,7 @@ void redis_scheduler::take_more() {
                     });
 }
 
-void redis_scheduler::take_leased() {
+void fleet_scheduler::take_leased() {
   // The leases are Redis's from the moment the script runs, which is after this: until then
   // plus the lease time, they are surely this worker's.
   auto sent = std::chrono::steady_clock::now();
@@ -432,7 +430,7 @@ void redis_scheduler::take_leased() {
       });
 }
 
-void redis_scheduler::count_set_asides() {
+void fleet_scheduler::count_set_asides() {
   auto gained = [](std::size_t now, std::size_t& counted) {
     auto gain = std::int64_t(now - counted);
     counted = now;
@@ -443,9 +441,10 @@ void redis_scheduler::count_set_asides() {
   }
   if (auto set_aside = gained(queue_.bad(), set_aside_)) {
     stats_.inc_value("scheduler/set_aside", set_aside);
-    logger_->warn("Set aside {} records of the fleet's Redis that cannot be used; each is in {} "
-                  "(or {}:bad) with the reason",
-                  set_aside, queue_key_ + ":bad", start_urls_key_);
+    logger_->warn(
+        "Set aside {} records of the fleet's Redis that cannot be used; each is in {} "
+        "(or {}:bad) with the reason",
+        set_aside, queue_key_ + ":bad", start_urls_key_);
   }
   if (auto dead = gained(queue_.dead(), dead_)) {
     stats_.inc_value("scheduler/dead_letters", dead);
@@ -463,7 +462,7 @@ void redis_scheduler::count_set_asides() {
 // A refusal that would come again (redis/reply_error.h) stops it too (finish_reason
 // redis_error): retried, it would keep a worker busy doing nothing for days. What it holds goes
 // back to the queue at close, or when its leases expire.
-bool redis_scheduler::stopped(std::exception_ptr error) {
+bool fleet_scheduler::stopped(std::exception_ptr error) {
   if (!error) return false;
   try {
     std::rethrow_exception(error);
@@ -501,11 +500,11 @@ bool redis_scheduler::stopped(std::exception_ptr error) {
 }
 
 // Each failure of an outage would otherwise log a line per poll and per heartbeat: one line when
-// Redis goes away, one when it answers again. Meanwhile the engine keeps the outcomes of the
-// downloads that finish (at most the taken batch and the downloads under way) and stores them
-// when Redis is back; leases live on Redis's clock, so an outage shorter than
-// SCHEDULER_LEASE_TIME loses no lease.
-void redis_scheduler::redis_failed(const std::string& doing, std::exception_ptr error) {
+// Redis goes away, one when it answers again. Meanwhile the outcomes of the downloads that finish
+// (at most the taken batch and the downloads under way) wait (scheduler.h) and are stored when
+// Redis is back; leases live on Redis's clock, so an outage shorter than SCHEDULER_LEASE_TIME
+// loses no lease.
+void fleet_scheduler::redis_failed(const std::string& doing, std::exception_ptr error) {
   if (redis_down_since_) return;
   redis_down_since_ = std::chrono::steady_clock::now();
   stats_.inc_value("scheduler/redis_outages");
@@ -517,7 +516,7 @@ void redis_scheduler::redis_failed(const std::string& doing, std::exception_ptr 
 // Past maxmemory under noeviction, Redis refuses a script whose first write would grow it (one
 // that has written goes on to its end: nothing is half done). Memory can be freed, so it is
 // retried like an outage, but said for what it is, once until Redis takes writes again.
-bool redis_scheduler::out_of_memory(const std::string& doing, std::exception_ptr error) {
+bool fleet_scheduler::out_of_memory(const std::string& doing, std::exception_ptr error) {
   if (!is_out_of_memory(error)) return false;
   if (out_of_memory_) return true;
   out_of_memory_ = true;
@@ -529,13 +528,13 @@ bool redis_scheduler::out_of_memory(const std::string& doing, std::exception_ptr
   return true;
 }
 
-void redis_scheduler::memory_recovered() {
+void fleet_scheduler::memory_recovered() {
   if (!out_of_memory_) return;
   out_of_memory_ = false;
   logger_->info("Redis at {} takes writes again", client_->where().address());
 }
 
-void redis_scheduler::redis_answered() {
+void fleet_scheduler::redis_answered() {
   if (!redis_down_since_) return;
   auto down = std::chrono::duration<double>(std::chrono::steady_clock::now() - *redis_down_since_);
   redis_down_since_.reset();
@@ -547,7 +546,7 @@ void redis_scheduler::redis_answered() {
 // pushed URLs for hours, costs Redis 3 commands a second, those its scripts run included;
 // scrapy-redis's workers look every 5 s), and with
 // MAX_IDLE_TIME_BEFORE_CLOSE, find out whether the whole fleet is out of work.
-void redis_scheduler::after_empty_take() {
+void fleet_scheduler::after_empty_take() {
   if (!open_) return;
   poll_timer_.expires_after(idle_backoff_);
   idle_backoff_ = std::min(idle_backoff_ * 2, std::chrono::milliseconds(2000));
@@ -584,7 +583,7 @@ void redis_scheduler::after_empty_take() {
       });
 }
 
-void redis_scheduler::flush_stats(std::function<void()> then) {
+void fleet_scheduler::flush_stats(std::function<void()> then) {
   redis::command add{"EVAL", add_stats_script, "2", stats_key_, queue_key_ + ":bad"};
   std::vector<std::pair<std::string, std::int64_t>> gains;
   for (const auto& [key, value] : stats_.counters()) {
@@ -599,42 +598,43 @@ void redis_scheduler::flush_stats(std::function<void()> then) {
     if (then) then();
     return;
   }
-  client_->async_command(
-      std::move(add), [this, alive = alive_, gains = std::move(gains), then = std::move(then)](
-                          std::exception_ptr error, redis::reply answer) {
-        if (!*alive) return;
-        auto doing = "add to " + stats_key_;
-        if (!error && answer.is_error()) error = refusal(doing, answer.str);
-        if (error) {
-          // Not added: the next flush sends these again, with what was gained since.
-          for (const auto& [key, gained] : gains) flushed_[key] -= gained;
-          if (!out_of_memory(doing, error)) stopped(error);
-        } else {
-          memory_recovered();
-          set_aside_here(answer.integer, stats_key_);
-        }
-        if (then) then();
-      });
+  client_->async_command(std::move(add),
+                         [this, alive = alive_, gains = std::move(gains), then = std::move(then)](
+                             std::exception_ptr error, redis::reply answer) {
+                           if (!*alive) return;
+                           auto doing = "add to " + stats_key_;
+                           if (!error && answer.is_error()) error = refusal(doing, answer.str);
+                           if (error) {
+                             // Not added: the next flush sends these again, with what was gained since.
+                             for (const auto& [key, gained] : gains) flushed_[key] -= gained;
+                             if (!out_of_memory(doing, error)) stopped(error);
+                           } else {
+                             memory_recovered();
+                             set_aside_here(answer.integer, stats_key_);
+                           }
+                           if (then) then();
+                         });
 }
 
-std::exception_ptr redis_scheduler::refusal(const std::string& doing,
+std::exception_ptr fleet_scheduler::refusal(const std::string& doing,
                                             const std::string& text) const {
   return std::make_exception_ptr(
       redis::reply_error("redis at " + client_->where().address() + ": could not " + doing, text));
 }
 
-void redis_scheduler::set_aside_here(long long count, const std::string& key) {
+void fleet_scheduler::set_aside_here(long long count, const std::string& key) {
   if (count <= 0) return;
   stats_.inc_value("scheduler/set_aside", count);
-  logger_->warn("Set aside {} records of {} that are not the fleet's; each is in {} with the "
-                "reason",
-                count, key, queue_key_ + ":bad");
+  logger_->warn(
+      "Set aside {} records of {} that are not the fleet's; each is in {} with the "
+      "reason",
+      count, key, queue_key_ + ":bad");
 }
 
 // This worker's line in <spider>:workers, which `crawler status` reads and the fleet's close
 // checks: a worker whose heartbeat is older than three intervals is dead. The scripts that write
 // it add "started" and "heartbeat" on Redis's clock (write_worker).
-std::string redis_scheduler::worker_record() const {
+std::string fleet_scheduler::worker_record() const {
   return nlohmann::json{{"worker", queue_.worker()},
                         {"pid", getpid()},
                         {"interval", std::chrono::duration<double>(heartbeat_interval_).count()},
@@ -644,7 +644,7 @@ std::string redis_scheduler::worker_record() const {
       .dump();
 }
 
-void redis_scheduler::heartbeat() {
+void fleet_scheduler::heartbeat() {
   if (!open_) return;
   flush_stats();
   client_->async_command({"EVAL", heartbeat_script, "2", workers_key_, queue_key_ + ":bad",
@@ -671,14 +671,14 @@ void redis_scheduler::heartbeat() {
 // Renewal says which leases this worker still holds. One it lost (it stalled, SIGSTOP or a
 // swapped-out VM, past SCHEDULER_LEASE_TIME, and another worker took the request back) is not
 // fetched if it is still waiting here: the request is another worker's now.
-void redis_scheduler::renew_leases() {
+void fleet_scheduler::renew_leases() {
   if (held_.empty() || renewing_) return;
   renewing_ = true;
   std::vector<std::string> leases;
   for (const auto& [lease, until] : held_) leases.push_back(lease);
   auto sent = std::chrono::steady_clock::now();
-  queue_.async_renew(leases, [this, alive = alive_, leases, sent](
-                                 std::exception_ptr error, std::vector<std::string> gone) {
+  queue_.async_renew(leases, [this, alive = alive_, leases, sent](std::exception_ptr error,
+                                                                  std::vector<std::string> gone) {
     if (!*alive) return;
     renewing_ = false;
     if (stopped(error)) return;
@@ -713,7 +713,7 @@ void redis_scheduler::renew_leases() {
   });
 }
 
-std::optional<request> redis_scheduler::next_request() {
+std::optional<request> fleet_scheduler::next_request() {
   if (buffer_.empty()) {
     take_more();
     return std::nullopt;
@@ -734,17 +734,15 @@ std::optional<request> redis_scheduler::next_request() {
   return next;
 }
 
-void redis_scheduler::restore(request request) {
+void fleet_scheduler::restore(request request) {
   if (!request.lease.empty()) to_release_.push_back(std::move(request.lease));
 }
 
 // A page whose outcome could not be stored is crawled again, with its outcome, by whoever takes
-// it next: only the leases matter here.
-void redis_scheduler::restore_unchecked(std::vector<request> requests) {
-  for (auto& request : requests) restore(std::move(request));
-}
+// it next, once its lease expires: nothing of the outcome needs keeping here.
+void fleet_scheduler::keep_unchecked(page_outcome) {}
 
-std::string redis_scheduler::start_request_problem(const request& request) const {
+std::string fleet_scheduler::start_request_problem(const request& request) const {
   // As the workers will read it back: the operator's own when signed, shared otherwise.
   auto as_read = request;
   if (!queue_.signs_entries()) as_read.origin = request_origin::shared;
@@ -754,60 +752,60 @@ std::string redis_scheduler::start_request_problem(const request& request) const
          "shared request)";
 }
 
-bool redis_scheduler::has_pending_requests() const {
+bool fleet_scheduler::has_pending_requests() const {
   return !buffer_.empty() || !fleet_done_;
 }
 
-void redis_scheduler::do_enqueue(std::vector<request> requests, std::string parent_lease,
-                                 std::vector<nlohmann::json> items,
-                                 asio::any_completion_handler<enqueue_signature> handler) {
-  if (parent_lease.empty()) {
+void fleet_scheduler::do_store(page_outcome outcome,
+                               asio::any_completion_handler<attempt_signature> handler) {
+  if (outcome.lease.empty()) {
     // Start requests: every worker yields the same ones, and the fleet crawls each once.
-    for (auto& request : requests) request.dont_filter = false;
+    for (auto& request : outcome.requests) request.dont_filter = false;
   }
   // Kept for the answer, which names duplicates by position, and given back untouched if Redis
   // cannot answer; settle only reads it, so no page's links are copied.
-  auto batch = std::make_shared<std::vector<request>>(std::move(requests));
+  auto kept = std::make_shared<page_outcome>(std::move(outcome));
   // std::function wants a copyable target; the handler is move-only.
   auto shared =
-      std::make_shared<asio::any_completion_handler<enqueue_signature>>(std::move(handler));
-  queue_.async_settle(parent_lease, *batch, items, dupefilter_->marking(), scheme_,
-                      [this, alive = alive_, parent_lease, batch, shared](
-                          std::exception_ptr error, settle_result result) mutable {
-                        if (!*alive) return;
-                        auto& handler = *shared;
-                        stopped(error);
-                        if (error)
-                          return std::move(handler)(error, enqueue_outcome{}, std::move(*batch));
-                        if (!parent_lease.empty()) {
-                          held_.erase(parent_lease);
-                          if (!result.settled) stats_.inc_value("scheduler/lease_lost");
-                        }
-                        for (auto position : result.unfingerprintable_positions) {
-                          logger_->error("Dropped {}: its URL cannot be fingerprinted",
-                                         (*batch)[position].describe());
-                        }
-                        for (auto position : result.duplicate_positions) {
-                          const auto& duplicate = (*batch)[position];
-                          auto referer = find_header(duplicate.headers, "Referer");
-                          dupefilter_->log(duplicate.describe(),
-                                           referer.empty() ? "None" : referer);
-                        }
-                        if (result.queued) {
-                          stats_.inc_value("scheduler/enqueued/redis", std::int64_t(result.queued));
-                          stats_.inc_value("scheduler/enqueued", std::int64_t(result.queued));
-                        }
-                        std::move(handler)(
-                            nullptr,
-                            enqueue_outcome{.queued = result.queued,
-                                            .settled = parent_lease.empty() || result.settled},
-                            std::vector<request>{});
-                        // A worker that just queued work need not wait out its idle backoff.
-                        if (result.queued && buffer_.empty()) take_more();
-                      });
+      std::make_shared<asio::any_completion_handler<attempt_signature>>(std::move(handler));
+  static const std::vector<nlohmann::json> no_items;
+  const auto& items = store_items_ ? kept->items : no_items;
+  queue_.async_settle(
+      kept->lease, kept->requests, items, dupefilter_->marking(), scheme_,
+      [this, alive = alive_, kept, shared](std::exception_ptr error, settle_result result) {
+        if (!*alive) return;
+        auto& handler = *shared;
+        const auto& lease = kept->lease;
+        stopped(error);
+        if (error) return std::move(handler)(error, stored_outcome{}, std::move(*kept));
+        if (!lease.empty()) {
+          held_.erase(lease);
+          if (!result.settled) stats_.inc_value("scheduler/lease_lost");
+        }
+        for (auto position : result.unfingerprintable_positions) {
+          logger_->error("Dropped {}: its URL cannot be fingerprinted",
+                         kept->requests[position].describe());
+        }
+        for (auto position : result.duplicate_positions) {
+          const auto& duplicate = kept->requests[position];
+          auto referer = find_header(duplicate.headers, "Referer");
+          dupefilter_->log(duplicate.describe(), referer.empty() ? "None" : referer);
+        }
+        if (result.queued) {
+          stats_.inc_value("scheduler/enqueued/redis", std::int64_t(result.queued));
+          stats_.inc_value("scheduler/enqueued", std::int64_t(result.queued));
+        }
+        std::move(handler)(nullptr,
+                           stored_outcome{.queued = result.queued,
+                                          .settled = lease.empty() || result.settled,
+                                          .items = std::move(kept->items)},
+                           page_outcome{});
+        // A worker that just queued work need not wait out its idle backoff.
+        if (result.queued && buffer_.empty()) take_more();
+      });
 }
 
-void redis_scheduler::do_close(asio::any_completion_handler<done_signature> handler) {
+void fleet_scheduler::do_close(asio::any_completion_handler<done_signature> handler) {
   open_ = false;
   poll_timer_.cancel();
   heartbeat_timer_.cancel();
@@ -852,7 +850,7 @@ return redis.call('DEL', unpack(KEYS))
 
 // The keys of the fleet's crawl state: <spider>:workers first, the queue second and its leases
 // third (fleet_done_script reads them), then the rest of the queue and the dupefilter's keys.
-std::vector<std::string> redis_scheduler::fleet_keys() const {
+std::vector<std::string> fleet_scheduler::fleet_keys() const {
   std::vector<std::string> keys{workers_key_,           queue_key_,
                                 queue_key_ + ":leased", queue_key_ + ":deadlines",
                                 queue_key_ + ":seq",    queue_key_ + ":deliveries"};
@@ -860,7 +858,7 @@ std::vector<std::string> redis_scheduler::fleet_keys() const {
   return keys;
 }
 
-void redis_scheduler::leave_fleet(asio::any_completion_handler<done_signature> handler) {
+void fleet_scheduler::leave_fleet(asio::any_completion_handler<done_signature> handler) {
   // This worker's line goes in any case: `crawler status` must not count a stopped worker.
   std::vector<redis::command> commands{{"HDEL", workers_key_, queue_.worker()}};
   if (!persist_) {

@@ -1,4 +1,4 @@
-#include "scheduler/entry_signature.h"
+#include "scheduler/fleet/entry_signature.h"
 
 #include <openssl/crypto.h>
 #include <openssl/evp.h>

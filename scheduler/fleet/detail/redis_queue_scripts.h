@@ -26,7 +26,7 @@ namespace crawler::detail {
 // mid-crawl) must stop the script before it writes anything, not halfway. The answer is an error
 // that starts with CRAWLER_WRONGTYPE and names the key.
 //
-// wrong_type comes first: the scheduler's own scripts (redis_scheduler.cpp) start with it too.
+// wrong_type comes first: the scheduler's own scripts (fleet_scheduler.cpp) start with it too.
 // Then mark(key, argument), the dupefilter's step (dedup::redis_marking::lua), which
 // redis_queue::run_script writes in; then the prelude.
 inline constexpr const char* redis_lua_wrong_type = R"lua(

@@ -16,6 +16,9 @@
 // are dont_filter, so a fleet whose workers all start from the same URLs crawls them once. Start
 // URLs pushed to REDIS_START_URLS_KEY (`crawler push`) are moved into the queue, through the
 // dupefilter, before each take.
+// Redis away: the worker retries its takes and heartbeats with a backoff, and its outcomes wait in
+// scheduler.h's way; leases live on Redis's clock, so an outage shorter than SCHEDULER_LEASE_TIME
+// loses no lease. JOBDIR is ignored: the fleet's state is in Redis.
 // Built by scheduler::create; used from the engine's loop only.
 #pragma once
 
@@ -28,38 +31,37 @@
 #include <optional>
 #include <set>
 
-#include "scheduler/redis_queue.h"
+#include "dedup/dupefilter.h"
+#include "scheduler/fleet/redis_queue.h"
 #include "scheduler/scheduler.h"
 
 namespace crawler {
 
-class redis_scheduler final : public scheduler {
+class fleet_scheduler final : public scheduler {
  public:
   /// Throws settings_error when DUPEFILTER_CLASS is not a Redis backend or a setting conflicts.
   static std::unique_ptr<scheduler> create(const scheduler_context& context);
-  ~redis_scheduler() override;
+  ~fleet_scheduler() override;
 
   std::optional<request> next_request() override;
   void restore(request request) override;
-  void restore_unchecked(std::vector<request> requests) override;
   bool has_pending_requests() const override;
   std::string start_request_problem(const request& request) const override;
-  bool leases_can_be_lost() const override { return true; }
-  bool stores_items() const override { return store_items_; }
+  bool items_wait_for_store() const override { return true; }
   std::size_t size() const override { return queue_.queued() + buffer_.size(); }
   void set_request_check(std::function<std::string(const request&)> check) override {
     queue_.set_check(std::move(check));
   }
 
  private:
-  redis_scheduler(const scheduler_context& context,
+  fleet_scheduler(const scheduler_context& context,
                   std::unique_ptr<dedup::rfp_dupefilter> dupefilter,
                   std::shared_ptr<redis::client> client, std::optional<entry_signer> signer);
 
   void do_open(asio::any_completion_handler<done_signature> handler) override;
-  void do_enqueue(std::vector<request> requests, std::string parent_lease,
-                  std::vector<nlohmann::json> items,
-                  asio::any_completion_handler<enqueue_signature> handler) override;
+  void do_store(page_outcome outcome,
+                asio::any_completion_handler<attempt_signature> handler) override;
+  void keep_unchecked(page_outcome outcome) override;
   void do_close(asio::any_completion_handler<done_signature> handler) override;
 
   void check_key_types(std::function<void()> then,
@@ -94,6 +96,7 @@ class redis_scheduler final : public scheduler {
   void flush_stats(std::function<void()> then = {});
   void leave_fleet(asio::any_completion_handler<done_signature> handler);
 
+  std::unique_ptr<dedup::rfp_dupefilter> dupefilter_;
   std::shared_ptr<redis::client> client_;
   std::string spider_, queue_key_, start_urls_key_, stats_key_, workers_key_;
   std::map<std::string, std::int64_t> flushed_;  // the counters as last added to stats_key_
@@ -110,7 +113,7 @@ class redis_scheduler final : public scheduler {
   // held: its take or its last renewal was sent less than the lease time before.
   std::map<std::string, std::chrono::steady_clock::time_point> held_;
   std::chrono::milliseconds lease_time_;  // SCHEDULER_LEASE_TIME
-  std::vector<std::string> to_release_;  // restored by the engine; released at close
+  std::vector<std::string> to_release_;   // restored by the engine; released at close
   bool open_ = false, taking_ = false, renewing_ = false, fleet_done_ = false, state_lost_ = false,
        refused_ = false, out_of_memory_ = false;
   std::size_t reclaimed_ = 0, set_aside_ = 0, dead_ = 0;  // as last counted in the stats

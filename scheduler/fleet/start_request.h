@@ -14,7 +14,7 @@
 
 #include <string_view>
 
-#include "scheduler/entry_signature.h"
+#include "scheduler/fleet/entry_signature.h"
 #include "request/request.h"
 
 namespace crawler {

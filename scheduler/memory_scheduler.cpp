@@ -1,0 +1,334 @@
+#include "scheduler/memory_scheduler.h"
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include "config/log.h"
+#include "request/canonical_url.h"
+#include "scheduler/detail/jobdir_lock.h"
+#include "scheduler/request_journal.h"
+
+namespace crawler {
+
+std::unique_ptr<scheduler> memory_scheduler::create(const scheduler_context& context) {
+  auto dupefilter = dedup::make_dupefilter(
+      {context.settings, context.stats, context.spider_name, context.executor, context.redis});
+  return std::unique_ptr<scheduler>(new memory_scheduler(context, std::move(dupefilter)));
+}
+
+memory_scheduler::memory_scheduler(const scheduler_context& context,
+                                   std::unique_ptr<dedup::rfp_dupefilter> dupefilter)
+    : scheduler(context),
+      settings_(context.settings),
+      jobdir_(context.settings.get_string("JOBDIR")),
+      queue_(queue_order_from(context.settings)),
+      dupefilter_(std::move(dupefilter)),
+      dupefilter_records_at_once_(!dupefilter_->stored_keys().empty()) {
+  // Now, before the engine builds the feeds: a second process writes nothing at all.
+  if (!jobdir_.empty()) jobdir_lock_ = std::make_unique<detail::jobdir_lock>(jobdir_);
+}
+
+memory_scheduler::~memory_scheduler() = default;
+
+void memory_scheduler::do_open(asio::any_completion_handler<done_signature> handler) {
+  try {
+    load_queue();
+  } catch (...) {
+    return std::move(handler)(std::current_exception());
+  }
+  auto open = [this](asio::any_completion_handler<done_signature> handler) {
+    dupefilter_->async_open([this, handler = std::move(handler)](std::exception_ptr error) mutable {
+      if (error) return std::move(handler)(error);
+      check_loaded(std::move(handler));
+    });
+  };
+  // scrapy-redis's SCHEDULER_FLUSH_ON_START: this crawl starts from an empty Redis dupefilter.
+  if (!settings_.get_bool("SCHEDULER_FLUSH_ON_START")) return open(std::move(handler));
+  dupefilter_->async_flush([open, handler = std::move(handler)](std::exception_ptr error) mutable {
+    if (error) return std::move(handler)(error);
+    open(std::move(handler));
+  });
+}
+
+// Requests the last run saved unchecked go through the dupefilter now, as any new request does.
+void memory_scheduler::check_loaded(asio::any_completion_handler<done_signature> handler) {
+  if (!journaled_.empty()) {
+    // Requests queued since the last clean close: their fingerprints are seen, whether or not
+    // the dupefilter saved them before the crash.
+    std::vector<dedup::fingerprint> fingerprints;
+    for (const auto& queued : journaled_) {
+      if (queued.dont_filter) continue;
+      try {
+        fingerprints.push_back(fingerprint_of(queued, scheme_));
+      } catch (const dedup::url_error&) {
+      }
+    }
+    journaled_.clear();
+    return dupefilter_->async_seen(
+        fingerprints,
+        [this, handler = std::move(handler)](std::exception_ptr error, dedup::seen_flags) mutable {
+          if (error) return std::move(handler)(error);
+          check_loaded(std::move(handler));
+        });
+  }
+  if (unchecked_.empty()) return std::move(handler)(nullptr);
+  auto batch = std::move(unchecked_);
+  unchecked_.clear();
+  auto count = batch.size();
+  do_store({.requests = std::move(batch)},
+           [this, count, handler = std::move(handler)](
+               std::exception_ptr error, stored_outcome outcome, page_outcome unstored) mutable {
+             if (error) {
+               unchecked_ = std::move(unstored.requests);  // saved again at close
+               return std::move(handler)(error);
+             }
+             logger_->info("Checked {} requests saved unchecked: {} queued, {} already seen", count,
+                           outcome.queued, count - outcome.queued);
+             std::move(handler)(nullptr);
+           });
+}
+
+void memory_scheduler::do_store(page_outcome outcome,
+                                asio::any_completion_handler<attempt_signature> handler) {
+  auto requests = std::move(outcome.requests);
+  const auto& parent_lease = outcome.lease;
+  std::vector<dedup::fingerprint> fingerprints;
+  std::vector<std::size_t> filtered_positions;  // requests[i] that go through the dupefilter
+  fingerprints.reserve(requests.size());
+  filtered_positions.reserve(requests.size());
+  std::vector<request> accepted;
+  accepted.reserve(requests.size());
+  for (auto& request : requests) {
+    if (!request.dont_filter) {
+      try {
+        fingerprints.push_back(fingerprint_of(request, scheme_));
+      } catch (const dedup::url_error& error) {
+        logger_->error("Dropped {}: {}", request.describe(), error.what());
+        continue;
+      }
+      request.remembered_fingerprint.reset();  // used: not worth its bytes in the queue
+      filtered_positions.push_back(accepted.size());
+    }
+    accepted.push_back(std::move(request));
+  }
+  if (fingerprints.empty()) {
+    auto queued = queue_new(accepted, {}, {}, {}, parent_lease, false);
+    return std::move(handler)(nullptr,
+                              stored_outcome{.queued = queued, .items = std::move(outcome.items)},
+                              page_outcome{});
+  }
+  // A Redis dupefilter records what it answers at once: the journal writes ahead of it
+  // (request_journal.h), or a crash between the two would leave fingerprints without requests.
+  bool ahead = journal_ && dupefilter_records_at_once_;
+  bool journaled_ahead = ahead && parent_lease.empty();
+  if (ahead) {
+    if (journaled_ahead) {
+      for (auto& request : accepted) journal_->queued(request);
+    } else {
+      journal_->settling(parent_lease);
+    }
+    commit_journal();
+  }
+  // queue_new needs the fingerprints only while pages torn by a crash wait (torn_settles_, which
+  // only shrinks).
+  auto tracked = torn_settles_.empty() ? std::vector<dedup::fingerprint>{} : fingerprints;
+  dupefilter_->async_seen(
+      fingerprints,
+      [this, batch = std::move(accepted), positions = std::move(filtered_positions),
+       fingerprints = std::move(tracked), outcome = std::move(outcome), journaled_ahead,
+       handler = std::move(handler)](std::exception_ptr error, dedup::seen_flags flags) mutable {
+        if (error) {
+          // The caller keeps the batch and offers it again: these journal ids are not its.
+          if (journaled_ahead) {
+            for (const auto& request : batch) journal_->done(request.lease);
+            commit_journal();
+          }
+          outcome.requests = std::move(batch);
+          return std::move(handler)(error, stored_outcome{}, std::move(outcome));
+        }
+        check_dupefilter_record();
+        auto queued =
+            queue_new(batch, flags, fingerprints, positions, outcome.lease, journaled_ahead);
+        std::move(handler)(nullptr,
+                           stored_outcome{.queued = queued, .items = std::move(outcome.items)},
+                           page_outcome{});
+      });
+}
+
+std::size_t memory_scheduler::queue_new(std::vector<request>& requests,
+                                        const dedup::seen_flags& flags,
+                                        const std::vector<dedup::fingerprint>& fingerprints,
+                                        const std::vector<std::size_t>& filtered_positions,
+                                        const std::string& parent_lease, bool journaled_ahead) {
+  // Mark duplicates first: flags[i] (fingerprints[i]) belongs to requests[filtered_positions[i]].
+  // A page whose links were being checked at a crash gets no verdict from the dupefilter, which
+  // may have recorded them just before it: its link is a duplicate when the journal holds its
+  // request. So until every such page is settled, the journal's fingerprints are kept here.
+  bool tracking = !torn_settles_.empty();
+  bool torn = tracking && !parent_lease.empty() && torn_settles_.erase(parent_lease) > 0;
+  std::vector<bool> duplicate(requests.size(), false);
+  for (std::size_t i = 0; i < flags.size(); ++i) {
+    bool seen = flags[i];
+    if (tracking) {
+      auto prefix = fingerprints[i].prefix64();
+      if (torn) seen = journal_prefixes_.contains(prefix);
+      if (!seen) journal_prefixes_.insert(prefix);
+    }
+    duplicate[filtered_positions[i]] = seen;
+  }
+  if (tracking && torn_settles_.empty()) journal_prefixes_ = {};
+  std::size_t queued = 0;
+  for (std::size_t i = 0; i < requests.size(); ++i) {
+    if (duplicate[i]) {
+      if (journaled_ahead) journal_->done(requests[i].lease);
+      auto referer = find_header(requests[i].headers, "Referer");
+      dupefilter_->log(requests[i].describe(), referer.empty() ? "None" : referer);
+      continue;
+    }
+    if (journal_ && !journaled_ahead) journal_->queued(requests[i]);
+    queue_.push(std::move(requests[i]));
+    ++queued;
+  }
+  // In one write, before the dupefilter's file gets these fingerprints (request_journal.h).
+  if (journal_) {
+    if (!parent_lease.empty()) journal_->done(parent_lease);
+    commit_journal();
+  }
+  if (queued) {
+    stats_.inc_value("scheduler/enqueued/memory", std::int64_t(queued));
+    stats_.inc_value("scheduler/enqueued", std::int64_t(queued));
+  }
+  return queued;
+}
+
+// A JOBDIR that cannot be written stops the crawl: what is not journaled would be lost to a crash.
+void memory_scheduler::commit_journal() {
+  try {
+    journal_->commit();
+  } catch (const std::exception& error) {
+    jobdir_failed(error.what());
+  }
+}
+
+void memory_scheduler::check_dupefilter_record() {
+  if (auto failure = dupefilter_->record_failure(); !failure.empty()) jobdir_failed(failure);
+}
+
+void memory_scheduler::jobdir_failed(const std::string& why) {
+  if (jobdir_failed_) return;
+  jobdir_failed_ = true;
+  logger_->error("{}; closing the spider", why);
+  fatal("jobdir_write_failed");
+}
+
+std::optional<request> memory_scheduler::next_request() {
+  auto next = queue_.pop();
+  if (next) {
+    stats_.inc_value("scheduler/dequeued/memory");
+    stats_.inc_value("scheduler/dequeued");
+  }
+  return next;
+}
+
+void memory_scheduler::restore(request request) {
+  queue_.push(std::move(request));
+}
+
+void memory_scheduler::keep_unchecked(page_outcome outcome) {
+  for (auto& request : outcome.requests) unchecked_.push_back(std::move(request));
+}
+
+void memory_scheduler::do_close(asio::any_completion_handler<done_signature> handler) {
+  std::exception_ptr save_error;
+  std::size_t saved = 0;
+  try {
+    saved = save_queue();
+  } catch (...) {
+    save_error = std::current_exception();
+  }
+  // Close the dupefilter even when the queue could not be saved: each component in its own guard.
+  // Without SCHEDULER_PERSIST a Redis dupefilter's keys go with the crawl, as in scrapy-redis; a
+  // crawl that JOBDIR will resume has not ended, and its resume needs them.
+  bool keep = settings_.get_bool("SCHEDULER_PERSIST");
+  if (!keep && saved && dupefilter_records_at_once_) {
+    logger_->info(
+        "Kept the dupefilter's Redis keys for the resume, SCHEDULER_PERSIST=false "
+        "notwithstanding");
+    keep = true;
+  }
+  dupefilter_->async_close(
+      [this, keep, save_error, handler = std::move(handler)](std::exception_ptr error) mutable {
+        if (error || keep) return std::move(handler)(save_error ? save_error : error);
+        dupefilter_->async_flush(
+            [save_error, handler = std::move(handler)](std::exception_ptr error) mutable {
+              std::move(handler)(save_error ? save_error : error);
+            });
+      });
+}
+
+void memory_scheduler::load_queue() {
+  if (jobdir_.empty()) return;
+  journal_ = std::make_unique<request_journal>(jobdir_, settings_.get_bool("JOBDIR_FSYNC"),
+                                               request_secrets(settings_));
+  auto replay = journal_->open();
+  if (replay.torn_lines) {
+    logger_->warn("{}/requests.journal: dropped its last line, cut short by a crash", jobdir_);
+  }
+  if (replay.stale_journal) {
+    logger_->warn(
+        "{}/requests.journal: left by a crash during a close, whose queue was "
+        "saved: ignored",
+        jobdir_);
+  }
+  torn_settles_.insert(replay.torn_settles.begin(), replay.torn_settles.end());
+  if (!torn_settles_.empty()) {
+    auto keep = [this](const std::vector<request>& requests) {
+      for (const auto& request : requests) {
+        try {
+          journal_prefixes_.insert(fingerprint_of(request, scheme_).prefix64());
+        } catch (const dedup::url_error&) {
+        }
+      }
+    };
+    keep(replay.pending);
+    keep(replay.journaled);
+    logger_->info(
+        "{} pages had their links checked by the dupefilter when the crawl stopped: their links "
+        "are checked against the journal when they are crawled",
+        torn_settles_.size());
+  }
+  for (auto& pending : replay.pending) queue_.push(std::move(pending));
+  for (auto& request : replay.unchecked) unchecked_.push_back(std::move(request));
+  journaled_ = std::move(replay.journaled);
+  if (!queue_.empty() || !unchecked_.empty()) {
+    logger_->info("Resuming crawl ({} requests scheduled{})", queue_.size(),
+                  unchecked_.empty()
+                      ? std::string()
+                      : ", " + std::to_string(unchecked_.size()) + " to check with the dupefilter");
+  }
+}
+
+std::size_t memory_scheduler::save_queue() {
+  if (!journal_) return 0;
+  if (auto failure = dupefilter_->record_failure(); !failure.empty()) {
+    // The dupefilter's file lacks fingerprints: the journal, whose every request the resume marks
+    // seen again, stays whole rather than being compacted into a snapshot of what is pending.
+    for (auto& request : unchecked_) journal_->queued(request);
+    journal_->commit();
+    logger_->warn("Kept {}/requests.journal uncompacted, as the dupefilter could not save: {}",
+                  jobdir_, failure);
+    return queue_.size() + unchecked_.size();
+  }
+  std::vector<request> pending;
+  pending.reserve(queue_.size());
+  queue_.for_each([&pending](const request& request) { pending.push_back(request); });
+  journal_->compact(pending, unchecked_);
+  if (!pending.empty() || !unchecked_.empty()) {
+    logger_->info("Saved {} pending requests to {}/requests.queue.jsonl",
+                  pending.size() + unchecked_.size(), jobdir_);
+  }
+  return pending.size() + unchecked_.size();
+}
+
+}  // namespace crawler
