@@ -285,13 +285,13 @@ struct detail::client_state : std::enable_shared_from_this<detail::client_state>
     auto context = const_cast<redisAsyncContext*>(ac);
     if (!self->where.password.empty()) {
       ++self->setup_pending;
-      redisAsyncCommand(context, &client_state::on_setup_reply, const_cast<char*>("AUTH"), "AUTH %s",
-                        self->where.password.c_str());
+      redisAsyncCommand(context, &client_state::on_setup_reply, const_cast<char*>("AUTH"),
+                        "AUTH %s", self->where.password.c_str());
     }
     if (self->where.db != 0) {
       ++self->setup_pending;
-      redisAsyncCommand(context, &client_state::on_setup_reply, const_cast<char*>("SELECT"), "SELECT %d",
-                        self->where.db);
+      redisAsyncCommand(context, &client_state::on_setup_reply, const_cast<char*>("SELECT"),
+                        "SELECT %d", self->where.db);
     }
     if (self->setup_pending == 0) self->connected();
   }
@@ -404,9 +404,9 @@ struct detail::client_state : std::enable_shared_from_this<detail::client_state>
         lengths.push_back(arg.size());
       }
       auto slot = std::make_unique<reply_slot>(reply_slot{b, i});
-      if (!ac ||
-          redisAsyncCommandArgv(ac, &client_state::on_reply, slot.get(), static_cast<int>(argv.size()),
-                                argv.data(), lengths.data()) != REDIS_OK) {
+      if (!ac || redisAsyncCommandArgv(ac, &client_state::on_reply, slot.get(),
+                                       static_cast<int>(argv.size()), argv.data(),
+                                       lengths.data()) != REDIS_OK) {
         return complete(b,
                         error("cannot send a command to Redis at " + where.address() +
                               (ac && ac->err ? std::string(": ") + ac->errstr

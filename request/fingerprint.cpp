@@ -170,8 +170,9 @@ fingerprint fingerprint_of_canonical(std::string_view method, std::string_view c
       document[hex_at + 2 * i + 1] = hex_digits[b & 15];
     }
     // scrapy-redis 0.8 and later leave "headers" out; the rest is the same document.
-    document += scheme == fingerprint_scheme::scrapy_redis_0_8 ? "\", \"method\": "
-                                                               : "\", \"headers\": {}, \"method\": ";
+    document += scheme == fingerprint_scheme::scrapy_redis_0_8
+                    ? "\", \"method\": "
+                    : "\", \"headers\": {}, \"method\": ";
     append_json_string(document, upper);
     document += ", \"url\": ";
     append_json_string(document, canonical_url);

@@ -38,11 +38,13 @@ const RE2& comment() {
 // (memchr), not tried at every byte.
 bool mentions_http_equiv(std::string_view text) {
   constexpr std::string_view word = "http-equiv";
-  for (auto dash = text.find('-', 4); dash != std::string_view::npos; dash = text.find('-', dash + 1)) {
+  for (auto dash = text.find('-', 4); dash != std::string_view::npos;
+       dash = text.find('-', dash + 1)) {
     if (dash + 6 > text.size()) break;
     auto candidate = text.substr(dash - 4, word.size());
     bool same = true;
-    for (std::size_t i = 0; same && i < word.size(); ++i) same = ascii_lower(candidate[i]) == word[i];
+    for (std::size_t i = 0; same && i < word.size(); ++i)
+      same = ascii_lower(candidate[i]) == word[i];
     if (same) return true;
   }
   return false;

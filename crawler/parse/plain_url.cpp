@@ -9,8 +9,24 @@ namespace {
 constexpr bool is_plain(char c) {
   if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')) return true;
   switch (c) {
-    case '-': case '.': case '_': case '~': case '!': case '$': case '&': case '\'': case '(':
-    case ')': case '*': case '+': case ',': case ';': case '=': case ':': case '@': case '/':
+    case '-':
+    case '.':
+    case '_':
+    case '~':
+    case '!':
+    case '$':
+    case '&':
+    case '\'':
+    case '(':
+    case ')':
+    case '*':
+    case '+':
+    case ',':
+    case ';':
+    case '=':
+    case ':':
+    case '@':
+    case '/':
     case '?':
       return true;
     default:
@@ -148,8 +164,7 @@ std::optional<std::string> plain_urljoin(std::string_view base_text, std::string
   }
   // A ':' before any '/', '?' or '#' is a scheme the parser must judge (or a first segment).
   auto first = find_any(link, ':', '/', '?');
-  if (first != std::string_view::npos && link[first] == ':' &&
-      first < link.find('#')) {
+  if (first != std::string_view::npos && link[first] == ':' && first < link.find('#')) {
     return std::nullopt;
   }
   auto base = split_plain_url(base_text);
@@ -164,7 +179,8 @@ std::optional<std::string> plain_urljoin(std::string_view base_text, std::string
   auto tail = link.substr(path.size());  // the link's ?query and #fragment
   if (path.empty()) {
     // Only a query or a fragment: the base's path, as it is.
-    std::string out(base_text.substr(0, base_text.size() - base->query.size() - base->fragment.size()));
+    std::string out(
+        base_text.substr(0, base_text.size() - base->query.size() - base->fragment.size()));
     if (!tail.starts_with('?')) out.append(base->query);
     out.append(tail);
     return out;

@@ -3,8 +3,9 @@
 //   split_plain_url("http://u@Shop.example:8080/p/1.html?a=1#top")
 //     -> scheme "http", authority "u@Shop.example:8080", host "Shop.example", path "/p/1.html",
 //        query "?a=1", fragment "#top"
-//   plain_urljoin("http://a.example/b/c.html?q", "../d/e.html#top") -> "http://a.example/d/e.html#top"
-//   plain_urljoin("http://a.example/", "HTTP://b/")                  -> nullopt: the parser decides
+//   plain_urljoin("http://a.example/b/c.html?q", "../d/e.html#top")
+//     -> "http://a.example/d/e.html#top"
+//   plain_urljoin("http://a.example/", "HTTP://b/")  -> nullopt: the parser decides
 //
 // Boost.URL parses a URL in about half a microsecond; a links-only crawl of pages with 30 links
 // each parsed every link three times over (to resolve it, to check its host, to fingerprint it),

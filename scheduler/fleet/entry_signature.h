@@ -1,7 +1,7 @@
 // Signed fleet entries (SCHEDULER_SIGNING_KEY): the fleet's own queue entries carry an HMAC, so a
 // worker can tell them from what anyone else who reaches Redis wrote.
 //
-//   export SCHEDULER_SIGNING_KEY=$(openssl rand -hex 32)     # the same on every worker and producer
+//   export SCHEDULER_SIGNING_KEY=$(openssl rand -hex 32)   # the same on every worker, producer
 //   auto signer = crawler::entry_signer::from_environment(); // nullopt when the variable is unset
 //   auto body = signer->sign(request.to_json().dump());      // {"hmac":"<64 hex>","meta":...}
 //   signer->check(body);                                     // entry_signer::verdict::valid

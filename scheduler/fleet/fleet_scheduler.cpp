@@ -605,7 +605,8 @@ void fleet_scheduler::flush_stats(std::function<void()> then) {
                            auto doing = "add to " + stats_key_;
                            if (!error && answer.is_error()) error = refusal(doing, answer.str);
                            if (error) {
-                             // Not added: the next flush sends these again, with what was gained since.
+                             // Not added: the next flush sends these again, with what was
+                             // gained since.
                              for (const auto& [key, gained] : gains) flushed_[key] -= gained;
                              if (!out_of_memory(doing, error)) stopped(error);
                            } else {

@@ -5,7 +5,8 @@
 
 namespace crawler::cli::detail {
 
-bool for_each_line(std::FILE* file, const std::function<void(std::string_view, std::size_t)>& line) {
+bool for_each_line(std::FILE* file,
+                   const std::function<void(std::string_view, std::size_t)>& line) {
   std::vector<char> block(1 << 16);
   std::string partial;  // a line that straddles two blocks
   std::size_t number = 0;

@@ -37,8 +37,8 @@ void build_with_libxml2(const std::string& utf8, tree_builder& builder) {
   // As lxml's HTMLParser: recover from every error, never touch the network; the bytes are
   // UTF-8 already, so a <meta charset> must not make libxml2 decode them again. XML_PARSE_HUGE:
   // without it libxml2 stops reading at 256 levels of nesting and drops the rest of the page
-  // silently; HTML_MAX_DEPTH, estimated before any parser runs (html_parsers.cpp), bounds both parsers
-  // alike instead.
+  // silently; HTML_MAX_DEPTH, estimated before any parser runs (html_parsers.cpp), bounds both
+  // parsers alike instead.
   constexpr int options = HTML_PARSE_RECOVER | HTML_PARSE_NOERROR | HTML_PARSE_NOWARNING |
                           HTML_PARSE_NONET | HTML_PARSE_COMPACT | HTML_PARSE_IGNORE_ENC |
                           XML_PARSE_HUGE;

@@ -1,0 +1,270 @@
+// Downloading, against a real loopback HTTP server: retries, redirects and meta refresh, timeouts,
+// size limits and compression, connection failures, credentials, proxies and cookies.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <optional>
+
+#include "crawl_fixture.h"
+
+namespace {
+
+using namespace crawler::fixtures;
+
+TEST(crawl, a_status_in_retry_http_codes_is_retried_until_it_succeeds) {
+  http_server server;
+  recording_spider spider({get(server.url("/flaky/a?fail=2"))});
+  auto result = crawl(spider);
+  ASSERT_EQ(spider.responses.size(), 1u);
+  EXPECT_EQ(spider.responses[0].body, "recovered");
+  EXPECT_EQ(stat(result, "retry/count"), 2);
+  EXPECT_EQ(stat(result, "retry/reason_count/500 Internal Server Error"), 2);
+  EXPECT_EQ(stat(result, "downloader/response_status_count/500"), 2);
+  EXPECT_EQ(stat(result, "downloader/response_status_count/200"), 1);
+  EXPECT_EQ(server.hits("/flaky/a?fail=2"), 3u);
+}
+
+TEST(crawl, retries_stop_at_retry_times_and_the_status_reaches_the_errback) {
+  http_server server;
+  recording_spider spider({get(server.url("/status/503"))});
+  auto result = crawl(spider, {"RETRY_TIMES=1"});
+  EXPECT_TRUE(spider.responses.empty());
+  ASSERT_EQ(spider.failures.size(), 1u);
+  EXPECT_EQ(spider.failures[0].type, "HttpError");
+  EXPECT_EQ(stat(result, "retry/max_reached"), 1);
+  EXPECT_EQ(stat(result, "downloader/request_count"), 2);
+  EXPECT_EQ(stat(result, "httperror/response_ignored_status_count/503"), 1);
+}
+
+TEST(crawl, a_redirect_chain_is_followed_through_the_scheduler) {
+  http_server server;
+  recording_spider spider({get(server.url("/redirect/3"))});
+  auto result = crawl(spider);
+  ASSERT_EQ(spider.responses.size(), 1u);
+  EXPECT_EQ(spider.responses[0].url, server.url("/redirect/0"));
+  EXPECT_EQ(spider.responses[0].body, "arrived");
+  EXPECT_EQ(spider.responses[0].meta()["redirect_times"], 3);
+  EXPECT_EQ(stat(result, "downloader/response_status_count/302"), 3);
+  EXPECT_EQ(stat(result, "scheduler/enqueued"), 4);  // the start request and three targets
+}
+
+// METAREFRESH_ENABLED (on, as in Scrapy): a page whose <meta http-equiv="refresh"> points
+// elsewhere within METAREFRESH_MAXDELAY seconds is followed as a redirect, "meta refresh" among
+// its redirect_reasons; a longer delay is not, nor a refresh to a scheme the page may not reach.
+TEST(crawl, a_meta_refresh_is_followed_as_a_redirect_within_metarefresh_maxdelay) {
+  http_server server(
+      {.pages = {
+           {"/soon",
+            R"(<html><head><meta http-equiv="refresh" content="2; url=/s?wd=soon"></head>)"},
+           {"/late", R"(<meta http-equiv="refresh" content="200; url=/s?wd=late">)"},
+           {"/local", R"(<meta http-equiv="refresh" content="0; url=file:///etc/passwd">)"},
+           {"/noscript",
+            R"(<noscript><meta http-equiv="refresh" content="0; url=/s?wd=js"></noscript>)"}}});
+  std::vector<crawler::request> start{get(server.url("/soon")), get(server.url("/late")),
+                                      get(server.url("/local"))};
+  recording_spider spider(start);
+  auto result = crawl(spider, {"CONCURRENT_REQUESTS=1", "SCHEDULER_MEMORY_QUEUE=fifo"});
+  std::map<std::string, nlohmann::json> reached;
+  for (const auto& response : spider.responses) reached[response.url] = response.meta();
+  ASSERT_EQ(reached.size(), 2u) << testing::PrintToString(spider.responses.size());
+  auto soon = reached.at(server.url("/s?wd=soon"));
+  EXPECT_EQ(soon["redirect_reasons"], nlohmann::json::array({"meta refresh"}));
+  EXPECT_EQ(soon["redirect_urls"], nlohmann::json::array({server.url("/soon")}));
+  EXPECT_TRUE(reached.contains(server.url("/late")));  // 200 s: past METAREFRESH_MAXDELAY
+  EXPECT_EQ(server.hits("/s?wd=late"), 0u);
+  ASSERT_EQ(spider.failures.size(), 1u);  // file:// from an http page: refused, as a 302 would be
+  EXPECT_EQ(spider.failures[0].request.url, server.url("/local"));
+  EXPECT_EQ(stat(result, "scheme/filtered"), 1);
+
+  // METAREFRESH_IGNORE_TAGS: a refresh inside <noscript> is for browsers without scripts.
+  recording_spider ignoring({get(server.url("/noscript"))});
+  crawl(ignoring, {R"(METAREFRESH_IGNORE_TAGS=["noscript"])"});
+  EXPECT_EQ(server.hits("/s?wd=js"), 0u);
+  recording_spider following({get(server.url("/noscript"))});
+  crawl(following);
+  EXPECT_EQ(server.hits("/s?wd=js"), 1u);
+
+  recording_spider unrefreshed({get(server.url("/soon"))});
+  crawl(unrefreshed, {"METAREFRESH_ENABLED=false"});
+  ASSERT_EQ(unrefreshed.responses.size(), 1u);
+  EXPECT_EQ(unrefreshed.responses[0].url, server.url("/soon"));
+  EXPECT_EQ(server.hits("/s?wd=soon"), 1u);
+}
+
+TEST(crawl, a_redirect_loop_ends_at_the_dupefilter) {
+  http_server server;
+  recording_spider spider({get(server.url("/loop/a"))});
+  auto result = crawl(spider);
+  EXPECT_TRUE(spider.responses.empty());
+  EXPECT_EQ(stat(result, "dupefilter/filtered"), 1);
+  EXPECT_EQ(server.hits("/loop/a"), 1u);
+  EXPECT_EQ(server.hits("/loop/b"), 1u);
+}
+
+TEST(crawl, an_unfiltered_redirect_loop_stops_at_redirect_max_times) {
+  http_server server;
+  auto start = get(server.url("/loop/a"));
+  start.dont_filter = true;
+  recording_spider spider({start});
+  crawl(spider, {"REDIRECT_MAX_TIMES=5"});
+  ASSERT_EQ(spider.failures.size(), 1u);
+  EXPECT_EQ(spider.failures[0].type, "IgnoreRequest");
+  EXPECT_EQ(spider.failures[0].message, "max redirections reached");
+  EXPECT_EQ(server.hits("/loop/a") + server.hits("/loop/b"), 6u);
+}
+
+TEST(crawl, a_slow_response_times_out_after_download_timeout) {
+  http_server server;
+  recording_spider spider({get(server.url("/slow?ms=3000"))});
+  auto result = crawl(spider, {"DOWNLOAD_TIMEOUT=0.3", "RETRY_ENABLED=false"});
+  ASSERT_EQ(spider.failures.size(), 1u);
+  EXPECT_EQ(spider.failures[0].type, "TimeoutError");
+  EXPECT_EQ(stat(result, "downloader/exception_type_count/TimeoutError"), 1);
+  EXPECT_LT(result.stats["elapsed_time_seconds"].get<double>(), 2.5);
+}
+
+TEST(crawl, timeouts_are_retried) {
+  http_server server;
+  recording_spider spider({get(server.url("/slow?ms=3000"))});
+  auto result = crawl(spider, {"DOWNLOAD_TIMEOUT=0.2", "RETRY_TIMES=2"});
+  EXPECT_EQ(stat(result, "retry/reason_count/TimeoutError"), 2);
+  EXPECT_EQ(stat(result, "retry/max_reached"), 1);
+  EXPECT_EQ(server.hits("/slow?ms=3000"), 3u);
+}
+
+TEST(crawl, a_body_larger_than_download_maxsize_is_cancelled) {
+  http_server server;
+  recording_spider spider({get(server.url("/big?bytes=300000"))});
+  auto result = crawl(spider, {"DOWNLOAD_MAXSIZE=100000"});
+  EXPECT_TRUE(spider.responses.empty());
+  ASSERT_EQ(spider.failures.size(), 1u);
+  EXPECT_EQ(spider.failures[0].type, "CancelledError");
+  EXPECT_EQ(stat(result, "retry/count"), 0);
+}
+
+TEST(crawl, a_large_body_under_the_limit_arrives_whole) {
+  http_server server;
+  recording_spider spider({get(server.url("/big?bytes=5000000"))});
+  crawl(spider);
+  ASSERT_EQ(spider.responses.size(), 1u);
+  EXPECT_EQ(spider.responses[0].body.size(), 5000000u);
+}
+
+TEST(crawl, gzip_bodies_are_decoded) {
+  http_server server;
+  recording_spider spider({get(server.url("/gzip"))});
+  crawl(spider);
+  ASSERT_EQ(spider.responses.size(), 1u);
+  EXPECT_EQ(spider.responses[0].body, "<html><body>compressed page</body></html>");
+}
+
+TEST(crawl, a_gzip_bomb_is_cut_off_at_download_maxsize_after_decompression) {
+  http_server server;
+  recording_spider spider({get(server.url("/bomb?mb=64"))});
+  auto result = crawl(spider, {"DOWNLOAD_MAXSIZE=1048576"});
+  EXPECT_TRUE(spider.responses.empty());
+  ASSERT_EQ(spider.failures.size(), 1u);
+  EXPECT_EQ(spider.failures[0].type, "CancelledError");
+  EXPECT_EQ(stat(result, "downloader/exception_type_count/CancelledError"), 1);
+}
+
+TEST(crawl, a_reset_connection_is_retried_then_reported) {
+  http_server server;
+  recording_spider spider({get(server.url("/reset"))});
+  auto result = crawl(spider, {"RETRY_TIMES=1"});
+  ASSERT_EQ(spider.failures.size(), 1u);
+  EXPECT_TRUE(spider.failures[0].type == "ConnectionLost" ||
+              spider.failures[0].type == "ResponseNeverReceived")
+      << spider.failures[0].type;
+  EXPECT_EQ(stat(result, "retry/count"), 1);
+  EXPECT_EQ(server.hits("/reset"), 2u);
+}
+
+TEST(crawl, a_refused_connection_is_an_error_not_a_silent_drop) {
+  unsigned short port;
+  {
+    http_server closed;
+    port = closed.port();
+  }
+  recording_spider spider({get("http://127.0.0.1:" + std::to_string(port) + "/")});
+  auto result = crawl(spider, {"RETRY_ENABLED=false"});
+  ASSERT_EQ(spider.failures.size(), 1u);
+  EXPECT_EQ(spider.failures[0].type, "ConnectionRefusedError");
+  EXPECT_EQ(stat(result, "log_count/ERROR"), 1);
+}
+
+// Spider arguments http_user / http_pass send Basic credentials, as Scrapy's HttpAuthMiddleware:
+// to http_auth_domain, or without it to the first request's host only (a link to another host
+// must not carry them); an empty http_auth_domain sends them everywhere.
+TEST(crawl, http_user_and_pass_authenticate_to_http_auth_domain_only) {
+  http_server server;
+  auto elsewhere = "http://localhost:" + std::to_string(server.port()) + "/auth";
+  auto statuses = [&](std::optional<std::string> domain) {
+    recording_spider spider({get(server.url("/auth")), get(elsewhere)});
+    spider.set_argument("http_user", "user");
+    spider.set_argument("http_pass", "pass");
+    if (domain) spider.set_argument("http_auth_domain", *domain);
+    crawl(spider, {"CONCURRENT_REQUESTS=1", "SCHEDULER_MEMORY_QUEUE=fifo", "RETRY_ENABLED=false"});
+    std::map<std::string, int> by_url;
+    for (const auto& response : spider.responses) by_url[response.url] = response.status;
+    for (const auto& failure : spider.failures) {
+      by_url[failure.request.url] = failure.response ? failure.response->status : -1;
+    }
+    return by_url;
+  };
+  auto first_host = statuses(std::nullopt);
+  EXPECT_EQ(first_host[server.url("/auth")], 200);
+  EXPECT_EQ(first_host[elsewhere], 401);
+  auto named = statuses("localhost");
+  EXPECT_EQ(named[server.url("/auth")], 401);
+  EXPECT_EQ(named[elsewhere], 200);
+  auto everywhere = statuses("");
+  EXPECT_EQ(everywhere[server.url("/auth")], 200);
+  EXPECT_EQ(everywhere[elsewhere], 200);
+}
+
+// HTTPPROXY_ENABLED (on): meta["proxy"], with its credentials, or the http_proxy environment
+// variable routes a request through a proxy; off, neither is used. The target host does not
+// exist: only the proxy can answer for it.
+TEST(crawl, requests_go_through_meta_proxy_or_http_proxy_unless_httpproxy_enabled_is_false) {
+  http_server proxy;
+  const std::string target = "http://site.invalid/page?x=1";
+  auto bodies = [&](crawler::request request, std::vector<std::string> settings) {
+    recording_spider spider({std::move(request)});
+    crawl(spider, std::move(settings));
+    std::vector<std::string> out;
+    for (const auto& response : spider.responses) out.push_back(response.body);
+    for (const auto& failure : spider.failures) out.push_back("failed: " + failure.type);
+    return out;
+  };
+  auto with_meta = get(target);
+  with_meta.meta["proxy"] = "http://user:s3cret@127.0.0.1:" + std::to_string(proxy.port());
+  EXPECT_EQ(bodies(with_meta, {}),
+            std::vector<std::string>{"proxied " + target + " with Basic dXNlcjpzM2NyZXQ="});
+  EXPECT_EQ(proxy.hits(target), 1u);
+
+  setenv("http_proxy", proxy.url("").c_str(), 1);
+  auto from_environment = bodies(get(target), {});
+  auto disabled =
+      bodies(with_meta, {"HTTPPROXY_ENABLED=false", "RETRY_ENABLED=false", "DOWNLOAD_TIMEOUT=5"});
+  unsetenv("http_proxy");
+  EXPECT_EQ(from_environment, std::vector<std::string>{"proxied " + target});
+  ASSERT_EQ(disabled.size(), 1u);
+  EXPECT_TRUE(disabled[0].starts_with("failed: ")) << disabled[0];
+  EXPECT_EQ(proxy.hits(target), 2u);
+}
+
+TEST(crawl, cookies_set_by_one_response_go_with_the_next_request) {
+  http_server server;
+  // One at a time, oldest first: /cookie/set answers before /cookie/check leaves.
+  recording_spider with({get(server.url("/cookie/set")), get(server.url("/cookie/check"))});
+  auto with_result = crawl(with, {"CONCURRENT_REQUESTS=1", "SCHEDULER_MEMORY_QUEUE=fifo"});
+  EXPECT_EQ(stat(with_result, "downloader/response_status_count/200"), 2);
+
+  recording_spider without({get(server.url("/cookie/set")), get(server.url("/cookie/check"))});
+  auto without_result = crawl(
+      without, {"CONCURRENT_REQUESTS=1", "SCHEDULER_MEMORY_QUEUE=fifo", "COOKIES_ENABLED=false"});
+  EXPECT_EQ(stat(without_result, "downloader/response_status_count/403"), 1);
+}
+
+}  // namespace

@@ -1,0 +1,182 @@
+// How gently the crawl treats a site, against a real loopback HTTP server: DOWNLOAD_DELAY and its
+// randomness, concurrency per domain and per IP, AutoThrottle, robots.txt.
+#include <gtest/gtest.h>
+
+#include "crawl_fixture.h"
+
+namespace {
+
+using namespace crawler::fixtures;
+
+TEST(crawl, download_delay_spaces_requests_to_one_host) {
+  http_server server;
+  std::vector<crawler::request> start;
+  for (int i = 0; i < 4; ++i) start.push_back(get(server.url("/s?wd=" + std::to_string(i))));
+  recording_spider spider(start);
+  auto result = crawl(spider, {"DOWNLOAD_DELAY=0.2", "RANDOMIZE_DOWNLOAD_DELAY=false"});
+  EXPECT_EQ(spider.responses.size(), 4u);
+  EXPECT_GE(result.stats["elapsed_time_seconds"].get<double>(), 0.6);
+}
+
+// RANDOMIZE_DOWNLOAD_DELAY (on by default, as in Scrapy): each wait is the delay times a random
+// factor between 0.5 and 1.5, so gaps vary; off, every gap is the delay.
+TEST(crawl, randomize_download_delay_spreads_gaps_between_half_and_one_and_a_half_delays) {
+  http_server server;
+  std::vector<crawler::request> start;
+  for (int i = 0; i < 9; ++i) start.push_back(get(server.url("/s?wd=" + std::to_string(i))));
+  recording_spider spider(start);
+  crawl(spider, {"DOWNLOAD_DELAY=0.1"});
+  auto gaps = server.gaps_between_requests();
+  ASSERT_EQ(gaps.size(), 8u);
+  auto [least, most] = std::minmax_element(gaps.begin(), gaps.end());
+  EXPECT_GE(*least, 0.05 - 0.005);
+  EXPECT_LE(*most, 0.15 + 0.05);  // 0.05: scheduling slack on a loaded machine
+  // Eight uniform draws all within 5 ms of one another: odds of one in 10^8.
+  EXPECT_GT(*most - *least, 0.005) << "gaps do not vary: the delay is not randomised";
+}
+
+// CONCURRENT_REQUESTS_PER_DOMAIN caps the requests one host answers at once, whatever
+// CONCURRENT_REQUESTS allows.
+// Three spellings of 127.0.0.1 are three domains but one server: CONCURRENT_REQUESTS_PER_IP
+// caps them together, from their first requests (they wait for the address), where per domain
+// each would have its own two.
+TEST(crawl, concurrent_requests_per_ip_caps_every_host_name_of_one_server_together) {
+  http_server server;
+  std::vector<crawler::request> start;
+  for (const char* host : {"127.0.0.1", "127.1", "127.0.1"}) {
+    for (int i = 0; i < 4; ++i) {
+      start.push_back(get("http://" + std::string(host) + ":" + std::to_string(server.port()) +
+                          "/slow?ms=100&i=" + std::to_string(i)));
+    }
+  }
+  recording_spider per_ip(start);
+  auto result = crawl(per_ip, {"CONCURRENT_REQUESTS_PER_DOMAIN=2", "CONCURRENT_REQUESTS_PER_IP=2"});
+  EXPECT_EQ(per_ip.responses.size(), 12u);
+  EXPECT_EQ(server.most_in_flight(), 2u);
+  recording_spider per_domain(start);
+  crawl(per_domain, {"CONCURRENT_REQUESTS_PER_DOMAIN=2"});
+  EXPECT_EQ(per_domain.responses.size(), 12u);
+  EXPECT_EQ(server.most_in_flight(), 6u);
+}
+
+TEST(crawl, concurrent_requests_per_domain_caps_what_one_host_answers_at_once) {
+  http_server server;
+  std::vector<crawler::request> start;
+  for (int i = 0; i < 12; ++i) {
+    start.push_back(get(server.url("/slow?ms=100&i=" + std::to_string(i))));
+  }
+  for (std::size_t per_domain : {2u, 6u}) {
+    recording_spider spider(start);
+    crawl(spider, {"CONCURRENT_REQUESTS=16",
+                   "CONCURRENT_REQUESTS_PER_DOMAIN=" + std::to_string(per_domain)});
+    EXPECT_EQ(spider.responses.size(), 12u);
+    EXPECT_EQ(server.most_in_flight(), per_domain)  // the most so far: 2, then 6
+        << "CONCURRENT_REQUESTS_PER_DOMAIN=" << per_domain;
+  }
+}
+
+TEST(crawl, autothrottle_starts_at_its_start_delay_and_shortens_it_for_a_fast_server) {
+  http_server server;
+  std::vector<crawler::request> start;
+  for (int i = 0; i < 4; ++i) start.push_back(get(server.url("/s?wd=" + std::to_string(i))));
+  recording_spider spider(start);
+  auto result = crawl(spider, {"AUTOTHROTTLE_ENABLED=true", "AUTOTHROTTLE_START_DELAY=0.5",
+                               "RANDOMIZE_DOWNLOAD_DELAY=false"});
+  EXPECT_EQ(spider.responses.size(), 4u);
+  // Gaps of 0.5, then about 0.25 and 0.125 as the delay halves toward the server's latency;
+  // without the adjustment they would add up to 1.5.
+  auto elapsed = result.stats["elapsed_time_seconds"].get<double>();
+  EXPECT_GE(elapsed, 0.8);
+  EXPECT_LT(elapsed, 1.3);
+}
+
+TEST(crawl, robots_txt_is_fetched_once_per_host_and_forbidden_pages_are_never_requested) {
+  http_server server({.robots_txt = "User-agent: *\nDisallow: /s?wd=secret\n"});
+  auto start = searches(server, {"a", "secret", "b", "secret-too"});
+  auto excused = get(server.url("/s?wd=secret-but-excused"));
+  excused.meta["dont_obey_robotstxt"] = true;
+  start.push_back(excused);
+  recording_spider spider(start);
+  auto result = crawl(spider, {"ROBOTSTXT_OBEY=true"});
+
+  EXPECT_EQ(spider.responses.size(), 3u);
+  ASSERT_EQ(spider.failures.size(), 2u);
+  for (const auto& failure : spider.failures) {
+    EXPECT_EQ(failure.type, "IgnoreRequest");
+    EXPECT_EQ(failure.message, "Forbidden by robots.txt");
+  }
+  EXPECT_EQ(server.hits("/robots.txt"), 1u);
+  EXPECT_EQ(server.hits("/s?wd=secret"), 0u);
+  EXPECT_EQ(server.hits("/s?wd=secret-too"), 0u);
+  EXPECT_EQ(server.hits("/s?wd=secret-but-excused"), 1u);
+  EXPECT_EQ(stat(result, "robotstxt/request_count"), 1);
+  EXPECT_EQ(stat(result, "robotstxt/response_count"), 1);
+  EXPECT_EQ(stat(result, "robotstxt/response_status_count/200"), 1);
+  EXPECT_EQ(stat(result, "robotstxt/forbidden"), 2);
+  EXPECT_EQ(result.finish_reason, "finished");
+}
+
+TEST(crawl, robots_txt_is_ignored_unless_robotstxt_obey_is_set) {
+  http_server server({.robots_txt = "User-agent: *\nDisallow: /\n"});
+  recording_spider spider(searches(server, {"a", "b"}));
+  auto result = crawl(spider);
+  EXPECT_EQ(spider.responses.size(), 2u);
+  EXPECT_EQ(server.hits("/robots.txt"), 0u);
+}
+
+TEST(crawl, robots_txt_rules_are_matched_against_robotstxt_user_agent) {
+  http_server server({.robots_txt = "User-agent: pickybot\nDisallow: /\n"});
+  recording_spider as_default(searches(server, {"a"}));
+  crawl(as_default, {"ROBOTSTXT_OBEY=true"});
+  EXPECT_EQ(as_default.responses.size(), 1u);
+
+  recording_spider as_picky(searches(server, {"a"}));
+  auto result = crawl(as_picky, {"ROBOTSTXT_OBEY=true", "ROBOTSTXT_USER_AGENT=PickyBot"});
+  EXPECT_TRUE(as_picky.responses.empty());
+  EXPECT_EQ(stat(result, "robotstxt/forbidden"), 1);
+}
+
+TEST(crawl, a_robots_txt_answering_4xx_allows_everything) {
+  http_server server({.robots_txt = "User-agent: *\nDisallow: /\n", .robots_status = 403});
+  recording_spider spider(searches(server, {"a", "b"}));
+  auto result = crawl(spider, {"ROBOTSTXT_OBEY=true"});
+  EXPECT_EQ(spider.responses.size(), 2u);
+  EXPECT_EQ(stat(result, "robotstxt/response_status_count/403"), 1);
+  EXPECT_EQ(stat(result, "robotstxt/forbidden"), 0);
+}
+
+TEST(crawl, a_robots_txt_answering_5xx_after_its_retries_disallows_everything) {
+  http_server server({.robots_txt = "User-agent: *\nAllow: /\n", .robots_status = 503});
+  recording_spider spider(searches(server, {"a", "b", "c"}));
+  auto result = crawl(spider, {"ROBOTSTXT_OBEY=true", "RETRY_TIMES=1"});
+  EXPECT_TRUE(spider.responses.empty());
+  EXPECT_EQ(spider.failures.size(), 3u);
+  EXPECT_EQ(server.hits("/robots.txt"), 2u);  // retried once, like any download
+  EXPECT_EQ(server.total_hits(), 2u);
+  EXPECT_EQ(stat(result, "robotstxt/response_status_count/503"), 1);
+  EXPECT_EQ(stat(result, "robotstxt/forbidden"), 3);
+}
+
+TEST(crawl, an_unreachable_robots_txt_disallows_everything) {
+  unsigned short port;
+  {
+    http_server closed;
+    port = closed.port();
+  }
+  recording_spider spider({get("http://127.0.0.1:" + std::to_string(port) + "/page")});
+  auto result = crawl(spider, {"ROBOTSTXT_OBEY=true", "RETRY_ENABLED=false"});
+  ASSERT_EQ(spider.failures.size(), 1u);
+  EXPECT_EQ(spider.failures[0].message, "Forbidden by robots.txt");
+  EXPECT_EQ(stat(result, "robotstxt/exception_count/ConnectionRefusedError"), 1);
+  EXPECT_EQ(stat(result, "downloader/request_count"), 1);  // only robots.txt was tried
+}
+
+TEST(crawl, a_robots_txt_crawl_delay_spaces_requests_to_its_host) {
+  http_server server({.robots_txt = "User-agent: *\nCrawl-delay: 0.2\n"});
+  recording_spider spider(searches(server, {"a", "b", "c", "d"}));
+  auto result = crawl(spider, {"ROBOTSTXT_OBEY=true", "RANDOMIZE_DOWNLOAD_DELAY=false"});
+  EXPECT_EQ(spider.responses.size(), 4u);
+  EXPECT_GE(result.stats["elapsed_time_seconds"].get<double>(), 0.6);
+}
+
+}  // namespace
