@@ -1,5 +1,5 @@
-// canonicalize_url: now in request/canonical_url.h, the bottom module every layer shares. This header
-// stays where DESIGN.md's layout put it, so code that includes it from here still compiles.
+// canonicalize_url: now in request/canonical_url.h, the bottom module every layer shares.
+// This header stays where DESIGN.md's layout put it, so code that includes it still compiles.
 #pragma once
 
 #include "request/canonical_url.h"

@@ -1,5 +1,5 @@
-// Request fingerprints: now in request/fingerprint.h, the bottom module every layer shares. This header
-// stays where DESIGN.md's layout put it, so code that includes it from here still compiles.
+// Request fingerprints: now in request/fingerprint.h, the bottom module every layer shares.
+// This header stays where DESIGN.md's layout put it, so code that includes it still compiles.
 #pragma once
 
 #include "request/fingerprint.h"

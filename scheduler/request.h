@@ -1,5 +1,5 @@
-// The request: now in request/request.h, the bottom module every layer shares. This header
-// stays where DESIGN.md's layout put it, so code that includes it from here still compiles.
+// The request: now in request/request.h, the bottom module every layer shares.
+// This header stays where DESIGN.md's layout put it, so code that includes it still compiles.
 #pragma once
 
 #include "request/request.h"
