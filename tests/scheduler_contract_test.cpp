@@ -1,14 +1,16 @@
 // One contract for both schedulers, as the dupefilter backends have theirs: the memory scheduler
 // and the fleet's (SCHEDULER=redis, on a real redis-server) queue each new URL once and every
-// dont_filter request every time, hand out higher priorities first, count what they hold, and
-// keep their queue and dupefilter across a close when told to (JOBDIR, SCHEDULER_PERSIST). The
-// engine sees nothing else of them, so whatever passes here can stand behind it.
+// dont_filter request every time, hand out higher priorities first, count what they hold, keep
+// their queue and dupefilter across a close when told to (JOBDIR, SCHEDULER_PERSIST), and hold a
+// page's outcome through an outage of the Redis behind them until it can be stored. The engine
+// sees nothing else of them, so whatever passes here can stand behind it.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <boost/asio/post.hpp>
 #include <chrono>
 #include <future>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <thread>
 
@@ -53,13 +55,30 @@ class driven_scheduler {
   // Queues `requests` as the outcome of the request whose lease is `parent` ("" for start
   // requests); returns how many were queued.
   std::size_t enqueue(std::vector<request> requests, const std::string& parent = "") {
-    std::promise<std::size_t> queued;
+    return store({.lease = parent, .requests = std::move(requests)}).get().queued;
+  }
+
+  // Hands the scheduler a page's outcome; the future is ready once the scheduler says it stored
+  // (or, closing, kept) it.
+  std::future<crawler::stored_outcome> store(crawler::page_outcome outcome) {
+    auto stored = std::make_shared<std::promise<crawler::stored_outcome>>();
+    auto future = stored->get_future();
     on_loop([&] {
-      scheduler_->async_store(
-          {.lease = parent, .requests = std::move(requests)},
-          [&queued](crawler::stored_outcome stored) { queued.set_value(stored.queued); });
+      scheduler_->async_store(std::move(outcome), [stored](crawler::stored_outcome result) {
+        stored->set_value(std::move(result));
+      });
     });
-    return queued.get_future().get();
+    return future;
+  }
+
+  void begin_close() {
+    on_loop([&] { scheduler_->begin_close(); });
+  }
+
+  std::int64_t stat(const std::string& key) {
+    std::int64_t value = 0;
+    on_loop([&] { value = stats_.get_int(key); });
+    return value;
   }
 
   // Takes `count` requests, waiting for them as the engine does (the fleet's arrive from Redis
@@ -237,6 +256,48 @@ TEST_P(scheduler_contract, without_persistence_a_new_crawl_starts_empty) {
   EXPECT_EQ(second.size(), 0u);
   EXPECT_EQ(second.enqueue({request{"https://a.example/1"}}), 1u);  // seen by nobody now
   second.close();
+}
+
+// Both schedulers behind a Redis: the fleet's queue, or a Redis dupefilter behind the memory
+// queue. Redis goes away while a page's outcome is on its way: the outcome waits (its store does
+// not complete, and nothing is lost), and is stored once Redis answers again. A second outage
+// meets a close: the outcome is kept rather than waited for.
+TEST_P(scheduler_contract, an_outcome_waits_through_an_outage_and_is_stored_after_it) {
+  redis_server redis({.append_only = true});  // a restart keeps the fleet's state
+  settings_.set("DUPEFILTER_CLASS", "redis_set");
+  settings_.set("REDIS_URL", redis.url());
+  settings_.set("REDIS_PARAMS", nlohmann::json{{"socket_timeout", 1}});
+  driven_scheduler scheduler(settings_, loop_);
+  scheduler.open();
+  ASSERT_EQ(scheduler.enqueue({request{"https://a.example/"}}), 1u);
+  auto start = scheduler.take(1);
+  ASSERT_EQ(start.size(), 1u);
+
+  redis.stop();
+  auto stored = scheduler.store({.lease = start[0].lease,
+                                 .requests = {request{"https://a.example/b"}},
+                                 .items = {nlohmann::json{{"n", 1}}}});
+  EXPECT_EQ(stored.wait_for(2500ms), std::future_status::timeout);  // waiting, not failed
+  redis.start();
+  ASSERT_EQ(stored.wait_for(60s), std::future_status::ready);
+  auto outcome = stored.get();
+  EXPECT_EQ(outcome.queued, 1u);
+  EXPECT_TRUE(outcome.settled);
+  EXPECT_EQ(outcome.items, (std::vector<nlohmann::json>{nlohmann::json{{"n", 1}}}));
+  EXPECT_EQ(scheduler.stat("scheduler/store_outages"), 1);
+  auto taken = scheduler.take(1);
+  ASSERT_EQ(urls_of(taken), std::vector<std::string>{"https://a.example/b"});
+
+  redis.stop();
+  auto kept =
+      scheduler.store({.lease = taken[0].lease, .requests = {request{"https://a.example/c"}}});
+  EXPECT_EQ(kept.wait_for(1500ms), std::future_status::timeout);
+  scheduler.begin_close();  // its last try fails too: kept, not waited for
+  ASSERT_EQ(kept.wait_for(30s), std::future_status::ready);
+  EXPECT_FALSE(kept.get().settled);
+  EXPECT_EQ(scheduler.stat("scheduler/kept_unchecked"), 1);
+  redis.start();
+  scheduler.close();
 }
 
 INSTANTIATE_TEST_SUITE_P(each_scheduler, scheduler_contract, testing::Values("memory", "redis"),
