@@ -466,8 +466,8 @@ void engine::handle_failure(failure failure) {
     if (!spider_.call_errback(failure.request.errback, failure, out)) {
       logger_->error("Spider {} has no errback \"{}\" for {}", spider_.name(),
                      failure.request.errback, failure.request.describe());
-      return store(
-          {.lease = failure.request.lease});  // settled: a fleet or JOBDIR must not retry it
+      // Settled all the same: a fleet or JOBDIR must not retry it.
+      return store({.lease = failure.request.lease});
     }
   } catch (const std::exception& error) {
     logger_->error("Spider error processing the failure of {}\n{}: {}", failure.request.describe(),
