@@ -14,13 +14,13 @@
 #include <deque>
 #include <mutex>
 
+#include "redis/backoff.h"
+
 namespace crawler::redis {
 namespace {
 
 using clock = std::chrono::steady_clock;
 using namespace std::chrono_literals;
-constexpr std::chrono::milliseconds first_backoff = 100ms;
-constexpr std::chrono::milliseconds max_backoff = 5000ms;
 
 reply convert(const redisReply* raw) {
   reply out;
@@ -168,7 +168,7 @@ struct detail::client_state : std::enable_shared_from_this<detail::client_state>
   std::shared_ptr<connection> conn;
   std::deque<std::shared_ptr<batch>> waiting;    // issued while not connected
   std::deque<std::shared_ptr<batch>> in_flight;  // sent, replies pending (FIFO, as Redis answers)
-  std::chrono::milliseconds backoff{0};
+  backoff reconnect_backoff{100ms, 5000ms};
   std::string last_error;
   bool command_timer_armed = false;
   int setup_pending = 0;  // AUTH / SELECT replies still to come before commands may go out
@@ -299,7 +299,7 @@ struct detail::client_state : std::enable_shared_from_this<detail::client_state>
   void connected() {
     connect_timer.cancel();
     current = phase::connected;
-    backoff = std::chrono::milliseconds(0);
+    reconnect_backoff.reset();
     auto batches = std::move(waiting);
     waiting.clear();
     for (auto& b : batches) send(b);
@@ -345,9 +345,8 @@ struct detail::client_state : std::enable_shared_from_this<detail::client_state>
     resolver.cancel();
     free_context();  // nothing was sent yet: no reply callbacks are pending
     current = phase::backing_off;
-    backoff = backoff.count() == 0 ? first_backoff : std::min(backoff * 2, max_backoff);
     fail_waiting(message);
-    backoff_timer.expires_after(backoff);
+    backoff_timer.expires_after(reconnect_backoff.next());
     backoff_timer.async_wait([self = shared_from_this()](boost::system::error_code ec) {
       if (ec || self->current != phase::backing_off) return;
       self->current = phase::idle;

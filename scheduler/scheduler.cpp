@@ -4,6 +4,7 @@
 #include <chrono>
 
 #include "config/log.h"
+#include "redis/backoff.h"
 
 namespace crawler {
 
@@ -36,14 +37,15 @@ class scheduler::waiting_outcomes {
     }
     if (now - last_log_ >= std::chrono::seconds(10)) {
       owner_.logger_->error(
-          "{} outcomes (requests through the dupefilter) wait to be stored; next try in {} s: {}",
-          waiting_.size(), backoff_.count(), describe_error(error));
+          "{} outcomes (requests through the dupefilter) wait to be stored; next try in {:.0f} s: "
+          "{}",
+          waiting_.size(), std::chrono::duration<double>(backoff_.peek()).count(),
+          describe_error(error));
       last_log_ = now;
     }
     if (armed_) return;
     armed_ = true;
-    timer_.expires_after(backoff_);
-    backoff_ = std::min(backoff_ * 2, std::chrono::seconds(30));
+    timer_.expires_after(backoff_.next());
     timer_.async_wait([this, alive = alive_](boost::system::error_code) {
       if (!*alive) return;
       armed_ = false;
@@ -57,7 +59,7 @@ class scheduler::waiting_outcomes {
     if (!failing_since_) return;
     auto down = std::chrono::steady_clock::now() - *failing_since_;
     failing_since_.reset();
-    backoff_ = std::chrono::seconds(1);
+    backoff_.reset();
     owner_.logger_->info("Outcomes are stored again after {:.1f} s",
                          std::chrono::duration<double>(down).count());
     if (!waiting_.empty()) timer_.cancel();
@@ -90,7 +92,7 @@ class scheduler::waiting_outcomes {
   asio::steady_timer timer_;
   double timeout_;  // REDIS_FAILURE_TIMEOUT, seconds; 0 waits for ever
   bool armed_ = false;
-  std::chrono::seconds backoff_{1};
+  redis::backoff backoff_{std::chrono::seconds(1), std::chrono::seconds(30)};
   std::optional<std::chrono::steady_clock::time_point> failing_since_;
   std::chrono::steady_clock::time_point last_log_{};
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);

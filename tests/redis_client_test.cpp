@@ -4,6 +4,7 @@
 
 #include "config/settings.h"
 #include "event_loop.h"
+#include "redis/backoff.h"
 #include "redis/endpoint.h"
 #include "redis/client.h"
 #include "redis/reply_error.h"
@@ -25,6 +26,19 @@ std::string message_of(std::future<reply>& future) {
 }
 
 }  // namespace
+
+TEST(redis_backoff, doubles_up_to_its_longest_wait_and_starts_over_after_a_success) {
+  using std::chrono::milliseconds;
+  crawler::redis::backoff wait{milliseconds(100), milliseconds(500)};
+  EXPECT_EQ(wait.next(), milliseconds(100));
+  EXPECT_EQ(wait.next(), milliseconds(200));
+  EXPECT_EQ(wait.next(), milliseconds(400));
+  EXPECT_EQ(wait.peek(), milliseconds(500));
+  EXPECT_EQ(wait.next(), milliseconds(500));
+  EXPECT_EQ(wait.next(), milliseconds(500));
+  wait.reset();
+  EXPECT_EQ(wait.next(), milliseconds(100));
+}
 
 TEST(redis_url, parses_password_host_port_and_db) {
   auto where = redis::parse_redis_url("redis://:s3cret@cache.internal:6380/4");

@@ -418,7 +418,7 @@ void fleet_scheduler::take_leased() {
         }
         redis_answered();
         if (taken.empty()) return after_empty_take();
-        idle_backoff_ = std::chrono::milliseconds(50);
+        idle_backoff_.reset();
         idle_since_ = std::chrono::steady_clock::now();
         fleet_done_ = false;
         for (auto& leased : taken) {
@@ -548,8 +548,7 @@ void fleet_scheduler::redis_answered() {
 // MAX_IDLE_TIME_BEFORE_CLOSE, find out whether the whole fleet is out of work.
 void fleet_scheduler::after_empty_take() {
   if (!open_) return;
-  poll_timer_.expires_after(idle_backoff_);
-  idle_backoff_ = std::min(idle_backoff_ * 2, std::chrono::milliseconds(2000));
+  poll_timer_.expires_after(idle_backoff_.next());
   poll_timer_.async_wait([this, alive = alive_](boost::system::error_code cancelled) {
     if (!*alive || cancelled) return;
     take_more();

@@ -32,6 +32,7 @@
 #include <set>
 
 #include "dedup/dupefilter.h"
+#include "redis/backoff.h"
 #include "scheduler/fleet/redis_queue.h"
 #include "scheduler/scheduler.h"
 
@@ -117,7 +118,7 @@ class fleet_scheduler final : public scheduler {
   bool open_ = false, taking_ = false, renewing_ = false, fleet_done_ = false, state_lost_ = false,
        refused_ = false, out_of_memory_ = false;
   std::size_t reclaimed_ = 0, set_aside_ = 0, dead_ = 0;  // as last counted in the stats
-  std::chrono::milliseconds idle_backoff_{50};
+  redis::backoff idle_backoff_{std::chrono::milliseconds(50), std::chrono::milliseconds(2000)};
   std::chrono::steady_clock::time_point idle_since_{};
   std::optional<std::chrono::steady_clock::time_point> redis_down_since_;
   asio::steady_timer poll_timer_, heartbeat_timer_;
