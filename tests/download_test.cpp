@@ -48,6 +48,28 @@ TEST(crawl, a_redirect_chain_is_followed_through_the_scheduler) {
   EXPECT_EQ(stat(result, "scheduler/enqueued"), 4);  // the start request and three targets
 }
 
+// As Scrapy's RedirectMiddleware: a 302 or 303 turns a POST into a GET without its body, while a
+// 301, 307 or 308 repeats the request as it was; a HEAD stays a HEAD whatever the status.
+TEST(crawl, a_redirect_keeps_the_method_and_body_unless_302_or_303_turns_them_into_a_get) {
+  http_server server;
+  auto moved = [&](int status, const char* method) {
+    auto request = get(server.url("/moved/" + std::to_string(status) + "?to=/echo"));
+    request.method = method;
+    if (request.method == "POST") request.body = "a=1";
+    request.dont_filter = true;
+    return request;
+  };
+  recording_spider spider({moved(301, "POST"), moved(302, "POST"), moved(303, "POST"),
+                           moved(307, "POST"), moved(308, "POST"), moved(302, "HEAD")});
+  crawl(spider, {"CONCURRENT_REQUESTS=1"});
+  std::map<std::string, int> arrived;  // "METHOD BODY" (or the HEAD's method) -> how many
+  for (const auto& response : spider.responses) {
+    auto method = std::string(response.header("X-Method"));
+    ++arrived[method == "HEAD" ? method : std::string(response.text())];
+  }
+  EXPECT_EQ(arrived, (std::map<std::string, int>{{"POST a=1", 3}, {"GET ", 2}, {"HEAD", 1}}));
+}
+
 // METAREFRESH_ENABLED (on, as in Scrapy): a page whose <meta http-equiv="refresh"> points
 // elsewhere within METAREFRESH_MAXDELAY seconds is followed as a redirect, "meta refresh" among
 // its redirect_reasons; a longer delay is not, nor a refresh to a scheme the page may not reach.
