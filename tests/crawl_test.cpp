@@ -195,6 +195,19 @@ TEST(crawl, depth_limit_stops_following_links) {
   EXPECT_EQ(stat(result, "request_depth_max"), 1);
 }
 
+// URLLENGTH_LIMIT, as Scrapy's UrlLengthMiddleware: a URL of exactly the limit's length is
+// requested, one a byte longer is ignored and counted.
+TEST(crawl, urllength_limit_keeps_a_url_of_exactly_that_length_and_ignores_a_longer_one) {
+  http_server server;
+  auto at_limit = server.url("/s?wd=four");
+  recording_spider spider({get(at_limit), get(server.url("/s?wd=fives"))});
+  auto result = crawl(spider, {"URLLENGTH_LIMIT=" + std::to_string(at_limit.size())});
+  ASSERT_EQ(spider.responses.size(), 1u);
+  EXPECT_EQ(spider.responses[0].url, at_limit);
+  EXPECT_EQ(server.hits("/s?wd=fives"), 0u);
+  EXPECT_EQ(stat(result, "urllength/request_ignored_count"), 1);
+}
+
 TEST(crawl, closespider_pagecount_closes_with_scrapys_reason) {
   http_server server({.site_pages = 1000});
   recording_spider spider({get(server.url("/site/0"))});

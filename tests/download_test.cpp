@@ -79,21 +79,25 @@ TEST(crawl, a_meta_refresh_is_followed_as_a_redirect_within_metarefresh_maxdelay
            {"/soon",
             R"(<html><head><meta http-equiv="refresh" content="2; url=/s?wd=soon"></head>)"},
            {"/late", R"(<meta http-equiv="refresh" content="200; url=/s?wd=late">)"},
+           // METAREFRESH_MAXDELAY (100) itself is not within it: Scrapy follows a delay below it.
+           {"/at_max", R"(<meta http-equiv="refresh" content="100; url=/s?wd=at_max">)"},
            {"/local", R"(<meta http-equiv="refresh" content="0; url=file:///etc/passwd">)"},
            {"/noscript",
             R"(<noscript><meta http-equiv="refresh" content="0; url=/s?wd=js"></noscript>)"}}});
   std::vector<crawler::request> start{get(server.url("/soon")), get(server.url("/late")),
-                                      get(server.url("/local"))};
+                                      get(server.url("/at_max")), get(server.url("/local"))};
   recording_spider spider(start);
   auto result = crawl(spider, {"CONCURRENT_REQUESTS=1", "SCHEDULER_MEMORY_QUEUE=fifo"});
   std::map<std::string, nlohmann::json> reached;
   for (const auto& response : spider.responses) reached[response.url] = response.meta();
-  ASSERT_EQ(reached.size(), 2u) << testing::PrintToString(spider.responses.size());
+  ASSERT_EQ(reached.size(), 3u) << testing::PrintToString(spider.responses.size());
   auto soon = reached.at(server.url("/s?wd=soon"));
   EXPECT_EQ(soon["redirect_reasons"], nlohmann::json::array({"meta refresh"}));
   EXPECT_EQ(soon["redirect_urls"], nlohmann::json::array({server.url("/soon")}));
   EXPECT_TRUE(reached.contains(server.url("/late")));  // 200 s: past METAREFRESH_MAXDELAY
   EXPECT_EQ(server.hits("/s?wd=late"), 0u);
+  EXPECT_TRUE(reached.contains(server.url("/at_max")));
+  EXPECT_EQ(server.hits("/s?wd=at_max"), 0u);
   ASSERT_EQ(spider.failures.size(), 1u);  // file:// from an http page: refused, as a 302 would be
   EXPECT_EQ(spider.failures[0].request.url, server.url("/local"));
   EXPECT_EQ(stat(result, "scheme/filtered"), 1);
