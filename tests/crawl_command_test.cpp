@@ -420,6 +420,29 @@ TEST(crawler_command, an_unknown_spider_is_one_line_naming_the_known_ones) {
             "crawler crawl: unknown spider \"nosuch\"; known spiders: dupes, quotes, site\n");
 }
 
+// A crawl file given to `crawl`, where a spider's name goes, is pointed at `crawler run`.
+TEST(crawler_command, a_crawl_file_given_to_crawl_is_pointed_at_run) {
+  child_process crawl({crawler_binary(), "crawl", "my_site.json"});
+  EXPECT_EQ(crawl.wait(), 2);
+  EXPECT_EQ(crawl.stderr_text(),
+            "crawler crawl: unknown spider \"my_site.json\"; known spiders: dupes, quotes, site "
+            "(a crawl file runs with `crawler run my_site.json`)\n");
+}
+
+// As `scrapy` alone: `crawler` with nothing else, or `crawler help`, lists the commands.
+TEST(crawler_command, crawler_alone_or_help_lists_the_commands_and_succeeds) {
+  for (std::vector<std::string> words : {std::vector<std::string>{}, {"help"}}) {
+    words.insert(words.begin(), crawler_binary());
+    child_process crawler(words);
+    EXPECT_EQ(crawler.wait(), 0);
+    for (const char* command : {"crawl", "run", "shell", "genspider", "status", "push"}) {
+      EXPECT_NE(crawler.stdout_text().find("\n  " + std::string(command) + " "), std::string::npos)
+          << command << " missing from:\n"
+          << crawler.stdout_text();
+    }
+  }
+}
+
 TEST(crawler_command, a_misspelt_setting_stops_the_crawl_with_a_suggestion) {
   child_process crawl({crawler_binary(), "crawl", "dupes", "-s", "CONCURENT_REQUESTS=4"});
   EXPECT_EQ(crawl.wait(), 2);
@@ -854,11 +877,11 @@ TEST(crawler_command, on_a_terminal_a_live_progress_line_is_drawn_under_the_log)
 TEST(crawler_command, a_fleet_workers_progress_line_counts_the_fleets_queue) {
   http_server server({.site_pages = 200, .page_delay_ms = 50});
   redis_server redis;
-  auto [status, output] = run_on_a_terminal(
-      {crawler_binary(), "crawl", "site", "-a", "start=" + server.url("/site/0"), "-L", "INFO",
-       "-s", "SCHEDULER=redis", "-s", "DUPEFILTER_CLASS=redis_set", "-s",
-       "REDIS_URL=" + redis.url(), "-s", "CLOSESPIDER_PAGECOUNT=40", "-s",
-       "CONCURRENT_REQUESTS=2"});
+  auto [status, output] =
+      run_on_a_terminal({crawler_binary(), "crawl", "site", "-a", "start=" + server.url("/site/0"),
+                         "-L", "INFO", "-s", "SCHEDULER=redis", "-s", "DUPEFILTER_CLASS=redis_set",
+                         "-s", "REDIS_URL=" + redis.url(), "-s", "CLOSESPIDER_PAGECOUNT=40", "-s",
+                         "CONCURRENT_REQUESTS=2"});
   ASSERT_EQ(status, 0) << output;
   std::regex queued(R"(\| ([0-9,]+) queued \|)");
   std::size_t most = 0, lines = 0;

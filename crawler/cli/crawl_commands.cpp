@@ -3,6 +3,7 @@
 #include <hiredis/hiredis.h>
 
 #include <boost/version.hpp>
+#include <filesystem>
 #include <iostream>
 #include <map>
 #include <memory>
@@ -44,6 +45,18 @@ std::string known_spiders() {
   return names.empty() ? "none" : names;
 }
 
+// One line: the name nobody registered and the names somebody did. A crawl file given where a
+// spider's name goes (Scrapy's `scrapy runspider FILE` habit) is pointed at `crawler run`.
+void say_unknown_spider(std::string_view command, const std::string& name) {
+  std::cerr << "crawler " << command << ": unknown spider \"" << name
+            << "\"; known spiders: " << known_spiders();
+  std::error_code ignored;
+  if (name.ends_with(".json") || std::filesystem::is_regular_file(name, ignored)) {
+    std::cerr << " (a crawl file runs with `crawler run " << name << "`)";
+  }
+  std::cerr << '\n';
+}
+
 void add_common_options(CLI::App* command, crawl_options_cli& options) {
   // One value per flag: `-s K=V NAME` leaves NAME to the positional argument.
   command->add_option("-s,--set", options.overrides, "setting override KEY=VALUE (repeatable)")
@@ -79,8 +92,7 @@ int exit_status_for(const crawl_result& result) {
 int run_crawl_command(const crawl_options_cli& options) {
   const auto* entry = find_spider(options.spider);
   if (!entry) {
-    std::cerr << "crawler crawl: unknown spider \"" << options.spider
-              << "\"; known spiders: " << known_spiders() << '\n';
+    say_unknown_spider("crawl", options.spider);
     return 2;
   }
   auto spider = entry->make();
@@ -237,8 +249,7 @@ int run_parse_command(const parse_options& options) {
   } else {
     const auto* entry = find_spider(options.common.spider);
     if (!entry) {
-      std::cerr << "crawler parse: unknown spider \"" << options.common.spider
-                << "\"; known spiders: " << known_spiders() << '\n';
+      say_unknown_spider("parse", options.common.spider);
       return 2;
     }
     owned = entry->make();
@@ -305,8 +316,7 @@ void add_crawl_commands(CLI::App& app, int& exit_status) {
   run_subcommand->add_option("file", run->file, "the crawl file (see config/examples/)")
       ->required();
   // As `scrapy runspider -a`: http_user and http_pass, say, stay out of the file.
-  run_subcommand
-      ->add_option("-a", run->common.arguments, "spider argument NAME=VALUE (repeatable)")
+  run_subcommand->add_option("-a", run->common.arguments, "spider argument NAME=VALUE (repeatable)")
       ->allow_extra_args(false);
   add_feed_options(run_subcommand, run->common);
   add_common_options(run_subcommand, run->common);

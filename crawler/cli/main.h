@@ -14,7 +14,7 @@ namespace crawler::cli {
 /// Parses the command line, runs the chosen subcommand, returns the exit status: 0, 1 when a
 /// crawl closed for a failure (redis_unavailable, jobdir_write_failed, feed_write_failed), 2 when
 /// it could not start (unknown spider, bad setting, Redis unreachable) or the command line is
-/// wrong.
+/// wrong. With no arguments, or `help`, it prints the list of commands and returns 0.
 int main(int argc, char** argv);
 
 }  // namespace crawler::cli
