@@ -154,10 +154,13 @@ void engine::open() {
       });
     }
     output start;
+    // A spider that cannot say where to start (a missing -a argument) cannot start: exit 2 with
+    // its reason, not a crawl of nothing that "finished".
     try {
       spider_.start_requests(start);
     } catch (const std::exception& error) {
-      logger_->error("Error while obtaining start requests: {}", error.what());
+      return fail_startup(std::make_exception_ptr(std::runtime_error(
+          std::string("error while obtaining start requests: ") + error.what())));
     }
     try {
       for (const auto& request : start.requests) check_start_request(request);

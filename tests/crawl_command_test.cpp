@@ -420,6 +420,16 @@ TEST(crawler_command, an_unknown_spider_is_one_line_naming_the_known_ones) {
             "crawler crawl: unknown spider \"nosuch\"; known spiders: dupes, quotes, site\n");
 }
 
+// A spider that cannot make its start requests (site without its -a start=URL) cannot start:
+// one line saying why and exit 2, never a crawl of nothing that "finished" with exit 0.
+TEST(crawler_command, a_spider_missing_its_start_argument_cannot_start) {
+  child_process crawl({crawler_binary(), "crawl", "site", "-L", "WARNING"});
+  EXPECT_EQ(crawl.wait(), 2);
+  EXPECT_EQ(crawl.stderr_text(),
+            "crawler crawl: error while obtaining start requests: spider site needs -a "
+            "start=URL\n");
+}
+
 // A crawl file given to `crawl`, where a spider's name goes, is pointed at `crawler run`.
 TEST(crawler_command, a_crawl_file_given_to_crawl_is_pointed_at_run) {
   child_process crawl({crawler_binary(), "crawl", "my_site.json"});
