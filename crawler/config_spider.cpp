@@ -395,35 +395,51 @@ crawl_config load_crawl_config(const json& document) {
       if (!rules->is_array()) fail(where, "must be a list of rules");
     });
     for (std::size_t i = 0; rules_ok && i < rules->size(); ++i) {
-      problems.attempt([&] {
-        const auto& rule_json = (*rules)[i];
-        auto rule_path = index(where, i);
+      const auto& rule_json = (*rules)[i];
+      auto rule_path = index(where, i);
+      if (!problems.attempt([&] {
+            if (!rule_json.is_object()) fail(rule_path, "must be an object");
+          })) {
+        continue;
+      }
+      // Each part of a rule on its own, so that a misspelt key does not hide a bad callback.
+      bool keys_ok = problems.attempt([&] {
         check_keys(rule_json, rule_path,
                    {"allow", "deny", "allow_domains", "deny_domains", "restrict_css", "tags",
                     "attrs", "canonicalize", "unique", "deny_extensions", "callback", "follow"});
+      });
+      std::optional<link_extractor> extractor;
+      problems.attempt([&] {
         // The link extractor checks its own regexes and selectors ("allow[1]: invalid regex
         // ..."); the rule's path in front makes that a path into the file.
-        std::optional<link_extractor> extractor;
         try {
           extractor.emplace(read_extractor(rule_json, rule_path));
         } catch (const std::invalid_argument& error) {
           throw config_error(rule_path + "." + error.what());
         }
-        rule made{std::move(*extractor)};
-        made.callback = get_string(rule_json, rule_path, "callback", false);
-        if (!made.callback.empty() && std::find(callback_names.begin(), callback_names.end(),
-                                                made.callback) == callback_names.end()) {
+      });
+      std::string callback;
+      bool callback_ok = problems.attempt([&] {
+        callback = get_string(rule_json, rule_path, "callback", false);
+        if (!callback.empty() && std::find(callback_names.begin(), callback_names.end(),
+                                           callback) == callback_names.end()) {
           std::vector<std::string_view> names(callback_names.begin(), callback_names.end());
-          std::string message = "no callback \"" + made.callback + "\" in spider.callbacks";
-          if (auto best = nearest_name(made.callback, names); !best.empty()) {
+          std::string message = "no callback \"" + callback + "\" in spider.callbacks";
+          if (auto best = nearest_name(callback, names); !best.empty()) {
             message += " (did you mean \"" + std::string(best) + "\"?)";
           }
           fail(child(rule_path, "callback"), message);
         }
-        if (rule_json.contains("follow"))
-          made.follow = get_bool(rule_json, rule_path, "follow", true);
-        spider->rules.push_back(std::move(made));
       });
+      std::optional<bool> follow;
+      bool follow_ok = problems.attempt([&] {
+        if (rule_json.contains("follow")) follow = get_bool(rule_json, rule_path, "follow", true);
+      });
+      if (!keys_ok || !extractor || !callback_ok || !follow_ok) continue;
+      rule made{std::move(*extractor)};
+      made.callback = std::move(callback);
+      if (follow) made.follow = *follow;
+      spider->rules.push_back(std::move(made));
     }
   }
   problems.throw_if_any();

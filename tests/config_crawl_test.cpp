@@ -329,7 +329,8 @@ TEST(crawler_check, lists_every_problem_with_its_path_and_fetches_nothing) {
   document["settings"]["DOWNLOAD_DELAY"] = -1;
   document["settings"]["CONCURENT_REQUESTS"] = 2;
   document["spider"]["rules"][0]["allow"] = {"(unclosed"};
-  document["spider"]["rules"].push_back({{"callback", "pgae"}});
+  // A misspelt key does not hide the same rule's bad callback.
+  document["spider"]["rules"].push_back({{"alow", {"x"}}, {"callback", "pgae"}});
   document["spider"]["callbacks"]["page"]["fields"]["title"] = "title::txet";
   document["spider"]["allowed_domain"] = {"127.0.0.1"};
   auto file = write_config(dir, document);
@@ -348,6 +349,7 @@ TEST(crawler_check, lists_every_problem_with_its_path_and_fetches_nothing) {
       "spider.allowed_domain: unknown key \"allowed_domain\" (did you mean \"allowed_domains\"?)",
       "spider.callbacks.page.fields.title",
       "spider.rules[0].allow[0]: invalid regex",
+      "spider.rules[1].alow: unknown key \"alow\" (did you mean \"allow\"?)",
       "spider.rules[1].callback: no callback \"pgae\" in spider.callbacks "
       "(did you mean \"page\"?)"};
   ASSERT_EQ(problems.size(), starts.size()) << check.stderr_text();
