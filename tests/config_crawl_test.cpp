@@ -363,7 +363,7 @@ TEST(crawler_check, lists_every_problem_with_its_path_and_fetches_nothing) {
   child_process ok({crawler_binary(), "check", write_config(dir, good)});
   EXPECT_EQ(ok.wait(), 0) << ok.stderr_text();
   EXPECT_EQ(ok.stdout_text(),
-            dir.path().string() + "/crawl.json: OK: spider \"pages\", 1 start URLs, 1 rules\n");
+            dir.path().string() + "/crawl.json: OK: spider \"pages\", 1 start URL, 1 rule\n");
   EXPECT_EQ(server.total_hits(), 0u);
 }
 
@@ -393,7 +393,7 @@ TEST(crawler_genspider, writes_crawl_files_that_check_and_run) {
   ASSERT_EQ(crawl->wait(), 0) << crawl->stderr_text();
   child_process check({crawler_binary(), "check", (dir.path() / "shop.json").string()});
   EXPECT_EQ(check.wait(), 0) << check.stderr_text();
-  EXPECT_NE(check.stdout_text().find("OK: spider \"shop\", 1 start URLs, 1 rules"),
+  EXPECT_NE(check.stdout_text().find("OK: spider \"shop\", 1 start URL, 1 rule"),
             std::string::npos);
 
   auto again = generate({"home", "other.example"});

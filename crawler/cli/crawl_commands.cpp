@@ -39,6 +39,11 @@ std::pair<std::string, std::string> split_argument(const std::string& text) {
   return {text.substr(0, equals), text.substr(equals + 1)};
 }
 
+// "1 rule", "2 rules".
+std::string counted(std::size_t count, const std::string& noun) {
+  return std::to_string(count) + " " + noun + (count == 1 ? "" : "s");
+}
+
 std::string known_spiders() {
   std::string names;
   for (const auto* entry : registered_spiders()) names += (names.empty() ? "" : ", ") + entry->name;
@@ -358,7 +363,8 @@ void add_crawl_commands(CLI::App& app, int& exit_status) {
       auto config = load_crawl_config_file(*check_file);
       const auto& spider = *config.spider;
       std::cout << *check_file << ": OK: spider \"" << spider.name() << "\", "
-                << spider.start_urls.size() << " start URLs, " << spider.rules.size() << " rules\n";
+                << counted(spider.start_urls.size(), "start URL") << ", "
+                << counted(spider.rules.size(), "rule") << "\n";
       exit_status = 0;
     } catch (const config_error& error) {
       std::cerr << redact(error.what()) << '\n';  // a line a problem
