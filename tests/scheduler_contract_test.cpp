@@ -300,6 +300,36 @@ TEST_P(scheduler_contract, an_outcome_waits_through_an_outage_and_is_stored_afte
   scheduler.close();
 }
 
+// Where the two part: every worker of a fleet yields the same start requests, dont_filter as
+// Scrapy's start_requests makes them, and the fleet crawls each once; the memory scheduler queues
+// a dont_filter start request every time, as Scrapy's does.
+TEST(fleet_scheduler, start_requests_every_worker_yields_are_queued_once) {
+  redis_server redis;
+  crawler::settings settings;
+  settings.set("LOG_LEVEL", "ERROR");
+  settings.set("SCHEDULER", "redis");
+  settings.set("DUPEFILTER_CLASS", "redis_set");
+  settings.set("REDIS_URL", redis.url());
+  event_loop loop;
+  driven_scheduler first(settings, loop), second(settings, loop);
+  first.open();
+  second.open();
+  auto start = with_priority("https://a.example/", 0, true);
+  EXPECT_EQ(first.enqueue({start}), 1u);
+  EXPECT_EQ(second.enqueue({start}), 0u);
+  EXPECT_EQ(first.enqueue({start}), 0u);
+  second.close();
+  first.close();
+
+  crawler::settings memory;
+  memory.set("LOG_LEVEL", "ERROR");
+  driven_scheduler alone(memory, loop);
+  alone.open();
+  EXPECT_EQ(alone.enqueue({start}), 1u);
+  EXPECT_EQ(alone.enqueue({start}), 1u);
+  alone.close();
+}
+
 INSTANTIATE_TEST_SUITE_P(each_scheduler, scheduler_contract, testing::Values("memory", "redis"),
                          [](const auto& info) { return info.param; });
 
