@@ -142,14 +142,27 @@ bool escapes_non_ascii(const nlohmann::json& encoding, const std::string& where)
 
 }  // namespace
 
-nlohmann::json feed_for_file(std::string_view path, bool overwrite) {
-  auto format = format_for_extension(path);
-  if (format.empty()) {
-    throw settings_error("-o " + std::string(path) +
-                         ": cannot tell the feed format from the extension; use .jsonl, .jl, "
-                         ".json or .csv");
+std::pair<std::string, nlohmann::json> feed_for_file(std::string_view argument, bool overwrite) {
+  auto flag = std::string(overwrite ? "-O " : "-o ") + std::string(argument);
+  std::string path(argument), format;
+  if (auto colon = argument.rfind(':'); colon != std::string_view::npos && colon > 0) {
+    auto named = argument.substr(colon + 1);
+    if (named == "jsonlines" || named == "jsonl" || named == "jl" || named == "json" ||
+        named == "csv") {
+      path = argument.substr(0, colon);
+      format = named == "json" || named == "csv" ? std::string(named) : "jsonlines";
+    } else if (named == "xml" || named == "marshal" || named == "pickle") {
+      throw settings_error(flag + ": the " + std::string(named) +
+                           " format is not written here; use jsonlines, json or csv");
+    }
   }
-  return {{"format", format}, {"overwrite", overwrite}};
+  if (format.empty()) format = format_for_extension(path);
+  if (format.empty()) {
+    throw settings_error(flag +
+                         ": cannot tell the feed format from the extension; use .jsonl, .jl, "
+                         ".json or .csv, or name it after a colon (FILE:jsonlines)");
+  }
+  return {path, {{"format", format}, {"overwrite", overwrite}}};
 }
 
 class feed_exporter::feed {

@@ -4,6 +4,7 @@
 //            "overwrite": true}}
 //   crawler crawl books -o items.json          # format from the extension, appended
 //   crawler crawl books -O items.csv           # overwritten
+//   crawler crawl books -o items.data:jsonl    # the format named after the colon, as Scrapy's
 //
 // Formats: jsonlines (.jsonl, .jl), json (.json: one array), csv (.csv: a header row from the
 // first item's fields, lists joined with commas). Files are appended to unless "overwrite" is true,
@@ -23,6 +24,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "config/settings.h"
@@ -30,9 +32,11 @@
 
 namespace crawler {
 
-/// The FEEDS entry `-o FILE` (or `-O FILE` with overwrite) adds: the format named by the file's
-/// extension. Throws settings_error naming the file when the extension is not a known format.
-nlohmann::json feed_for_file(std::string_view path, bool overwrite);
+/// The FEEDS entry `-o FILE` (or `-O FILE` with overwrite) adds, as its URI and options: the format
+/// named after the last colon when that is a format (`-o out.data:jsonl`, Scrapy's form), else by
+/// the file's extension. Throws settings_error naming the argument when neither names a format
+/// this crawler writes.
+std::pair<std::string, nlohmann::json> feed_for_file(std::string_view argument, bool overwrite);
 
 class spider;
 

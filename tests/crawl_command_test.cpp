@@ -754,6 +754,30 @@ TEST(crawler_command, the_quotes_example_crawls_the_shipped_pages_offline) {
   EXPECT_EQ(rows[0], "Socrates,\"life,philosophy\",The unexamined life is not worth living.\r");
 }
 
+// Scrapy's `-o FILE:FORMAT`: the format after the last colon wins over the extension; a format
+// this crawler does not write is named in one line, exit 2, before anything is crawled.
+TEST(crawler_command, a_feed_format_named_after_a_colon_is_the_one_written) {
+  temp_dir dir;
+  auto feed = dir.path() / "quotes.data";
+  child_process crawl(
+      {crawler_binary(), "crawl", "quotes", "-O", feed.string() + ":jsonl", "--nolog"});
+  ASSERT_EQ(crawl.wait(), 0) << crawl.stderr_text();
+  std::ifstream in(feed);
+  std::vector<nlohmann::json> items;
+  for (std::string line; std::getline(in, line);) items.push_back(nlohmann::json::parse(line));
+  ASSERT_EQ(items.size(), 30u);
+  EXPECT_EQ(items[0]["author"], "Socrates");
+  EXPECT_FALSE(std::filesystem::exists(feed.string() + ":jsonl"));
+
+  auto xml = dir.path() / "quotes.xml";
+  child_process refused({crawler_binary(), "crawl", "quotes", "-o", xml.string() + ":xml"});
+  EXPECT_EQ(refused.wait(), 2);
+  EXPECT_EQ(refused.stderr_text(), "crawler crawl: -o " + xml.string() +
+                                       ":xml: the xml format is not written here; use "
+                                       "jsonlines, json or csv\n");
+  EXPECT_FALSE(std::filesystem::exists(xml));
+}
+
 TEST(crawler_command, no_output_of_a_crawl_holds_its_passwords) {
   const std::string password = "Sw0rdf1sh-42";
   redis_server redis({.password = password});

@@ -77,8 +77,14 @@ settings crawl_settings(const spider& spider, const crawl_options_cli& options,
   if (!options.log_level.empty()) settings.set("LOG_LEVEL", options.log_level, "-L");
   if (options.nolog) settings.set("LOG_LEVEL", "CRITICAL", "--nolog");
   auto feeds = settings.get("FEEDS");
-  for (const auto& path : options.append_feeds) feeds[path] = feed_for_file(path, false);
-  for (const auto& path : options.overwrite_feeds) feeds[path] = feed_for_file(path, true);
+  for (const auto& argument : options.append_feeds) {
+    auto [uri, feed] = feed_for_file(argument, false);
+    feeds[uri] = std::move(feed);
+  }
+  for (const auto& argument : options.overwrite_feeds) {
+    auto [uri, feed] = feed_for_file(argument, true);
+    feeds[uri] = std::move(feed);
+  }
   settings.set("FEEDS", feeds, "-o");
   return settings;
 }
