@@ -21,7 +21,34 @@ std::string format_for_extension(std::string_view path) {
   if (extension == ".jsonl" || extension == ".jl" || extension == ".jsonlines") return "jsonlines";
   if (extension == ".json") return "json";
   if (extension == ".csv") return "csv";
+  if (extension == ".xml") return "xml";
   return {};
+}
+
+// A scalar as Python's str() shows it, which Scrapy's XML export writes: True, False, None.
+std::string python_str(const nlohmann::json& value) {
+  if (value.is_string()) return value.get<std::string>();
+  if (value.is_boolean()) return value.get<bool>() ? "True" : "False";
+  if (value.is_null()) return "None";
+  return value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+// XML character data, escaped as Python's XMLGenerator.characters escapes it (&, <, >).
+std::string xml_text(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (char c : text) {
+    if (c == '&') {
+      out += "&amp;";
+    } else if (c == '<') {
+      out += "&lt;";
+    } else if (c == '>') {
+      out += "&gt;";
+    } else {
+      out += c;
+    }
+  }
+  return out;
 }
 
 std::string csv_field(const nlohmann::json& value) {
@@ -148,19 +175,20 @@ std::pair<std::string, nlohmann::json> feed_for_file(std::string_view argument, 
   if (auto colon = argument.rfind(':'); colon != std::string_view::npos && colon > 0) {
     auto named = argument.substr(colon + 1);
     if (named == "jsonlines" || named == "jsonl" || named == "jl" || named == "json" ||
-        named == "csv") {
+        named == "csv" || named == "xml") {
       path = argument.substr(0, colon);
-      format = named == "json" || named == "csv" ? std::string(named) : "jsonlines";
-    } else if (named == "xml" || named == "marshal" || named == "pickle") {
+      format = named == "jsonl" || named == "jl" ? "jsonlines" : std::string(named);
+    } else if (named == "marshal" || named == "pickle") {
       throw settings_error(flag + ": the " + std::string(named) +
-                           " format is not written here; use jsonlines, json or csv");
+                           " format is Python's own and not written here; use jsonlines, json, "
+                           "csv or xml");
     }
   }
   if (format.empty()) format = format_for_extension(path);
   if (format.empty()) {
     throw settings_error(flag +
                          ": cannot tell the feed format from the extension; use .jsonl, .jl, "
-                         ".json or .csv, or name it after a colon (FILE:jsonlines)");
+                         ".json, .csv or .xml, or name it after a colon (FILE:jsonlines)");
   }
   return {path, {{"format", format}, {"overwrite", overwrite}}};
 }
@@ -174,7 +202,8 @@ class feed_exporter::feed {
         ensure_ascii_(options.ensure_ascii),
         indent_(format_ == "json" && options.indent > 0 ? options.indent : -1),
         flushed_per_page_(flushed_per_page) {
-    bool overwrite = options.overwrite || format_ == "json";  // two arrays would not be JSON
+    // Two arrays in one file would not be JSON, nor two documents XML.
+    bool overwrite = options.overwrite || format_ == "json" || format_ == "xml";
     if (auto parent = std::filesystem::path(path_).parent_path(); !parent.empty()) {
       std::filesystem::create_directories(parent);
     }
@@ -187,6 +216,7 @@ class feed_exporter::feed {
     whole_size_ = std::filesystem::file_size(path_, no_size);
     header_written_ = existing;  // appending to a CSV that already has its header row
     if (format_ == "json") out_ << '[';
+    if (format_ == "xml") out_ << "<?xml version=\"1.0\" encoding=\"utf-8\"?>\n<items>\n";
   }
 
   // False once the file could not be written (a full disk): logged once, with the reason.
@@ -195,6 +225,8 @@ class feed_exporter::feed {
       out_ << encode(item) << '\n';
     } else if (format_ == "json") {
       out_ << (count_ ? ",\n" : "\n") << encode(item);
+    } else if (format_ == "xml") {
+      write_xml(item);
     } else {
       write_csv(item);
     }
@@ -228,6 +260,7 @@ class feed_exporter::feed {
 
   bool close(stats& stats) {
     if (format_ == "json") out_ << (count_ ? "\n]\n" : "]\n");
+    if (format_ == "xml") out_ << "</items>";
     out_.close();
     auto log = get_logger("feedexport");
     if (!out_) {
@@ -252,6 +285,34 @@ class feed_exporter::feed {
       if (auto value = item.find(field); value != item.end()) picked[field] = *value;
     }
     return picked.dump(indent_, ' ', ensure_ascii_, replace);
+  }
+
+  // Scrapy's XmlItemExporter (FEED_EXPORT_INDENT 0): an <item> a line, a field an element, a list
+  // a run of <value> elements, an object nested elements; text escaped as XML character data.
+  void write_xml(const nlohmann::json& item) {
+    out_ << "<item>";
+    if (item.is_object()) {
+      if (fields_.empty()) {
+        for (const auto& [key, value] : item.items()) write_xml_field(key, value);
+      } else {
+        for (const auto& field : fields_) {
+          if (auto value = item.find(field); value != item.end()) write_xml_field(field, *value);
+        }
+      }
+    }
+    out_ << "</item>\n";
+  }
+
+  void write_xml_field(const std::string& name, const nlohmann::json& value) {
+    out_ << '<' << name << '>';
+    if (value.is_object()) {
+      for (const auto& [key, nested] : value.items()) write_xml_field(key, nested);
+    } else if (value.is_array()) {
+      for (const auto& element : value) write_xml_field("value", element);
+    } else {
+      out_ << xml_text(python_str(value));
+    }
+    out_ << "</" << name << '>';
   }
 
   void write_csv(const nlohmann::json& item) {
@@ -302,9 +363,10 @@ feed_exporter::feed_exporter(const settings& settings, stats& stats,
     }
     feed.format = options.value("format", format_for_extension(feed.path));
     if (feed.format == "jsonl" || feed.format == "jl") feed.format = "jsonlines";
-    if (feed.format != "jsonlines" && feed.format != "json" && feed.format != "csv") {
+    if (feed.format != "jsonlines" && feed.format != "json" && feed.format != "csv" &&
+        feed.format != "xml") {
       throw settings_error(where + ".format: unknown format \"" + feed.format +
-                           "\"; valid formats are jsonlines, json and csv");
+                           "\"; valid formats are jsonlines, json, csv and xml");
     }
     feed.overwrite = options.value("overwrite", false);
     feed.fields = options.contains("fields")

@@ -7,9 +7,9 @@
 //   crawler crawl books -o items.data:jsonl    # the format named after the colon, as Scrapy's
 //
 // Formats: jsonlines (.jsonl, .jl), json (.json: one array), csv (.csv: a header row from the
-// first item's fields, lists joined with commas). Files are appended to unless "overwrite" is true,
-// as Scrapy's file storage; a .json feed is always overwritten, since two arrays in one file would
-// not be JSON. At close each feed logs "Stored <format> feed (N items) in: <path>" and counts
+// first item's fields, lists joined with commas), xml (.xml: Scrapy's XmlItemExporter, byte for
+// byte). Files are appended to unless "overwrite" is true, as Scrapy's file storage; a .json or
+// .xml feed is always overwritten, since two arrays (or documents) in one file would not parse. At close each feed logs "Stored <format> feed (N items) in: <path>" and counts
 // `feedexport/success_count/FileFeedStorage`.
 //
 // As in Scrapy, a feed's options "fields", "encoding" and "indent" default to FEED_EXPORT_FIELDS

@@ -755,7 +755,8 @@ TEST(crawler_command, the_quotes_example_crawls_the_shipped_pages_offline) {
 }
 
 // Scrapy's `-o FILE:FORMAT`: the format after the last colon wins over the extension; a format
-// this crawler does not write is named in one line, exit 2, before anything is crawled.
+// this crawler does not write (Python's pickle) is named in one line, exit 2, before anything is
+// crawled.
 TEST(crawler_command, a_feed_format_named_after_a_colon_is_the_one_written) {
   temp_dir dir;
   auto feed = dir.path() / "quotes.data";
@@ -769,13 +770,13 @@ TEST(crawler_command, a_feed_format_named_after_a_colon_is_the_one_written) {
   EXPECT_EQ(items[0]["author"], "Socrates");
   EXPECT_FALSE(std::filesystem::exists(feed.string() + ":jsonl"));
 
-  auto xml = dir.path() / "quotes.xml";
-  child_process refused({crawler_binary(), "crawl", "quotes", "-o", xml.string() + ":xml"});
+  auto pickled = dir.path() / "quotes.pickle";
+  child_process refused({crawler_binary(), "crawl", "quotes", "-o", pickled.string() + ":pickle"});
   EXPECT_EQ(refused.wait(), 2);
-  EXPECT_EQ(refused.stderr_text(), "crawler crawl: -o " + xml.string() +
-                                       ":xml: the xml format is not written here; use "
-                                       "jsonlines, json or csv\n");
-  EXPECT_FALSE(std::filesystem::exists(xml));
+  EXPECT_EQ(refused.stderr_text(), "crawler crawl: -o " + pickled.string() +
+                                       ":pickle: the pickle format is Python's own and not "
+                                       "written here; use jsonlines, json, csv or xml\n");
+  EXPECT_FALSE(std::filesystem::exists(pickled));
 }
 
 TEST(crawler_command, no_output_of_a_crawl_holds_its_passwords) {

@@ -1,6 +1,7 @@
 // What the FEED_EXPORT_* settings and a feed's own options put in the file. Expected texts are
-// Scrapy 2.8's exporters' (JsonLinesItemExporter, JsonItemExporter, CsvItemExporter) on the same
-// items, less the space Python's json puts after "," and ":" on one line.
+// Scrapy 2.8's exporters' (JsonLinesItemExporter, JsonItemExporter, CsvItemExporter,
+// XmlItemExporter) on the same items, less the space Python's json puts after "," and ":" on one
+// line.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -96,6 +97,37 @@ TEST(feed_export, the_uri_names_the_spider_the_time_and_spider_arguments) {
 }
 
 // Each bad option stops the crawl before anything is written, naming where it was set.
+// Byte for byte what Scrapy 2.8's XmlItemExporter writes for the same items: the fields chosen
+// (a missing one left out), Python's True and None, lists as <value> runs, objects nested, text
+// escaped as character data, and no newline after </items>.
+TEST(feed_export, xml_is_what_scrapys_xml_item_exporter_writes) {
+  crawler::fixtures::temp_dir dir;
+  auto path = (dir.path() / "items.xml").string();
+  export_items(path, {}, {R"(FEED_EXPORT_FIELDS=["title","url","missing"])"});
+  EXPECT_EQ(read_file(path),
+            "<?xml version=\"1.0\" encoding=\"utf-8\"?>\n<items>\n"
+            "<item><title>Caf\u00e9 \u2615</title><url>http://x/</url></item>\n"
+            "<item><url>u2</url></item>\n</items>");
+
+  auto odd = (dir.path() / "odd.xml").string();
+  crawler::settings settings;
+  settings.set_from_string("FEEDS=" + json{{odd, json::object()}}.dump());
+  crawler::stats stats;
+  crawler::feed_exporter feeds(settings, stats, {});
+  ASSERT_TRUE(feeds.export_item({{"flag", true},
+                                 {"none", nullptr},
+                                 {"n", 3},
+                                 {"f", 0.5},
+                                 {"esc", "a<b>&\"c'"},
+                                 {"nested", {{"k", json::array({1, json::array({2, 3})})}}}}));
+  ASSERT_TRUE(feeds.close());
+  EXPECT_EQ(read_file(odd),
+            "<?xml version=\"1.0\" encoding=\"utf-8\"?>\n<items>\n"
+            "<item><esc>a&lt;b&gt;&amp;\"c'</esc><f>0.5</f><flag>True</flag><n>3</n><nested><k>"
+            "<value>1</value><value><value>2</value><value>3</value></value></k></nested>"
+            "<none>None</none></item>\n</items>");
+}
+
 TEST(feed_export, bad_feed_options_name_their_setting) {
   crawler::fixtures::temp_dir dir;
   auto path = (dir.path() / "items.jsonl").string();
