@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "config/settings.h"
+#include "crawler/detail/placeholders.h"
 #include "crawler/parse/ascii.h"
 #include "crawler/parse/regex.h"
 #include "crawler/parse/sitemap.h"
@@ -447,7 +448,7 @@ crawl_config load_crawl_config(const json& document) {
   return config;
 }
 
-crawl_config load_crawl_config_file(const std::string& path) {
+crawl_config load_crawl_config_file(const std::string& path, const spider_arguments& arguments) {
   std::ifstream in(path);
   if (!in) throw config_error(path + ": cannot read the file");
   std::stringstream text;
@@ -475,9 +476,22 @@ crawl_config load_crawl_config_file(const std::string& path) {
   // run offline from any working directory. A URL without a scheme is an error, as in Scrapy,
   // never taken for a path.
   auto folder = std::filesystem::absolute(std::filesystem::path(path)).parent_path();
-  auto resolve = [&folder](json& url) {
+  std::string argument_problems;
+  auto resolve = [&](json& url, const std::string& where) {
     if (!url.is_string()) return;
-    auto text = url.get<std::string>();
+    std::string text;
+    try {
+      text = detail::expand_placeholders(url.get<std::string>(), arguments);
+    } catch (const detail::placeholder_error& error) {
+      auto why = error.name.empty() ? std::string(error.what())
+                                    : "%(" + error.name +
+                                          ")s names a spider argument this run "
+                                          "was not given (-a " +
+                                          error.name + "=VALUE)";
+      argument_problems += path + ": " + where + ": " + why + "\n";
+      return;
+    }
+    url = text;
     if (text.starts_with("file:") && !text.starts_with("file:/")) {
       url = "file://" + (folder / text.substr(5)).lexically_normal().string();
     }
@@ -485,16 +499,21 @@ crawl_config load_crawl_config_file(const std::string& path) {
   if (document.is_object() && document.contains("spider") && document["spider"].is_object()) {
     auto& start = document["spider"]["start_urls"];
     if (start.is_array()) {
-      for (auto& entry : start) {
-        if (entry.is_object() && entry.contains("sitemap")) {
-          resolve(entry["sitemap"]);
+      for (std::size_t i = 0; i < start.size(); ++i) {
+        auto where = "spider.start_urls[" + std::to_string(i) + "]";
+        if (start[i].is_object() && start[i].contains("sitemap")) {
+          resolve(start[i]["sitemap"], where + ".sitemap");
         } else {
-          resolve(entry);
+          resolve(start[i], where);
         }
       }
     } else if (start.is_null()) {
       document["spider"].erase("start_urls");
     }
+  }
+  if (!argument_problems.empty()) {
+    argument_problems.pop_back();
+    throw config_error(argument_problems);
   }
   try {
     return load_crawl_config(document);

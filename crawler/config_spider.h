@@ -34,6 +34,8 @@
 //   settings.DOWNLOAD_DELAY: expected a finite number >= 0 and <= 86400, got -1
 #pragma once
 
+#include <functional>
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
@@ -62,8 +64,14 @@ struct crawl_config {
 
 /// Validates `document` and builds its spider. Throws config_error.
 crawl_config load_crawl_config(const nlohmann::json& document);
-/// Reads and validates the file at `path`; JSON syntax errors name the line and column. Start
-/// URLs without a scheme ("books/index.html") are files relative to the crawl file's folder.
-crawl_config load_crawl_config_file(const std::string& path);
+/// Spider arguments (`-a NAME=VALUE`), by name.
+using spider_arguments = std::map<std::string, std::string, std::less<>>;
+
+/// Reads and validates the file at `path`; JSON syntax errors name the line and column. A start
+/// URL may name spider arguments, `"%(start)s"` or `"https://%(host)s/"`: they are put in first,
+/// and one the run was not given is an error naming it. Start URLs "file:PATH" are files
+/// relative to the crawl file's folder.
+crawl_config load_crawl_config_file(const std::string& path,
+                                    const spider_arguments& arguments = {});
 
 }  // namespace crawler

@@ -11,6 +11,7 @@
 #include <fstream>
 
 #include "config/log.h"
+#include "crawler/detail/placeholders.h"
 #include "crawler/spider.h"
 
 namespace crawler {
@@ -113,31 +114,13 @@ struct feed_options {
 // Scrapy's `uri % uri_params`: %(key)s (or %(key)d) is the parameter, %% a percent sign. Any other
 // percent sign stays as written (Scrapy would stop with a Python error).
 std::string expand_uri(const std::string& uri, const feed_exporter::uri_parameters& parameters) {
-  std::string path;
-  for (std::size_t i = 0; i < uri.size();) {
-    if (uri.compare(i, 2, "%%") == 0) {
-      path += '%';
-      i += 2;
-    } else if (uri.compare(i, 2, "%(") == 0) {
-      auto close = uri.find(')', i);
-      if (close == std::string::npos || close + 1 == uri.size() ||
-          (uri[close + 1] != 's' && uri[close + 1] != 'd')) {
-        throw settings_error("FEEDS." + uri + ": \"%(\" at offset " + std::to_string(i) +
-                             " must be followed by a name and \")s\"");
-      }
-      auto key = uri.substr(i + 2, close - i - 2);
-      auto value = parameters.find(key);
-      if (value == parameters.end()) {
-        throw settings_error("FEEDS." + uri + ": no parameter \"" + key +
-                             "\"; a feed URI may name %(name)s, %(time)s and spider arguments");
-      }
-      path += value->second;
-      i = close + 2;
-    } else {
-      path += uri[i++];
-    }
+  try {
+    return detail::expand_placeholders(uri, parameters);
+  } catch (const detail::placeholder_error& error) {
+    if (error.name.empty()) throw settings_error("FEEDS." + uri + ": " + error.what());
+    throw settings_error("FEEDS." + uri + ": no parameter \"" + error.name +
+                         "\"; a feed URI may name %(name)s, %(time)s and spider arguments");
   }
-  return path;
 }
 
 std::vector<std::string> field_names(const nlohmann::json& value, const std::string& where) {

@@ -134,6 +134,43 @@ std::string write_config(const temp_dir& dir, json document) {
   return path;
 }
 
+// Spider arguments in a crawl file's start URLs, as `-a` sets a Scrapy spider's attributes: the
+// run given -a start=... crawls from there; one without it stops before anything is fetched,
+// naming the argument; `check` takes -a too.
+TEST(crawler_run, start_urls_name_spider_arguments_given_with_dash_a) {
+  http_server server;
+  temp_dir dir;
+  auto document = books_config();
+  document["spider"]["start_urls"] = {"%(start)s", {{"sitemap", "%(start)s/sitemap.xml"}}};
+  document["spider"].erase("rules");
+  document["spider"]["callbacks"] = {{"parse_start_url", {{"fields", {{"url", "$url"}}}}}};
+  auto file = write_config(dir, document);
+  auto feed = (dir.path() / "items.jsonl").string();
+  auto start = server.url("/s?wd=1");
+  child_process run({crawler_binary(), "run", file, "-a", "start=" + start, "-O", feed, "--nolog"});
+  ASSERT_EQ(run.wait(), 0) << run.stderr_text();
+  std::ifstream in(feed);
+  std::string line;
+  std::getline(in, line);
+  EXPECT_EQ(json::parse(line)["url"], start);
+  EXPECT_EQ(server.hits("/s?wd=1"), 1u);
+  auto hits_before = server.total_hits();  // the page and its (missing) sitemap
+
+  child_process missing({crawler_binary(), "run", file, "--nolog"});
+  EXPECT_EQ(missing.wait(), 2);
+  EXPECT_EQ(missing.stderr_text(),
+            "crawler run: " + file +
+                ": spider.start_urls[0]: %(start)s names a spider argument this run was not "
+                "given (-a start=VALUE)\n" +
+                file +
+                ": spider.start_urls[1].sitemap: %(start)s names a spider argument this run was "
+                "not given (-a start=VALUE)\n");
+  EXPECT_EQ(server.total_hits(), hits_before);
+
+  child_process check({crawler_binary(), "check", file, "-a", "start=" + start});
+  EXPECT_EQ(check.wait(), 0) << check.stderr_text();
+}
+
 TEST(crawler_run, crawls_a_generated_site_through_rules_and_extracts_known_values) {
   constexpr std::size_t pages = 2000;
   http_server server({.site_pages = pages});

@@ -39,6 +39,16 @@ std::pair<std::string, std::string> split_argument(const std::string& text) {
   return {text.substr(0, equals), text.substr(equals + 1)};
 }
 
+// Every -a NAME=VALUE, by name, for a crawl file's start URLs.
+spider_arguments arguments_by_name(const std::vector<std::string>& arguments) {
+  spider_arguments by_name;
+  for (const auto& argument : arguments) {
+    auto [key, value] = split_argument(argument);
+    by_name[key] = value;
+  }
+  return by_name;
+}
+
 // "1 rule", "2 rules".
 std::string counted(std::size_t count, const std::string& noun) {
   return std::to_string(count) + " " + noun + (count == 1 ? "" : "s");
@@ -127,7 +137,7 @@ void add_feed_options(CLI::App* command, crawl_options_cli& options) {
 }
 
 int run_config_command(const std::string& file, const crawl_options_cli& options) {
-  auto config = load_crawl_config_file(file);
+  auto config = load_crawl_config_file(file, arguments_by_name(options.arguments));
   for (const auto& argument : options.arguments) {
     auto [key, value] = split_argument(argument);
     config.spider->set_argument(key, value);
@@ -254,7 +264,8 @@ int run_parse_command(const parse_options& options) {
   std::unique_ptr<spider> owned;
   nlohmann::json file_settings = nlohmann::json::object();
   if (!options.config.empty()) {
-    auto config = load_crawl_config_file(options.config);
+    auto config =
+        load_crawl_config_file(options.config, arguments_by_name(options.common.arguments));
     file_settings = config.settings;
     owned = std::move(config.spider);
   } else {
@@ -361,12 +372,15 @@ void add_crawl_commands(CLI::App& app, int& exit_status) {
   });
 
   auto check_file = std::make_shared<std::string>();
+  auto check_arguments = std::make_shared<std::vector<std::string>>();
   CLI::App* check = app.add_subcommand(
       "check", "Check a crawl file without fetching anything: every problem, with its JSON path");
   check->add_option("file", *check_file, "the crawl file")->required();
-  check->callback([check_file, &exit_status] {
+  check->add_option("-a", *check_arguments, "spider argument NAME=VALUE (repeatable)")
+      ->allow_extra_args(false);
+  check->callback([check_file, check_arguments, &exit_status] {
     try {
-      auto config = load_crawl_config_file(*check_file);
+      auto config = load_crawl_config_file(*check_file, arguments_by_name(*check_arguments));
       const auto& spider = *config.spider;
       std::cout << *check_file << ": OK: spider \"" << spider.name() << "\", "
                 << counted(spider.start_urls.size(), "start URL") << ", "
