@@ -128,7 +128,7 @@ int run_crawl_command(const crawl_options_cli& options) {
 void add_feed_options(CLI::App* command, crawl_options_cli& options) {
   command
       ->add_option("-o,--output", options.append_feeds,
-                   "append scraped items to FILE (.jsonl, .jl, .json, .csv)")
+                   "append scraped items to FILE (.jsonl, .jl, .json, .csv, .xml; or FILE:FORMAT)")
       ->allow_extra_args(false);
   command
       ->add_option("-O,--overwrite-output", options.overwrite_feeds,
