@@ -483,11 +483,11 @@ crawl_config load_crawl_config_file(const std::string& path, const spider_argume
     try {
       text = detail::expand_placeholders(url.get<std::string>(), arguments);
     } catch (const detail::placeholder_error& error) {
-      auto why = error.name.empty() ? std::string(error.what())
-                                    : "%(" + error.name +
-                                          ")s names a spider argument this run "
-                                          "was not given (-a " +
-                                          error.name + "=VALUE)";
+      std::string why = error.what();
+      if (!error.name.empty()) {
+        why = "%(" + error.name + ")s names a spider argument this run was not given (-a " +
+              error.name + "=VALUE)";
+      }
       argument_problems += path + ": " + where + ": " + why + "\n";
       return;
     }

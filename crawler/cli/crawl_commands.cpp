@@ -137,11 +137,9 @@ void add_feed_options(CLI::App* command, crawl_options_cli& options) {
 }
 
 int run_config_command(const std::string& file, const crawl_options_cli& options) {
-  auto config = load_crawl_config_file(file, arguments_by_name(options.arguments));
-  for (const auto& argument : options.arguments) {
-    auto [key, value] = split_argument(argument);
-    config.spider->set_argument(key, value);
-  }
+  auto arguments = arguments_by_name(options.arguments);
+  auto config = load_crawl_config_file(file, arguments);
+  for (const auto& [key, value] : arguments) config.spider->set_argument(key, value);
   auto settings = crawl_settings(*config.spider, options, config.settings);
   if (config.push_only && !scheduler_is_redis(settings.get_string("SCHEDULER"))) {
     throw config_error(file + ": spider.start_urls: is required with SCHEDULER=" +
