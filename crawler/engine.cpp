@@ -200,10 +200,15 @@ void engine::check_start_request(const request& request) const {
   }
 }
 
+// Only a crawled page's items can wait (the start's are exported as they come), and only when the
+// scheduler says a page's lease can be lost before its outcome is stored.
+bool engine::items_wait_for_store(const std::string& lease) const {
+  return !lease.empty() && scheduler_->items_wait_for_store();
+}
+
 void engine::store(page_outcome outcome) {
   if (outcome.requests.empty() && outcome.lease.empty() && outcome.items.empty()) return;
-  // Only a crawled page's items can wait: the start's were exported as they came.
-  bool export_when_stored = !outcome.lease.empty() && scheduler_->items_wait_for_store();
+  bool export_when_stored = items_wait_for_store(outcome.lease);
   ++pending_stores_;
   scheduler_->async_store(std::move(outcome), [this, export_when_stored](stored_outcome stored) {
     if (export_when_stored && stored.settled) {
@@ -491,7 +496,7 @@ void engine::process_output(output& out, const response* from, const request& pa
   }
   // A fleet worker exports a page's items once its outcome is stored: if it stalled past its
   // lease, the page is another worker's, whose items they are (and whose feed has them).
-  bool export_now = page.lease.empty() || !scheduler_->items_wait_for_store();
+  bool export_now = !items_wait_for_store(page.lease);
   page_outcome outcome{.lease = page.lease, .requests = std::move(out.requests)};
   for (auto& item : out.items) {
     auto processed = process_item(std::move(item), from);

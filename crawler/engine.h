@@ -108,8 +108,10 @@ class engine {
   std::optional<nlohmann::json> process_item(nlohmann::json item, const response* from);
   // Writes a processed item to the feeds and counts it (item_scraped_count).
   void export_item(const nlohmann::json& item);
-  // Hands a page's outcome to the scheduler; its items are exported once it is stored when the
-  // scheduler says they wait for that (scheduler::items_wait_for_store).
+  // Whether the items of the page that holds `lease` are exported once its outcome is stored
+  // rather than as they come (scheduler::items_wait_for_store).
+  bool items_wait_for_store(const std::string& lease) const;
+  // Hands a page's outcome to the scheduler, and exports its items once stored when they wait.
   void store(page_outcome outcome);
   void check_idle();
   void begin_close(const std::string& reason);
