@@ -39,7 +39,8 @@ std::pair<std::string, std::string> split_argument(const std::string& text) {
   return {text.substr(0, equals), text.substr(equals + 1)};
 }
 
-// Every -a NAME=VALUE, by name, for a crawl file's start URLs.
+// Every -a NAME=VALUE, by name (the last of a name wins): the spider's arguments, and what a
+// crawl file's start URLs may name.
 spider_arguments arguments_by_name(const std::vector<std::string>& arguments) {
   spider_arguments by_name;
   for (const auto& argument : arguments) {
@@ -117,8 +118,7 @@ int run_crawl_command(const crawl_options_cli& options) {
     return 2;
   }
   auto spider = entry->make();
-  for (const auto& argument : options.arguments) {
-    auto [key, value] = split_argument(argument);
+  for (const auto& [key, value] : arguments_by_name(options.arguments)) {
     spider->set_argument(key, value);
   }
   auto settings = crawl_settings(*spider, options);
@@ -261,9 +261,9 @@ struct parse_options {
 int run_parse_command(const parse_options& options) {
   std::unique_ptr<spider> owned;
   nlohmann::json file_settings = nlohmann::json::object();
+  auto arguments = arguments_by_name(options.common.arguments);
   if (!options.config.empty()) {
-    auto config =
-        load_crawl_config_file(options.config, arguments_by_name(options.common.arguments));
+    auto config = load_crawl_config_file(options.config, arguments);
     file_settings = config.settings;
     owned = std::move(config.spider);
   } else {
@@ -274,10 +274,7 @@ int run_parse_command(const parse_options& options) {
     }
     owned = entry->make();
   }
-  for (const auto& argument : options.common.arguments) {
-    auto [key, value] = split_argument(argument);
-    owned->set_argument(key, value);
-  }
+  for (const auto& [key, value] : arguments) owned->set_argument(key, value);
   request first{options.url, options.callback};
   first.dont_filter = true;
   if (options.rules) {
