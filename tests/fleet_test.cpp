@@ -17,10 +17,12 @@
 #include "child_process.h"
 #include "http_server.h"
 #include "redis_server.h"
+#include "set_aside_records.h"
 
 namespace {
 
 using namespace std::chrono_literals;
+using crawler::fixtures::set_aside_json;
 using crawler::fixtures::child_process;
 using crawler::fixtures::count_of;
 using crawler::fixtures::crawler_binary;
@@ -392,7 +394,7 @@ TEST(fleet, a_request_whose_workers_keep_dying_becomes_a_dead_letter_and_can_be_
       << survivor->stderr_text();
   auto dead = redis_list(redis.port(), "site:requests:dead");
   ASSERT_EQ(dead.size(), 1u);
-  EXPECT_EQ(nlohmann::json::parse(dead[0])["deliveries"], 2);
+  EXPECT_EQ(set_aside_json(dead[0])["deliveries"], 2);
 
   child_process status({crawler_binary(), "status", "site", "-s", "REDIS_URL=" + redis.url()});
   ASSERT_EQ(status.wait(), 0) << status.stderr_text();
@@ -402,7 +404,7 @@ TEST(fleet, a_request_whose_workers_keep_dying_becomes_a_dead_letter_and_can_be_
       << status.stdout_text();
   child_process requeue({crawler_binary(), "requeue", "site", "-s", "REDIS_URL=" + redis.url()});
   ASSERT_EQ(requeue.wait(), 0) << requeue.stderr_text();
-  EXPECT_EQ(requeue.stdout_text(), "Put 1 dead letters back in site:requests\n");
+  EXPECT_EQ(requeue.stdout_text(), "Put 1 dead letters back where they were\n");
   EXPECT_EQ(redis_list(redis.port(), "site:requests:dead").size(), 0u);
   auto queued = crawler::fixtures::redis_run(redis.port(), {"ZRANGE", "site:requests", "0", "-1"});
   ASSERT_EQ(queued.size(), 1u);
@@ -441,7 +443,7 @@ TEST(fleet, a_stats_field_or_worker_line_that_is_not_one_is_set_aside_and_the_cr
   expect_every_page_stored_once(site, redis);
   std::map<std::string, nlohmann::json> set_aside;  // by the key it was in
   for (const auto& record : redis_list(redis.port(), "site:requests:bad")) {
-    auto json = nlohmann::json::parse(record);
+    auto json = set_aside_json(record);
     set_aside[json["key"].get<std::string>()] = json;
   }
   ASSERT_TRUE(set_aside.contains("site:stats")) << worker->stderr_text();
@@ -474,7 +476,7 @@ TEST(fleet, bloom_parameters_that_are_not_ones_are_set_aside_unless_the_filter_h
   }
   auto bad = redis_list(redis.port(), "site:bloomfilter:bad");
   ASSERT_EQ(bad.size(), 1u);
-  auto record = nlohmann::json::parse(bad[0]);
+  auto record = set_aside_json(bad[0]);
   EXPECT_EQ(record["key"], "site:bloomfilter:params");
   EXPECT_EQ(record["entry"], "m=whatever");
   EXPECT_NE(record["reason"].get<std::string>().find("not the parameters of a Bloom filter"),
@@ -579,12 +581,32 @@ TEST(fleet, pushed_start_urls_are_crawled_once_and_bad_ones_are_set_aside) {
   EXPECT_EQ(redis_list(redis.port(), "site:start_urls").size(), 0u);
   auto bad = redis_list(redis.port(), "site:start_urls:bad");
   ASSERT_EQ(bad.size(), 1u);
-  EXPECT_EQ(nlohmann::json::parse(bad[0])["entry"], "{not json");
+  EXPECT_EQ(set_aside_json(bad[0])["entry"], "{not json");
   // A request the spider has no callback for is queued, but never downloaded or run.
   EXPECT_EQ(site.hits("/s?wd=d"), 0u);
   auto unrunnable = redis_list(redis.port(), "site:requests:bad");
   ASSERT_EQ(unrunnable.size(), 1u);
-  EXPECT_EQ(nlohmann::json::parse(unrunnable[0])["reason"], "spider site has no callback \"nope\"");
+  EXPECT_EQ(set_aside_json(unrunnable[0])["reason"], "spider site has no callback \"nope\"");
+
+  // An operator sees why, and puts both back as they were once the spider is fixed.
+  child_process status({crawler_binary(), "status", "site", "-s", "REDIS_URL=" + redis.url()});
+  ASSERT_EQ(status.wait(), 0) << status.stderr_text();
+  EXPECT_NE(status.stdout_text().find("set aside: spider site has no callback \"nope\""),
+            std::string::npos)
+      << status.stdout_text();
+  EXPECT_NE(status.stdout_text().find("`crawler requeue site --bad` puts them back"),
+            std::string::npos)
+      << status.stdout_text();
+  auto entry = set_aside_json(unrunnable[0])["entry"].get<std::string>();
+  child_process requeue(
+      {crawler_binary(), "requeue", "site", "--bad", "-s", "REDIS_URL=" + redis.url()});
+  ASSERT_EQ(requeue.wait(), 0) << requeue.stderr_text();
+  EXPECT_EQ(requeue.stdout_text(), "Put 2 set-aside entries back where they were\n");
+  EXPECT_EQ(redis_list(redis.port(), "site:start_urls"), std::vector<std::string>{"{not json"});
+  EXPECT_EQ(redis_run(redis.port(), {"ZRANGE", "site:requests", "0", "-1"}),
+            std::vector<std::string>{entry});
+  EXPECT_TRUE(redis_list(redis.port(), "site:requests:bad").empty());
+  EXPECT_TRUE(redis_list(redis.port(), "site:start_urls:bad").empty());
 }
 
 // Every Redis key a fleet uses that has a setting comes from its template, %(spider)s and %(name)s

@@ -13,12 +13,14 @@
 #include "event_loop.h"
 #include "redis/reply_error.h"
 #include "redis_server.h"
+#include "set_aside_records.h"
 #include "scheduler/shared_request.h"
 #include "scheduler/fleet/start_request.h"
 
 namespace {
 
 using namespace std::chrono_literals;
+using crawler::fixtures::set_aside_json;
 using crawler::leased_request;
 using crawler::redis_queue;
 using crawler::request;
@@ -43,7 +45,9 @@ class inspector {
     auto* reply = static_cast<redisReply*>(redisCommand(context_, command.c_str()));
     std::vector<std::string> values;
     if (reply && reply->type == REDIS_REPLY_ARRAY) {
-      for (std::size_t i = 0; i < reply->elements; ++i) values.emplace_back(reply->element[i]->str);
+      for (std::size_t i = 0; i < reply->elements; ++i) {
+        values.emplace_back(reply->element[i]->str, reply->element[i]->len);
+      }
     }
     freeReplyObject(reply);
     return values;
@@ -56,6 +60,17 @@ class inspector {
   }
   void command(const std::string& command) {
     freeReplyObject(redisCommand(context_, command.c_str()));
+  }
+  // A command whose words may hold any bytes (NULs, spaces), sent as they are.
+  void binary(const std::vector<std::string>& words) {
+    std::vector<const char*> argv;
+    std::vector<std::size_t> lengths;
+    for (const auto& word : words) {
+      argv.push_back(word.data());
+      lengths.push_back(word.size());
+    }
+    freeReplyObject(
+        redisCommandArgv(context_, int(argv.size()), argv.data(), lengths.data()));
   }
 
  private:
@@ -216,7 +231,7 @@ TEST(redis_queue, entries_that_do_not_decode_go_to_bad_and_are_never_returned) {
   EXPECT_EQ(queue.bad(), 3u);
   auto bad = redis.strings("LRANGE spider:requests:bad 0 -1");
   ASSERT_EQ(bad.size(), 3u);
-  EXPECT_NE(nlohmann::json::parse(bad[2])["reason"].get<std::string>().find(
+  EXPECT_NE(set_aside_json(bad[2])["reason"].get<std::string>().find(
                 "written in request format 2, and this crawler reads format 1"),
             std::string::npos)
       << bad[2];
@@ -242,7 +257,7 @@ TEST(redis_queue, taken_requests_are_shared_and_those_only_the_operator_may_make
   auto bad = redis.strings("LRANGE spider:requests:bad 0 -1");
   ASSERT_EQ(bad.size(), 5u);
   std::vector<std::string> reasons;
-  for (const auto& record : bad) reasons.push_back(nlohmann::json::parse(record)["reason"]);
+  for (const auto& record : bad) reasons.push_back(set_aside_json(record)["reason"]);
   EXPECT_EQ(
       reasons[0],
       "scheme \"file\" of file:///etc/passwd: a shared queue carries only http and https URLs");
@@ -268,11 +283,11 @@ TEST(redis_queue, a_lease_record_that_is_not_one_is_set_aside_and_taking_goes_on
   EXPECT_EQ(queue.bad(), 2u);
   auto bad = redis.strings("LRANGE spider:requests:bad 0 -1");
   ASSERT_EQ(bad.size(), 2u);
-  auto first = nlohmann::json::parse(bad[0]);
+  auto first = set_aside_json(bad[0]);
   EXPECT_EQ(first["key"], "spider:requests:leased");
   EXPECT_EQ(first["entry"], "no-bars-here");
   EXPECT_EQ(first["reason"], "lease L9 is not \"<worker>|<score>|<entry>\"");
-  EXPECT_EQ(nlohmann::json::parse(bad[1])["entry"], "w2|not-a-score|0000000000000007|{}");
+  EXPECT_EQ(set_aside_json(bad[1])["entry"], "w2|not-a-score|0000000000000007|{}");
   EXPECT_EQ(redis.integer("HLEN spider:requests:leased"), 1);  // the good one's lease
   EXPECT_EQ(redis.integer("ZCARD spider:requests:deadlines"), 1);
 }
@@ -294,8 +309,8 @@ TEST(redis_queue, a_counter_that_is_not_one_is_set_aside_before_anything_is_writ
   EXPECT_EQ(urls(take(queue, 10)), std::vector<std::string>{"http://a/start"});
   auto bad = redis.strings("LRANGE spider:requests:bad 0 -1");
   ASSERT_EQ(bad.size(), 1u);
-  EXPECT_EQ(nlohmann::json::parse(bad[0])["entry"], "not-a-number");
-  EXPECT_EQ(nlohmann::json::parse(bad[0])["key"], "spider:requests:seq");
+  EXPECT_EQ(set_aside_json(bad[0])["entry"], "not-a-number");
+  EXPECT_EQ(set_aside_json(bad[0])["key"], "spider:requests:seq");
   // Restarted from Redis's clock in microseconds: above any id a counter from 0 gave.
   EXPECT_GT(std::stoll(redis.text("GET spider:requests:seq")), 1'000'000'000'000'000LL);
 }
@@ -371,22 +386,49 @@ TEST(redis_queue, an_entry_over_max_entry_size_is_set_aside_and_never_sent_to_a_
   inspector redis(f.server.port());
   auto bad = redis.strings("LRANGE spider:requests:bad 0 -1");
   ASSERT_EQ(bad.size(), 1u);
-  auto record = nlohmann::json::parse(bad[0]);
+  auto record = set_aside_json(bad[0]);
   EXPECT_NE(record["entry"].get<std::string>().find(long_url), std::string::npos);  // kept whole
   auto reason = record["reason"].get<std::string>();
   EXPECT_TRUE(reason.starts_with("an entry of ")) << reason;
   EXPECT_TRUE(reason.ends_with(" bytes, over SCHEDULER_MAX_ENTRY_SIZE (300)")) << reason;
 }
 
-std::size_t requeue(redis_queue& queue, std::vector<std::string>* unreadable = nullptr) {
+std::size_t requeue(redis_queue& queue, std::vector<std::string>* unreadable = nullptr,
+                    crawler::set_aside_list from = crawler::set_aside_list::dead) {
   std::promise<crawler::requeue_result> result;
-  queue.async_requeue_dead(100, [&](std::exception_ptr error, crawler::requeue_result done) {
+  queue.async_requeue(from, 0, 100, [&](std::exception_ptr error, crawler::requeue_result done) {
     if (error) return result.set_exception(error);
     result.set_value(std::move(done));
   });
   auto done = result.get_future().get();
   if (unreadable) *unreadable = done.unreadable;
   return done.requeued;
+}
+
+// Redis strings are bytes. An entry that does not decode is kept as it was, not as JSON can say
+// it: before, every byte that was not UTF-8 became U+FFFD, and a scrapy-redis pickle was lost.
+TEST(redis_queue, an_entry_set_aside_keeps_every_byte_and_requeue_puts_it_back_unchanged) {
+  fixture f;
+  auto queue = f.queue("w1");
+  inspector redis(f.server.port());
+  static const char bytes[] = "0000000000000009|\x80\x05\x95\x00\xff{\"url\": \"\xfe\"}\n";
+  const std::string entry(bytes, sizeof bytes - 1);
+  redis.binary({"ZADD", "spider:requests", "-5", entry});
+  EXPECT_TRUE(take(queue, 10).empty());
+  auto bad = redis.strings("LRANGE spider:requests:bad 0 -1");
+  ASSERT_EQ(bad.size(), 1u);
+  auto record = set_aside_json(bad[0]);
+  EXPECT_EQ(record["entry"].get<std::string>(), entry);
+  EXPECT_EQ(record["key"], "spider:requests");
+  EXPECT_EQ(record["score"], "-5");
+  EXPECT_EQ(record["worker"], "w1");
+
+  std::vector<std::string> unreadable;
+  EXPECT_EQ(requeue(queue, &unreadable, crawler::set_aside_list::bad), 1u);
+  EXPECT_TRUE(unreadable.empty());
+  EXPECT_EQ(redis.integer("LLEN spider:requests:bad"), 0);
+  EXPECT_EQ(redis.strings("ZRANGE spider:requests 0 -1 WITHSCORES"),
+            (std::vector<std::string>{entry, "-5"}));
 }
 
 // A page that kills every worker taking it would otherwise go round the fleet forever, taking a
@@ -415,7 +457,7 @@ TEST(redis_queue, an_entry_taken_max_deliveries_times_and_never_settled_goes_to_
   EXPECT_EQ(survivor.dead(), 1u);
   auto dead = redis.strings("LRANGE spider:requests:dead 0 -1");
   ASSERT_EQ(dead.size(), 1u);
-  auto record = nlohmann::json::parse(dead[0]);
+  auto record = set_aside_json(dead[0]);
   EXPECT_EQ(record["deliveries"], 3);
   EXPECT_NE(record["entry"].get<std::string>().find("http://a/poison"), std::string::npos);
   EXPECT_NE(record["reason"].get<std::string>().find("SCHEDULER_MAX_DELIVERIES"),
@@ -461,7 +503,7 @@ TEST(redis_queue, a_delivery_count_or_dead_letter_that_is_not_one_is_reported_no
   EXPECT_EQ(urls(take(queue, 1)), std::vector<std::string>{"http://a/1"});
   auto bad = redis.strings("LRANGE spider:requests:bad 0 -1");
   ASSERT_EQ(bad.size(), 1u);
-  EXPECT_EQ(nlohmann::json::parse(bad[0])["entry"], "lots");
+  EXPECT_EQ(set_aside_json(bad[0])["entry"], "lots");
   std::vector<std::string> unreadable;
   EXPECT_EQ(requeue(queue, &unreadable), 0u);
   EXPECT_EQ(unreadable, std::vector<std::string>{"not-a-record"});

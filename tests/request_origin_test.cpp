@@ -15,10 +15,12 @@
 #include "fleet.h"
 #include "http_server.h"
 #include "redis_server.h"
+#include "set_aside_records.h"
 
 namespace {
 
 using namespace std::chrono_literals;
+using crawler::fixtures::set_aside_json;
 using crawler::fixtures::child_process;
 using crawler::fixtures::crawler_binary;
 using crawler::fixtures::fleet_worker;
@@ -44,7 +46,7 @@ void write_queue_entry(const redis_server& redis, const std::string& id,
 std::map<std::string, std::string> set_aside(const redis_server& redis, const std::string& key) {
   std::map<std::string, std::string> reasons;
   for (const auto& record : redis_list(redis.port(), key)) {
-    auto json = nlohmann::json::parse(record);
+    auto json = set_aside_json(record);
     reasons[json["entry"].get<std::string>()] = json["reason"].get<std::string>();
   }
   return reasons;
@@ -202,7 +204,7 @@ TEST(fleet_records, one_malformed_record_of_each_kind_is_set_aside_and_the_fleet
   }
   std::set<std::string> kinds;
   for (const auto& record : redis_list(redis.port(), "site:requests:bad")) {
-    auto json = nlohmann::json::parse(record);
+    auto json = set_aside_json(record);
     auto reason = json["reason"].get<std::string>();
     if (json.value("key", "") == "site:requests:leased") kinds.insert("lease record");
     if (json.value("key", "") == "site:requests:seq") kinds.insert("counter");

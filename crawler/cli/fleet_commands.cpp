@@ -1,7 +1,7 @@
 // The commands that talk to a fleet's Redis: `crawler push NAME URL... | -` (start URLs, which
 // the workers move into the shared queue through the shared dupefilter), `crawler stats NAME`
 // (the fleet's summed counters), `crawler status NAME` (one screen on the fleet) and `crawler
-// requeue NAME` (dead letters back in the queue).
+// requeue NAME [--bad]` (dead letters, or what workers set aside, back where they were).
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/use_future.hpp>
@@ -16,6 +16,7 @@
 #include "config/settings.h"
 #include "crawler/cli/detail/commands.h"
 #include "redis/client.h"
+#include "redis/set_aside.h"
 #include "scheduler/fleet/redis_queue.h"
 #include "scheduler/fleet/start_request.h"
 
@@ -253,7 +254,8 @@ int print_status(const std::string& spider, const std::vector<std::string>& over
                {"LLEN", queue + ":dead"},
                {"LLEN", queue + ":bad"},
                {"LLEN", key_of("REDIS_START_URLS_KEY") + ":bad"},
-               {"GET", queue + ":epoch"}},
+               {"GET", queue + ":epoch"},
+               {"LRANGE", queue + ":bad", "0", "2"}},
               asio::use_future)
           .get();
   for (const auto& reply : replies) {
@@ -311,41 +313,65 @@ int print_status(const std::string& spider, const std::vector<std::string>& over
             << (replies[6].integer ? " (`crawler requeue " + spider + "` puts them back)" : "")
             << "  set aside: " << replies[7].integer << " in " << queue << ":bad, "
             << replies[8].integer << " in " << key_of("REDIS_START_URLS_KEY") << ":bad\n";
+  // The first few, so an operator sees why without redis-cli.
+  for (const auto& stored : replies[10].elements) {
+    auto record = redis::decode_set_aside(stored.str);
+    auto reason = record ? record->header.value("reason", std::string()) : std::string();
+    std::cout << "  set aside: "
+              << (record ? quoted_for_log(reason, 200) + " (" + quoted_for_log(record->value, 60) +
+                               ")"
+                         : "a record no worker wrote: " + quoted_for_log(stored.str, 60))
+              << '\n';
+  }
+  if (replies[7].integer > 0) {
+    std::cout << "  (`crawler requeue " << spider << " --bad` puts them back once fixed)\n";
+  }
   for (const auto& reason : partial_reasons(workers, replies[9], queue + ":epoch")) {
     std::cout << "figures may be partial: " << reason << '\n';
   }
   return 0;
 }
 
-// `crawler requeue NAME`: the dead letters back in the queue, once the page that killed its
-// workers is dealt with (a fixed spider, a bigger machine, a site that answers again).
-int requeue(const std::string& spider, const std::vector<std::string>& overrides) {
+// `crawler requeue NAME [--bad]`: the dead letters (or the set-aside entries) back where they
+// were, byte for byte, once what stopped them is dealt with: the page that killed its workers, a
+// missing callback, the serializer setting.
+int requeue(const std::string& spider, const std::vector<std::string>& overrides, bool bad) {
   auto settings = fleet_settings(overrides);
   redis_session session(settings);
   auto queue_key = spider_key(settings.get_string("SCHEDULER_QUEUE_KEY"), spider);
   redis_queue queue(session.shared_client(),
                     {.key = queue_key,
                      .order = settings.get_string("SCHEDULER_QUEUE_CLASS"),
-                     .worker = "crawler-requeue"});
+                     .worker = "crawler-requeue",
+                     .start_urls_key =
+                         spider_key(settings.get_string("REDIS_START_URLS_KEY"), spider),
+                     .start_urls_as_set = settings.get_bool("REDIS_START_URLS_AS_SET")});
+  std::vector<set_aside_list> lists{set_aside_list::dead};
+  if (bad) lists = {set_aside_list::bad, set_aside_list::start_bad};
   std::size_t requeued = 0;
   std::vector<std::string> unreadable;
-  for (;;) {
-    std::promise<requeue_result> answer;
-    queue.async_requeue_dead(batch_size, [&](std::exception_ptr error, requeue_result result) {
-      if (error) return answer.set_exception(error);
-      answer.set_value(std::move(result));
-    });
-    auto result = answer.get_future().get();
-    requeued += result.requeued;
-    if (result.requeued == 0) {
-      unreadable = std::move(result.unreadable);
-      break;
+  for (auto from : lists) {
+    std::size_t left = 0;  // at the head of this list: records that are not entries
+    for (;;) {
+      std::promise<requeue_result> answer;
+      queue.async_requeue(from, left, batch_size,
+                          [&](std::exception_ptr error, requeue_result result) {
+                            if (error) return answer.set_exception(error);
+                            answer.set_value(std::move(result));
+                          });
+      auto result = answer.get_future().get();
+      requeued += result.requeued;
+      left += result.unreadable.size();
+      unreadable.insert(unreadable.end(), result.unreadable.begin(), result.unreadable.end());
+      if (result.requeued == 0 && result.unreadable.empty()) break;
     }
   }
-  std::cout << "Put " << requeued << " dead letters back in " << queue_key << '\n';
+  std::cout << "Put " << requeued << (bad ? " set-aside entries" : " dead letters")
+            << " back where they were\n";
   if (unreadable.empty()) return 0;
   std::cout << "Left " << unreadable.size() << " records of " << queue_key
-            << ":dead that are not dead letters:\n";
+            << (bad ? ":bad and its start URLs' :bad" : ":dead")
+            << " that are not entries of the queue or its start URLs:\n";
   for (const auto& record : unreadable) std::cout << "  " << record << '\n';
   return 1;
 }
@@ -374,10 +400,26 @@ void add_status_command(CLI::App& app, int& exit_status) {
 }
 
 void add_requeue_command(CLI::App& app, int& exit_status) {
-  add_fleet_view(app, exit_status, "requeue",
-                 "Put a fleet's dead letters (<queue>:dead: requests whose workers kept dying) "
-                 "back in its queue",
-                 requeue);
+  struct options {
+    std::string spider;
+    std::vector<std::string> overrides;
+    bool bad = false;
+  };
+  auto given = std::make_shared<options>();
+  CLI::App* command = app.add_subcommand(
+      "requeue",
+      "Put a fleet's dead letters (<queue>:dead: requests whose workers kept dying) back in its "
+      "queue; with --bad, what workers set aside (<queue>:bad) instead");
+  command->add_option("spider", given->spider, "the spider's name, as in its Redis keys")
+      ->required();
+  command->add_flag("--bad", given->bad,
+                    "put back <queue>:bad's entries and start URLs, byte for byte");
+  command->add_option("-s,--set", given->overrides, "setting override KEY=VALUE (repeatable)")
+      ->allow_extra_args(false);
+  command->callback([given, &exit_status] {
+    exit_status = run_command(
+        "requeue", [&] { return requeue(given->spider, given->overrides, given->bad); });
+  });
 }
 
 void add_stats_command(CLI::App& app, int& exit_status) {

@@ -7,6 +7,7 @@
 #include "dedup/bitmap_hash.h"
 #include "dedup/bloom_math.h"
 #include "dedup/detail/backends.h"
+#include "redis/set_aside.h"
 
 namespace crawler::dedup::detail {
 namespace {
@@ -234,9 +235,9 @@ return new
           " bits set: there is no telling how they were set. Delete both keys to start the "
           "filter over, or put its parameters back"));
     }
-    static constexpr const char* set_aside = R"lua(
+    static const std::string set_aside = std::string(redis::lua_set_aside_record) + R"lua(
 if redis.call('GET', KEYS[1]) == ARGV[1] then
-  redis.call('RPUSH', KEYS[2], cjson.encode({key = KEYS[1], entry = ARGV[1], reason = ARGV[3]}))
+  redis.call('RPUSH', KEYS[2], set_aside_record({key = KEYS[1], reason = ARGV[3]}, ARGV[1]))
   redis.call('SET', KEYS[1], ARGV[2])
 end
 return redis.call('GET', KEYS[1])

@@ -9,6 +9,7 @@
 #include "config/log.h"
 #include "redis/endpoint.h"
 #include "redis/reply_error.h"
+#include "redis/set_aside.h"
 #include "scheduler/fleet/detail/redis_queue_scripts.h"
 #include "scheduler/shared_request.h"
 
@@ -183,7 +184,8 @@ return 1
 // status` and in every judgement of the fleet's liveness: it goes aside to <queue>:bad. KEYS
 // workers, bad; ARGV worker, record. Returns how many lines went aside.
 const std::string heartbeat_script =
-    std::string(detail::redis_lua_wrong_type) + live_worker_lua + R"lua(
+    std::string(detail::redis_lua_wrong_type) + redis::lua_set_aside_record + live_worker_lua +
+    R"lua(
 local refused = wrong_type(KEYS[1], 'hash') or wrong_type(KEYS[2], 'list')
 if refused then return refused end
 write_worker(KEYS[1], ARGV[1], ARGV[2])
@@ -193,9 +195,8 @@ for i = 1, #entries, 2 do
   local ok, worker = pcall(cjson.decode, entries[i + 1])
   if not ok or type(worker) ~= 'table' or type(worker.heartbeat) ~= 'number' or
      type(worker.interval) ~= 'number' then
-    redis.call('RPUSH', KEYS[2], cjson.encode({key = KEYS[1], field = entries[i],
-      entry = entries[i + 1],
-      reason = 'not a worker\'s record (JSON with heartbeat and interval)'}))
+    redis.call('RPUSH', KEYS[2], set_aside_record({key = KEYS[1], field = entries[i],
+      reason = 'not a worker\'s record (JSON with heartbeat and interval)'}, entries[i + 1]))
     redis.call('HDEL', KEYS[1], entries[i])
     bad = bad + 1
   end
@@ -207,15 +208,16 @@ return bad
 // number (another program wrote it) would fail HINCRBY, and the gains with it, at every flush:
 // its value goes aside to <queue>:bad and the field counts again from 0. Every field is checked
 // before the first write. KEYS stats, bad; ARGV field, gain, ... Returns how many went aside.
-const std::string add_stats_script = std::string(detail::redis_lua_wrong_type) + R"lua(
+const std::string add_stats_script =
+    std::string(detail::redis_lua_wrong_type) + redis::lua_set_aside_record + R"lua(
 local refused = wrong_type(KEYS[1], 'hash') or wrong_type(KEYS[2], 'list')
 if refused then return refused end
 local bad = 0
 for i = 1, #ARGV, 2 do
   local value = redis.call('HGET', KEYS[1], ARGV[i])
   if value and (not string.match(value, '^-?%d+$') or #value > 18) then
-    redis.call('RPUSH', KEYS[2], cjson.encode({key = KEYS[1], field = ARGV[i], entry = value,
-      reason = 'not a count (a whole number of at most 18 digits): counted again from 0'}))
+    redis.call('RPUSH', KEYS[2], set_aside_record({key = KEYS[1], field = ARGV[i],
+      reason = 'not a count (a whole number of at most 18 digits): counted again from 0'}, value))
     redis.call('HDEL', KEYS[1], ARGV[i])
     bad = bad + 1
   end

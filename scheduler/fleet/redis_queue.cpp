@@ -5,6 +5,7 @@
 
 #include "config/settings.h"
 #include "redis/reply_error.h"
+#include "redis/set_aside.h"
 #include "scheduler/fleet/detail/known_fingerprints.h"
 #include "scheduler/fleet/detail/redis_queue_scripts.h"
 #include "scheduler/shared_request.h"
@@ -160,7 +161,8 @@ void redis_queue::run_script(const char* body, std::vector<std::string> keys,
   args.insert(args.begin(), {epoch_, std::move(types)});
   // The dupefilter's own step: a script per (transition, backend), cached by Redis as any other.
   const auto& mark = marking ? marking->lua : std::string("return true");
-  auto text = std::string(detail::redis_lua_wrong_type) + "local function mark(key, argument)\n" +
+  auto text = std::string(detail::redis_lua_wrong_type) + redis::lua_set_aside_record +
+              "local function mark(key, argument)\n" +
               mark + "\nend\n" + detail::redis_queue_prelude + body;
   auto& sha = script_shas_[{body, mark}];
   if (sha.empty()) sha = sha1_hex(text);
@@ -255,16 +257,17 @@ void redis_queue::async_take(std::size_t count, take_handler done) {
         try {
           if (error) std::rethrow_exception(error);
           expect(answer, "take", *client_);
-          if (answer.elements.size() < 4 || answer.elements.size() % 2 != 0) {
+          if (answer.elements.size() < 4 || answer.elements.size() % 3 != 1) {
             throw std::runtime_error("redis queue: take answered " + answer.describe());
           }
           reclaimed_ += std::size_t(answer.elements[0].integer);
           bad_ += std::size_t(answer.elements[1].integer);
           dead_ += std::size_t(answer.elements[2].integer);
           queued_ = std::size_t(std::max(0LL, answer.elements[3].integer));
-          for (std::size_t i = 4; i + 1 < answer.elements.size(); i += 2) {
+          for (std::size_t i = 4; i + 2 < answer.elements.size(); i += 3) {
             const auto& id = answer.elements[i].str;
-            const auto& entry = answer.elements[i + 1].str;
+            const auto& score = answer.elements[i + 1].str;
+            const auto& entry = answer.elements[i + 2].str;
             try {
               auto bar = entry.find('|');
               if (bar == std::string::npos) throw std::invalid_argument("no '|' after the id");
@@ -280,10 +283,11 @@ void redis_queue::async_take(std::size_t count, take_handler done) {
               ++bad_;
               poisoned.push_back(
                   {"RPUSH", bad_key_,
-                   nlohmann::json{{"entry", entry},
-                                  {"reason", quoted_for_log(bad.what(), 500)},
-                                  {"worker", options_.worker}}
-                       .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)});
+                   redis::encode_set_aside({{"key", options_.key},
+                                            {"score", score},
+                                            {"reason", quoted_for_log(bad.what(), 500)},
+                                            {"worker", options_.worker}},
+                                           entry)});
               poisoned.push_back({"HDEL", leased_key_, id});
               poisoned.push_back({"ZREM", deadlines_key_, id});
               poisoned.push_back({"HDEL", deliveries_key_, delivery_id(entry)});
@@ -387,34 +391,50 @@ void redis_queue::async_renew(const std::vector<std::string>& lease_ids, renew_h
              });
 }
 
-void redis_queue::async_requeue_dead(std::size_t count, requeue_handler done) {
+void redis_queue::async_requeue(set_aside_list from, std::size_t skip, std::size_t count,
+                                requeue_handler done) {
+  auto from_key = from == set_aside_list::dead ? dead_key_
+                  : from == set_aside_list::bad ? bad_key_
+                                                : options_.start_urls_key + ":bad";
   client_->async_command(
-      {"LRANGE", dead_key_, "0", std::to_string(count - 1)},
-      [this, done = std::move(done)](std::exception_ptr error, redis::reply answer) {
+      {"LRANGE", from_key, std::to_string(skip), std::to_string(skip + count - 1)},
+      [this, from_key, done = std::move(done)](std::exception_ptr error, redis::reply answer) {
         if (!error && answer.is_error()) {
           error = std::make_exception_ptr(std::runtime_error(
-              "reading " + dead_key_ + " at " + client_->where().address() + ": " + answer.str));
+              "reading " + from_key + " at " + client_->where().address() + ": " + answer.str));
         }
         if (error) return done(error, {});
-        // A record is input like any other: one that is not what a take writes stays where it
-        // is, and is reported.
+        // A record is input like any other: one that is not what a worker writes, or whose value
+        // was not an entry of the queue or its start URLs (a lease record, a stats field), stays
+        // where it is, and is reported.
         requeue_result result;
-        std::vector<std::string> args{options_.order};
+        std::vector<std::string> args{options_.order, options_.start_urls_as_set ? "1" : "0"};
         for (const auto& element : answer.elements) {
-          auto record = nlohmann::json::parse(element.str, nullptr, false);
-          if (!record.is_object() || !record.contains("entry") || !record["entry"].is_string() ||
-              !record.contains("score") || !record["score"].is_string() ||
-              record["score"].get<std::string>().empty() ||
-              record["score"].get<std::string>().find_first_not_of("0123456789.-e+") !=
-                  std::string::npos) {
+          auto record = redis::decode_set_aside(element.str);
+          std::string key, score = "0";
+          if (record) {
+            auto found = record->header.find("key");
+            if (found != record->header.end() && found->is_string()) key = *found;
+            found = record->header.find("score");
+            if (found != record->header.end() && found->is_string()) score = *found;
+            else if (found != record->header.end()) score.clear();
+          }
+          bool to_queue = record && key == options_.key && !record->header.contains("field");
+          bool to_start = record && !options_.start_urls_key.empty() &&
+                          key == options_.start_urls_key;
+          if ((!to_queue && !to_start) || score.empty() ||
+              score.find_first_not_of("0123456789.-e+") != std::string::npos) {
             result.unreadable.push_back(quoted_for_log(element.str, 200));
             continue;
           }
-          args.insert(args.end(), {element.str, record["entry"].get<std::string>(),
-                                   record["score"].get<std::string>()});
+          args.insert(args.end(),
+                      {element.str, to_start ? "start" : "queue", record->value, score});
         }
-        if (args.size() == 1) return done(nullptr, std::move(result));
-        run_script(detail::redis_queue_requeue, {options_.key, dead_key_, deliveries_key_},
+        if (args.size() == 2) return done(nullptr, std::move(result));
+        run_script(detail::redis_queue_requeue,
+                   {options_.key, from_key, deliveries_key_,
+                    options_.start_urls_key.empty() ? options_.key + ":start"
+                                                    : options_.start_urls_key},
                    std::move(args),
                    [this, done, result](std::exception_ptr error, redis::reply answer) mutable {
                      try {

@@ -90,8 +90,15 @@ struct settle_result {
   std::vector<std::size_t> unfingerprintable_positions;
 };
 
-/// What `crawler requeue` did: dead letters put back in the queue, and the records of <key>:dead
-/// that are not dead letters (quoted), left where they are.
+/// The lists of set-aside records (redis/set_aside.h) that `crawler requeue` empties.
+enum class set_aside_list {
+  dead,  // <key>:dead, entries taken SCHEDULER_MAX_DELIVERIES times and never settled
+  bad,   // <key>:bad, what a worker could not use
+  start_bad,  // <start URLs key>:bad, start URLs a worker could not use
+};
+
+/// What `crawler requeue` did: values put back where they were, and the records that are not
+/// entries of the queue or its start URLs (quoted), left where they are.
 struct requeue_result {
   std::size_t requeued = 0;
   std::vector<std::string> unreadable;
@@ -143,9 +150,13 @@ class redis_queue {
                   dedup::fingerprint_scheme scheme, settle_handler done);
   /// Puts leased requests back in the queue, not crawled; completes with how many.
   void async_release(const std::vector<std::string>& lease_ids, count_handler done);
-  /// Puts up to `count` dead letters (<key>:dead) back in the queue, with their delivery counts
-  /// started again: after the page that killed its workers was dealt with.
-  void async_requeue_dead(std::size_t count, requeue_handler done);
+  /// Puts up to `count` records of `from`, after its first `skip` (those an earlier call left),
+  /// back, byte for byte, where they were: entries in the
+  /// queue (with their delivery counts started again), start URLs in the start key. For dead
+  /// letters, after the page that killed its workers was dealt with; for bad ones, after what
+  /// made them unusable (a missing callback, the serializer setting) was.
+  void async_requeue(set_aside_list from, std::size_t skip, std::size_t count,
+                     requeue_handler done);
 
   /// Joins the fleet's epoch, <key>:epoch: a random id the first worker writes beside the queue.
   /// From then on every script first checks that Redis still holds it, and fails with

@@ -34,9 +34,9 @@ void add_push_command(CLI::App& app, int& exit_status);
 /// `crawler stats NAME [-s KEY=VALUE]...`: the fleet's summed counters (<spider>:stats) as JSON.
 void add_stats_command(CLI::App& app, int& exit_status);
 
-/// `crawler requeue NAME [-s KEY=VALUE]...`: puts the fleet's dead letters (<queue>:dead) back in
-/// its queue with their delivery counts started again; exit 1 when records that are not dead
-/// letters were left there.
+/// `crawler requeue NAME [--bad] [-s KEY=VALUE]...`: puts the fleet's dead letters (<queue>:dead),
+/// or with --bad its set-aside entries and start URLs (<queue>:bad), back where they were, byte
+/// for byte; exit 1 when records that are neither were left there.
 void add_requeue_command(CLI::App& app, int& exit_status);
 
 /// `crawler status NAME [-s KEY=VALUE]...`: one screen on a fleet: each worker (alive or dead by

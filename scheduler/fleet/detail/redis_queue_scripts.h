@@ -6,7 +6,8 @@
 // "<worker>|<score>|<entry>"), <queue>:deadlines (sorted set lease id -> deadline in ms, on
 // Redis's clock), <queue>:seq (the counter behind entry and lease ids), <queue>:deliveries (hash
 // entry id -> how many times the entry was taken and not settled), <queue>:dead (the dead
-// letters: entries taken more than SCHEDULER_MAX_DELIVERIES times, never settled).
+// letters: entries taken more than SCHEDULER_MAX_DELIVERIES times, never settled), <queue>:bad
+// (what could not be used); both hold records as redis/set_aside.h writes them.
 #pragma once
 
 namespace crawler::detail {
@@ -70,9 +71,10 @@ local function parse_lease(lease)
   if not tonumber(score) then return nil end
   return string.sub(lease, 1, bar1 - 1), score, string.sub(lease, bar2 + 1)
 end
--- What a worker cannot use goes aside in <queue>:bad, byte for byte, with where it was and why.
+-- What a worker cannot use goes aside in <queue>:bad, byte for byte, with where it was and why
+-- (redis/set_aside.h).
 local function set_aside(bad, key, value, reason)
-  redis.call('RPUSH', bad, cjson.encode({key = key, entry = value, reason = reason}))
+  redis.call('RPUSH', bad, set_aside_record({key = key, reason = reason}, value))
 end
 -- The counter behind entry and lease ids, checked before a script writes anything: INCR on
 -- anything but an integer would fail halfway through, after the dupefilter was marked. A bad
@@ -128,7 +130,7 @@ end
 // to `bad` instead, never to a worker. Each take of an entry is counted in `deliveries` until it
 // is settled; one taken max_deliveries times already (SCHEDULER_MAX_DELIVERIES; 0: no limit) is a
 // page that every worker taking it dies on: it goes to `dead`, with its score, not to a worker.
-// Returns {reclaimed, set aside, dead, entries left in the queue, id, entry, ...}.
+// Returns {reclaimed, set aside, dead, entries left in the queue, id, score, entry, ...}.
 inline constexpr const char* redis_queue_take = R"lua(
 local queue, leased, deadlines, seq, bad = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local deliveries, dead = KEYS[6], KEYS[7]
@@ -192,9 +194,9 @@ for _, item in ipairs(taken) do
       delivered = 1
     end
     if max_deliveries > 0 and delivered > max_deliveries then
-      redis.call('RPUSH', dead, cjson.encode({key = queue, entry = entry, score = score,
+      redis.call('RPUSH', dead, set_aside_record({key = queue, score = score,
         deliveries = delivered - 1, reason = 'taken ' .. (delivered - 1) ..
-        ' times by workers that stopped before settling it (SCHEDULER_MAX_DELIVERIES)'}))
+        ' times by workers that stopped before settling it (SCHEDULER_MAX_DELIVERIES)'}, entry))
       redis.call('HDEL', deliveries, id)
       out[3] = out[3] + 1
       delivered = 0
@@ -206,6 +208,7 @@ for _, item in ipairs(taken) do
     redis.call('HSET', leased, id, worker .. '|' .. score .. '|' .. entry)
     redis.call('ZADD', deadlines, now + lease_ms, id)
     out[#out + 1] = id
+    out[#out + 1] = score
     out[#out + 1] = entry
   end
 end
@@ -331,7 +334,7 @@ for at = 4, #ARGV, 6 do
   else removed = redis.call('LREM', start, 1, raw) end
   if removed == 1 then
     if body == '' then
-      redis.call('RPUSH', bad, cjson.encode({entry = raw, reason = ARGV[at + 5]}))
+      redis.call('RPUSH', bad, set_aside_record({key = start, reason = ARGV[at + 5]}, raw))
       bads = bads + 1
     elseif queue_new(queue, order, seq, filtering, filter, body, ARGV[at + 2], ARGV[at + 3],
                      ARGV[at + 4]) then
@@ -344,19 +347,26 @@ end
 return {queued, duplicates, bads}
 )lua";
 
-// requeue: KEYS queue, dead, deliveries; ARGV order, then per dead letter: the record as stored,
-// its entry, its score. Each record still in `dead` is removed and its entry put back in the
-// queue, its delivery count started again (`crawler requeue`). Returns how many.
+// requeue: KEYS queue, from (<queue>:dead or :bad), deliveries, start URLs; ARGV order, as_set
+// ('1' when the start URLs are a set), then per record: the record as stored, where its value goes
+// ('queue' or 'start'), the value, its score. Each record still in `from` is removed and its value
+// put back byte for byte, an entry's delivery count started again (`crawler requeue`). Returns
+// how many.
 inline constexpr const char* redis_queue_requeue = R"lua(
-local queue, dead, deliveries = KEYS[1], KEYS[2], KEYS[3]
-local order = ARGV[1]
+local queue, from, deliveries, start = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local order, as_set = ARGV[1], ARGV[2]
 local refused = check_types()
 if refused then return refused end
 local requeued = 0
-for at = 2, #ARGV, 3 do
-  if tonumber(ARGV[at + 2]) and redis.call('LREM', dead, 1, ARGV[at]) == 1 then
-    put_back(queue, order, ARGV[at + 2], ARGV[at + 1])
-    redis.call('HDEL', deliveries, delivery_id(ARGV[at + 1]))
+for at = 3, #ARGV, 4 do
+  local record, destination, value, score = ARGV[at], ARGV[at + 1], ARGV[at + 2], ARGV[at + 3]
+  if tonumber(score) and redis.call('LREM', from, 1, record) == 1 then
+    if destination == 'start' then
+      redis.call(as_set == '1' and 'SADD' or 'RPUSH', start, value)
+    else
+      put_back(queue, order, score, value)
+      redis.call('HDEL', deliveries, delivery_id(value))
+    end
     requeued = requeued + 1
   end
 end
