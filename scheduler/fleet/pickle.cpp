@@ -1,0 +1,480 @@
+#include "scheduler/fleet/pickle.h"
+
+#include <bit>
+#include <cstring>
+#include <limits>
+#include <map>
+#include <tuple>
+
+namespace crawler::pickle {
+
+value value::of(bool b) {
+  value v;
+  v.type = kind::boolean;
+  v.boolean = b;
+  return v;
+}
+value value::of(std::int64_t i) {
+  value v;
+  v.type = kind::integer;
+  v.integer = i;
+  return v;
+}
+value value::of(double d) {
+  value v;
+  v.type = kind::real;
+  v.real = d;
+  return v;
+}
+value value::str(std::string text) {
+  value v;
+  v.type = kind::text;
+  v.text = std::move(text);
+  return v;
+}
+value value::bytes(std::string bytes) {
+  value v;
+  v.type = kind::bytes;
+  v.text = std::move(bytes);
+  return v;
+}
+value value::list() {
+  value v;
+  v.type = kind::list;
+  return v;
+}
+value value::dict() {
+  value v;
+  v.type = kind::dict;
+  return v;
+}
+
+const value* value::find(std::string_view key) const {
+  if (type != kind::dict) return nullptr;
+  for (std::size_t i = 0; i + 1 < items.size(); i += 2) {
+    if (items[i].type == kind::text && items[i].text == key) return &items[i + 1];
+  }
+  return nullptr;
+}
+
+void value::set(std::string key, value item) {
+  items.push_back(str(std::move(key)));
+  items.push_back(std::move(item));
+}
+
+std::string_view value::type_name() const {
+  switch (type) {
+    case kind::none: return "None";
+    case kind::boolean: return "bool";
+    case kind::integer: return "int";
+    case kind::real: return "float";
+    case kind::text: return "str";
+    case kind::bytes: return "bytes";
+    case kind::list: return "list";
+    case kind::tuple: return "tuple";
+    case kind::dict: return "dict";
+  }
+  return "?";
+}
+
+namespace {
+
+// The opcodes that build objects rather than data, by the names pickletools gives them.
+const char* object_opcode(unsigned char op) {
+  switch (op) {
+    case 'c': return "GLOBAL";
+    case 0x93: return "STACK_GLOBAL";
+    case 'R': return "REDUCE";
+    case 'b': return "BUILD";
+    case 'i': return "INST";
+    case 'o': return "OBJ";
+    case 0x81: return "NEWOBJ";
+    case 0x92: return "NEWOBJ_EX";
+    case 0x82: return "EXT1";
+    case 0x83: return "EXT2";
+    case 0x84: return "EXT4";
+    case 'P': return "PERSID";
+    case 'Q': return "BINPERSID";
+    case 0x97: return "NEXT_BUFFER";
+    case 0x98: return "READONLY_BUFFER";
+  }
+  return nullptr;
+}
+
+// The pickle is read into an arena of nodes first: the memo and the stack hold indices, so a
+// container that holds itself (legal in a pickle) is a loop of indices, not of owners, and is
+// refused when the result is built (its depth has no end).
+class reader {
+ public:
+  reader(std::string_view in, limits bounds) : in_(in), limits_(bounds) {}
+
+  value run() {
+    for (;;) {
+      if (at_ >= in_.size()) fail("ends before its STOP opcode");
+      auto offset = at_;
+      auto op = static_cast<unsigned char>(in_[at_++]);
+      if (const char* name = object_opcode(op)) {
+        fail_at(offset, "holds opcode " + std::string(name) +
+                            ", which names or builds a Python object; only data is read");
+      }
+      switch (op) {
+        case 0x80: {  // PROTO
+          auto version = unsigned(take(1)[0]);
+          if (version > 5) fail_at(offset, "is pickle protocol " + std::to_string(version));
+          break;
+        }
+        case 0x95: take(8); break;  // FRAME: a length to prefetch; the bytes follow anyway
+        case '.': {                 // STOP
+          if (stack_.size() != 1 || !marks_.empty()) {
+            fail_at(offset, "stops with " + std::to_string(stack_.size()) + " values on its stack");
+          }
+          return build(stack_.back(), 0);
+        }
+        case 'N': push(node{}); break;
+        case 0x88: push(scalar(value::of(true))); break;
+        case 0x89: push(scalar(value::of(false))); break;
+        case 'K': push(scalar(value::of(std::int64_t(little_endian(take(1)))))); break;
+        case 'M': push(scalar(value::of(std::int64_t(little_endian(take(2)))))); break;
+        case 'J': {
+          auto raw = std::uint32_t(little_endian(take(4)));
+          push(scalar(value::of(std::int64_t(std::int32_t(raw)))));
+          break;
+        }
+        case 0x8a: long_integer(offset, unsigned(take(1)[0])); break;  // LONG1
+        case 0x8b: long_integer(offset, length(4)); break;             // LONG4
+        case 'G': {
+          auto raw = take(8);
+          std::uint64_t bits = 0;
+          for (unsigned char byte : raw) bits = bits << 8 | byte;
+          push(scalar(value::of(std::bit_cast<double>(bits))));
+          break;
+        }
+        case 0x8c: push(scalar(value::str(std::string(take(length(1))))));  break;
+        case 'X': push(scalar(value::str(std::string(take(length(4)))))); break;
+        case 0x8d: push(scalar(value::str(std::string(take(length(8)))))); break;
+        case 'C': push(scalar(value::bytes(std::string(take(length(1)))))); break;
+        case 'B': push(scalar(value::bytes(std::string(take(length(4)))))); break;
+        case 0x8e:
+        case 0x96: push(scalar(value::bytes(std::string(take(length(8)))))); break;
+        case '}': push(container(value::kind::dict)); break;
+        case ']': push(container(value::kind::list)); break;
+        case ')': push(container(value::kind::tuple)); break;
+        case 0x8f: push(container(value::kind::list)); break;  // EMPTY_SET
+        case '(': marks_.push_back(stack_.size()); break;
+        case 'a': {  // APPEND
+          auto item = pop(offset);
+          add(offset, top(offset), {item}, value::kind::list);
+          break;
+        }
+        case 'e':     // APPENDS
+        case 0x90: {  // ADDITEMS
+          auto items = pop_mark(offset);
+          add(offset, top(offset), items, value::kind::list);
+          break;
+        }
+        case 's': {  // SETITEM
+          auto item = pop(offset);
+          auto key = pop(offset);
+          add(offset, top(offset), {key, item}, value::kind::dict);
+          break;
+        }
+        case 'u': {  // SETITEMS
+          auto items = pop_mark(offset);
+          add(offset, top(offset), items, value::kind::dict);
+          break;
+        }
+        case 'l':     // LIST
+        case 't':     // TUPLE
+        case 'd':     // DICT
+        case 0x91: {  // FROZENSET
+          auto items = pop_mark(offset);
+          auto kind = op == 't'   ? value::kind::tuple
+                      : op == 'd' ? value::kind::dict
+                                  : value::kind::list;
+          push(container(kind));
+          add(offset, stack_.back(), items, kind);
+          break;
+        }
+        case 0x85:
+        case 0x86:
+        case 0x87: {  // TUPLE1..3
+          std::vector<std::uint32_t> items(op - 0x84);
+          for (auto item = items.rbegin(); item != items.rend(); ++item) *item = pop(offset);
+          auto made = container(value::kind::tuple);
+          made.children = std::move(items);
+          push(std::move(made));
+          break;
+        }
+        case 0x94: memo_.push_back(top(offset)); break;  // MEMOIZE
+        case 'q': put(offset, little_endian(take(1))); break;
+        case 'r': put(offset, little_endian(take(4))); break;
+        case 'h': get(offset, little_endian(take(1))); break;
+        case 'j': get(offset, little_endian(take(4))); break;
+        case '0': pop(offset); break;  // POP
+        case '1': pop_mark(offset); break;
+        case '2': stack_.push_back(top(offset)); break;  // DUP
+        default: {
+          static constexpr char hex[] = "0123456789abcdef";
+          std::string code{"0x", 2};
+          code += hex[op >> 4];
+          code += hex[op & 15];
+          fail_at(offset, "holds opcode " + code +
+                              ", which is not one of the binary data opcodes this reader knows");
+        }
+      }
+    }
+  }
+
+ private:
+  struct node {
+    value scalar;  // none, booleans, numbers, str and bytes; the kind of a container
+    std::vector<std::uint32_t> children;
+  };
+
+  [[noreturn]] void fail(const std::string& what) const { throw error("the pickle " + what); }
+  [[noreturn]] void fail_at(std::size_t offset, const std::string& what) const {
+    fail(what + " (at byte " + std::to_string(offset) + ")");
+  }
+
+  std::string_view take(std::size_t count) {
+    if (count > in_.size() - at_) fail("ends inside an opcode's argument");
+    auto out = in_.substr(at_, count);
+    at_ += count;
+    return out;
+  }
+  static std::uint64_t little_endian(std::string_view bytes) {
+    std::uint64_t out = 0;
+    for (std::size_t i = bytes.size(); i-- > 0;) out = out << 8 | static_cast<unsigned char>(bytes[i]);
+    return out;
+  }
+  std::size_t length(std::size_t width) {
+    auto count = little_endian(take(width));
+    if (count > in_.size() - at_) fail("ends inside a string it announced");
+    return std::size_t(count);
+  }
+  void long_integer(std::size_t offset, std::size_t count) {
+    auto raw = take(count);
+    if (count > 8) fail_at(offset, "holds an integer of " + std::to_string(count) + " bytes");
+    auto bits = little_endian(raw);
+    if (count > 0 && count < 8 && (static_cast<unsigned char>(raw.back()) & 0x80)) {
+      bits |= ~std::uint64_t(0) << (8 * count);  // sign-extend
+    }
+    push(scalar(value::of(static_cast<std::int64_t>(bits))));
+  }
+
+  static node scalar(value v) { return node{std::move(v), {}}; }
+  static node container(value::kind kind) {
+    node made;
+    made.scalar.type = kind;
+    return made;
+  }
+  void push(node made) {
+    if (nodes_.size() >= limits_.max_values) fail("holds more than " + std::to_string(limits_.max_values) + " values");
+    nodes_.push_back(std::move(made));
+    stack_.push_back(std::uint32_t(nodes_.size() - 1));
+  }
+  std::uint32_t top(std::size_t offset) const {
+    if (stack_.size() <= (marks_.empty() ? 0 : marks_.back())) fail_at(offset, "reads an empty stack");
+    return stack_.back();
+  }
+  std::uint32_t pop(std::size_t offset) {
+    auto out = top(offset);
+    stack_.pop_back();
+    return out;
+  }
+  std::vector<std::uint32_t> pop_mark(std::size_t offset) {
+    if (marks_.empty()) fail_at(offset, "reads a mark it never set");
+    auto from = marks_.back();
+    marks_.pop_back();
+    std::vector<std::uint32_t> items(stack_.begin() + std::ptrdiff_t(from), stack_.end());
+    stack_.resize(from);
+    return items;
+  }
+  void add(std::size_t offset, std::uint32_t target, const std::vector<std::uint32_t>& items,
+           value::kind want) {
+    auto& into = nodes_[target];
+    if (into.scalar.type != want) {
+      fail_at(offset, "adds items to a " + std::string(into.scalar.type_name()) + ", where a " +
+                          std::string(value{want}.type_name()) + " was needed");
+    }
+    // A dict's keys must be hashable in Python: no pickler writes a list or dict key.
+    if (want == value::kind::dict) {
+      if (items.size() % 2 != 0) fail_at(offset, "gives a dict key without a value");
+      for (std::size_t i = 0; i < items.size(); i += 2) {
+        auto key = nodes_[items[i]].scalar.type;
+        if (key == value::kind::list || key == value::kind::dict) {
+          fail_at(offset, "keys a dict with a " + std::string(nodes_[items[i]].scalar.type_name()));
+        }
+      }
+    }
+    into.children.insert(into.children.end(), items.begin(), items.end());
+  }
+  void put(std::size_t offset, std::uint64_t index) {
+    if (index > limits_.max_values) fail_at(offset, "memoizes at index " + std::to_string(index));
+    if (memo_.size() <= index) memo_.resize(index + 1, absent);
+    memo_[index] = top(offset);
+  }
+  void get(std::size_t offset, std::uint64_t index) {
+    if (index >= memo_.size() || memo_[index] == absent) {
+      fail_at(offset, "reads memo " + std::to_string(index) + ", which it never stored");
+    }
+    stack_.push_back(memo_[index]);
+  }
+
+  value build(std::uint32_t index, std::size_t depth) {
+    if (depth > limits_.max_depth) {
+      fail("nests deeper than " + std::to_string(limits_.max_depth) + " containers");
+    }
+    if (++built_ > limits_.max_values) {
+      fail("expands to more than " + std::to_string(limits_.max_values) + " values");
+    }
+    const auto& from = nodes_[index];
+    value out = from.scalar;
+    out.items.reserve(from.children.size());
+    if (out.type != value::kind::dict) {
+      for (auto child : from.children) out.items.push_back(build(child, depth + 1));
+      return out;
+    }
+    // A key set again replaces its value where it stands, as in a Python dict.
+    std::map<std::tuple<value::kind, std::int64_t, std::string>, std::size_t> position;
+    for (std::size_t i = 0; i + 1 < from.children.size(); i += 2) {
+      auto key = build(from.children[i], depth + 1);
+      auto item = build(from.children[i + 1], depth + 1);
+      auto [at, added] = position.try_emplace(
+          std::tuple(key.type, key.integer + std::int64_t(key.boolean), key.text),
+          out.items.size());
+      if (added) {
+        out.items.push_back(std::move(key));
+        out.items.push_back(std::move(item));
+      } else {
+        out.items[at->second + 1] = std::move(item);
+      }
+    }
+    return out;
+  }
+
+  static constexpr std::uint32_t absent = std::numeric_limits<std::uint32_t>::max();
+  std::string_view in_;
+  limits limits_;
+  std::size_t at_ = 0, built_ = 0;
+  std::vector<node> nodes_;
+  std::vector<std::uint32_t> stack_, memo_;
+  std::vector<std::size_t> marks_;
+};
+
+// What CPython's pickler writes, protocol 5, for data.
+class writer {
+ public:
+  std::string run(const value& v) {
+    body_.clear();
+    write(v);
+    body_ += '.';
+    std::string out{"\x80\x05", 2};
+    out += char(0x95);
+    little_endian(out, body_.size(), 8);
+    out += body_;
+    return out;
+  }
+
+ private:
+  static void little_endian(std::string& out, std::uint64_t n, int width) {
+    for (int i = 0; i < width; ++i) out += char((n >> (8 * i)) & 0xff);
+  }
+  void memoize() { body_ += char(0x94); }
+  void sized(const std::string& text, char short_op, char op, char long_op) {
+    if (text.size() < 256) {
+      body_ += short_op;
+      body_ += char(text.size());
+    } else if (text.size() <= 0xffffffffu) {
+      body_ += op;
+      little_endian(body_, text.size(), 4);
+    } else {
+      body_ += long_op;
+      little_endian(body_, text.size(), 8);
+    }
+    body_ += text;
+    memoize();
+  }
+  // CPython writes a container's items in batches of 1000: one item alone with APPEND/SETITEM,
+  // more between MARK and APPENDS/SETITEMS.
+  void batches(const std::vector<value>& items, std::size_t per_item, char one, char many) {
+    constexpr std::size_t batch = 1000;
+    for (std::size_t at = 0; at < items.size(); at += batch * per_item) {
+      auto end = std::min(items.size(), at + batch * per_item);
+      bool alone = end - at == per_item;
+      if (!alone) body_ += '(';
+      for (auto i = at; i < end; ++i) write(items[i]);
+      body_ += alone ? one : many;
+    }
+  }
+  void write(const value& v) {
+    switch (v.type) {
+      case value::kind::none: body_ += 'N'; break;
+      case value::kind::boolean: body_ += char(v.boolean ? 0x88 : 0x89); break;
+      case value::kind::integer: integer(v.integer); break;
+      case value::kind::real: {
+        body_ += 'G';
+        auto bits = std::bit_cast<std::uint64_t>(v.real);
+        for (int i = 7; i >= 0; --i) body_ += char((bits >> (8 * i)) & 0xff);
+        break;
+      }
+      case value::kind::text: sized(v.text, char(0x8c), 'X', char(0x8d)); break;
+      case value::kind::bytes: sized(v.text, 'C', 'B', char(0x8e)); break;
+      case value::kind::list:
+        body_ += ']';
+        memoize();
+        batches(v.items, 1, 'a', 'e');
+        break;
+      case value::kind::dict:
+        body_ += '}';
+        memoize();
+        batches(v.items, 2, 's', 'u');
+        break;
+      case value::kind::tuple:
+        if (v.items.empty()) {
+          body_ += ')';
+          break;
+        }
+        if (v.items.size() > 3) body_ += '(';
+        for (const auto& item : v.items) write(item);
+        body_ += v.items.size() > 3 ? 't' : char(0x84 + v.items.size());
+        memoize();
+        break;
+    }
+  }
+  void integer(std::int64_t n) {
+    if (n >= 0 && n <= 0xff) {
+      body_ += 'K';
+      body_ += char(n);
+    } else if (n >= 0 && n <= 0xffff) {
+      body_ += 'M';
+      little_endian(body_, std::uint64_t(n), 2);
+    } else if (n >= std::numeric_limits<std::int32_t>::min() &&
+               n <= std::numeric_limits<std::int32_t>::max()) {
+      body_ += 'J';
+      little_endian(body_, std::uint32_t(std::int32_t(n)), 4);
+    } else {
+      // LONG1: the shortest two's complement, little-endian, as Python's encode_long.
+      auto bits = std::uint64_t(n);
+      int width = 8;
+      while (width > 1) {
+        auto top = std::int64_t(bits << (64 - 8 * (width - 1))) >> (64 - 8 * (width - 1));
+        if (top != n) break;
+        --width;
+      }
+      body_ += char(0x8a);
+      body_ += char(width);
+      little_endian(body_, bits, width);
+    }
+  }
+
+  std::string body_;
+};
+
+}  // namespace
+
+value read(std::string_view pickle, limits limits) { return reader(pickle, limits).run(); }
+
+std::string write(const value& v) { return writer().run(v); }
+
+}  // namespace crawler::pickle

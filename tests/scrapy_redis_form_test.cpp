@@ -1,0 +1,214 @@
+// scrapy-redis's queue form, from what scrapy-redis 0.9.1 itself wrote (fixtures/scrapy_redis):
+// every request it pickled reads into the request it stands for and writes back byte for byte,
+// its dupefilter's fingerprints are ours, and a pickle that would run a command is refused.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "request/request.h"
+#include "scheduler/fleet/pickle.h"
+#include "scheduler/fleet/scrapy_request.h"
+
+namespace {
+
+namespace pickle = crawler::pickle;
+
+std::string base64_decode(const std::string& text) {
+  static const std::string alphabet =
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  unsigned bits = 0;
+  int count = 0;
+  for (char c : text) {
+    auto at = alphabet.find(c);
+    if (at == std::string::npos) continue;  // '=' padding
+    bits = bits << 6 | unsigned(at);
+    count += 6;
+    if (count >= 8) {
+      count -= 8;
+      out += char((bits >> count) & 0xff);
+    }
+  }
+  return out;
+}
+
+const nlohmann::json& fixtures() {
+  static const nlohmann::json loaded = [] {
+    std::ifstream in(std::string(CRAWLER_FIXTURES_DIR) + "/scrapy_redis/fixtures.json");
+    return nlohmann::json::parse(in);
+  }();
+  return loaded;
+}
+
+// A "decoded" member as the fixture writes bytes: {"b64": ...}.
+std::string bytes_in(const nlohmann::json& v) {
+  return v.is_object() ? base64_decode(v["b64"].get<std::string>()) : v.get<std::string>();
+}
+
+class each_fixture_request : public testing::TestWithParam<std::string> {
+ protected:
+  const nlohmann::json& fixture() const { return fixtures()["requests"][GetParam()]; }
+  std::string stored() const { return base64_decode(fixture()["pickle_b64"].get<std::string>()); }
+};
+
+TEST_P(each_fixture_request, reads_into_the_request_python_decodes_it_to) {
+  const auto& decoded = fixture()["decoded"];
+  auto read = crawler::request_from_scrapy_dict(pickle::read(stored()), "site:requests");
+  EXPECT_EQ(read.url, decoded["url"]);
+  EXPECT_EQ(read.method, decoded["method"]);
+  EXPECT_EQ(read.body, bytes_in(decoded["body"]));
+  EXPECT_EQ(read.callback, decoded["callback"].is_null() ? "" : decoded["callback"]);
+  EXPECT_EQ(read.errback, decoded["errback"].is_null() ? "" : decoded["errback"]);
+  EXPECT_EQ(read.priority, decoded["priority"]);
+  EXPECT_EQ(read.dont_filter, decoded["dont_filter"]);
+  crawler::header_list headers;
+  for (const auto& [name, values] : decoded["headers"].items()) {
+    for (const auto& one : values) headers.emplace_back(name.substr(2), bytes_in(one));
+  }
+  // Python's dict keeps the order; the fixture's JSON sorted it.
+  auto in_order = read.headers;
+  std::sort(in_order.begin(), in_order.end());
+  std::sort(headers.begin(), headers.end());
+  EXPECT_EQ(in_order, headers);
+  auto meta = read.meta;
+  auto carried = meta[std::string(crawler::scrapy_request_meta_key)];
+  meta.erase(std::string(crawler::scrapy_request_meta_key));
+  EXPECT_EQ(meta, decoded["meta"]);
+  // What has no field here travels beside the meta, as Python wrote it.
+  for (const char* member : {"cookies", "cb_kwargs", "flags", "_class", "dumps_kwargs"}) {
+    bool unset = !decoded.contains(member) || decoded[member].empty();
+    if (unset) {
+      EXPECT_FALSE(carried.is_object() && carried.contains(member)) << member;
+    } else {
+      EXPECT_EQ(carried[member], decoded[member]) << member;
+    }
+  }
+}
+
+TEST_P(each_fixture_request, written_back_is_byte_equal_to_what_scrapy_redis_stored) {
+  auto read = crawler::request_from_scrapy_dict(pickle::read(stored()), "site:requests");
+  EXPECT_EQ(pickle::write(crawler::scrapy_dict_of(read)), stored());
+}
+
+TEST_P(each_fixture_request, fingerprint_equals_scrapy_redis_dupefilters) {
+  auto read = crawler::request_from_scrapy_dict(pickle::read(stored()), "site:requests");
+  EXPECT_EQ(crawler::fingerprint_of(read, crawler::dedup::fingerprint_scheme::scrapy_redis_0_8)
+                .hex(),
+            fixture()["fingerprint_scrapy_redis"]);
+}
+
+INSTANTIATE_TEST_SUITE_P(scrapy_redis, each_fixture_request,
+                         testing::Values("get", "priority", "post_form", "json",
+                                         "headers_cookies", "idn"));
+
+TEST(scrapy_redis_pickle, a_pickle_that_would_run_a_command_is_refused_and_nothing_runs) {
+  auto hostile = base64_decode(fixtures()["hostile_pickle_b64"].get<std::string>());
+  std::filesystem::remove("scrapy_redis_fixture_pwned");
+  try {
+    pickle::read(hostile);
+    FAIL() << "read a pickle that calls posix.system";
+  } catch (const pickle::error& refused) {
+    EXPECT_NE(std::string(refused.what()).find("holds opcode STACK_GLOBAL, which names or builds "
+                                               "a Python object; only data is read (at byte "),
+              std::string::npos)
+        << refused.what();
+  }
+  EXPECT_FALSE(std::filesystem::exists("scrapy_redis_fixture_pwned"));
+}
+
+// Each opcode that reaches past data, alone after a protocol header: refused by name.
+TEST(scrapy_redis_pickle, every_opcode_that_names_or_builds_an_object_is_refused_by_name) {
+  const std::pair<char, const char*> opcodes[] = {
+      {'c', "GLOBAL"},    {'\x93', "STACK_GLOBAL"}, {'R', "REDUCE"},      {'b', "BUILD"},
+      {'i', "INST"},      {'o', "OBJ"},             {'\x81', "NEWOBJ"},   {'\x92', "NEWOBJ_EX"},
+      {'\x82', "EXT1"},   {'P', "PERSID"},          {'Q', "BINPERSID"},   {'\x97', "NEXT_BUFFER"}};
+  for (const auto& [op, name] : opcodes) {
+    std::string bytes{"\x80\x05N", 3};
+    bytes += op;
+    bytes += '.';
+    try {
+      pickle::read(bytes);
+      ADD_FAILURE() << name << " was read";
+    } catch (const pickle::error& refused) {
+      EXPECT_NE(std::string(refused.what()).find(std::string("opcode ") + name + ","),
+                std::string::npos)
+          << refused.what();
+    }
+  }
+}
+
+TEST(scrapy_redis_pickle, malformed_or_explosive_pickles_are_errors_not_crashes) {
+  auto refused = [](std::string bytes) {
+    try {
+      pickle::read(bytes);
+      return std::string("read");
+    } catch (const pickle::error& error) {
+      return std::string(error.what());
+    }
+  };
+  EXPECT_NE(refused({"\x80\x05\x8c\x05" "ab", 6}).find("ends inside"), std::string::npos);
+  EXPECT_NE(refused({"\x80\x05]", 3}).find("ends before its STOP"), std::string::npos);
+  EXPECT_NE(refused({"\x80\x05h\x07.", 5}).find("reads memo 7, which it never stored"),
+            std::string::npos);
+  EXPECT_NE(refused({"\x80\x05NN.", 5}).find("stops with 2 values"), std::string::npos);
+  EXPECT_NE(refused({"\x80\x05}]\x94N\x73.", 8}).find("keys a dict with a list"),
+            std::string::npos);
+  // A list that holds itself: legal for Python, endless for a reader that copies it.
+  EXPECT_NE(refused({"\x80\x05]\x94h\x00" "a.", 8}).find("nests deeper than 100"),
+            std::string::npos);
+  // Each level holds the one below twice: 2^40 values from 300 bytes.
+  std::string laughs{"\x80\x05]\x94" "0", 5};
+  for (int level = 0; level < 40; ++level) {
+    laughs += "(h";
+    laughs += char(level);
+    laughs += 'h';
+    laughs += char(level);
+    laughs += "l\x94" "0";
+  }
+  laughs += 'h';
+  laughs += char(40);
+  laughs += '.';
+  EXPECT_NE(refused(laughs).find("expands to more than 1000000 values"), std::string::npos);
+}
+
+TEST(scrapy_redis_pickle, data_round_trips_through_the_writer) {
+  auto dict = pickle::value::dict();
+  dict.set("big", pickle::value::of(std::int64_t(1) << 40));
+  dict.set("negative", pickle::value::of(std::int64_t(-1) << 39));
+  dict.set("int32", pickle::value::of(std::int64_t(-70000)));
+  dict.set("real", pickle::value::of(1.5));
+  dict.set("long", pickle::value::str(std::string(300, 'x')));
+  dict.set("bytes", pickle::value::bytes(std::string("\0\xff", 2)));
+  auto tuple = pickle::value::list();
+  tuple.type = pickle::value::kind::tuple;
+  for (int i = 0; i < 5; ++i) tuple.items.push_back(pickle::value::of(std::int64_t(i)));
+  dict.set("tuple", tuple);
+  auto read = pickle::read(pickle::write(dict));
+  ASSERT_EQ(read.items.size(), dict.items.size());
+  EXPECT_EQ(read.find("big")->integer, std::int64_t(1) << 40);
+  EXPECT_EQ(read.find("negative")->integer, std::int64_t(-1) << 39);
+  EXPECT_EQ(read.find("int32")->integer, -70000);
+  EXPECT_EQ(read.find("real")->real, 1.5);
+  EXPECT_EQ(read.find("long")->text, std::string(300, 'x'));
+  EXPECT_EQ(read.find("bytes")->text, std::string("\0\xff", 2));
+  EXPECT_EQ(read.find("tuple")->type, pickle::value::kind::tuple);
+  EXPECT_EQ(read.find("tuple")->items.size(), 5u);
+}
+
+TEST(scrapy_redis_pickle, a_request_dict_with_a_member_of_the_wrong_type_names_it) {
+  auto dict = pickle::value::dict();
+  dict.set("url", pickle::value::str("http://a/"));
+  dict.set("priority", pickle::value::str("high"));
+  try {
+    crawler::request_from_scrapy_dict(dict, "site:requests entry L1");
+    FAIL();
+  } catch (const std::invalid_argument& refused) {
+    EXPECT_EQ(std::string(refused.what()), "site:requests entry L1: \"priority\" must be an int");
+  }
+}
+
+}  // namespace
