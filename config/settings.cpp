@@ -163,8 +163,9 @@ const std::vector<setting_spec>& table() {
       {"JOBDIR_FSYNC", boolean, false,
        "fsync JOBDIR's request journal at every write: a crawl survives a power cut, not only a "
        "killed process, at the cost of one disk flush per page."},
-      {"REQUEST_FINGERPRINTER_IMPLEMENTATION", string, "2.7",
-       "Fingerprint scheme: 2.7, 2.6 or scrapy-redis-0.8."},
+      {"REQUEST_FINGERPRINTER_IMPLEMENTATION", optional_string, nullptr,
+       "Fingerprint scheme: 2.7, 2.6 or scrapy-redis-0.8. Unset: 2.7, or scrapy-redis-0.8 when "
+       "DUPEFILTER_CLASS is a scrapy-redis class path (as the Python dupefilter computes)."},
       {"DUPEFILTER_CLASS", string, "set",
        "set, bloom, redis_set, redis_bitmap or redisbloom (or the Python class path)."},
       {"DUPEFILTER_DEBUG", boolean, false, "Log every filtered duplicate, not only the first."},
@@ -190,7 +191,15 @@ const std::vector<setting_spec>& table() {
       {"REDIS_PORT", integer, 6379, "Redis port when REDIS_URL is unset.", {1, 65535}},
       {"REDIS_PARAMS", dict, json::object(),
        "Client options: socket_timeout, socket_connect_timeout (seconds), password, db."},
-      {"SCHEDULER", string, "memory", "memory or redis."},
+      {"SCHEDULER", string, "memory", "memory or redis (or scrapy-redis's class path)."},
+      {"SCHEDULER_SERIALIZER", optional_string, nullptr,
+       "SCHEDULER=redis: the queue entries' form: json (ours) or scrapy_redis.picklecompat "
+       "(scrapy-redis's, to share its queue). Unset: picklecompat when SCHEDULER is "
+       "scrapy_redis.scheduler.Scheduler, json otherwise."},
+      {"SCHEDULER_IDLE_BEFORE_CLOSE", number, 0,
+       "scrapy-redis's blocking-pop timeout, accepted from its settings files; workers here poll "
+       "instead, and MAX_IDLE_TIME_BEFORE_CLOSE decides when an idle one closes.",
+       seconds},
       {"SCHEDULER_QUEUE_CLASS", string, "priority",
        "SCHEDULER=redis: priority (sorted set), fifo or lifo (lists)."},
       {"SCHEDULER_QUEUE_KEY", string, "%(spider)s:requests", "SCHEDULER=redis: the queue's key."},
@@ -237,6 +246,14 @@ const std::vector<setting_spec>& table() {
       {"REDIS_ITEMS_KEY", string, "%(spider)s:items", "The Redis list REDIS_PIPELINE fills."},
       {"REDIS_START_URLS_KEY", string, "%(name)s:start_urls", "Redis key of start URLs."},
       {"REDIS_START_URLS_AS_SET", boolean, false, "Start URLs are a set, not a list."},
+      {"REDIS_START_URLS_AS_ZSET", boolean, false,
+       "Start URLs are a sorted set, taken highest score first (scrapy-redis)."},
+      {"REDIS_ITEMS_SERIALIZER", optional_string, nullptr,
+       "How REDIS_PIPELINE writes items: unset or json.dumps, as scrapy-redis's default."},
+      {"REDIS_ENCODING", string, "utf-8", "The encoding of Redis strings: utf-8 only."},
+      {"ITEM_PIPELINES", dict, json::object(),
+       "Python pipelines by class path; scrapy_redis.pipelines.RedisPipeline turns on "
+       "REDIS_PIPELINE (C++ pipelines are added in code, pipeline.h)."},
       {"REDIS_START_URLS_BATCH_SIZE",
        integer,
        0,
@@ -247,7 +264,21 @@ const std::vector<setting_spec>& table() {
   return specs;
 }
 
+// scrapy-redis's names for settings that Scrapy (and we) name otherwise: the same setting.
+constexpr std::pair<std::string_view, std::string_view> aliases[] = {
+    {"SCHEDULER_DUPEFILTER_KEY", "DUPEFILTER_KEY"},
+    {"SCHEDULER_DUPEFILTER_CLASS", "DUPEFILTER_CLASS"},
+};
+
+std::string_view canonical_name(std::string_view key) {
+  for (const auto& [alias, name] : aliases) {
+    if (key == alias) return name;
+  }
+  return key;
+}
+
 const setting_spec* find_spec(std::string_view key) {
+  key = canonical_name(key);
   for (const auto& spec : table()) {
     if (spec.name == key) return &spec;
   }
@@ -501,7 +532,7 @@ void settings::set(std::string_view key, json value, std::string_view where) {
     throw settings_error(origin(where, key) + ": expected " + describe_range(*spec) + ", got " +
                          given);
   }
-  values_.insert_or_assign(std::string(key), std::move(value));
+  values_.insert_or_assign(std::string(spec->name), std::move(value));
 }
 
 const json& settings::get(std::string_view key) const {

@@ -81,6 +81,14 @@ endpoint parse_redis_url(std::string_view url) {
 
 endpoint endpoint_from(const crawler::settings& settings) {
   endpoint result;
+  auto encoding = settings.get_string("REDIS_ENCODING");
+  for (auto& c : encoding) c = char(std::tolower(static_cast<unsigned char>(c)));
+  if (encoding != "utf-8" && encoding != "utf8") {
+    throw crawler::settings_error(
+        "settings.REDIS_ENCODING: \"" + settings.get_string("REDIS_ENCODING") +
+        "\": this crawler reads and writes Redis strings as UTF-8 (scrapy-redis's default), so "
+        "a fleet that decodes them otherwise cannot share them with it");
+  }
   if (settings.has("REDIS_URL")) {
     try {
       result = parse_redis_url(settings.get_string("REDIS_URL"));

@@ -142,6 +142,14 @@ std::optional<fingerprint_scheme> parse_fingerprint_scheme(std::string_view name
 
 fingerprint_scheme fingerprint_scheme_from(const crawler::settings& settings) {
   std::string name = settings.get_string("REQUEST_FINGERPRINTER_IMPLEMENTATION");
+  if (name.empty() && !settings.has("REQUEST_FINGERPRINTER_IMPLEMENTATION")) {
+    // scrapy-redis's RFPDupeFilter fingerprints requests itself, and ScrapyRedisBloomFilter's
+    // and scrapy-redis-bf's inherit its request_fingerprint: a settings.py that names one of
+    // them shares its dupefilter only with that scheme.
+    auto dupefilter = settings.get_string("DUPEFILTER_CLASS");
+    return dupefilter.starts_with("scrapy_redis") ? fingerprint_scheme::scrapy_redis_0_8
+                                                   : fingerprint_scheme::scrapy_2_7;
+  }
   if (auto scheme = parse_fingerprint_scheme(name)) return *scheme;
   throw crawler::settings_error("REQUEST_FINGERPRINTER_IMPLEMENTATION: unknown value '" + name +
                                 "' (expected \"2.7\", \"2.6\" or \"scrapy-redis-0.8\")");

@@ -52,8 +52,9 @@ struct fingerprint {
 /// REQUEST_FINGERPRINTER_IMPLEMENTATION's values: Scrapy's two, and scrapy-redis 0.8's.
 enum class fingerprint_scheme { scrapy_2_6, scrapy_2_7, scrapy_redis_0_8 };
 
-/// Reads REQUEST_FINGERPRINTER_IMPLEMENTATION ("2.7", "2.6" or "scrapy-redis-0.8"); throws
-/// settings_error otherwise.
+/// Reads REQUEST_FINGERPRINTER_IMPLEMENTATION ("2.7", "2.6" or "scrapy-redis-0.8"; unset:
+/// "scrapy-redis-0.8" when DUPEFILTER_CLASS is a scrapy-redis class path, as the Python
+/// dupefilter computes it, else "2.7"); throws settings_error otherwise.
 fingerprint_scheme fingerprint_scheme_from(const crawler::settings& settings);
 /// Parses "2.7" / "2.6" / "scrapy-redis-0.8"; nullopt for anything else.
 std::optional<fingerprint_scheme> parse_fingerprint_scheme(std::string_view name);

@@ -26,6 +26,19 @@ bool valid_header_name(std::string_view name) {
   return true;
 }
 
+// meta "proxy" with its user and password taken out.
+void without_proxy_credentials(nlohmann::json& meta) {
+  if (!meta.is_object()) return;
+  if (auto proxy = meta.find("proxy"); proxy != meta.end() && proxy->is_string()) {
+    if (auto parsed = boost::urls::parse_uri_reference(proxy->get_ref<const std::string&>());
+        parsed && parsed->has_userinfo()) {
+      boost::urls::url without(*parsed);
+      without.remove_userinfo();
+      *proxy = std::string(without.buffer());
+    }
+  }
+}
+
 }  // namespace
 
 request_secrets::request_secrets() : request_secrets(settings{}) {}
@@ -78,16 +91,15 @@ nlohmann::json request_secrets::to_json(const request& request) const {
     }
     if (fields.empty()) json.erase(headers);
   }
-  auto& meta = json["meta"];
-  if (auto proxy = meta.find("proxy"); proxy != meta.end() && proxy->is_string()) {
-    if (auto parsed = boost::urls::parse_uri_reference(proxy->get_ref<const std::string&>());
-        parsed && parsed->has_userinfo()) {
-      boost::urls::url without(*parsed);
-      without.remove_userinfo();
-      *proxy = std::string(without.buffer());
-    }
-  }
+  without_proxy_credentials(json["meta"]);
   return json;
+}
+
+request request_secrets::writable(const request& request) const {
+  auto kept = request;
+  kept.headers = writable(request.headers);
+  without_proxy_credentials(kept.meta);
+  return kept;
 }
 
 }  // namespace crawler

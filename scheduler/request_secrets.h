@@ -37,6 +37,8 @@ class request_secrets {
   header_list writable(const header_list& headers) const;
   /// request::to_json() without the secret headers and meta "proxy"'s user and password.
   nlohmann::json to_json(const request& request) const;
+  /// A copy of `request` without them, for the forms that are not request::to_json's.
+  request writable(const request& request) const;
 
  private:
   std::vector<std::string> sensitive_;  // lower case

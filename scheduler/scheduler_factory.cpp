@@ -24,9 +24,30 @@ bool scheduler_is_redis(std::string_view name) {
   return name == "redis" || name == "scrapy_redis.scheduler.Scheduler";
 }
 
+bool stores_items_in_redis(const settings& settings) {
+  bool stores = settings.get_bool("REDIS_PIPELINE");
+  for (const auto& [name, order] : settings.get("ITEM_PIPELINES").items()) {
+    if (name != "scrapy_redis.pipelines.RedisPipeline") {
+      throw settings_error(
+          "ITEM_PIPELINES: \"" + name +
+          "\" is a Python class this crawler cannot run; C++ pipelines are added in code "
+          "(crawler/pipeline.h), and scrapy_redis.pipelines.RedisPipeline is built in "
+          "(REDIS_PIPELINE)");
+    }
+    stores = stores || !order.is_null();  // None disables a pipeline, as in Scrapy
+  }
+  auto serializer = settings.get_string("REDIS_ITEMS_SERIALIZER");
+  if (stores && !serializer.empty() && serializer != "json.dumps") {
+    throw settings_error("REDIS_ITEMS_SERIALIZER: \"" + serializer +
+                         "\" is a Python function this crawler cannot run; items are written "
+                         "as scrapy-redis's default (json.dumps) writes them");
+  }
+  return stores;
+}
+
 std::unique_ptr<scheduler> scheduler::create(const scheduler_context& context) {
   if (wants_redis(context.settings)) return fleet_scheduler::create(context);
-  if (context.settings.get_bool("REDIS_PIPELINE")) {
+  if (stores_items_in_redis(context.settings)) {
     throw settings_error(
         "REDIS_PIPELINE: items go to Redis with the page that yielded them, which needs "
         "SCHEDULER=redis");

@@ -17,6 +17,8 @@
 #include "child_process.h"
 #include "http_server.h"
 #include "redis_server.h"
+#include "scheduler/fleet/pickle.h"
+#include "scheduler/fleet/scrapy_request.h"
 #include "set_aside_records.h"
 
 namespace {
@@ -644,10 +646,16 @@ TEST(fleet, every_key_follows_its_template_setting) {
   }
 }
 
-// REDIS_START_URLS_BATCH_SIZE start URLs move into the queue at a time (CONCURRENT_REQUESTS when
-// 0, as scrapy-redis), so a worker does not drain a long list it cannot crawl soon.
-TEST(fleet, start_urls_move_into_the_queue_a_batch_at_a_time) {
-  for (int batch : {0, 3}) {
+// A worker takes start URLs only as it has room for them beyond what the queue holds, at most
+// REDIS_START_URLS_BATCH_SIZE at a time (CONCURRENT_REQUESTS when 0, as scrapy-redis), so it
+// does not drain a long list it cannot crawl soon, and other workers get their share.
+TEST(fleet, start_urls_are_taken_only_as_a_worker_has_room_for_them) {
+  struct shape {
+    int concurrency, batch;
+    long long left;  // of 10 start URLs, while the first downloads are under way
+  };
+  for (auto [concurrency, batch, left] : {shape{1, 0, 9}, shape{1, 3, 9}, shape{4, 0, 6},
+                                          shape{4, 2, 7}}) {
     http_server site({.site_pages = 5, .page_delay_ms = 600});
     redis_server redis;
     temp_dir dir;
@@ -658,17 +666,67 @@ TEST(fleet, start_urls_move_into_the_queue_a_batch_at_a_time) {
     child_process pushed(push);
     ASSERT_EQ(pushed.wait(), 0) << pushed.stderr_text();
     auto running = fleet_worker(site, redis, dir.path() / "items.jsonl", "redis_set",
-                                {"-s", "CONCURRENT_REQUESTS=1", "-s",
-                                 "REDIS_START_URLS_BATCH_SIZE=" + std::to_string(batch)});
-    std::this_thread::sleep_for(300ms);  // one feed, and the first download under way
+                                {"-s", "CONCURRENT_REQUESTS=" + std::to_string(concurrency),
+                                 "-s", "REDIS_START_URLS_BATCH_SIZE=" + std::to_string(batch)});
+    std::this_thread::sleep_for(300ms);  // the first feeds, and the first downloads under way
     auto* context = redisConnect("127.0.0.1", redis.port());
     auto* reply = static_cast<redisReply*>(redisCommand(context, "LLEN site:start_urls"));
-    EXPECT_EQ(reply->integer, batch == 0 ? 9 : 7) << "REDIS_START_URLS_BATCH_SIZE=" << batch;
+    EXPECT_EQ(reply->integer, left) << "CONCURRENT_REQUESTS=" << concurrency
+                                    << " REDIS_START_URLS_BATCH_SIZE=" << batch;
     freeReplyObject(reply);
     redisFree(context);
     running->signal(SIGINT);
     running->wait();
   }
+}
+
+// A worker set for our JSON form on a queue scrapy-redis filled: it reads nothing as its own,
+// destroys nothing, and stops at once with exit 2 naming the setting (before, it set every pickle
+// aside as mangled JSON and called the crawl finished).
+TEST(fleet, a_json_worker_on_a_scrapy_redis_queue_stops_with_exit_2_and_destroys_nothing) {
+  http_server site({.site_pages = 5});
+  redis_server redis;
+  temp_dir dir;
+  auto pickled = crawler::pickle::write(
+      crawler::scrapy_dict_of(crawler::request{site.url("/site/3")}));
+  redis_run(redis.port(), {"ZADD", "site:requests", "0", pickled});
+  auto worker = fleet_worker(site, redis, dir.path() / "items.jsonl", "redis_set", {"-L", "ERROR"});
+  EXPECT_EQ(worker->wait(), 2) << worker->stderr_text();
+  EXPECT_NE(worker->stderr_text().find(
+                "site:requests holds a request pickled by scrapy-redis (an entry of " +
+                std::to_string(pickled.size()) + " bytes"),
+            std::string::npos)
+      << worker->stderr_text();
+  EXPECT_NE(worker->stderr_text().find("set SCHEDULER_SERIALIZER = \"scrapy_redis.picklecompat\""),
+            std::string::npos);
+  EXPECT_EQ(site.hits("/site/3"), 0u);
+  auto queued = redis_run(redis.port(), {"ZRANGE", "site:requests", "0", "-1"});
+  EXPECT_EQ(std::count(queued.begin(), queued.end(), pickled), 1);  // byte for byte
+  EXPECT_TRUE(redis_list(redis.port(), "site:requests:bad").empty());
+  EXPECT_TRUE(redis_list(redis.port(), "site:requests:leased", "HKEYS").empty());
+}
+
+// scrapy-redis's REDIS_START_URLS_AS_ZSET: start URLs in a sorted set, highest score first.
+TEST(fleet, start_urls_in_a_sorted_set_are_crawled_highest_score_first) {
+  http_server site({.site_pages = 1});
+  redis_server redis;
+  temp_dir dir;
+  for (int i = 1; i <= 3; ++i) {
+    redis_run(redis.port(), {"ZADD", "site:start_urls", std::to_string(i),
+                             site.url("/s?wd=" + std::to_string(i))});
+  }
+  auto worker = fleet_worker(site, redis, dir.path() / "items.jsonl", "redis_set",
+                             {"-s", "REDIS_START_URLS_AS_ZSET=true", "-s",
+                              "CONCURRENT_REQUESTS=1", "-s", "REDIS_START_URLS_BATCH_SIZE=1"});
+  ASSERT_EQ(worker->wait(), 0) << worker->stderr_text();
+  std::vector<std::string> order;
+  std::ifstream items(dir.path() / "items.jsonl");
+  for (std::string line; std::getline(items, line);) {
+    auto url = nlohmann::json::parse(line)["url"].get<std::string>();
+    if (url.find("/s?wd=") != std::string::npos) order.push_back(url.substr(url.find("wd=") + 3));
+  }
+  EXPECT_EQ(order, (std::vector<std::string>{"3", "2", "1"}));
+  EXPECT_TRUE(redis_run(redis.port(), {"ZRANGE", "site:start_urls", "0", "-1"}).empty());
 }
 
 TEST(fleet, push_reads_start_urls_from_stdin_and_refuses_a_bad_line_naming_it) {

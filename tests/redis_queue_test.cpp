@@ -222,10 +222,10 @@ TEST(redis_queue, entries_that_do_not_decode_go_to_bad_and_are_never_returned) {
   fixture f;
   auto queue = f.queue("w1", "fifo");
   inspector redis(f.server.port());
-  redis.command("RPUSH spider:requests 0000000000000001|not-json");
-  redis.command("RPUSH spider:requests 0000000000000002|{\"url\":5}");
+  redis.command("LPUSH spider:requests 0000000000000001|not-json");
+  redis.command("LPUSH spider:requests 0000000000000002|{\"url\":5}");
   // A worker of a later release wrote it: read as format 1 it could mean something else.
-  redis.command("RPUSH spider:requests 0000000000000003|{\"v\":2,\"url\":\"http://a/new\"}");
+  redis.command("LPUSH spider:requests 0000000000000003|{\"v\":2,\"url\":\"http://a/new\"}");
   settle(queue, "", {request{"http://a/good"}});
   EXPECT_EQ(urls(take(queue, 10)), std::vector<std::string>{"http://a/good"});
   EXPECT_EQ(queue.bad(), 3u);
@@ -244,12 +244,12 @@ TEST(redis_queue, taken_requests_are_shared_and_those_only_the_operator_may_make
   fixture f;
   auto queue = f.queue("w1", "fifo");
   inspector redis(f.server.port());
-  redis.command(R"(RPUSH spider:requests 0000000000000001|{"url":"file:///etc/passwd"})");
-  redis.command(R"(RPUSH spider:requests 0000000000000002|{"url":"dict://127.0.0.1:11211/x"})");
-  redis.command(R"(RPUSH spider:requests 0000000000000003|{"url":"a.test/no-scheme"})");
-  redis.command(R"(RPUSH spider:requests 0000000000000004|{"url":"http:///no-host"})");
+  redis.command(R"(LPUSH spider:requests 0000000000000001|{"url":"file:///etc/passwd"})");
+  redis.command(R"(LPUSH spider:requests 0000000000000002|{"url":"dict://127.0.0.1:11211/x"})");
+  redis.command(R"(LPUSH spider:requests 0000000000000003|{"url":"a.test/no-scheme"})");
+  redis.command(R"(LPUSH spider:requests 0000000000000004|{"url":"http:///no-host"})");
   redis.command(
-      R"(RPUSH spider:requests 0000000000000005|{"url":"http://a/p","meta":{"proxy":"http://x"}})");
+      R"(LPUSH spider:requests 0000000000000005|{"url":"http://a/p","meta":{"proxy":"http://x"}})");
   settle(queue, "", {request{"https://a/good"}});
   auto taken = take(queue, 10);
   ASSERT_EQ(urls(taken), std::vector<std::string>{"https://a/good"});
@@ -429,6 +429,62 @@ TEST(redis_queue, an_entry_set_aside_keeps_every_byte_and_requeue_puts_it_back_u
   EXPECT_EQ(redis.integer("LLEN spider:requests:bad"), 0);
   EXPECT_EQ(redis.strings("ZRANGE spider:requests 0 -1 WITHSCORES"),
             (std::vector<std::string>{entry, "-5"}));
+}
+
+// A queue written in the other form is not this worker's to judge: nothing is set aside or lost,
+// every entry stays as it was, and the take says which setting makes the two sides agree.
+TEST(redis_queue, an_entry_in_the_other_form_is_left_as_it_was_and_the_take_names_the_setting) {
+  for (auto form : {crawler::queue_entry_form::json, crawler::queue_entry_form::pickle}) {
+    fixture f;
+    auto other = form == crawler::queue_entry_form::json ? crawler::queue_entry_form::pickle
+                                                          : crawler::queue_entry_form::json;
+    redis_queue writer(f.client, {.key = "spider:requests", .form = other, .worker = "writer"});
+    redis_queue reader(f.client, {.key = "spider:requests", .form = form, .worker = "reader"});
+    settle(writer, "", {with_priority("http://a/1", 2), request{"http://a/2"}});
+    inspector redis(f.server.port());
+    auto before = redis.strings("ZRANGE spider:requests 0 -1 WITHSCORES");
+    std::promise<void> refused;
+    reader.async_take(10, [&](std::exception_ptr error, std::vector<leased_request> taken) {
+      EXPECT_TRUE(taken.empty());
+      if (error) return refused.set_exception(error);
+      refused.set_value();
+    });
+    try {
+      refused.get_future().get();
+      ADD_FAILURE() << "took entries of the other form";
+    } catch (const crawler::queue_form_mismatch& mismatch) {
+      std::string message = mismatch.what();
+      EXPECT_NE(message.find(form == crawler::queue_entry_form::json
+                                 ? "holds a request pickled by scrapy-redis"
+                                 : "holds a request in this crawler's JSON form"),
+                std::string::npos)
+          << message;
+      EXPECT_NE(message.find("set SCHEDULER_SERIALIZER = \"scrapy_redis.picklecompat\" on every "
+                             "C++ worker"),
+                std::string::npos)
+          << message;
+    }
+    EXPECT_EQ(redis.strings("ZRANGE spider:requests 0 -1 WITHSCORES"), before);
+    EXPECT_EQ(redis.integer("HLEN spider:requests:leased"), 0);
+    EXPECT_EQ(redis.integer("HLEN spider:requests:deliveries"), 0);
+    EXPECT_EQ(redis.integer("LLEN spider:requests:bad"), 0);
+  }
+}
+
+// scrapy-redis's FifoQueue and LifoQueue push at the head; ours do too, so either side's pops
+// keep the other's order.
+TEST(redis_queue, list_queues_push_at_the_head_as_scrapy_redis_does) {
+  fixture f;
+  auto fifo = f.queue("w1", "fifo");
+  settle(fifo, "", {request{"http://a/1"}, request{"http://a/2"}});
+  inspector redis(f.server.port());
+  auto entries = redis.strings("LRANGE spider:requests 0 -1");
+  ASSERT_EQ(entries.size(), 2u);
+  EXPECT_NE(entries[0].find("http://a/2"), std::string::npos);  // the newest at the head
+  EXPECT_EQ(urls(take(fifo, 1)), std::vector<std::string>{"http://a/1"});  // RPOP: the oldest
+  auto lifo = f.queue("w2", "lifo");
+  settle(lifo, "", {request{"http://a/3"}});
+  EXPECT_EQ(urls(take(lifo, 1)), std::vector<std::string>{"http://a/3"});  // LPOP: the newest
 }
 
 // A page that kills every worker taking it would otherwise go round the fleet forever, taking a
@@ -645,7 +701,7 @@ TEST(redis_queue, start_urls_move_from_a_list_or_a_set_into_the_queue_once) {
                                  .order = "fifo",
                                  .worker = "w1",
                                  .start_urls_key = "spider:start_urls",
-                                 .start_urls_as_set = as_set});
+                                 .start_urls_type = as_set ? "set" : "list"});
     std::promise<settle_result> fed;
     queue.async_feed(10, nullptr, crawler::dedup::fingerprint_scheme::scrapy_2_7,
                      [&](std::exception_ptr error, settle_result result) {

@@ -102,10 +102,11 @@ settings crawl_settings(const spider& spider, const crawl_options_cli& options,
 
 // 0 when the crawl ended as crawls end (finished, a CLOSESPIDER_* limit, a shutdown); 1 when what
 // it stores into failed (Redis, JOBDIR, a feed), so scripts and schedulers see it; 2 when Redis
-// refused what the fleet asks in a way no retry fixes (a key of the wrong type): a setup error.
+// refused what the fleet asks in a way no retry fixes (a key of the wrong type), or its queue holds
+// entries in the other form than SCHEDULER_SERIALIZER's: a setup error.
 int exit_status_for(const crawl_result& result) {
   const auto& reason = result.finish_reason;
-  if (reason == "redis_error") return 2;
+  if (reason == "redis_error" || reason == "queue_form_mismatch") return 2;
   bool failed = reason == "redis_unavailable" || reason == "redis_state_lost" ||
                 reason == "jobdir_write_failed" || reason == "feed_write_failed";
   return failed ? 1 : 0;

@@ -68,7 +68,7 @@ class redis_session {
 int run(const push_options& options) {
   auto settings = fleet_settings(options.overrides);
   auto key = spider_key(settings.get_string("REDIS_START_URLS_KEY"), options.spider);
-  bool as_set = settings.get_bool("REDIS_START_URLS_AS_SET");
+  auto type = start_urls_type_from(settings);
 
   // With the fleet's key, every entry is signed (as JSON, a plain URL as {"url": ...}), so the
   // workers take it as the operator's own rather than as anyone's.
@@ -104,10 +104,12 @@ int run(const push_options& options) {
   redis_session session(settings);
   auto* client = &session.client();
   for (std::size_t start = 0; start < entries.size(); start += batch_size) {
-    redis::command command{as_set ? "SADD" : "RPUSH", key};
+    redis::command command{type == "set" ? "SADD" : type == "zset" ? "ZADD" : "RPUSH", key};
     auto end = std::min(entries.size(), start + batch_size);
-    command.insert(command.end(), entries.begin() + std::ptrdiff_t(start),
-                   entries.begin() + std::ptrdiff_t(end));
+    for (auto entry = start; entry < end; ++entry) {
+      if (type == "zset") command.push_back("0");  // equal scores: taken in byte order
+      command.push_back(entries[entry]);
+    }
     auto reply = client->async_command(std::move(command), asio::use_future).get();
     if (reply.is_error()) {
       throw std::runtime_error("pushing to " + key + " at " + client->where().address() +
@@ -341,11 +343,12 @@ int requeue(const std::string& spider, const std::vector<std::string>& overrides
   auto queue_key = spider_key(settings.get_string("SCHEDULER_QUEUE_KEY"), spider);
   redis_queue queue(session.shared_client(),
                     {.key = queue_key,
-                     .order = settings.get_string("SCHEDULER_QUEUE_CLASS"),
+                     .order = redis_queue_order_from(settings),
+                     .form = redis_queue_form_from(settings),
                      .worker = "crawler-requeue",
                      .start_urls_key =
                          spider_key(settings.get_string("REDIS_START_URLS_KEY"), spider),
-                     .start_urls_as_set = settings.get_bool("REDIS_START_URLS_AS_SET")});
+                     .start_urls_type = start_urls_type_from(settings)});
   std::vector<set_aside_list> lists{set_aside_list::dead};
   if (bad) lists = {set_aside_list::bad, set_aside_list::start_bad};
   std::size_t requeued = 0;

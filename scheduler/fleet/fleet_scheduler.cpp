@@ -86,13 +86,14 @@ fleet_scheduler::fleet_scheduler(const scheduler_context& context,
       workers_key_(context.spider_name + ":workers"),
       queue_(client,
              {.key = queue_key_,
-              .order = context.settings.get_string("SCHEDULER_QUEUE_CLASS"),
+              .order = redis_queue_order_from(context.settings),
+              .form = redis_queue_form_from(context.settings),
               .worker = new_worker_id(),
               .lease = milliseconds_of(context.settings, "SCHEDULER_LEASE_TIME"),
               .items_key =
                   spider_key(context.settings.get_string("REDIS_ITEMS_KEY"), context.spider_name),
               .start_urls_key = start_urls_key_,
-              .start_urls_as_set = context.settings.get_bool("REDIS_START_URLS_AS_SET"),
+              .start_urls_type = start_urls_type_from(context.settings),
               .max_entry_size = std::size_t(context.settings.get_int("SCHEDULER_MAX_ENTRY_SIZE")),
               .max_deliveries = std::size_t(context.settings.get_int("SCHEDULER_MAX_DELIVERIES")),
               .signer = std::move(signer),
@@ -106,13 +107,18 @@ fleet_scheduler::fleet_scheduler(const scheduler_context& context,
       failure_timeout_(milliseconds_of(context.settings, "REDIS_FAILURE_TIMEOUT")),
       persist_(context.settings.get_bool("SCHEDULER_PERSIST")),
       flush_on_start_(context.settings.get_bool("SCHEDULER_FLUSH_ON_START")),
-      start_urls_as_set_(context.settings.get_bool("REDIS_START_URLS_AS_SET")),
-      store_items_(context.settings.get_bool("REDIS_PIPELINE")),
+      store_items_(stores_items_in_redis(context.settings)),
       lease_time_(milliseconds_of(context.settings, "SCHEDULER_LEASE_TIME")),
       poll_timer_(context.executor),
       heartbeat_timer_(context.executor) {
   if (!context.settings.get_string("JOBDIR").empty()) {
     logger_->warn("JOBDIR is ignored with SCHEDULER=redis: the fleet's state is in Redis");
+  }
+  if (context.settings.get_double("SCHEDULER_IDLE_BEFORE_CLOSE") > 0) {
+    logger_->warn(
+        "SCHEDULER_IDLE_BEFORE_CLOSE (scrapy-redis's blocking-pop timeout) has no effect here: "
+        "workers poll an empty queue every 50 ms to 2 s, and MAX_IDLE_TIME_BEFORE_CLOSE decides "
+        "when an idle one closes");
   }
 }
 
@@ -304,7 +310,7 @@ void fleet_scheduler::check_key_types(
     std::function<void()> then,
     std::shared_ptr<asio::any_completion_handler<done_signature>> fail) {
   auto queue_type = queue_.order() == "priority" ? "zset" : "list";
-  auto start_type = start_urls_as_set_ ? "set" : "list";
+  const auto& start_type = queue_.start_urls_type();
   std::vector<std::pair<std::string, std::string>> expected{{queue_key_, queue_type},
                                                             {queue_key_ + ":leased", "hash"},
                                                             {queue_key_ + ":deadlines", "zset"},
@@ -379,11 +385,20 @@ void fleet_scheduler::open_dupefilter(asio::any_completion_handler<done_signatur
       });
 }
 
-// Start URLs first (whenever there is room, not only when idle), then the queue.
+// Start URLs first, as many as this worker has room for beyond what the queue already holds (as
+// its last take saw it): the rest stay in the start key for other workers, scrapy-redis's among
+// them, who take theirs when they are idle. Then the queue.
 void fleet_scheduler::take_more() {
   if (!open_ || taking_ || buffer_.size() >= batch_size_) return;
+  // Held: taken and not yet settled, whether waiting in the buffer or downloading.
+  auto room = held_.size() < batch_size_ ? batch_size_ - held_.size() : 0;
+  if (queue_.queued() >= room) {
+    taking_ = true;
+    return take_leased();
+  }
   taking_ = true;
-  queue_.async_feed(start_urls_batch_, dupefilter_->marking(), scheme_,
+  queue_.async_feed(std::min(start_urls_batch_, room - queue_.queued()), dupefilter_->marking(),
+                    scheme_,
                     [this, alive = alive_](std::exception_ptr error, settle_result fed) {
                       if (!*alive) return;
                       if (stopped(error)) return;
@@ -477,6 +492,15 @@ bool fleet_scheduler::stopped(std::exception_ptr error) {
     stats_.inc_value("scheduler/redis_refused");
     logger_->error("{}. Retrying cannot fix this: stopping", refused.what());
     fatal("redis_error");
+    return true;
+  } catch (const queue_form_mismatch& mismatch) {
+    if (refused_ || state_lost_) return true;
+    refused_ = true;
+    open_ = false;
+    poll_timer_.cancel();
+    stats_.inc_value("scheduler/other_form");
+    logger_->error("{}. Stopping", mismatch.what());
+    fatal("queue_form_mismatch");
     return true;
   } catch (const fleet_state_lost& lost) {
     if (state_lost_) return true;

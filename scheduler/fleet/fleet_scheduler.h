@@ -107,7 +107,7 @@ class fleet_scheduler final : public scheduler {
   std::chrono::milliseconds heartbeat_interval_;
   std::chrono::seconds max_idle_;
   std::chrono::milliseconds failure_timeout_;  // REDIS_FAILURE_TIMEOUT
-  bool persist_, flush_on_start_, start_urls_as_set_;
+  bool persist_, flush_on_start_;
   bool store_items_;  // REDIS_PIPELINE
   std::deque<leased_request> buffer_;
   // Leases taken and not yet settled or released, each with the time until which it is surely

@@ -8,6 +8,8 @@
 #include "redis/set_aside.h"
 #include "scheduler/fleet/detail/known_fingerprints.h"
 #include "scheduler/fleet/detail/redis_queue_scripts.h"
+#include "scheduler/fleet/pickle.h"
+#include "scheduler/fleet/scrapy_request.h"
 #include "scheduler/shared_request.h"
 #include "scheduler/fleet/start_request.h"
 
@@ -67,6 +69,53 @@ std::string as_scrapy_json(const nlohmann::json& item) {
 
 }  // namespace
 
+std::string redis_queue_order_from(const settings& settings) {
+  auto name = settings.get_string("SCHEDULER_QUEUE_CLASS");
+  static constexpr std::pair<std::string_view, std::string_view> orders[] = {
+      {"priority", "priority"},
+      {"fifo", "fifo"},
+      {"lifo", "lifo"},
+      {"scrapy_redis.queue.PriorityQueue", "priority"},
+      {"scrapy_redis.queue.FifoQueue", "fifo"},
+      {"scrapy_redis.queue.LifoQueue", "lifo"},
+      {"scrapy_redis.queue.SpiderPriorityQueue", "priority"},
+      {"scrapy_redis.queue.SpiderQueue", "fifo"},
+      {"scrapy_redis.queue.SpiderStack", "lifo"},
+  };
+  for (const auto& [given, order] : orders) {
+    if (name == given) return std::string(order);
+  }
+  throw settings_error("SCHEDULER_QUEUE_CLASS: unknown queue \"" + name +
+                       "\"; valid values are priority, fifo, lifo (or scrapy-redis's "
+                       "scrapy_redis.queue.PriorityQueue, FifoQueue, LifoQueue)");
+}
+
+queue_entry_form redis_queue_form_from(const settings& settings) {
+  auto name = settings.get_string("SCHEDULER_SERIALIZER");
+  if (!settings.has("SCHEDULER_SERIALIZER")) {
+    return settings.get_string("SCHEDULER") == "scrapy_redis.scheduler.Scheduler"
+               ? queue_entry_form::pickle
+               : queue_entry_form::json;
+  }
+  if (name == "json") return queue_entry_form::json;
+  if (name == "scrapy_redis.picklecompat") return queue_entry_form::pickle;
+  throw settings_error(
+      "SCHEDULER_SERIALIZER: \"" + name +
+      "\" is a Python module this crawler cannot run; it reads and writes \"json\" (its own "
+      "form) and \"scrapy_redis.picklecompat\" (scrapy-redis's default, to share its queue)");
+}
+
+std::string start_urls_type_from(const settings& settings) {
+  bool as_set = settings.get_bool("REDIS_START_URLS_AS_SET");
+  bool as_zset = settings.get_bool("REDIS_START_URLS_AS_ZSET");
+  if (as_set && as_zset) {
+    throw settings_error(
+        "REDIS_START_URLS_AS_SET and REDIS_START_URLS_AS_ZSET: the start URLs are a set or a "
+        "sorted set, not both");
+  }
+  return as_zset ? "zset" : as_set ? "set" : "list";
+}
+
 std::string delivery_id(std::string_view entry) {
   auto bar = entry.find('|');
   if (bar != std::string_view::npos && bar > 0 &&
@@ -95,6 +144,12 @@ redis_queue::redis_queue(std::shared_ptr<redis::client> client, redis_queue_opti
   if (options_.worker.empty() || options_.worker.find('|') != std::string::npos) {
     throw std::invalid_argument("redis_queue: a worker id is required and holds no '|'");
   }
+  if (options_.signer && options_.form == queue_entry_form::pickle) {
+    throw settings_error(
+        "SCHEDULER_SIGNING_KEY: scrapy-redis's workers neither sign nor check entries, so a "
+        "queue in its form (SCHEDULER_SERIALIZER = \"scrapy_redis.picklecompat\") cannot be "
+        "signed; a signed fleet is ours alone (SCHEDULER_SERIALIZER = \"json\")");
+  }
 }
 
 redis_queue::~redis_queue() = default;
@@ -106,39 +161,84 @@ void redis_queue::forget_known() {
 }
 
 std::string redis_queue::entry_body(const request& request) const {
+  if (options_.form == queue_entry_form::pickle) {
+    return pickle::write(scrapy_dict_of(options_.secrets.writable(request)));
+  }
   auto body = options_.secrets.to_json(request).dump(-1, ' ', false,
                                                       nlohmann::json::error_handler_t::replace);
   return options_.signer ? options_.signer->sign(body) : body;
 }
 
+// A pickle starts with its PROTO opcode (protocol 2 and later: scrapy-redis writes 5); our entries
+// start with their 16-digit id and '|'.
+bool redis_queue::in_other_form(std::string_view entry) const {
+  if (options_.form == queue_entry_form::json) return entry.starts_with('\x80');
+  return entry.size() > 16 && entry[16] == '|' &&
+         entry.substr(0, 16).find_first_not_of("0123456789") == std::string_view::npos;
+}
+
+std::string redis_queue::mismatch_message(std::string_view entry) const {
+  bool pickled = options_.form == queue_entry_form::json;
+  return options_.key + " holds " +
+         (pickled ? "a request pickled by scrapy-redis (an entry of " +
+                        std::to_string(entry.size()) +
+                        " bytes that starts with pickle's opcode \\x80), and this worker reads "
+                        "and writes its own JSON form "
+                        "(SCHEDULER_SERIALIZER = \"json\")"
+                  : "a request in this crawler's JSON form (" + quoted_for_log(entry, 60) +
+                        "), and this worker reads and writes scrapy-redis's pickled form "
+                        "(SCHEDULER_SERIALIZER = \"scrapy_redis.picklecompat\")") +
+         ". It was left where it was. To share the queue with scrapy-redis's workers, set "
+         "SCHEDULER_SERIALIZER = \"scrapy_redis.picklecompat\" on every C++ worker (with "
+         "SCHEDULER_QUEUE_CLASS as the Python side has it); to keep two fleets apart, give them "
+         "different SCHEDULER_QUEUE_KEYs";
+}
+
 // With a key, only the fleet's own entries run, with the origin their writer gave them; without
 // one, every entry is a shared request. Either way only over http(s).
-request redis_queue::read_entry(std::string_view body, const std::string& id) const {
+request redis_queue::read_entry(std::string_view entry, const std::string& id) const {
   auto where = options_.key + " entry " + id;
-  std::string signed_body;
-  bool signed_entry = false;
-  if (options_.signer) {
-    switch (options_.signer->check(body, &signed_body)) {
-      case entry_signer::verdict::valid:
-        signed_entry = true;
-        body = signed_body;
-        break;
-      case entry_signer::verdict::missing:
-        throw std::invalid_argument(
-            where +
-            ": not signed, and SCHEDULER_SIGNING_KEY is set: the fleet's own entries "
-            "are signed");
-      case entry_signer::verdict::forged:
-        throw std::invalid_argument(
-            where +
-            ": forged signature: its \"hmac\" was not written with this fleet's "
-            "SCHEDULER_SIGNING_KEY");
+  request taken;
+  if (options_.form == queue_entry_form::pickle) {
+    pickle::value dict;
+    try {
+      dict = pickle::read(entry);
+    } catch (const pickle::error& refused) {
+      throw std::invalid_argument(where + ": " + refused.what());
     }
+    taken = request_from_scrapy_dict(dict, where);
+    taken.origin = request_origin::shared;
+  } else {
+    auto bar = entry.find('|');
+    if (bar == std::string_view::npos) {
+      throw std::invalid_argument(where + ": no '|' after the id");
+    }
+    auto body = entry.substr(bar + 1);
+    std::string signed_body;
+    bool signed_entry = false;
+    if (options_.signer) {
+      switch (options_.signer->check(body, &signed_body)) {
+        case entry_signer::verdict::valid:
+          signed_entry = true;
+          body = signed_body;
+          break;
+        case entry_signer::verdict::missing:
+          throw std::invalid_argument(
+              where +
+              ": not signed, and SCHEDULER_SIGNING_KEY is set: the fleet's own entries "
+              "are signed");
+        case entry_signer::verdict::forged:
+          throw std::invalid_argument(
+              where +
+              ": forged signature: its \"hmac\" was not written with this fleet's "
+              "SCHEDULER_SIGNING_KEY");
+      }
+    }
+    auto json = nlohmann::json::parse(body);
+    taken = request::from_json(json, where);
+    bool shared = !signed_entry || json.value("origin", "") == "shared";
+    taken.origin = shared ? request_origin::shared : request_origin::local;
   }
-  auto json = nlohmann::json::parse(body);
-  auto taken = request::from_json(json, where);
-  bool shared = !signed_entry || json.value("origin", "") == "shared";
-  taken.origin = shared ? request_origin::shared : request_origin::local;
   if (auto problem = shared_request_problem(taken); !problem.empty()) {
     throw std::invalid_argument(problem);
   }
@@ -158,7 +258,8 @@ void redis_queue::run_script(const char* body, std::vector<std::string> keys,
     types += expected_type(key, marking);
   }
   keys.push_back(epoch_key_);
-  args.insert(args.begin(), {epoch_, std::move(types)});
+  args.insert(args.begin(),
+              {epoch_, std::move(types), options_.form == queue_entry_form::json ? "json" : "pickle"});
   // The dupefilter's own step: a script per (transition, backend), cached by Redis as any other.
   const auto& mark = marking ? marking->lua : std::string("return true");
   auto text = std::string(detail::redis_lua_wrong_type) + redis::lua_set_aside_record +
@@ -206,7 +307,7 @@ std::string redis_queue::expected_type(const std::string& key,
   if (key == deadlines_key_) return "zset";
   if (key == seq_key_) return "string";
   if (key == bad_key_ || key == dead_key_ || key == items_key_) return "list";
-  if (key == options_.start_urls_key) return options_.start_urls_as_set ? "set" : "list";
+  if (key == options_.start_urls_key) return options_.start_urls_type;
   if (key == options_.start_urls_key + ":bad") return "list";
   return "-";
 }
@@ -254,6 +355,8 @@ void redis_queue::async_take(std::size_t count, take_handler done) {
       [this, done = std::move(done)](std::exception_ptr error, redis::reply answer) {
         std::vector<leased_request> taken;
         std::vector<redis::command> poisoned;
+        std::vector<std::string> other_form;  // lease ids of entries in the other form
+        std::string mismatch;
         try {
           if (error) std::rethrow_exception(error);
           expect(answer, "take", *client_);
@@ -268,10 +371,13 @@ void redis_queue::async_take(std::size_t count, take_handler done) {
             const auto& id = answer.elements[i].str;
             const auto& score = answer.elements[i + 1].str;
             const auto& entry = answer.elements[i + 2].str;
+            if (in_other_form(entry)) {
+              if (mismatch.empty()) mismatch = mismatch_message(entry);
+              other_form.push_back(id);
+              continue;
+            }
             try {
-              auto bar = entry.find('|');
-              if (bar == std::string::npos) throw std::invalid_argument("no '|' after the id");
-              auto taken_request = read_entry(std::string_view(entry).substr(bar + 1), id);
+              auto taken_request = read_entry(entry, id);
               if (check_) {
                 if (auto reason = check_(taken_request); !reason.empty()) {
                   throw std::invalid_argument(reason);
@@ -296,6 +402,21 @@ void redis_queue::async_take(std::size_t count, take_handler done) {
         } catch (...) {
           return done(std::current_exception(), {});
         }
+        if (!mismatch.empty()) {
+          // Not ours to judge: everything this take leased goes back as it was, and the worker
+          // stops until the settings agree.
+          for (auto& leased : taken) other_form.push_back(std::move(leased.lease_id));
+          taken.clear();
+          auto put_back = [this, other_form = std::move(other_form), mismatch = std::move(mismatch),
+                           done](std::exception_ptr error, auto&&...) {
+            if (error) return done(error, {});
+            async_release(other_form, [mismatch, done](std::exception_ptr error, std::size_t) {
+              done(error ? error : std::make_exception_ptr(queue_form_mismatch(mismatch)), {});
+            });
+          };
+          if (poisoned.empty()) return put_back(nullptr);
+          return client_->async_pipeline(std::move(poisoned), std::move(put_back));
+        }
         if (poisoned.empty()) return done(nullptr, std::move(taken));
         // If this worker dies before the pipeline lands, the lease expires, the entry comes
         // back and is found bad again: nothing runs and nothing is lost.
@@ -311,8 +432,12 @@ void redis_queue::async_feed(std::size_t count, const dedup::redis_marking* mark
                              dedup::fingerprint_scheme scheme, settle_handler done) {
   const auto& key = options_.start_urls_key;
   redis::command read;
-  if (options_.start_urls_as_set) {
+  // As scrapy-redis's RedisSpider reads them: any members of a set, a sorted set's highest
+  // scores, a list's head.
+  if (options_.start_urls_type == "set") {
     read = {"SRANDMEMBER", key, std::to_string(count)};
+  } else if (options_.start_urls_type == "zset") {
+    read = {"ZREVRANGE", key, "0", std::to_string(count - 1)};
   } else {
     read = {"LRANGE", key, "0", std::to_string(count - 1)};
   }
@@ -326,7 +451,7 @@ void redis_queue::async_feed(std::size_t count, const dedup::redis_marking* mark
     }
     if (error) return done(error, {});
     if (answer.elements.empty()) return done(nullptr, {});
-    std::vector<std::string> args{options_.order, options_.start_urls_as_set ? "1" : "0",
+    std::vector<std::string> args{options_.order, options_.start_urls_type,
                                   marking ? "1" : ""};
     for (const auto& element : answer.elements) {
       const auto& raw = element.str;
@@ -408,7 +533,7 @@ void redis_queue::async_requeue(set_aside_list from, std::size_t skip, std::size
         // was not an entry of the queue or its start URLs (a lease record, a stats field), stays
         // where it is, and is reported.
         requeue_result result;
-        std::vector<std::string> args{options_.order, options_.start_urls_as_set ? "1" : "0"};
+        std::vector<std::string> args{options_.order, options_.start_urls_type};
         for (const auto& element : answer.elements) {
           auto record = redis::decode_set_aside(element.str);
           std::string key, score = "0";

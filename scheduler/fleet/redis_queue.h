@@ -18,11 +18,16 @@
 //
 // Order (SCHEDULER_QUEUE_CLASS): "priority" (a sorted set scored -priority; equal priorities
 // first in, first out; two equal dont_filter requests stay two entries), "fifo" or "lifo"
-// (lists). Entries are JSON (request::to_json), never pickle. Anyone who reaches Redis can write
-// them, so what is taken is request_origin::shared and must pass shared_request_problem (http or
-// https, no meta "proxy"), unless signed with the fleet's key (entry_signature.h; with a key, an
-// unsigned entry is refused): an entry that does not decode or does not pass goes to <key>:bad
-// with the reason, and is never run.
+// (lists), laid out as scrapy-redis's PriorityQueue, FifoQueue and LifoQueue lay them out.
+// Entries (SCHEDULER_SERIALIZER) are our JSON (request::to_json, numbered), or scrapy-redis's
+// pickled request dicts (scrapy_request.h), so our workers and scrapy-redis's can share one
+// queue: they pop, we lease. Anyone who reaches Redis can write them, so what is taken is
+// request_origin::shared and must pass shared_request_problem (http or https, no meta "proxy"),
+// unless signed with the fleet's key (entry_signature.h, JSON only; with a key, an unsigned entry
+// is refused): an entry that does not decode or does not pass goes to <key>:bad, byte for byte
+// with the reason (redis/set_aside.h), and is never run. An entry in the other form is no one's
+// mistake but the settings': it is put back untouched, and the take fails with
+// queue_form_mismatch, which says what to set.
 // Completions run on the client's executor. Not thread-safe: one owner, one loop.
 #pragma once
 
@@ -39,6 +44,7 @@
 #include <utility>
 #include <vector>
 
+#include "config/settings.h"
 #include "dedup/dupefilter.h"
 #include "redis/client.h"
 #include "scheduler/fleet/entry_signature.h"
@@ -51,14 +57,37 @@ namespace detail {
 class known_fingerprints;
 }
 
+/// SCHEDULER_SERIALIZER: the form of the queue's entries.
+enum class queue_entry_form {
+  json,    // "json": "<16-digit id>|" and request::to_json, signed or not
+  pickle,  // "scrapy_redis.picklecompat": scrapy-redis's, pickle.dumps(request_to_dict(request))
+};
+
+/// SCHEDULER_QUEUE_CLASS as a queue order: "priority", "fifo" or "lifo", or scrapy-redis's class
+/// paths for them (scrapy_redis.queue.PriorityQueue, FifoQueue, LifoQueue and their old names
+/// SpiderPriorityQueue, SpiderQueue, SpiderStack). Throws settings_error naming the value.
+std::string redis_queue_order_from(const settings& settings);
+
+/// SCHEDULER_SERIALIZER as an entry form; unset: scrapy-redis's when SCHEDULER is its class path
+/// (a copied settings.py shares the Python workers' queue), else ours. Throws settings_error for
+/// a serializer module this crawler cannot be (a custom one), never substituting another.
+queue_entry_form redis_queue_form_from(const settings& settings);
+
+/// The Redis type of REDIS_START_URLS_KEY: "list", "set" or "zset". Throws settings_error when
+/// both REDIS_START_URLS_AS_SET and REDIS_START_URLS_AS_ZSET are set.
+std::string start_urls_type_from(const settings& settings);
+
 struct redis_queue_options {
   std::string key;                 // SCHEDULER_QUEUE_KEY, e.g. "books:requests"
   std::string order = "priority";  // SCHEDULER_QUEUE_CLASS: priority, fifo or lifo
+  queue_entry_form form = queue_entry_form::json;  // SCHEDULER_SERIALIZER
   std::string worker;              // this worker's id, unique in the fleet
   std::chrono::milliseconds lease{600000};
   std::string items_key;                 // where settle appends items, e.g. "books:items"
   std::string start_urls_key;            // REDIS_START_URLS_KEY, e.g. "books:start_urls"
-  bool start_urls_as_set = false;        // REDIS_START_URLS_AS_SET
+  /// What holds them: "list", "set" (REDIS_START_URLS_AS_SET) or "zset" (REDIS_START_URLS_AS_ZSET,
+  /// highest score first), the Redis type's name (start_urls_type_from).
+  std::string start_urls_type = "list";
   std::size_t max_entry_size = 1048576;  // SCHEDULER_MAX_ENTRY_SIZE
   /// SCHEDULER_MAX_DELIVERIES: an entry taken this many times and never settled goes to
   /// <key>:dead instead of to a worker the next time; 0: no limit.
@@ -111,6 +140,14 @@ std::string delivery_id(std::string_view entry);
 /// The fleet's state in Redis is not the one this worker joined: its epoch (redis_queue.h) is
 /// gone or changed. Retrying cannot help, unlike an outage.
 class fleet_state_lost : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/// The queue holds entries in the other form than SCHEDULER_SERIALIZER's (a scrapy-redis pickle
+/// in a JSON queue, or the reverse): they were put back as they were, and the message says which
+/// settings make the two sides agree. Retrying cannot help.
+class queue_form_mismatch : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
 };
@@ -182,6 +219,8 @@ class redis_queue {
   const std::string& worker() const { return options_.worker; }
   /// SCHEDULER_QUEUE_CLASS: priority, fifo or lifo.
   const std::string& order() const { return options_.order; }
+  /// The Redis type of the start URLs' key: list, set or zset.
+  const std::string& start_urls_type() const { return options_.start_urls_type; }
   /// Where settle appends items (the option, or <key>:items when it is empty).
   const std::string& items_key() const { return items_key_; }
 
@@ -199,9 +238,13 @@ class redis_queue {
  private:
   // A request's entry as written to Redis: its JSON, signed when there is a key.
   std::string entry_body(const request& request) const;
-  // The request an entry's JSON (after "<id>|") stands for; throws std::invalid_argument naming
-  // the entry when it may not run.
-  request read_entry(std::string_view body, const std::string& id) const;
+  // The request an entry stands for; throws std::invalid_argument naming the entry when it does
+  // not decode or may not run.
+  request read_entry(std::string_view entry, const std::string& id) const;
+  // Whether `entry` is in the other form than options_.form.
+  bool in_other_form(std::string_view entry) const;
+  // What queue_form_mismatch says about `entry`.
+  std::string mismatch_message(std::string_view entry) const;
   const entry_signer* signer() const { return options_.signer ? &*options_.signer : nullptr; }
   // Runs one of redis_queue_scripts.h with the epoch and the type each key must have; `marking`
   // is the dupefilter whose key the script writes, if any.

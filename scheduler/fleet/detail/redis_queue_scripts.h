@@ -1,6 +1,9 @@
 // The Lua scripts behind redis_queue: one script per transition of a request, each atomic, with
-// its keys listed at the top (BullMQ's shape). Entries are "<16-digit id>|<request JSON>": in the
-// sorted set, the id orders equal priorities first in, first out.
+// its keys listed at the top (BullMQ's shape). Entries in our own form are "<16-digit id>|<request
+// JSON>": in the sorted set, the id orders equal priorities first in, first out. Entries in
+// scrapy-redis's form are its pickles, bare, in the same places its queues put them: a sorted
+// set scored -priority, or a list pushed at its head (LPUSH) and popped at its tail (fifo,
+// RPOP) or head (lifo, LPOP).
 //
 // Keys: the queue (sorted set scored -priority, or a list), <queue>:leased (hash lease id ->
 // "<worker>|<score>|<entry>"), <queue>:deadlines (sorted set lease id -> deadline in ms, on
@@ -16,7 +19,8 @@ namespace crawler::detail {
 // leased entry back in the queue where it is taken next.
 //
 // Every script is called with the epoch's key after its own keys and the epoch this worker read
-// at open before its own arguments (redis_queue::run_script adds both; '' checks nothing). A Redis
+// at open, the key types and the entries' form ('json': numbered, or 'pickle': bare) before its
+// own arguments (redis_queue::run_script adds them; an epoch of '' checks nothing). A Redis
 // that forgot the fleet's state (restarted without persistence, flushed, failed over to a replica
 // that lagged) no longer holds that epoch: the script writes nothing and answers an error that
 // starts with CRAWLER_EPOCH, and the worker stops rather than call an empty queue finished.
@@ -42,6 +46,7 @@ inline constexpr const char* redis_queue_prelude = R"lua(
 local epoch_key = table.remove(KEYS)
 local expected_epoch = table.remove(ARGV, 1)
 local expected_types = table.remove(ARGV, 1)
+local numbered = table.remove(ARGV, 1) == 'json'
 if expected_epoch ~= '' then
   local current = redis.call('GET', epoch_key)
   if current ~= expected_epoch then
@@ -97,11 +102,12 @@ local function queue_new(queue, order, seq, filtering, filter, body, priority, d
   local new = true
   if dont_filter ~= '1' and filtering ~= '' then new = mark(filter, argument) end
   if new then
-    local entry = string.format('%016d', redis.call('INCR', seq)) .. '|' .. body
+    local entry = body
+    if numbered then entry = string.format('%016d', redis.call('INCR', seq)) .. '|' .. body end
     if order == 'priority' then
       redis.call('ZADD', queue, -tonumber(priority), entry)
     else
-      redis.call('RPUSH', queue, entry)
+      redis.call('LPUSH', queue, entry)
     end
   end
   return new
@@ -111,13 +117,14 @@ end
 local function delivery_id(entry)
   return string.match(entry, '^(%d+)|') or redis.sha1hex(entry)
 end
+-- Where it is taken next: the end of the list that takes pop from.
 local function put_back(queue, order, score, entry)
   if order == 'priority' then
     redis.call('ZADD', queue, score, entry)
   elseif order == 'fifo' then
-    redis.call('LPUSH', queue, entry)
-  else
     redis.call('RPUSH', queue, entry)
+  else
+    redis.call('LPUSH', queue, entry)
   end
 end
 )lua";
@@ -168,8 +175,8 @@ if order == 'priority' then
   for i = 1, #popped, 2 do taken[#taken + 1] = {popped[i], popped[i + 1]} end
 else
   local popped
-  if order == 'fifo' then popped = redis.call('LPOP', queue, count)
-  else popped = redis.call('RPOP', queue, count) end
+  if order == 'fifo' then popped = redis.call('RPOP', queue, count)
+  else popped = redis.call('LPOP', queue, count) end
   if popped then
     for _, entry in ipairs(popped) do taken[#taken + 1] = {entry, '0'} end
   end
@@ -313,8 +320,8 @@ for i = at, #ARGV do redis.call('RPUSH', items, ARGV[i]) end
 return {queued, duplicates, settled, table.concat(flags)}
 )lua";
 
-// feed: KEYS start_urls, queue, seq, dupefilter, bad, the queue's bad; ARGV order, as_set ('1'
-// or '0'), filtering ('1' or ''), then per start URL: the entry as stored, request JSON ('' when
+// feed: KEYS start_urls, queue, seq, dupefilter, bad, the queue's bad; ARGV order, the start
+// key's type ('list', 'set' or 'zset'), filtering ('1' or ''), then per start URL: the entry as stored, request JSON ('' when
 // it does not decode), priority, dont_filter, marking argument, reason it is bad. Each entry still
 // in the
 // start key is removed from it and, in the same step, queued through the dupefilter (or moved to
@@ -322,7 +329,7 @@ return {queued, duplicates, settled, table.concat(flags)}
 // never queue it twice. Returns {queued, duplicates, bad}.
 inline constexpr const char* redis_queue_feed = R"lua(
 local start, queue, seq, filter, bad = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
-local order, as_set, filtering = ARGV[1], ARGV[2], ARGV[3]
+local order, start_type, filtering = ARGV[1], ARGV[2], ARGV[3]
 local queued, duplicates, bads = 0, 0, 0
 local refused = check_types()
 if refused then return refused end
@@ -330,7 +337,8 @@ check_seq(seq, KEYS[6])
 for at = 4, #ARGV, 6 do
   local raw, body = ARGV[at], ARGV[at + 1]
   local removed
-  if as_set == '1' then removed = redis.call('SREM', start, raw)
+  if start_type == 'set' then removed = redis.call('SREM', start, raw)
+  elseif start_type == 'zset' then removed = redis.call('ZREM', start, raw)
   else removed = redis.call('LREM', start, 1, raw) end
   if removed == 1 then
     if body == '' then
@@ -347,14 +355,14 @@ end
 return {queued, duplicates, bads}
 )lua";
 
-// requeue: KEYS queue, from (<queue>:dead or :bad), deliveries, start URLs; ARGV order, as_set
-// ('1' when the start URLs are a set), then per record: the record as stored, where its value goes
+// requeue: KEYS queue, from (<queue>:dead or :bad), deliveries, start URLs; ARGV order, the
+// start key's type ('list', 'set' or 'zset'), then per record: the record as stored, where its value goes
 // ('queue' or 'start'), the value, its score. Each record still in `from` is removed and its value
 // put back byte for byte, an entry's delivery count started again (`crawler requeue`). Returns
 // how many.
 inline constexpr const char* redis_queue_requeue = R"lua(
 local queue, from, deliveries, start = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local order, as_set = ARGV[1], ARGV[2]
+local order, start_type = ARGV[1], ARGV[2]
 local refused = check_types()
 if refused then return refused end
 local requeued = 0
@@ -362,7 +370,9 @@ for at = 3, #ARGV, 4 do
   local record, destination, value, score = ARGV[at], ARGV[at + 1], ARGV[at + 2], ARGV[at + 3]
   if tonumber(score) and redis.call('LREM', from, 1, record) == 1 then
     if destination == 'start' then
-      redis.call(as_set == '1' and 'SADD' or 'RPUSH', start, value)
+      if start_type == 'set' then redis.call('SADD', start, value)
+      elseif start_type == 'zset' then redis.call('ZADD', start, score, value)
+      else redis.call('RPUSH', start, value) end
     else
       put_back(queue, order, score, value)
       redis.call('HDEL', deliveries, delivery_id(value))
