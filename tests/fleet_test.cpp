@@ -575,8 +575,15 @@ TEST(fleet, pushed_start_urls_are_crawled_once_and_bad_ones_are_set_aside) {
   freeReplyObject(redisCommand(context, "RPUSH site:start_urls %s", "{not json"));
   redisFree(context);
 
-  auto fleet = fleet_worker(site, redis, dir.path() / "items.jsonl");
+  auto fleet = fleet_worker(site, redis, dir.path() / "items.jsonl", "redis_set", {"-L", "WARNING"});
   EXPECT_EQ(fleet->wait(), 0) << fleet->stderr_text();
+  // Said where it is seen, and again at the end.
+  EXPECT_NE(fleet->stderr_text().find("Set aside: spider site has no callback \"nope\""),
+            std::string::npos)
+      << fleet->stderr_text();
+  EXPECT_NE(fleet->stderr_text().find("This worker set aside 2 records it could not use"),
+            std::string::npos)
+      << fleet->stderr_text();
   EXPECT_EQ(site.hits("/s?wd=a"), 1u);
   EXPECT_EQ(site.hits("/s?wd=b"), 1u);
   EXPECT_EQ(site.hits("/s?wd=c"), 0u);  // the push with a typo sent nothing

@@ -463,6 +463,9 @@ void fleet_scheduler::count_set_asides() {
         "(or {}:bad) with the reason",
         set_aside, queue_key_ + ":bad", start_urls_key_);
   }
+  for (const auto& reason : queue_.set_aside_reasons_taken()) {
+    logger_->warn("Set aside: {}", reason);
+  }
   if (auto dead = gained(queue_.dead(), dead_)) {
     stats_.inc_value("scheduler/dead_letters", dead);
     logger_->error(
@@ -833,6 +836,12 @@ void fleet_scheduler::do_store(page_outcome outcome,
 
 void fleet_scheduler::do_close(asio::any_completion_handler<done_signature> handler) {
   open_ = false;
+  if (set_aside_ > 0) {
+    logger_->warn(
+        "This worker set aside {} records it could not use (scheduler/set_aside): `crawler status "
+        "{}` shows why, and `crawler requeue {} --bad` puts them back once fixed",
+        set_aside_, spider_, spider_);
+  }
   poll_timer_.cancel();
   heartbeat_timer_.cancel();
   if (state_lost_) {

@@ -387,6 +387,10 @@ void redis_queue::async_take(std::size_t count, take_handler done) {
             } catch (const std::exception& bad) {
               // Never run what does not decode; keep it, with why, for a person to look at.
               ++bad_;
+              if (reasons_logged_ < 5) {
+                ++reasons_logged_;
+                reasons_.push_back(quoted_for_log(bad.what(), 200));
+              }
               poisoned.push_back(
                   {"RPUSH", bad_key_,
                    redis::encode_set_aside({{"key", options_.key},

@@ -229,6 +229,9 @@ class redis_queue {
   /// Records that went to <key>:bad (or the start key's :bad): entries that did not decode or may
   /// not run, entries over max_entry_size, lease records and counters that were not ones.
   std::size_t bad() const { return bad_; }
+  /// The reasons of the entries this worker's takes set aside as not decoding or not allowed to
+  /// run, the first few (cut short), for the log; set_aside_reasons_taken() empties it.
+  std::vector<std::string> set_aside_reasons_taken() { return std::exchange(reasons_, {}); }
   /// Entries the last takes moved to <key>:dead (SCHEDULER_MAX_DELIVERIES).
   std::size_t dead() const { return dead_; }
   /// Entries in the queue as the last take found them, plus what this worker queued since
@@ -261,6 +264,8 @@ class redis_queue {
   std::string epoch_key_, items_key_;
   std::string epoch_;  // "" until async_join_epoch: the scripts check nothing
   std::size_t reclaimed_ = 0, bad_ = 0, dead_ = 0, queued_ = 0;
+  std::vector<std::string> reasons_;  // see set_aside_reasons_taken
+  std::size_t reasons_logged_ = 0;    // so a poisoned queue logs a few, not thousands
   // (script, the dupefilter's mark step) -> the SHA-1 of their text, for EVALSHA.
   std::map<std::pair<const char*, std::string>, std::string> script_shas_;
   // Children found in the dupefilter (key known_key_) need not be sent again.
