@@ -15,7 +15,7 @@
 namespace crawler {
 namespace {
 
-using json = nlohmann::json;
+using json = nlohmann::ordered_json;  // a callback's fields keep the file's order
 
 [[noreturn]] void fail(const std::string& path, const std::string& what) {
   throw config_error(path + ": " + what);
@@ -220,7 +220,7 @@ class config_spider : public crawl_spider {
 
   void add_callback(const std::string& name, std::vector<field> fields) {
     callback(name, [fields = std::move(fields)](const response& response, output& out) {
-      json item = json::object();
+      crawler::item item = crawler::item::object();
       for (const auto& spec : fields) item[spec.name] = extract(spec, response);
       out.item(std::move(item));
     });

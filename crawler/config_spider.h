@@ -62,8 +62,9 @@ struct crawl_config {
   bool push_only = false;
 };
 
-/// Validates `document` and builds its spider. Throws config_error.
-crawl_config load_crawl_config(const nlohmann::json& document);
+/// Validates `document` and builds its spider; items have their fields in the document's order.
+/// Throws config_error.
+crawl_config load_crawl_config(const nlohmann::ordered_json& document);
 /// Spider arguments (`-a NAME=VALUE`), by name.
 using spider_arguments = std::map<std::string, std::string, std::less<>>;
 

@@ -515,7 +515,7 @@ void engine::process_output(output& out, const response* from, const request& pa
   store(std::move(outcome));
 }
 
-std::optional<nlohmann::json> engine::process_item(nlohmann::json item, const response* from) {
+std::optional<crawler::item> engine::process_item(crawler::item item, const response* from) {
   for (auto& pipeline : pipelines_) {
     try {
       pipeline->process_item(item, spider_);
@@ -540,7 +540,7 @@ std::optional<nlohmann::json> engine::process_item(nlohmann::json item, const re
   return item;
 }
 
-void engine::export_item(const nlohmann::json& item) {
+void engine::export_item(const crawler::item& item) {
   if (!feeds_->export_item(item)) feed_failed();
   stats_.inc_value("item_scraped_count");
   ++items_;

@@ -105,9 +105,9 @@ class engine {
   // lease) is settled with it.
   void process_output(output& out, const response* from, const request& page);
   // The item as the pipelines left it, or nullopt when one dropped it.
-  std::optional<nlohmann::json> process_item(nlohmann::json item, const response* from);
+  std::optional<crawler::item> process_item(crawler::item item, const response* from);
   // Writes a processed item to the feeds and counts it (item_scraped_count).
-  void export_item(const nlohmann::json& item);
+  void export_item(const crawler::item& item);
   // Whether the items of the page that holds `lease` are exported once its outcome is stored
   // rather than as they come (scheduler::items_wait_for_store).
   bool items_wait_for_store(const std::string& lease) const;

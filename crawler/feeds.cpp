@@ -27,7 +27,7 @@ std::string format_for_extension(std::string_view path) {
 }
 
 // A scalar as Python's str() shows it, which Scrapy's XML export writes: True, False, None.
-std::string python_str(const nlohmann::json& value) {
+std::string python_str(const crawler::item& value) {
   if (value.is_string()) return value.get<std::string>();
   if (value.is_boolean()) return value.get<bool>() ? "True" : "False";
   if (value.is_null()) return "None";
@@ -52,7 +52,7 @@ std::string xml_text(std::string_view text) {
   return out;
 }
 
-std::string csv_field(const nlohmann::json& value) {
+std::string csv_field(const crawler::item& value) {
   std::string text;
   if (value.is_string()) {
     text = value.get<std::string>();
@@ -203,7 +203,7 @@ class feed_exporter::feed {
   }
 
   // False once the file could not be written (a full disk): logged once, with the reason.
-  bool write(const nlohmann::json& item) {
+  bool write(const crawler::item& item) {
     if (format_ == "jsonlines") {
       out_ << encode(item) << '\n';
     } else if (format_ == "json") {
@@ -259,7 +259,7 @@ class feed_exporter::feed {
  private:
   // The item as JSON text: only `fields_`, in their order, when there are some (a field the item
   // lacks is left out, as Scrapy leaves it).
-  std::string encode(const nlohmann::json& item) const {
+  std::string encode(const crawler::item& item) const {
     constexpr auto replace = nlohmann::json::error_handler_t::replace;
     if (fields_.empty() || !item.is_object())
       return item.dump(indent_, ' ', ensure_ascii_, replace);
@@ -272,7 +272,7 @@ class feed_exporter::feed {
 
   // Scrapy's XmlItemExporter (FEED_EXPORT_INDENT 0): an <item> a line, a field an element, a list
   // a run of <value> elements, an object nested elements; text escaped as XML character data.
-  void write_xml(const nlohmann::json& item) {
+  void write_xml(const crawler::item& item) {
     out_ << "<item>";
     if (item.is_object()) {
       if (fields_.empty()) {
@@ -286,7 +286,7 @@ class feed_exporter::feed {
     out_ << "</item>\n";
   }
 
-  void write_xml_field(const std::string& name, const nlohmann::json& value) {
+  void write_xml_field(const std::string& name, const crawler::item& value) {
     out_ << '<' << name << '>';
     if (value.is_object()) {
       for (const auto& [key, nested] : value.items()) write_xml_field(key, nested);
@@ -298,7 +298,7 @@ class feed_exporter::feed {
     out_ << "</" << name << '>';
   }
 
-  void write_csv(const nlohmann::json& item) {
+  void write_csv(const crawler::item& item) {
     if (!item.is_object()) {
       out_ << csv_field(item) << "\r\n";
       return;
@@ -382,7 +382,7 @@ feed_exporter::uri_parameters feed_exporter::parameters_for(const spider& spider
   return parameters;
 }
 
-bool feed_exporter::export_item(const nlohmann::json& item) {
+bool feed_exporter::export_item(const crawler::item& item) {
   bool ok = true;
   for (auto& feed : feeds_) ok = feed->write(item) && ok;
   return ok;

@@ -29,6 +29,7 @@
 
 #include "config/settings.h"
 #include "config/stats.h"
+#include "request/item.h"
 
 namespace crawler {
 
@@ -53,7 +54,7 @@ class feed_exporter {
   ~feed_exporter();
 
   /// False when a feed could not be written (a full disk): the crawl should stop.
-  bool export_item(const nlohmann::json& item);
+  bool export_item(const crawler::item& item);
   /// Hands what is buffered to the operating system, so a killed process loses none of it.
   /// False when a feed could not be written.
   bool flush();

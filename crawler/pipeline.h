@@ -1,7 +1,7 @@
 // Item pipelines: every scraped item passes through each, in order, before the feeds.
 //
 //   class require_price : public crawler::item_pipeline {
-//     void process_item(nlohmann::json& item, crawler::spider&) override {
+//     void process_item(crawler::item& item, crawler::spider&) override {
 //       if (!item.contains("price")) throw crawler::drop_item("missing price");
 //     }
 //   };
@@ -12,6 +12,8 @@
 
 #include <nlohmann/json.hpp>
 #include <stdexcept>
+
+#include "request/item.h"
 
 namespace crawler {
 
@@ -28,7 +30,7 @@ class item_pipeline {
   virtual ~item_pipeline() = default;
   virtual void open(spider&) {}
   /// Passes the item on (changed or not) by returning; drops it by throwing drop_item.
-  virtual void process_item(nlohmann::json& item, spider& spider) = 0;
+  virtual void process_item(crawler::item& item, spider& spider) = 0;
   virtual void close(spider&) {}
 };
 

@@ -32,6 +32,7 @@
 
 #include "crawler/parse/response.h"
 #include "crawler/parse/selector.h"
+#include "request/item.h"
 #include "request/request.h"
 
 namespace crawler {
@@ -52,10 +53,10 @@ class output {
   void follow_all(const response& from, const std::vector<std::string>& links,
                   std::string callback = {});
   /// Exports `item` (a JSON object) through the item pipelines and feeds.
-  void item(nlohmann::json item) { items.push_back(std::move(item)); }
+  void item(crawler::item item) { items.push_back(std::move(item)); }
 
   std::vector<crawler::request> requests;
-  std::vector<nlohmann::json> items;
+  std::vector<crawler::item> items;
 };
 
 /// Why a request produced no response for its callback: a download error, or an HTTP status the

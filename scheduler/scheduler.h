@@ -43,6 +43,7 @@
 #include "config/settings.h"
 #include "config/stats.h"
 #include "request/fingerprint.h"
+#include "request/item.h"
 #include "request/request.h"
 
 namespace spdlog {
@@ -85,7 +86,7 @@ struct page_outcome {
   std::vector<request> requests;
   /// Its items, through the pipelines. SCHEDULER=redis with REDIS_PIPELINE stores them with the
   /// page, in <spider>:items; they come back in stored_outcome either way.
-  std::vector<nlohmann::json> items;
+  std::vector<crawler::item> items;
 };
 
 /// What storing a page_outcome did.
@@ -97,7 +98,7 @@ struct stored_outcome {
   /// worker's to export or count either.
   bool settled = true;
   /// The outcome's items, handed back.
-  std::vector<nlohmann::json> items;
+  std::vector<crawler::item> items;
 };
 
 class scheduler {

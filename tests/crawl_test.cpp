@@ -444,7 +444,7 @@ TEST(crawl, allowed_domains_compare_host_names_without_case) {
 
 class drop_odd_pages : public crawler::item_pipeline {
  public:
-  void process_item(nlohmann::json& item, crawler::spider&) override {
+  void process_item(crawler::item& item, crawler::spider&) override {
     auto url = item["url"].get<std::string>();
     if ((url.back() - '0') % 2) throw crawler::drop_item("odd page");
     item["kept"] = true;

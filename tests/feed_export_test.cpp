@@ -123,9 +123,9 @@ TEST(feed_export, xml_is_what_scrapys_xml_item_exporter_writes) {
   ASSERT_TRUE(feeds.close());
   EXPECT_EQ(read_file(odd),
             "<?xml version=\"1.0\" encoding=\"utf-8\"?>\n<items>\n"
-            "<item><esc>a&lt;b&gt;&amp;\"c'</esc><f>0.5</f><flag>True</flag><n>3</n><nested><k>"
-            "<value>1</value><value><value>2</value><value>3</value></value></k></nested>"
-            "<none>None</none></item>\n</items>");
+            "<item><flag>True</flag><none>None</none><n>3</n><f>0.5</f>"
+            "<esc>a&lt;b&gt;&amp;\"c'</esc><nested><k><value>1</value><value><value>2</value>"
+            "<value>3</value></value></k></nested></item>\n</items>");
 }
 
 TEST(feed_export, bad_feed_options_name_their_setting) {

@@ -6,6 +6,7 @@
 #include <hiredis/hiredis.h>
 
 #include <boost/asio/use_future.hpp>
+#include <fstream>
 #include <future>
 #include <map>
 #include <thread>
@@ -105,7 +106,7 @@ std::vector<leased_request> take(redis_queue& queue, std::size_t count) {
 }
 
 settle_result settle(redis_queue& queue, const std::string& lease, std::vector<request> children,
-                     std::vector<nlohmann::json> items = {},
+                     std::vector<crawler::item> items = {},
                      const crawler::dedup::redis_marking* marking = nullptr) {
   std::promise<settle_result> result;
   auto done = [&](std::exception_ptr error, settle_result settled) {
@@ -755,6 +756,21 @@ TEST(redis_queue, items_are_written_as_scrapy_redis_redis_pipeline_writes_them) 
   EXPECT_EQ(inspector(f.server.port()).strings("LRANGE spider:items 0 -1"),
             std::vector<std::string>{
                 R"({"n": [1, 2.5], "none": null, "title": "Caf\u00e9 \"1:2\", \ud83d\ude00"})"});
+}
+
+// The item scrapy-redis 0.9.1's RedisPipeline stored (fixtures/scrapy_redis), fields in the
+// spider's order: stored here byte for byte the same.
+TEST(redis_queue, an_item_is_stored_byte_equal_to_scrapy_redis_own) {
+  std::ifstream in(std::string(CRAWLER_FIXTURES_DIR) + "/scrapy_redis/fixtures.json");
+  auto recorded = crawler::item::parse(in)["item"];  // ordered: the fields as Python had them
+  fixture f;
+  auto queue = f.queue("w1", "fifo");
+  settle(queue, "", {request{"http://a/1"}});
+  auto taken = take(queue, 1);
+  ASSERT_EQ(taken.size(), 1u);
+  settle(queue, taken[0].lease_id, {}, {recorded["value"]});
+  EXPECT_EQ(inspector(f.server.port()).strings("LRANGE spider:items 0 -1"),
+            std::vector<std::string>{recorded["stored"].get<std::string>()});
 }
 
 // Expected values from scrapy-redis 0.9.1's RedisSpider.make_request_from_data on Scrapy 2.8.

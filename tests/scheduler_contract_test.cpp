@@ -283,7 +283,7 @@ TEST_P(scheduler_contract, an_outcome_waits_through_an_outage_and_is_stored_afte
   auto outcome = stored.get();
   EXPECT_EQ(outcome.queued, 1u);
   EXPECT_TRUE(outcome.settled);
-  EXPECT_EQ(outcome.items, (std::vector<nlohmann::json>{nlohmann::json{{"n", 1}}}));
+  EXPECT_EQ(outcome.items, (std::vector<crawler::item>{crawler::item{{"n", 1}}}));
   EXPECT_EQ(scheduler.stat("scheduler/store_outages"), 1);
   auto taken = scheduler.take(1);
   ASSERT_EQ(urls_of(taken), std::vector<std::string>{"https://a.example/b"});

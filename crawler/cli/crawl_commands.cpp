@@ -232,7 +232,7 @@ class parse_spider : public spider {
   }
 
   struct yielded {
-    std::vector<nlohmann::json> items;
+    std::vector<crawler::item> items;
     std::vector<std::string> requests;
   };
   std::map<int, yielded> levels;

@@ -797,7 +797,7 @@ void fleet_scheduler::do_store(page_outcome outcome,
   // std::function wants a copyable target; the handler is move-only.
   auto shared =
       std::make_shared<asio::any_completion_handler<attempt_signature>>(std::move(handler));
-  static const std::vector<nlohmann::json> no_items;
+  static const std::vector<crawler::item> no_items;
   const auto& items = store_items_ ? kept->items : no_items;
   queue_.async_settle(
       kept->lease, kept->requests, items, dupefilter_->marking(), scheme_,

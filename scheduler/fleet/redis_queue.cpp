@@ -43,7 +43,7 @@ std::string sha1_hex(std::string_view text) {
 // An item as scrapy-redis's RedisPipeline writes it (ScrapyJSONEncoder, i.e. json.dumps): non-ASCII
 // escaped as \uXXXX, ", " and ": " between members, so Python consumers of <spider>:items read
 // what they always read.
-std::string as_scrapy_json(const nlohmann::json& item) {
+std::string as_scrapy_json(const crawler::item& item) {
   auto compact = item.dump(-1, ' ', true, nlohmann::json::error_handler_t::replace);
   std::string out;
   out.reserve(compact.size() + compact.size() / 8);
@@ -600,7 +600,7 @@ void redis_queue::async_push(const std::vector<request>& requests,
 }
 
 void redis_queue::async_settle(const std::string& lease_id, const std::vector<request>& children,
-                               const std::vector<nlohmann::json>& items,
+                               const std::vector<crawler::item>& items,
                                const dedup::redis_marking* marking,
                                dedup::fingerprint_scheme scheme, settle_handler done) {
   std::vector<std::string> args{options_.order, options_.worker, lease_id,

@@ -48,6 +48,7 @@
 #include "dedup/dupefilter.h"
 #include "redis/client.h"
 #include "scheduler/fleet/entry_signature.h"
+#include "request/item.h"
 #include "request/request.h"
 #include "scheduler/request_secrets.h"
 
@@ -178,7 +179,7 @@ class redis_queue {
   /// Stores a crawled page's outcome and settles its lease, in one step (see the file comment).
   /// `children` are read before this returns; they need not outlive the call.
   void async_settle(const std::string& lease_id, const std::vector<request>& children,
-                    const std::vector<nlohmann::json>& items, const dedup::redis_marking* marking,
+                    const std::vector<crawler::item>& items, const dedup::redis_marking* marking,
                     dedup::fingerprint_scheme scheme, settle_handler done);
   /// Moves up to `count` start URLs from the start key into the queue, through `marking`, each
   /// in the same atomic step that removes it; bad entries go to <start key>:bad. Completes with
