@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Fleet benchmark: the same site crawled by one `crawler crawl site` with the memory scheduler
-# (the baseline) and by 1 (also with signed entries), 2 and 4 workers with SCHEDULER=redis, all
+# (the baseline) and by 1 (also with signed entries, and in scrapy-redis's pickled form), 2 and 4
+# workers with SCHEDULER=redis, all
 # against one redis-server and a static site served by nginx on loopback. Prints pages/s, the
 # ratio to the baseline, and what Redis saw per crawled page (INFO commandstats: commands, script
 # calls, Redis CPU).
@@ -79,6 +80,10 @@ run redis 1 -s SCHEDULER=redis -s MAX_IDLE_TIME_BEFORE_CLOSE=1
 # The same worker with signed entries (SCHEDULER_SIGNING_KEY): an HMAC per entry written and read.
 SCHEDULER_SIGNING_KEY=fleet-bench-signing-key-0123456789 \
   run redis-signed 1 -s SCHEDULER=redis -s MAX_IDLE_TIME_BEFORE_CLOSE=1
+# The same worker on scrapy-redis's queue form (a pickle per entry written and read), with its
+# dupefilter's fingerprint: what a worker on a scrapy-redis fleet's keys costs.
+run redis-pickled 1 -s SCHEDULER=scrapy_redis.scheduler.Scheduler \
+  -s DUPEFILTER_CLASS=scrapy_redis.dupefilter.RFPDupeFilter -s MAX_IDLE_TIME_BEFORE_CLOSE=1
 run redis-2-workers 2 -s SCHEDULER=redis -s MAX_IDLE_TIME_BEFORE_CLOSE=1
 run redis-4-workers 4 -s SCHEDULER=redis -s MAX_IDLE_TIME_BEFORE_CLOSE=1
 python3 - "$work" <<'PY'
@@ -89,4 +94,6 @@ print(f"SCHEDULER=redis with one worker: {rate('redis') / rate('memory'):.2f}x t
       f"scheduler's pages/s (the 1 s MAX_IDLE_TIME_BEFORE_CLOSE wait left out)")
 print(f"Signed entries (SCHEDULER_SIGNING_KEY): {rate('redis-signed') / rate('redis'):.2f}x the "
       f"unsigned worker's pages/s")
+print(f"scrapy-redis's pickled form (SCHEDULER_SERIALIZER=scrapy_redis.picklecompat): "
+      f"{rate('redis-pickled') / rate('redis'):.2f}x the JSON worker's pages/s")
 PY
