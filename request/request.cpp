@@ -46,8 +46,25 @@ void set_header(header_list& headers, std::string_view name, std::string_view va
 
 namespace {
 
+// Control bytes (a NUL, a terminal's escape sequences) come from input too: written as \xNN, so a
+// quoted value can neither cut a C string short nor drive the terminal that shows the log.
 void append_quoted(std::string& out, std::string_view value, std::size_t keep) {
-  out += value.substr(0, keep);
+  auto kept = value.substr(0, keep);
+  auto is_control = [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; };
+  if (std::none_of(kept.begin(), kept.end(), is_control)) {
+    out += kept;
+  } else {
+    static constexpr char hex[] = "0123456789abcdef";
+    for (char c : kept) {
+      if (!is_control(c)) {
+        out += c;
+        continue;
+      }
+      out += "\\x";
+      out += hex[static_cast<unsigned char>(c) >> 4];
+      out += hex[c & 15];
+    }
+  }
   if (value.size() > keep) out += "... (" + std::to_string(value.size()) + " bytes)";
 }
 

@@ -32,7 +32,8 @@ std::string_view find_header(const header_list& headers, std::string_view name);
 void set_header(header_list& headers, std::string_view name, std::string_view value);
 
 /// `value` as a log line or a :bad reason quotes input: whole up to `keep` bytes, else its first
-/// `keep` bytes and "... (N bytes)", so a 20 MB entry costs a line, not 20 MB of it.
+/// `keep` bytes and "... (N bytes)", so a 20 MB entry costs a line, not 20 MB of it; control
+/// bytes (NUL, ESC, newlines) as \xNN.
 std::string quoted_for_log(std::string_view value, std::size_t keep = 300);
 
 /// The version of request::to_json's form, written as "v"; from_json refuses any other.

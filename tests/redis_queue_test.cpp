@@ -577,6 +577,14 @@ TEST(request, describe_and_reasons_quote_a_long_url_cut_with_its_length) {
   EXPECT_LT(crawler::shared_request_problem(huge).size(), 500u);
 }
 
+// What Redis holds may be any bytes: quoted in a log line, a NUL cannot cut the message short
+// and an escape sequence cannot drive the operator's terminal.
+TEST(request, quoted_input_shows_control_bytes_as_escapes) {
+  EXPECT_EQ(crawler::quoted_for_log(std::string("a\0b\x1b[2Jc\nd\x7f caf\xc3\xa9", 17)),
+            "a\\x00b\\x1b[2Jc\\x0ad\\x7f caf\xc3\xa9");
+  EXPECT_EQ(crawler::quoted_for_log(std::string(10, '\n'), 2), "\\x0a\\x0a... (10 bytes)");
+}
+
 TEST(entry_signer, tells_its_own_signature_from_a_missing_or_forged_one) {
   crawler::entry_signer signer("a key of sixteen+ bytes");
   auto body = std::string(R"({"url":"http://a/","v":1})");
