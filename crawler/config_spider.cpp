@@ -120,19 +120,24 @@ bool get_bool(const json& object, const std::string& path, std::string_view key,
   return found->get<bool>();
 }
 
-void check_selector(const std::string& query, const std::string& where) {
+void check_selector(const std::string& query, const std::string& where, bool xpath = false) {
   try {
-    validate_selector(query);
+    if (xpath) {
+      validate_xpath(query);
+    } else {
+      validate_selector(query);
+    }
   } catch (const selector_error& error) {
     fail(where, error.what());
   }
 }
 
+
 // One item field, as the file describes it.
 struct field {
   std::string name;
-  enum class kind { css, url, status, depth } source = kind::css;
-  std::string css;
+  enum class kind { css, xpath, url, status, depth } source = kind::css;
+  std::string css;  // the CSS selector or XPath expression
   bool all = false;
   std::shared_ptr<const re2::RE2> re;  // null: none
 };
@@ -160,8 +165,11 @@ field read_field(const std::string& name, const json& spec, const std::string& w
       return result;
     }
   } else if (spec.is_object()) {
-    check_keys(spec, where, {"css", "all", "re"});
-    css = get_string(spec, where, "css", true);
+    check_keys(spec, where, {"css", "xpath", "all", "re"});
+    bool xpath = spec.contains("xpath");
+    if (xpath == spec.contains("css")) fail(where, "needs one of \"css\" and \"xpath\"");
+    css = get_string(spec, where, xpath ? "xpath" : "css", true);
+    if (xpath) result.source = field::kind::xpath;
     result.all = get_bool(spec, where, "all", false);
     if (auto re = get_string(spec, where, "re", false); !re.empty()) {
       try {
@@ -170,13 +178,16 @@ field read_field(const std::string& name, const json& spec, const std::string& w
         fail(child(where, "re"), error.what());
       }
     }
-    check_selector(css, child(where, "css"));
+    check_selector(css, child(where, xpath ? "xpath" : "css"), xpath);
     result.css = css;
     return result;
   } else {
-    fail(where, "must be a CSS selector, $url/$status/$depth, or {\"css\": ..., \"all\", \"re\"}");
+    fail(where,
+         "must be a CSS selector, an XPath expression, $url/$status/$depth, or {\"css\" or "
+         "\"xpath\": ..., \"all\", \"re\"}");
   }
-  check_selector(css, where);
+  if (looks_like_xpath(css)) result.source = field::kind::xpath;
+  check_selector(css, where, result.source == field::kind::xpath);
   result.css = css;
   return result;
 }
@@ -190,10 +201,13 @@ json extract(const field& spec, const response& response) {
     case field::kind::depth:
       return response.meta().value("depth", 0);
     case field::kind::css:
+    case field::kind::xpath:
       break;
   }
   json values = json::array();
-  for (const auto& selected : response.css(spec.css)) {
+  auto selection =
+      spec.source == field::kind::xpath ? response.xpath(spec.css) : response.css(spec.css);
+  for (const auto& selected : selection) {
     auto text = selected.is_element() ? selected.text_content()
                                       : std::string(trim_ascii_space(selected.get()));
     if (spec.re) {
@@ -259,6 +273,7 @@ link_extractor_options read_extractor(const json& rule, const std::string& where
   options.allow_domains = get_strings(rule, where, "allow_domains");
   options.deny_domains = get_strings(rule, where, "deny_domains");
   options.restrict_css = get_strings(rule, where, "restrict_css");
+  options.restrict_xpaths = get_strings(rule, where, "restrict_xpaths");
   if (rule.contains("tags")) options.tags = get_strings(rule, where, "tags");
   if (rule.contains("attrs")) options.attrs = get_strings(rule, where, "attrs");
   options.canonicalize = get_bool(rule, where, "canonicalize", false);
@@ -406,7 +421,8 @@ crawl_config load_crawl_config(const json& document) {
       // Each part of a rule on its own, so that a misspelt key does not hide a bad callback.
       bool keys_ok = problems.attempt([&] {
         check_keys(rule_json, rule_path,
-                   {"allow", "deny", "allow_domains", "deny_domains", "restrict_css", "tags",
+                   {"allow", "deny", "allow_domains", "deny_domains", "restrict_css",
+                    "restrict_xpaths", "tags",
                     "attrs", "canonicalize", "unique", "deny_extensions", "callback", "follow"});
       });
       std::optional<link_extractor> extractor;

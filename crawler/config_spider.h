@@ -22,10 +22,11 @@
 // extracts it; `follow` defaults to true without a callback); a callback named "parse_start_url"
 // makes an item of each start page, as that CrawlSpider hook does. A rule takes the link
 // extractor's options (allow, deny, allow_domains, deny_domains, restrict_css, tags, attrs,
-// canonicalize, unique, deny_extensions). A field is a CSS selector (the first match's text,
-// trimmed), {"css", "all": true} for every match, {"css", "re"} for a regex's first match (every
-// match with "all"), or $url, $status, $depth. A field with no match is null; the item is still
-// exported.
+// canonicalize, unique, deny_extensions, restrict_xpaths). A field is a CSS selector (the first
+// match's text, trimmed) or an XPath expression (a string that can only be XPath, "//h1/text()",
+// or {"xpath": ...}), {"css" or "xpath", "all": true} for every match, {..., "re"} for a regex's
+// first match (every match with "all"), or $url, $status, $depth. A field with no match is null;
+// the item is still exported, its fields in the file's order.
 //
 // Everything is checked before anything is fetched: unknown keys (with a suggestion), wrong types,
 // invalid regexes and selectors, callbacks that do not exist, each setting's value. Every problem

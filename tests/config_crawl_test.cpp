@@ -280,6 +280,70 @@ TEST(crawler_run, item_fields_keep_the_crawl_files_order_in_every_feed_format) {
       << slurp(out("items.xml"));
 }
 
+// A Scrapy user's XPath works in a crawl file: the books example with every field and the
+// catalogue rule written in XPath gives the items the CSS one gives.
+TEST(crawler_run, the_books_example_in_xpath_gives_the_items_of_the_css_one) {
+  temp_dir dir;
+  auto books = std::string(CRAWLER_SOURCE_DIR) + "/config/examples/books";
+  auto path = (dir.path() / "books-xpath.json").string();
+  std::ofstream(path) << R"json({
+    "settings": {"DUPEFILTER_CLASS": "bloom"},
+    "spider": {
+      "name": "books",
+      "start_urls": ["file://)json" << books << R"json(/index.html"],
+      "rules": [
+        {"allow": ["/catalogue/page-\\d+\\.html$"], "follow": true},
+        {"allow": ["/catalogue/[^/]+/index\\.html$"], "callback": "book",
+         "restrict_xpaths": ["//article[contains(@class, 'product_pod')]"]}
+      ],
+      "callbacks": {
+        "book": {
+          "fields": {
+            "url": "$url",
+            "title": "//h1/text()",
+            "price": {"xpath": "//div[@class='product_main']/p[@class='price_color']/text()",
+                      "re": "[\\d.]+"},
+            "availability": "//p[contains(@class, 'availability')]/text()",
+            "tags": {"xpath": "//ul[@class='tags']//a/text()", "all": true},
+            "rating": "//p[contains(@class, 'star-rating')]/@class"
+          }
+        }
+      }
+    }
+  })json";
+  auto run = [&](const std::string& file, const std::string& feed) {
+    child_process crawl({crawler_binary(), "run", file, "-O", feed, "--nolog"});
+    EXPECT_EQ(crawl.wait(), 0) << crawl.stderr_text();
+    std::ifstream in(feed);
+    std::set<std::string> lines;
+    for (std::string line; std::getline(in, line);) lines.insert(line);
+    return lines;
+  };
+  auto by_css = run(CRAWLER_SOURCE_DIR "/config/examples/books.json",
+                    (dir.path() / "css.jsonl").string());
+  auto by_xpath = run(path, (dir.path() / "xpath.jsonl").string());
+  EXPECT_EQ(by_css.size(), 12u);
+  EXPECT_EQ(by_xpath, by_css);
+}
+
+// A field or a rule's XPath is checked before anything is fetched, naming its path.
+TEST(crawl_config, a_bad_xpath_in_a_field_or_a_rule_names_its_path) {
+  auto document = books_config();
+  document["spider"]["callbacks"]["page"]["fields"]["title"] = "//title[";
+  document["spider"]["callbacks"]["page"]["fields"]["h1"] = {{"xpath", "count("}};
+  document["spider"]["rules"][0]["restrict_xpaths"] = {"//div["};
+  auto error = error_of(document);
+  EXPECT_NE(error.find("spider.callbacks.page.fields.title: invalid XPath expression \"//title[\""),
+            std::string::npos)
+      << error;
+  EXPECT_NE(error.find("spider.callbacks.page.fields.h1.xpath: invalid XPath expression \"count(\""),
+            std::string::npos)
+      << error;
+  EXPECT_NE(error.find("restrict_xpaths[0]: invalid XPath expression \"//div[\""),
+            std::string::npos)
+      << error;
+}
+
 TEST(crawler_run, a_sitemap_index_with_a_gzip_sitemap_reaches_every_page) {
   constexpr std::size_t pages = 50;
   http_server server({.site_pages = pages});
@@ -543,6 +607,22 @@ TEST(crawler_shell, a_piped_session_selects_lists_links_and_survives_errors) {
                 " (0 bytes)\n404\n[]\n");
   EXPECT_NE(shell.stderr_text().find("invalid CSS selector \"title::[\" at position"),
             std::string::npos)
+      << shell.stderr_text();
+}
+
+// A Scrapy user types XPath in the shell as in Scrapy's: each line that can only be XPath is
+// evaluated as XPath, a bad one says why, and CSS still works beside it.
+TEST(crawler_shell, xpath_lines_are_evaluated_as_xpath) {
+  http_server server;
+  temp_dir dir;
+  std::ofstream(dir.path() / "input")
+      << "//title/text()\ncount(//h1)\nh1::text\n//h1[\nnormalize-space(//h1)\n";
+  child_process shell({crawler_binary(), "shell", server.url("/site/3")}, dir.path() / "input");
+  ASSERT_EQ(shell.wait(), 0) << shell.stderr_text();
+  auto out = shell.stdout_text();
+  auto title = out.find("[\"Page 3\"]\n[\"1.0\"]\n[\"Page 3\"]\n[\"Page 3\"]\n");
+  EXPECT_NE(title, std::string::npos) << out;
+  EXPECT_NE(shell.stderr_text().find("invalid XPath expression \"//h1[\""), std::string::npos)
       << shell.stderr_text();
 }
 

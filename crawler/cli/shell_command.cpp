@@ -1,7 +1,7 @@
-// `crawler shell [URL|FILE]`: Scrapy's shell for CSS selectors. A page is fetched through the
-// downloader and middlewares, then each line read is a selector (its getall() is printed) or a
-// command. On a terminal lines are edited and remembered with libedit; from a pipe they are read
-// plainly, so a session can be scripted.
+// `crawler shell [URL|FILE]`: Scrapy's shell for CSS selectors and XPath. A page is fetched
+// through the downloader and middlewares, then each line read is a CSS selector or an XPath
+// expression (its getall() is printed) or a command. On a terminal lines are edited and
+// remembered with libedit; from a pipe they are read plainly, so a session can be scripted.
 #include <editline/readline.h>
 #include <unistd.h>
 
@@ -19,14 +19,16 @@
 #include "crawler/config_spider.h"
 #include "crawler/crawl_spider.h"
 #include "crawler/parse/ascii.h"
+#include "crawler/parse/selector.h"
 #include "crawler/parse/selector_error.h"
 #include "crawler/run_crawl.h"
 
 namespace crawler::cli {
 namespace {
 
-constexpr const char* shell_help = R"(Type a CSS selector to print what it selects, e.g.
+constexpr const char* shell_help = R"(Type a CSS selector or an XPath expression to print what it selects, e.g.
   h1::text          a::attr(href)          div.quote span.text::text
+  //h1/text()       //a/@href              normalize-space(//title)
 or a command:
   links             the links the crawl file's rules (or a default link extractor) would follow
   fetch URL         load another page (a path to a file works too)
@@ -147,7 +149,8 @@ class shell {
  private:
   void select(std::string_view query) {
     try {
-      std::cout << nlohmann::json(page_->css(query).getall()).dump() << '\n';
+      auto selected = looks_like_xpath(query) ? page_->xpath(query) : page_->css(query);
+      std::cout << nlohmann::json(selected.getall()).dump() << '\n';
     } catch (const selector_error& error) {
       std::cerr << error.what() << '\n';
     } catch (const std::exception& error) {  // a page over HTML_MAX_SIZE or HTML_MAX_DEPTH

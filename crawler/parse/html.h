@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -27,8 +28,11 @@
 
 namespace crawler {
 
+class html_document;
 namespace detail {
 class tree_builder;
+class xpath_tree;
+const xpath_tree& xpath_tree_of(const html_document& document);
 }
 
 /// HTML_PARSER's values.
@@ -118,6 +122,7 @@ class html_document {
 
  private:
   friend class detail::tree_builder;
+  friend const detail::xpath_tree& detail::xpath_tree_of(const html_document& document);
 
   html_document() = default;
   std::string utf8_;
@@ -126,6 +131,9 @@ class html_document {
   std::vector<html_attribute> attributes_;
   std::deque<std::string> strings_;  // names and values the parser's own output does not hold
   std::shared_ptr<const void> parser_output_;  // what the nodes' strings point into
+  // libxml2's copy of the tree for XPath (detail/xpath.cpp), built on the first XPath query.
+  mutable std::once_flag xpath_built_;
+  mutable std::shared_ptr<const void> xpath_tree_;
 };
 
 /// `body` decoded to UTF-8 from `encoding` (any name iconv knows); invalid bytes become U+FFFD.

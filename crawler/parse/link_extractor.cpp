@@ -97,6 +97,13 @@ link_extractor::link_extractor(link_extractor_options options)
       throw std::invalid_argument("restrict_css[" + std::to_string(i) + "]: " + error.what());
     }
   }
+  for (std::size_t i = 0; i < options_.restrict_xpaths.size(); ++i) {
+    try {
+      validate_xpath(options_.restrict_xpaths[i]);
+    } catch (const selector_error& error) {
+      throw std::invalid_argument("restrict_xpaths[" + std::to_string(i) + "]: " + error.what());
+    }
+  }
 }
 
 bool link_extractor::matches(std::string_view url) const {
@@ -130,9 +137,14 @@ bool link_extractor::matches(std::string_view url) const {
 
 std::vector<link> link_extractor::extract_links(const response& response) const {
   std::vector<const html_node*> regions;
-  if (options_.restrict_css.empty()) {
+  if (options_.restrict_css.empty() && options_.restrict_xpaths.empty()) {
     regions.push_back(response.document()->root());
   } else {
+    for (const auto& query : options_.restrict_xpaths) {
+      for (const auto& region : response.xpath(query)) {
+        if (region.node()) regions.push_back(region.node());
+      }
+    }
     for (const auto& query : options_.restrict_css) {
       for (const auto& region : response.css(query)) {
         if (region.node()) regions.push_back(region.node());

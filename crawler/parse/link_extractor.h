@@ -40,6 +40,9 @@ struct link_extractor_options {
   std::vector<std::string> allow_domains;
   std::vector<std::string> deny_domains;
   std::vector<std::string> restrict_css;
+  /// XPath expressions for the regions links are taken from, as Scrapy's restrict_xpaths (with
+  /// restrict_css, the regions of both).
+  std::vector<std::string> restrict_xpaths;
   std::vector<std::string> tags = {"a", "area"};
   std::vector<std::string> attrs = {"href"};
   bool canonicalize = false;

@@ -72,6 +72,8 @@ struct response {
   const std::shared_ptr<const html_document>& document() const;
   /// `query` over the page (see selector.h). Throws selector_error for a bad selector.
   selector_list css(std::string_view query) const { return select(document(), query); }
+  /// XPath 1.0 `query` over the page (see selector.h). Throws selector_error for a bad one.
+  selector_list xpath(std::string_view query) const { return select_xpath(document(), query); }
   /// The URL relative links resolve against: the page's <base href> if it has one, else url.
   const std::string& base_url() const;
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "crawler/parse/detail/css.h"
+#include "crawler/parse/detail/xpath.h"
 #include "crawler/parse/regex.h"
 
 namespace crawler {
@@ -256,6 +257,42 @@ selector_list select(const std::shared_ptr<const html_document>& document, std::
 
 void validate_selector(std::string_view query) {
   detail::parse_selector_group(query);
+}
+
+selector_list select_xpath(const std::shared_ptr<const html_document>& document,
+                           std::string_view query) {
+  return detail::evaluate_xpath(document, document->root(), query);
+}
+
+void validate_xpath(std::string_view query) {
+  detail::validate_xpath(query);
+}
+
+bool looks_like_xpath(std::string_view query) {
+  if (query.starts_with('/') || query.starts_with("./") || query.starts_with("../") ||
+      query.starts_with('(')) {
+    return true;
+  }
+  auto name = query.find_first_not_of(
+      "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-");
+  return name != std::string_view::npos && name > 0 && query[name] == '(';
+}
+
+selector_list selector::xpath(std::string_view query) const {
+  if (!node_) return {};
+  return detail::evaluate_xpath(document_, node_, query);
+}
+
+selector_list selector_list::xpath(std::string_view query) const {
+  detail::validate_xpath(query);  // a bad expression fails on an empty list too, as parsel
+  selector_list out;
+  for (const auto& item : *this) {
+    if (!item.node()) continue;
+    auto found = item.xpath(query);
+    out.insert(out.end(), std::make_move_iterator(found.begin()),
+               std::make_move_iterator(found.end()));
+  }
+  return out;
 }
 
 selector_list selector::css(std::string_view query) const {

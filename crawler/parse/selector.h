@@ -41,6 +41,9 @@ class selector {
 
   /// Elements and strings under this element matching `query`; nothing for a string.
   selector_list css(std::string_view query) const;
+  /// XPath 1.0 `query` with this element as the context node (so "./a" and ".//a" are relative
+  /// and "//a" searches the whole page, as in parsel); nothing for a string.
+  selector_list xpath(std::string_view query) const;
   /// A string's value, or an element's outer HTML.
   std::string get() const;
   /// The element's attributes; empty for a string.
@@ -75,6 +78,8 @@ class selector_list : public std::vector<selector> {
   std::map<std::string, std::string> attrib() const;
   /// `query` applied to every element of the list, results concatenated.
   selector_list css(std::string_view query) const;
+  /// XPath `query` applied to every element of the list, results concatenated.
+  selector_list xpath(std::string_view query) const;
 };
 
 /// `query` over the whole document.
@@ -82,5 +87,20 @@ selector_list select(const std::shared_ptr<const html_document>& document, std::
 
 /// Checks `query` without a document (for config validation). Throws selector_error.
 void validate_selector(std::string_view query);
+
+/// XPath 1.0 `query` over the whole document, as parsel's Selector.xpath (libxml2 evaluates it):
+/// elements and comments are selectors, text() and @attr results strings, and count(), string(),
+/// a comparison... one string each ("2.0", "1"/"0", the string). Throws selector_error quoting the
+/// expression when it is not XPath.
+selector_list select_xpath(const std::shared_ptr<const html_document>& document,
+                           std::string_view query);
+
+/// Checks an XPath `query` without a document. Throws selector_error.
+void validate_xpath(std::string_view query);
+
+/// Whether `query` can only be XPath, so a crawl file's field or a shell line may be either: it
+/// starts with '/', "./", "../" or '(', or is a function call ("normalize-space(//h1)"). No CSS
+/// selector starts so.
+bool looks_like_xpath(std::string_view query);
 
 }  // namespace crawler

@@ -1,0 +1,224 @@
+#include "crawler/parse/detail/xpath.h"
+
+#include <libxml/HTMLtree.h>
+#include <libxml/parser.h>
+#include <libxml/tree.h>
+#include <libxml/xpath.h>
+#include <libxml/xpathInternals.h>
+
+#include <charconv>
+#include <cmath>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
+namespace crawler::detail {
+
+class xpath_tree {
+ public:
+  explicit xpath_tree(const html_document& document) {
+    static std::once_flag initialised;
+    std::call_once(initialised, [] { xmlInitParser(); });
+    doc_ = htmlNewDocNoDtD(nullptr, nullptr);
+    if (!doc_) throw std::bad_alloc();
+    nodes_.emplace(document.root(), reinterpret_cast<xmlNodePtr>(doc_));
+    build(document.root());
+    // Numbers each element in document order (in its content field, which elements do not use),
+    // so sorting a node-set is a comparison, not a walk.
+    xmlXPathOrderDocElems(doc_);
+  }
+  ~xpath_tree() { xmlFreeDoc(doc_); }
+  xpath_tree(const xpath_tree&) = delete;
+  xpath_tree& operator=(const xpath_tree&) = delete;
+
+  xmlDocPtr doc() const { return doc_; }
+  xmlNodePtr node_of(const html_node* node) const {
+    auto found = nodes_.find(node);
+    return found == nodes_.end() ? nullptr : found->second;
+  }
+
+ private:
+  // Children are linked by hand: xmlAddChild merges adjacent text nodes, and each of ours must
+  // stay one node that points back at its own.
+  static void append(xmlNodePtr parent, xmlNodePtr child) {
+    child->parent = parent;
+    child->doc = parent->doc;
+    if (!parent->children) {
+      parent->children = child;
+    } else {
+      parent->last->next = child;
+      child->prev = parent->last;
+    }
+    parent->last = child;
+  }
+
+  xmlNodePtr copy(const html_node* node) {
+    std::string text(node->type == html_node::kind::element ? node->name : node->text);
+    const auto* bytes = reinterpret_cast<const xmlChar*>(text.c_str());
+    xmlNodePtr made = nullptr;
+    switch (node->type) {
+      case html_node::kind::element:
+        made = xmlNewDocNode(doc_, nullptr, bytes, nullptr);
+        for (const auto& attribute : node->attributes) {
+          std::string name(attribute.name), value(attribute.value);
+          // xmlNewProp takes the value as text (no entity references read in it).
+          xmlNewProp(made, reinterpret_cast<const xmlChar*>(name.c_str()),
+                     reinterpret_cast<const xmlChar*>(value.c_str()));
+        }
+        break;
+      case html_node::kind::text:
+        made = xmlNewDocTextLen(doc_, bytes, int(text.size()));
+        break;
+      case html_node::kind::cdata:
+        made = xmlNewCDataBlock(doc_, bytes, int(text.size()));
+        break;
+      case html_node::kind::comment:
+        made = xmlNewDocComment(doc_, bytes);
+        break;
+      case html_node::kind::document:
+        break;
+    }
+    if (!made) throw std::bad_alloc();
+    made->_private = const_cast<html_node*>(node);
+    nodes_.emplace(node, made);
+    return made;
+  }
+
+  // Depth first without recursion: pages nest thousands deep.
+  void build(const html_node* root) {
+    const html_node* node = root->first_child;
+    xmlNodePtr parent = reinterpret_cast<xmlNodePtr>(doc_);
+    while (node) {
+      xmlNodePtr made = copy(node);
+      append(parent, made);
+      if (node->is_element() && node->first_child) {
+        parent = made;
+        node = node->first_child;
+        continue;
+      }
+      while (node && !node->next_sibling) {
+        node = node->parent;
+        parent = parent->parent;
+        if (node == root) node = nullptr;
+      }
+      if (node) node = node->next_sibling;
+    }
+  }
+
+  xmlDocPtr doc_ = nullptr;
+  std::unordered_map<const html_node*, xmlNodePtr> nodes_;
+};
+
+const xpath_tree& xpath_tree_of(const html_document& document) {
+  std::call_once(document.xpath_built_,
+                 [&] { document.xpath_tree_ = std::make_shared<const xpath_tree>(document); });
+  return *static_cast<const xpath_tree*>(document.xpath_tree_.get());
+}
+
+namespace {
+
+// A number as Python's str(float) writes it, which parsel returns: "2.0", "0.5", "1e+20", "nan".
+std::string python_float(double value) {
+  if (std::isnan(value)) return "nan";
+  if (std::isinf(value)) return value > 0 ? "inf" : "-inf";
+  char buffer[64];
+  auto [end, error] = std::to_chars(buffer, buffer + sizeof buffer, value);
+  std::string text(buffer, end);
+  if (text.find_first_of(".e") == std::string::npos) text += ".0";
+  return text;
+}
+
+std::string text_of(const xmlChar* content) {
+  return content ? std::string(reinterpret_cast<const char*>(content)) : std::string();
+}
+
+// libxml2's own words for what is wrong, kept for the error (its default handler prints to
+// stderr, from whichever thread).
+void remember_error(void* where, xmlErrorPtr error) {
+  auto& message = *static_cast<std::string*>(where);
+  if (message.empty() && error && error->message) {
+    message = error->message;
+    while (!message.empty() && (message.back() == '\n' || message.back() == ' ')) {
+      message.pop_back();
+    }
+  }
+}
+
+[[noreturn]] void invalid(std::string_view query, const std::string& message) {
+  throw selector_error("invalid XPath expression \"" + std::string(query) + "\": " +
+                       (message.empty() ? std::string("cannot be evaluated") : message));
+}
+
+struct context_deleter {
+  void operator()(xmlXPathContextPtr context) const { xmlXPathFreeContext(context); }
+};
+struct object_deleter {
+  void operator()(xmlXPathObjectPtr object) const { xmlXPathFreeObject(object); }
+};
+
+}  // namespace
+
+selector_list evaluate_xpath(const std::shared_ptr<const html_document>& document,
+                             const html_node* context, std::string_view query) {
+  const auto& tree = xpath_tree_of(*document);
+  std::unique_ptr<xmlXPathContext, context_deleter> evaluation(xmlXPathNewContext(tree.doc()));
+  if (!evaluation) throw std::bad_alloc();
+  std::string message;
+  evaluation->error = remember_error;
+  evaluation->userData = &message;
+  evaluation->node = tree.node_of(context);
+  if (!evaluation->node) return {};
+  std::string expression(query);
+  std::unique_ptr<xmlXPathObject, object_deleter> result(xmlXPathEvalExpression(
+      reinterpret_cast<const xmlChar*>(expression.c_str()), evaluation.get()));
+  if (!result) invalid(query, message);
+  selector_list out;
+  switch (result->type) {
+    case XPATH_NODESET: {
+      auto* nodes = result->nodesetval;
+      for (int i = 0; nodes && i < nodes->nodeNr; ++i) {
+        xmlNodePtr node = nodes->nodeTab[i];
+        switch (node->type) {
+          case XML_ELEMENT_NODE:
+          case XML_COMMENT_NODE:
+            out.emplace_back(document, static_cast<const html_node*>(node->_private));
+            break;
+          case XML_TEXT_NODE:
+          case XML_CDATA_SECTION_NODE:
+            out.emplace_back(text_of(node->content));
+            break;
+          case XML_ATTRIBUTE_NODE: {
+            xmlChar* value = xmlNodeGetContent(node);
+            out.emplace_back(text_of(value));
+            xmlFree(value);
+            break;
+          }
+          default:  // the document node, as parsel: nothing to show
+            break;
+        }
+      }
+      break;
+    }
+    case XPATH_BOOLEAN:
+      out.emplace_back(std::string(result->boolval ? "1" : "0"));
+      break;
+    case XPATH_NUMBER:
+      out.emplace_back(python_float(result->floatval));
+      break;
+    case XPATH_STRING:
+      out.emplace_back(text_of(result->stringval));
+      break;
+    default:
+      invalid(query, "its result is not a node-set, number, boolean or string");
+  }
+  return out;
+}
+
+// Compiling alone lets "count(" through (libxml2 finds it out when evaluating): the expression is
+// evaluated on an empty page instead, which every well-formed expression survives.
+void validate_xpath(std::string_view query) {
+  static const auto empty = html_document::parse("");
+  evaluate_xpath(empty, empty->root(), query);
+}
+
+}  // namespace crawler::detail

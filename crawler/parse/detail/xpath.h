@@ -1,0 +1,31 @@
+// XPath 1.0 over an html_document, evaluated by libxml2 (the engine under lxml, so parsel's
+// semantics) on a copy of the page's tree that libxml2 can walk. The copy is built once per
+// document, on its first XPath query, whichever parser (Gumbo or libxml2) read the page, and each
+// of its nodes points back at ours, so a selected element is the same selector a CSS query gives.
+#pragma once
+
+#include <memory>
+#include <string_view>
+
+#include "crawler/parse/html.h"
+#include "crawler/parse/selector.h"
+
+namespace crawler::detail {
+
+/// libxml2's copy of a document's tree (opaque; built by xpath_tree_of).
+class xpath_tree;
+
+/// The copy of `document`'s tree, built on the first call; thread-safe.
+const xpath_tree& xpath_tree_of(const html_document& document);
+
+/// `query` evaluated with `context` as the context node (the document's root for a whole-page
+/// query), as parsel's Selector.xpath: elements and comments are selectors on the page, text
+/// nodes and attributes strings, and a number, boolean or string result one string ("2.0",
+/// "1", ...). Throws selector_error quoting the expression for one libxml2 cannot compile.
+selector_list evaluate_xpath(const std::shared_ptr<const html_document>& document,
+                             const html_node* context, std::string_view query);
+
+/// Compiles `query` without a document (for config validation). Throws selector_error.
+void validate_xpath(std::string_view query);
+
+}  // namespace crawler::detail
