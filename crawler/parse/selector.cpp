@@ -246,6 +246,19 @@ std::shared_ptr<const re2::RE2> compile(std::string_view pattern) {
   }
 }
 
+selector_list evaluate_xpath(const std::shared_ptr<const html_document>& document,
+                             const html_node* context, std::string_view query) {
+  selector_list out;
+  for (auto& result : detail::evaluate_xpath(*document, context, query)) {
+    if (result.node) {
+      out.emplace_back(document, result.node);
+    } else {
+      out.emplace_back(std::move(result.text));
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 selector_list select(const std::shared_ptr<const html_document>& document, std::string_view query) {
@@ -261,7 +274,7 @@ void validate_selector(std::string_view query) {
 
 selector_list select_xpath(const std::shared_ptr<const html_document>& document,
                            std::string_view query) {
-  return detail::evaluate_xpath(document, document->root(), query);
+  return evaluate_xpath(document, document->root(), query);
 }
 
 void validate_xpath(std::string_view query) {
@@ -280,7 +293,7 @@ bool looks_like_xpath(std::string_view query) {
 
 selector_list selector::xpath(std::string_view query) const {
   if (!node_) return {};
-  return detail::evaluate_xpath(document_, node_, query);
+  return evaluate_xpath(document_, node_, query);
 }
 
 selector_list selector_list::xpath(std::string_view query) const {

@@ -6,7 +6,10 @@
 #include <libxml/xpath.h>
 #include <libxml/xpathInternals.h>
 
+#include "crawler/parse/selector_error.h"
+
 #include <charconv>
+#include <memory>
 #include <cmath>
 #include <mutex>
 #include <string>
@@ -158,9 +161,9 @@ struct object_deleter {
 
 }  // namespace
 
-selector_list evaluate_xpath(const std::shared_ptr<const html_document>& document,
-                             const html_node* context, std::string_view query) {
-  const auto& tree = xpath_tree_of(*document);
+std::vector<xpath_result> evaluate_xpath(const html_document& document, const html_node* context,
+                                         std::string_view query) {
+  const auto& tree = xpath_tree_of(document);
   std::unique_ptr<xmlXPathContext, context_deleter> evaluation(xmlXPathNewContext(tree.doc()));
   if (!evaluation) throw std::bad_alloc();
   std::string message;
@@ -172,7 +175,8 @@ selector_list evaluate_xpath(const std::shared_ptr<const html_document>& documen
   std::unique_ptr<xmlXPathObject, object_deleter> result(xmlXPathEvalExpression(
       reinterpret_cast<const xmlChar*>(expression.c_str()), evaluation.get()));
   if (!result) invalid(query, message);
-  selector_list out;
+  std::vector<xpath_result> out;
+  auto string = [&out](std::string text) { out.push_back({nullptr, std::move(text)}); };
   switch (result->type) {
     case XPATH_NODESET: {
       auto* nodes = result->nodesetval;
@@ -181,15 +185,15 @@ selector_list evaluate_xpath(const std::shared_ptr<const html_document>& documen
         switch (node->type) {
           case XML_ELEMENT_NODE:
           case XML_COMMENT_NODE:
-            out.emplace_back(document, static_cast<const html_node*>(node->_private));
+            out.push_back({static_cast<const html_node*>(node->_private), {}});
             break;
           case XML_TEXT_NODE:
           case XML_CDATA_SECTION_NODE:
-            out.emplace_back(text_of(node->content));
+            string(text_of(node->content));
             break;
           case XML_ATTRIBUTE_NODE: {
             xmlChar* value = xmlNodeGetContent(node);
-            out.emplace_back(text_of(value));
+            string(text_of(value));
             xmlFree(value);
             break;
           }
@@ -200,13 +204,13 @@ selector_list evaluate_xpath(const std::shared_ptr<const html_document>& documen
       break;
     }
     case XPATH_BOOLEAN:
-      out.emplace_back(std::string(result->boolval ? "1" : "0"));
+      string(result->boolval ? "1" : "0");
       break;
     case XPATH_NUMBER:
-      out.emplace_back(python_float(result->floatval));
+      string(python_float(result->floatval));
       break;
     case XPATH_STRING:
-      out.emplace_back(text_of(result->stringval));
+      string(text_of(result->stringval));
       break;
     default:
       invalid(query, "its result is not a node-set, number, boolean or string");
@@ -218,7 +222,7 @@ selector_list evaluate_xpath(const std::shared_ptr<const html_document>& documen
 // evaluated on an empty page instead, which every well-formed expression survives.
 void validate_xpath(std::string_view query) {
   static const auto empty = html_document::parse("");
-  evaluate_xpath(empty, empty->root(), query);
+  evaluate_xpath(*empty, empty->root(), query);
 }
 
 }  // namespace crawler::detail

@@ -4,11 +4,11 @@
 // of its nodes points back at ours, so a selected element is the same selector a CSS query gives.
 #pragma once
 
-#include <memory>
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include "crawler/parse/html.h"
-#include "crawler/parse/selector.h"
 
 namespace crawler::detail {
 
@@ -18,12 +18,18 @@ class xpath_tree;
 /// The copy of `document`'s tree, built on the first call; thread-safe.
 const xpath_tree& xpath_tree_of(const html_document& document);
 
+/// One result: a node of the page (an element or a comment), or a string.
+struct xpath_result {
+  const html_node* node = nullptr;
+  std::string text;  // when node is null
+};
+
 /// `query` evaluated with `context` as the context node (the document's root for a whole-page
-/// query), as parsel's Selector.xpath: elements and comments are selectors on the page, text
-/// nodes and attributes strings, and a number, boolean or string result one string ("2.0",
-/// "1", ...). Throws selector_error quoting the expression for one libxml2 cannot compile.
-selector_list evaluate_xpath(const std::shared_ptr<const html_document>& document,
-                             const html_node* context, std::string_view query);
+/// query), as parsel's Selector.xpath: elements and comments are nodes of the page, text nodes
+/// and attributes strings, and a number, boolean or string result one string ("2.0", "1", ...).
+/// Throws selector_error quoting the expression for one libxml2 cannot evaluate.
+std::vector<xpath_result> evaluate_xpath(const html_document& document, const html_node* context,
+                                         std::string_view query);
 
 /// Compiles `query` without a document (for config validation). Throws selector_error.
 void validate_xpath(std::string_view query);
