@@ -32,9 +32,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       return headers;
     };
     if (back.url != request.url || back.body != request.body ||
-        by_name(back.headers) != by_name(request.headers) ||
-        back.meta != request.meta || back.priority != request.priority ||
-        back.callback != request.callback || back.method != request.method) {
+        by_name(back.headers) != by_name(request.headers) || back.meta != request.meta ||
+        back.priority != request.priority || back.callback != request.callback ||
+        back.method != request.method) {
       std::abort();
     }
   } catch (const std::invalid_argument&) {

@@ -96,14 +96,14 @@ TEST_P(each_fixture_request, written_back_is_byte_equal_to_what_scrapy_redis_sto
 
 TEST_P(each_fixture_request, fingerprint_equals_scrapy_redis_dupefilters) {
   auto read = crawler::request_from_scrapy_dict(pickle::read(stored()), "site:requests");
-  EXPECT_EQ(crawler::fingerprint_of(read, crawler::dedup::fingerprint_scheme::scrapy_redis_0_8)
-                .hex(),
-            fixture()["fingerprint_scrapy_redis"]);
+  EXPECT_EQ(
+      crawler::fingerprint_of(read, crawler::dedup::fingerprint_scheme::scrapy_redis_0_8).hex(),
+      fixture()["fingerprint_scrapy_redis"]);
 }
 
 INSTANTIATE_TEST_SUITE_P(scrapy_redis, each_fixture_request,
-                         testing::Values("get", "priority", "post_form", "json",
-                                         "headers_cookies", "idn"));
+                         testing::Values("get", "priority", "post_form", "json", "headers_cookies",
+                                         "idn"));
 
 TEST(scrapy_redis_pickle, a_pickle_that_would_run_a_command_is_refused_and_nothing_runs) {
   auto hostile = base64_decode(fixtures()["hostile_pickle_b64"].get<std::string>());
@@ -112,8 +112,9 @@ TEST(scrapy_redis_pickle, a_pickle_that_would_run_a_command_is_refused_and_nothi
     pickle::read(hostile);
     FAIL() << "read a pickle that calls posix.system";
   } catch (const pickle::error& refused) {
-    EXPECT_NE(std::string(refused.what()).find("holds opcode STACK_GLOBAL, which names or builds "
-                                               "a Python object; only data is read (at byte "),
+    EXPECT_NE(std::string(refused.what())
+                  .find("holds opcode STACK_GLOBAL, which names or builds "
+                        "a Python object; only data is read (at byte "),
               std::string::npos)
         << refused.what();
   }
@@ -122,10 +123,12 @@ TEST(scrapy_redis_pickle, a_pickle_that_would_run_a_command_is_refused_and_nothi
 
 // Each opcode that reaches past data, alone after a protocol header: refused by name.
 TEST(scrapy_redis_pickle, every_opcode_that_names_or_builds_an_object_is_refused_by_name) {
-  const std::pair<char, const char*> opcodes[] = {
-      {'c', "GLOBAL"},    {'\x93', "STACK_GLOBAL"}, {'R', "REDUCE"},      {'b', "BUILD"},
-      {'i', "INST"},      {'o', "OBJ"},             {'\x81', "NEWOBJ"},   {'\x92', "NEWOBJ_EX"},
-      {'\x82', "EXT1"},   {'P', "PERSID"},          {'Q', "BINPERSID"},   {'\x97', "NEXT_BUFFER"}};
+  const std::pair<char, const char*> opcodes[] = {{'c', "GLOBAL"},    {'\x93', "STACK_GLOBAL"},
+                                                  {'R', "REDUCE"},    {'b', "BUILD"},
+                                                  {'i', "INST"},      {'o', "OBJ"},
+                                                  {'\x81', "NEWOBJ"}, {'\x92', "NEWOBJ_EX"},
+                                                  {'\x82', "EXT1"},   {'P', "PERSID"},
+                                                  {'Q', "BINPERSID"}, {'\x97', "NEXT_BUFFER"}};
   for (const auto& [op, name] : opcodes) {
     std::string bytes{"\x80\x05N", 3};
     bytes += op;
@@ -150,7 +153,11 @@ TEST(scrapy_redis_pickle, malformed_or_explosive_pickles_are_errors_not_crashes)
       return std::string(error.what());
     }
   };
-  EXPECT_NE(refused({"\x80\x05\x8c\x05" "ab", 6}).find("ends inside"), std::string::npos);
+  EXPECT_NE(refused({"\x80\x05\x8c\x05"
+                     "ab",
+                     6})
+                .find("ends inside"),
+            std::string::npos);
   EXPECT_NE(refused({"\x80\x05]", 3}).find("ends before its STOP"), std::string::npos);
   EXPECT_NE(refused({"\x80\x05h\x07.", 5}).find("reads memo 7, which it never stored"),
             std::string::npos);
@@ -158,16 +165,24 @@ TEST(scrapy_redis_pickle, malformed_or_explosive_pickles_are_errors_not_crashes)
   EXPECT_NE(refused({"\x80\x05}]\x94N\x73.", 8}).find("keys a dict with a list"),
             std::string::npos);
   // A list that holds itself: legal for Python, endless for a reader that copies it.
-  EXPECT_NE(refused({"\x80\x05]\x94h\x00" "a.", 8}).find("nests deeper than 100"),
+  EXPECT_NE(refused({"\x80\x05]\x94h\x00"
+                     "a.",
+                     8})
+                .find("nests deeper than 100"),
             std::string::npos);
   // Each level holds the one below twice: 2^40 values from 300 bytes.
-  std::string laughs{"\x80\x05]\x94" "0", 5};
+  std::string laughs{
+      "\x80\x05]\x94"
+      "0",
+      5};
   for (int level = 0; level < 40; ++level) {
     laughs += "(h";
     laughs += char(level);
     laughs += 'h';
     laughs += char(level);
-    laughs += "l\x94" "0";
+    laughs +=
+        "l\x94"
+        "0";
   }
   laughs += 'h';
   laughs += char(40);

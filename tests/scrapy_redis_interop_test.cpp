@@ -6,8 +6,8 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
-#include <iostream>
 #include <future>
+#include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -45,10 +45,9 @@ struct pickled_queue {
   crawler::fixtures::event_loop loop;
   std::shared_ptr<crawler::redis::client> client = crawler::redis::client::create(
       loop.executor(), crawler::redis::parse_redis_url(server.url()));
-  crawler::redis_queue queue{client,
-                             {.key = "site:requests",
-                              .form = crawler::queue_entry_form::pickle,
-                              .worker = "cpp-worker"}};
+  crawler::redis_queue queue{
+      client,
+      {.key = "site:requests", .form = crawler::queue_entry_form::pickle, .worker = "cpp-worker"}};
 
   void push(const std::vector<crawler::request>& requests) {
     std::promise<void> done;
@@ -90,8 +89,8 @@ TEST(scrapy_redis_interop, requests_we_queue_are_the_same_requests_to_python) {
   crawler::request post{"http://127.0.0.1:1/search"};
   post.method = "POST";
   post.body = "q=caf%C3%A9&page=2";
-  post.headers = {{"Content-Type", "application/x-www-form-urlencoded"}, {"X-A", "1"},
-                  {"X-A", "2"}};
+  post.headers = {
+      {"Content-Type", "application/x-www-form-urlencoded"}, {"X-A", "1"}, {"X-A", "2"}};
   post.errback = "on_error";
   post.dont_filter = true;
   // A FormRequest scrapy-redis queued, read and written back by one of ours (a retry, a release).

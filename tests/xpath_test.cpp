@@ -51,15 +51,17 @@ TEST_P(each_parser, a_selection_answers_relative_paths_and_mixes_with_css) {
   auto products = crawler::select(shop, "article.product");
   ASSERT_EQ(products.size(), 3u);
   // Relative to each product; "//" still searches the whole page, as in parsel.
-  EXPECT_EQ(products[1].xpath("./h3/a/text()").getall(), std::vector<std::string>{"Atlas of Rivers"});
+  EXPECT_EQ(products[1].xpath("./h3/a/text()").getall(),
+            std::vector<std::string>{"Atlas of Rivers"});
   EXPECT_EQ(products[1].xpath(".//del/text()").get(), "£80.00");
   EXPECT_EQ(products[1].xpath("//del/text()").getall().size(), 1u);
   EXPECT_EQ(products.xpath("@data-sku").getall(),
             (std::vector<std::string>{"MR-1001", "MR-1002", "MR-1003"}));
   // XPath then CSS, and CSS then XPath.
   EXPECT_EQ(crawler::select_xpath(shop, "//article[2]").css("p.price del::text").get(), "£80.00");
-  EXPECT_EQ(crawler::select(shop, "table#shipping").xpath(".//tr[@class='slow']/td[2]/text()").get(),
-            "14");
+  EXPECT_EQ(
+      crawler::select(shop, "table#shipping").xpath(".//tr[@class='slow']/td[2]/text()").get(),
+      "14");
   // re() and re_first() on XPath results.
   EXPECT_EQ(crawler::select_xpath(shop, "//p[@class='price']/text()").re(R"(£([\d.]+))"),
             (std::vector<std::string>{"120.00", "64.50", "15.25"}));
@@ -71,7 +73,8 @@ TEST_P(each_parser, a_selection_answers_relative_paths_and_mixes_with_css) {
   EXPECT_TRUE(crawler::select_xpath(shop, "//title/text()").xpath("./b").empty());
 }
 
-INSTANTIATE_TEST_SUITE_P(xpath, each_parser, testing::Values(html_parser::gumbo, html_parser::libxml2),
+INSTANTIATE_TEST_SUITE_P(xpath, each_parser,
+                         testing::Values(html_parser::gumbo, html_parser::libxml2),
                          [](const auto& info) {
                            return info.param == html_parser::gumbo ? "gumbo" : "libxml2";
                          });
@@ -83,7 +86,8 @@ TEST(xpath, an_expression_that_is_not_xpath_is_an_error_quoting_it) {
       crawler::select_xpath(document, bad);
       ADD_FAILURE() << bad << " was evaluated";
     } catch (const crawler::selector_error& error) {
-      EXPECT_TRUE(std::string(error.what()).starts_with("invalid XPath expression \"" + bad + "\": "))
+      EXPECT_TRUE(
+          std::string(error.what()).starts_with("invalid XPath expression \"" + bad + "\": "))
           << error.what();
     }
     EXPECT_THROW(crawler::validate_xpath(bad), crawler::selector_error) << bad;

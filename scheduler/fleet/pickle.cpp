@@ -64,15 +64,24 @@ void value::set(std::string key, value item) {
 
 std::string_view value::type_name() const {
   switch (type) {
-    case kind::none: return "None";
-    case kind::boolean: return "bool";
-    case kind::integer: return "int";
-    case kind::real: return "float";
-    case kind::text: return "str";
-    case kind::bytes: return "bytes";
-    case kind::list: return "list";
-    case kind::tuple: return "tuple";
-    case kind::dict: return "dict";
+    case kind::none:
+      return "None";
+    case kind::boolean:
+      return "bool";
+    case kind::integer:
+      return "int";
+    case kind::real:
+      return "float";
+    case kind::text:
+      return "str";
+    case kind::bytes:
+      return "bytes";
+    case kind::list:
+      return "list";
+    case kind::tuple:
+      return "tuple";
+    case kind::dict:
+      return "dict";
   }
   return "?";
 }
@@ -82,21 +91,36 @@ namespace {
 // The opcodes that build objects rather than data, by the names pickletools gives them.
 const char* object_opcode(unsigned char op) {
   switch (op) {
-    case 'c': return "GLOBAL";
-    case 0x93: return "STACK_GLOBAL";
-    case 'R': return "REDUCE";
-    case 'b': return "BUILD";
-    case 'i': return "INST";
-    case 'o': return "OBJ";
-    case 0x81: return "NEWOBJ";
-    case 0x92: return "NEWOBJ_EX";
-    case 0x82: return "EXT1";
-    case 0x83: return "EXT2";
-    case 0x84: return "EXT4";
-    case 'P': return "PERSID";
-    case 'Q': return "BINPERSID";
-    case 0x97: return "NEXT_BUFFER";
-    case 0x98: return "READONLY_BUFFER";
+    case 'c':
+      return "GLOBAL";
+    case 0x93:
+      return "STACK_GLOBAL";
+    case 'R':
+      return "REDUCE";
+    case 'b':
+      return "BUILD";
+    case 'i':
+      return "INST";
+    case 'o':
+      return "OBJ";
+    case 0x81:
+      return "NEWOBJ";
+    case 0x92:
+      return "NEWOBJ_EX";
+    case 0x82:
+      return "EXT1";
+    case 0x83:
+      return "EXT2";
+    case 0x84:
+      return "EXT4";
+    case 'P':
+      return "PERSID";
+    case 'Q':
+      return "BINPERSID";
+    case 0x97:
+      return "NEXT_BUFFER";
+    case 0x98:
+      return "READONLY_BUFFER";
   }
   return nullptr;
 }
@@ -123,25 +147,41 @@ class reader {
           if (version > 5) fail_at(offset, "is pickle protocol " + std::to_string(version));
           break;
         }
-        case 0x95: take(8); break;  // FRAME: a length to prefetch; the bytes follow anyway
-        case '.': {                 // STOP
+        case 0x95:
+          take(8);
+          break;     // FRAME: a length to prefetch; the bytes follow anyway
+        case '.': {  // STOP
           if (stack_.size() != 1 || !marks_.empty()) {
             fail_at(offset, "stops with " + std::to_string(stack_.size()) + " values on its stack");
           }
           return build(stack_.back(), 0);
         }
-        case 'N': push(node{}); break;
-        case 0x88: push(scalar(value::of(true))); break;
-        case 0x89: push(scalar(value::of(false))); break;
-        case 'K': push(scalar(value::of(std::int64_t(little_endian(take(1)))))); break;
-        case 'M': push(scalar(value::of(std::int64_t(little_endian(take(2)))))); break;
+        case 'N':
+          push(node{});
+          break;
+        case 0x88:
+          push(scalar(value::of(true)));
+          break;
+        case 0x89:
+          push(scalar(value::of(false)));
+          break;
+        case 'K':
+          push(scalar(value::of(std::int64_t(little_endian(take(1))))));
+          break;
+        case 'M':
+          push(scalar(value::of(std::int64_t(little_endian(take(2))))));
+          break;
         case 'J': {
           auto raw = std::uint32_t(little_endian(take(4)));
           push(scalar(value::of(std::int64_t(std::int32_t(raw)))));
           break;
         }
-        case 0x8a: long_integer(offset, unsigned(take(1)[0])); break;  // LONG1
-        case 0x8b: long_integer(offset, length(4)); break;             // LONG4
+        case 0x8a:
+          long_integer(offset, unsigned(take(1)[0]));
+          break;  // LONG1
+        case 0x8b:
+          long_integer(offset, length(4));
+          break;  // LONG4
         case 'G': {
           auto raw = take(8);
           std::uint64_t bits = 0;
@@ -149,18 +189,40 @@ class reader {
           push(scalar(value::of(std::bit_cast<double>(bits))));
           break;
         }
-        case 0x8c: push(scalar(value::str(std::string(take(length(1))))));  break;
-        case 'X': push(scalar(value::str(std::string(take(length(4)))))); break;
-        case 0x8d: push(scalar(value::str(std::string(take(length(8)))))); break;
-        case 'C': push(scalar(value::bytes(std::string(take(length(1)))))); break;
-        case 'B': push(scalar(value::bytes(std::string(take(length(4)))))); break;
+        case 0x8c:
+          push(scalar(value::str(std::string(take(length(1))))));
+          break;
+        case 'X':
+          push(scalar(value::str(std::string(take(length(4))))));
+          break;
+        case 0x8d:
+          push(scalar(value::str(std::string(take(length(8))))));
+          break;
+        case 'C':
+          push(scalar(value::bytes(std::string(take(length(1))))));
+          break;
+        case 'B':
+          push(scalar(value::bytes(std::string(take(length(4))))));
+          break;
         case 0x8e:
-        case 0x96: push(scalar(value::bytes(std::string(take(length(8)))))); break;
-        case '}': push(container(value::kind::dict)); break;
-        case ']': push(container(value::kind::list)); break;
-        case ')': push(container(value::kind::tuple)); break;
-        case 0x8f: push(container(value::kind::list)); break;  // EMPTY_SET
-        case '(': marks_.push_back(stack_.size()); break;
+        case 0x96:
+          push(scalar(value::bytes(std::string(take(length(8))))));
+          break;
+        case '}':
+          push(container(value::kind::dict));
+          break;
+        case ']':
+          push(container(value::kind::list));
+          break;
+        case ')':
+          push(container(value::kind::tuple));
+          break;
+        case 0x8f:
+          push(container(value::kind::list));
+          break;  // EMPTY_SET
+        case '(':
+          marks_.push_back(stack_.size());
+          break;
         case 'a': {  // APPEND
           auto item = pop(offset);
           add(offset, top(offset), {item}, value::kind::list);
@@ -205,14 +267,30 @@ class reader {
           push(std::move(made));
           break;
         }
-        case 0x94: memo_.push_back(top(offset)); break;  // MEMOIZE
-        case 'q': put(offset, little_endian(take(1))); break;
-        case 'r': put(offset, little_endian(take(4))); break;
-        case 'h': get(offset, little_endian(take(1))); break;
-        case 'j': get(offset, little_endian(take(4))); break;
-        case '0': pop(offset); break;  // POP
-        case '1': pop_mark(offset); break;
-        case '2': stack_.push_back(top(offset)); break;  // DUP
+        case 0x94:
+          memo_.push_back(top(offset));
+          break;  // MEMOIZE
+        case 'q':
+          put(offset, little_endian(take(1)));
+          break;
+        case 'r':
+          put(offset, little_endian(take(4)));
+          break;
+        case 'h':
+          get(offset, little_endian(take(1)));
+          break;
+        case 'j':
+          get(offset, little_endian(take(4)));
+          break;
+        case '0':
+          pop(offset);
+          break;  // POP
+        case '1':
+          pop_mark(offset);
+          break;
+        case '2':
+          stack_.push_back(top(offset));
+          break;  // DUP
         default: {
           static constexpr char hex[] = "0123456789abcdef";
           std::string code{"0x", 2};
@@ -244,7 +322,8 @@ class reader {
   }
   static std::uint64_t little_endian(std::string_view bytes) {
     std::uint64_t out = 0;
-    for (std::size_t i = bytes.size(); i-- > 0;) out = out << 8 | static_cast<unsigned char>(bytes[i]);
+    for (std::size_t i = bytes.size(); i-- > 0;)
+      out = out << 8 | static_cast<unsigned char>(bytes[i]);
     return out;
   }
   std::size_t length(std::size_t width) {
@@ -269,12 +348,14 @@ class reader {
     return made;
   }
   void push(node made) {
-    if (nodes_.size() >= limits_.max_values) fail("holds more than " + std::to_string(limits_.max_values) + " values");
+    if (nodes_.size() >= limits_.max_values)
+      fail("holds more than " + std::to_string(limits_.max_values) + " values");
     nodes_.push_back(std::move(made));
     stack_.push_back(std::uint32_t(nodes_.size() - 1));
   }
   std::uint32_t top(std::size_t offset) const {
-    if (stack_.size() <= (marks_.empty() ? 0 : marks_.back())) fail_at(offset, "reads an empty stack");
+    if (stack_.size() <= (marks_.empty() ? 0 : marks_.back()))
+      fail_at(offset, "reads an empty stack");
     return stack_.back();
   }
   std::uint32_t pop(std::size_t offset) {
@@ -409,17 +490,27 @@ class writer {
   }
   void write(const value& v) {
     switch (v.type) {
-      case value::kind::none: body_ += 'N'; break;
-      case value::kind::boolean: body_ += char(v.boolean ? 0x88 : 0x89); break;
-      case value::kind::integer: integer(v.integer); break;
+      case value::kind::none:
+        body_ += 'N';
+        break;
+      case value::kind::boolean:
+        body_ += char(v.boolean ? 0x88 : 0x89);
+        break;
+      case value::kind::integer:
+        integer(v.integer);
+        break;
       case value::kind::real: {
         body_ += 'G';
         auto bits = std::bit_cast<std::uint64_t>(v.real);
         for (int i = 7; i >= 0; --i) body_ += char((bits >> (8 * i)) & 0xff);
         break;
       }
-      case value::kind::text: sized(v.text, char(0x8c), 'X', char(0x8d)); break;
-      case value::kind::bytes: sized(v.text, 'C', 'B', char(0x8e)); break;
+      case value::kind::text:
+        sized(v.text, char(0x8c), 'X', char(0x8d));
+        break;
+      case value::kind::bytes:
+        sized(v.text, 'C', 'B', char(0x8e));
+        break;
       case value::kind::list:
         body_ += ']';
         memoize();
@@ -473,8 +564,12 @@ class writer {
 
 }  // namespace
 
-value read(std::string_view pickle, limits limits) { return reader(pickle, limits).run(); }
+value read(std::string_view pickle, limits limits) {
+  return reader(pickle, limits).run();
+}
 
-std::string write(const value& v) { return writer().run(v); }
+std::string write(const value& v) {
+  return writer().run(v);
+}
 
 }  // namespace crawler::pickle

@@ -10,8 +10,8 @@
 #include "scheduler/fleet/detail/redis_queue_scripts.h"
 #include "scheduler/fleet/pickle.h"
 #include "scheduler/fleet/scrapy_request.h"
-#include "scheduler/shared_request.h"
 #include "scheduler/fleet/start_request.h"
+#include "scheduler/shared_request.h"
 
 namespace crawler {
 namespace {
@@ -165,7 +165,7 @@ std::string redis_queue::entry_body(const request& request) const {
     return pickle::write(scrapy_dict_of(options_.secrets.writable(request)));
   }
   auto body = options_.secrets.to_json(request).dump(-1, ' ', false,
-                                                      nlohmann::json::error_handler_t::replace);
+                                                     nlohmann::json::error_handler_t::replace);
   return options_.signer ? options_.signer->sign(body) : body;
 }
 
@@ -180,14 +180,14 @@ bool redis_queue::in_other_form(std::string_view entry) const {
 std::string redis_queue::mismatch_message(std::string_view entry) const {
   bool pickled = options_.form == queue_entry_form::json;
   return options_.key + " holds " +
-         (pickled ? "a request pickled by scrapy-redis (an entry of " +
-                        std::to_string(entry.size()) +
-                        " bytes that starts with pickle's opcode \\x80), and this worker reads "
-                        "and writes its own JSON form "
-                        "(SCHEDULER_SERIALIZER = \"json\")"
-                  : "a request in this crawler's JSON form (" + quoted_for_log(entry, 60) +
-                        "), and this worker reads and writes scrapy-redis's pickled form "
-                        "(SCHEDULER_SERIALIZER = \"scrapy_redis.picklecompat\")") +
+         (pickled
+              ? "a request pickled by scrapy-redis (an entry of " + std::to_string(entry.size()) +
+                    " bytes that starts with pickle's opcode \\x80), and this worker reads "
+                    "and writes its own JSON form "
+                    "(SCHEDULER_SERIALIZER = \"json\")"
+              : "a request in this crawler's JSON form (" + quoted_for_log(entry, 60) +
+                    "), and this worker reads and writes scrapy-redis's pickled form "
+                    "(SCHEDULER_SERIALIZER = \"scrapy_redis.picklecompat\")") +
          ". It was left where it was. To share the queue with scrapy-redis's workers, set "
          "SCHEDULER_SERIALIZER = \"scrapy_redis.picklecompat\" on every C++ worker (with "
          "SCHEDULER_QUEUE_CLASS as the Python side has it); to keep two fleets apart, give them "
@@ -258,13 +258,13 @@ void redis_queue::run_script(const char* body, std::vector<std::string> keys,
     types += expected_type(key, marking);
   }
   keys.push_back(epoch_key_);
-  args.insert(args.begin(),
-              {epoch_, std::move(types), options_.form == queue_entry_form::json ? "json" : "pickle"});
+  args.insert(args.begin(), {epoch_, std::move(types),
+                             options_.form == queue_entry_form::json ? "json" : "pickle"});
   // The dupefilter's own step: a script per (transition, backend), cached by Redis as any other.
   const auto& mark = marking ? marking->lua : std::string("return true");
   auto text = std::string(detail::redis_lua_wrong_type) + redis::lua_set_aside_record +
-              "local function mark(key, argument)\n" +
-              mark + "\nend\n" + detail::redis_queue_prelude + body;
+              "local function mark(key, argument)\n" + mark + "\nend\n" +
+              detail::redis_queue_prelude + body;
   auto& sha = script_shas_[{body, mark}];
   if (sha.empty()) sha = sha1_hex(text);
   redis::command command{"EVALSHA", sha, std::to_string(keys.size())};
@@ -287,9 +287,9 @@ void redis_queue::run_script(const char* body, std::vector<std::string> keys,
   // Weak: the client holds this handler until it answers, so a strong pointer would be a cycle
   // that outlives the crawl when a command is pending at close.
   client_->async_command(
-      std::move(command), [client = std::weak_ptr(client_), retry = std::move(retry),
-                           answered = std::move(answered)](std::exception_ptr error,
-                                                           redis::reply answer) mutable {
+      std::move(command),
+      [client = std::weak_ptr(client_), retry = std::move(retry), answered = std::move(answered)](
+          std::exception_ptr error, redis::reply answer) mutable {
         if (!error && answer.is_error() && answer.str.starts_with("NOSCRIPT")) {
           if (auto alive = client.lock()) {
             return alive->async_command(std::move(retry), std::move(answered));
@@ -455,8 +455,7 @@ void redis_queue::async_feed(std::size_t count, const dedup::redis_marking* mark
     }
     if (error) return done(error, {});
     if (answer.elements.empty()) return done(nullptr, {});
-    std::vector<std::string> args{options_.order, options_.start_urls_type,
-                                  marking ? "1" : ""};
+    std::vector<std::string> args{options_.order, options_.start_urls_type, marking ? "1" : ""};
     for (const auto& element : answer.elements) {
       const auto& raw = element.str;
       std::string body, mark, reason, priority = "0", dont_filter = "0";
@@ -478,27 +477,29 @@ void redis_queue::async_feed(std::size_t count, const dedup::redis_marking* mark
       args.insert(args.end(), {raw, body, priority, dont_filter, mark, reason});
     }
     auto filter_key = marking ? marking->key : options_.key;
-    run_script(detail::redis_queue_feed,
-               {options_.start_urls_key, options_.key, seq_key_, filter_key,
-                options_.start_urls_key + ":bad", bad_key_},
-               std::move(args), [this, done](std::exception_ptr error, redis::reply answer) {
-                 settle_result result;
-                 try {
-                   if (error) std::rethrow_exception(error);
-                   expect(answer, "feed", *client_);
-                   if (answer.elements.size() != 3) {
-                     throw std::runtime_error("redis queue: feed answered " + answer.describe());
-                   }
-                   result.queued = std::size_t(answer.elements[0].integer);
-                   queued_ += result.queued;
-                   result.duplicates = std::size_t(answer.elements[1].integer);
-                   bad_ += std::size_t(answer.elements[2].integer);
-                 } catch (...) {
-                   return done(std::current_exception(), {});
-                 }
-                 done(nullptr, result);
-               },
-               marking);
+    run_script(
+        detail::redis_queue_feed,
+        {options_.start_urls_key, options_.key, seq_key_, filter_key,
+         options_.start_urls_key + ":bad", bad_key_},
+        std::move(args),
+        [this, done](std::exception_ptr error, redis::reply answer) {
+          settle_result result;
+          try {
+            if (error) std::rethrow_exception(error);
+            expect(answer, "feed", *client_);
+            if (answer.elements.size() != 3) {
+              throw std::runtime_error("redis queue: feed answered " + answer.describe());
+            }
+            result.queued = std::size_t(answer.elements[0].integer);
+            queued_ += result.queued;
+            result.duplicates = std::size_t(answer.elements[1].integer);
+            bad_ += std::size_t(answer.elements[2].integer);
+          } catch (...) {
+            return done(std::current_exception(), {});
+          }
+          done(nullptr, result);
+        },
+        marking);
   });
 }
 
@@ -522,7 +523,7 @@ void redis_queue::async_renew(const std::vector<std::string>& lease_ids, renew_h
 
 void redis_queue::async_requeue(set_aside_list from, std::size_t skip, std::size_t count,
                                 requeue_handler done) {
-  auto from_key = from == set_aside_list::dead ? dead_key_
+  auto from_key = from == set_aside_list::dead  ? dead_key_
                   : from == set_aside_list::bad ? bad_key_
                                                 : options_.start_urls_key + ":bad";
   client_->async_command(
@@ -545,12 +546,14 @@ void redis_queue::async_requeue(set_aside_list from, std::size_t skip, std::size
             auto found = record->header.find("key");
             if (found != record->header.end() && found->is_string()) key = *found;
             found = record->header.find("score");
-            if (found != record->header.end() && found->is_string()) score = *found;
-            else if (found != record->header.end()) score.clear();
+            if (found != record->header.end() && found->is_string())
+              score = *found;
+            else if (found != record->header.end())
+              score.clear();
           }
           bool to_queue = record && key == options_.key && !record->header.contains("field");
-          bool to_start = record && !options_.start_urls_key.empty() &&
-                          key == options_.start_urls_key;
+          bool to_start =
+              record && !options_.start_urls_key.empty() && key == options_.start_urls_key;
           if ((!to_queue && !to_start) || score.empty() ||
               score.find_first_not_of("0123456789.-e+") != std::string::npos) {
             result.unreadable.push_back(quoted_for_log(element.str, 200));
@@ -560,20 +563,20 @@ void redis_queue::async_requeue(set_aside_list from, std::size_t skip, std::size
                       {element.str, to_start ? "start" : "queue", record->value, score});
         }
         if (args.size() == 2) return done(nullptr, std::move(result));
-        run_script(detail::redis_queue_requeue,
-                   {options_.key, from_key, deliveries_key_,
-                    options_.start_urls_key.empty() ? options_.key + ":start"
-                                                    : options_.start_urls_key},
-                   std::move(args),
-                   [this, done, result](std::exception_ptr error, redis::reply answer) mutable {
-                     try {
-                       if (error) std::rethrow_exception(error);
-                       result.requeued = std::size_t(expect(answer, "requeue", *client_).integer);
-                     } catch (...) {
-                       return done(std::current_exception(), {});
-                     }
-                     done(nullptr, std::move(result));
-                   });
+        run_script(
+            detail::redis_queue_requeue,
+            {options_.key, from_key, deliveries_key_,
+             options_.start_urls_key.empty() ? options_.key + ":start" : options_.start_urls_key},
+            std::move(args),
+            [this, done, result](std::exception_ptr error, redis::reply answer) mutable {
+              try {
+                if (error) std::rethrow_exception(error);
+                result.requeued = std::size_t(expect(answer, "requeue", *client_).integer);
+              } catch (...) {
+                return done(std::current_exception(), {});
+              }
+              done(nullptr, std::move(result));
+            });
       });
 }
 
@@ -581,8 +584,7 @@ void redis_queue::async_release(const std::vector<std::string>& lease_ids, count
   std::vector<std::string> args{options_.order, options_.worker};
   args.insert(args.end(), lease_ids.begin(), lease_ids.end());
   run_script(detail::redis_queue_release,
-             {options_.key, leased_key_, deadlines_key_, deliveries_key_},
-             std::move(args),
+             {options_.key, leased_key_, deadlines_key_, deliveries_key_}, std::move(args),
              [this, done = std::move(done)](std::exception_ptr error, redis::reply answer) {
                try {
                  if (error) std::rethrow_exception(error);
@@ -603,8 +605,7 @@ void redis_queue::async_settle(const std::string& lease_id, const std::vector<re
                                const std::vector<crawler::item>& items,
                                const dedup::redis_marking* marking,
                                dedup::fingerprint_scheme scheme, settle_handler done) {
-  std::vector<std::string> args{options_.order, options_.worker, lease_id,
-                                marking ? "1" : "", "0"};
+  std::vector<std::string> args{options_.order, options_.worker, lease_id, marking ? "1" : "", "0"};
   std::size_t count = 0;
   std::vector<std::size_t> sent, unfingerprintable, known;  // positions in `children`
   std::vector<dedup::fingerprint> marked;  // what the dupefilter holds once this settle is stored

@@ -42,9 +42,12 @@ std::string bytes_of(const value& v, std::string_view where, std::string_view me
 nlohmann::json to_json(const value& v, std::string_view where, const std::string& path,
                        std::size_t depth = 0) {
   switch (v.type) {
-    case kind::none: return nullptr;
-    case kind::boolean: return v.boolean;
-    case kind::integer: return v.integer;
+    case kind::none:
+      return nullptr;
+    case kind::boolean:
+      return v.boolean;
+    case kind::integer:
+      return v.integer;
     case kind::real:
       if (!std::isfinite(v.real)) refuse(where, path, "holds a float that is not finite");
       return v.real;
@@ -82,9 +85,12 @@ nlohmann::json to_json(const value& v, std::string_view where, const std::string
 
 value from_json(const nlohmann::json& json) {
   switch (json.type()) {
-    case nlohmann::json::value_t::null: return {};
-    case nlohmann::json::value_t::boolean: return value::of(json.get<bool>());
-    case nlohmann::json::value_t::number_integer: return value::of(json.get<std::int64_t>());
+    case nlohmann::json::value_t::null:
+      return {};
+    case nlohmann::json::value_t::boolean:
+      return value::of(json.get<bool>());
+    case nlohmann::json::value_t::number_integer:
+      return value::of(json.get<std::int64_t>());
     case nlohmann::json::value_t::number_unsigned: {
       auto n = json.get<std::uint64_t>();
       if (n > std::uint64_t(std::numeric_limits<std::int64_t>::max())) {
@@ -92,8 +98,10 @@ value from_json(const nlohmann::json& json) {
       }
       return value::of(std::int64_t(n));
     }
-    case nlohmann::json::value_t::number_float: return value::of(json.get<double>());
-    case nlohmann::json::value_t::string: return value::str(json.get<std::string>());
+    case nlohmann::json::value_t::number_float:
+      return value::of(json.get<double>());
+    case nlohmann::json::value_t::string:
+      return value::str(json.get<std::string>());
     case nlohmann::json::value_t::array: {
       auto out = value::list();
       for (const auto& item : json) out.items.push_back(from_json(item));
@@ -104,7 +112,8 @@ value from_json(const nlohmann::json& json) {
       for (const auto& [name, item] : json.items()) out.set(name, from_json(item));
       return out;
     }
-    default: return {};
+    default:
+      return {};
   }
 }
 
@@ -134,12 +143,14 @@ request request_from_scrapy_dict(const value& dict, std::string_view where) {
     if (key.type != kind::text) refuse(where, key.text, "is a key that is not a str");
     const auto& name = key.text;
     if (name == "url") {
-      if (member.type != kind::text || member.text.empty()) refuse(where, name, "must be a non-empty str");
+      if (member.type != kind::text || member.text.empty())
+        refuse(where, name, "must be a non-empty str");
       if (!is_utf8(member.text)) refuse(where, name, "is not UTF-8");
       out.url = member.text;
       has_url = true;
     } else if (name == "method") {
-      if (member.type != kind::text || member.text.empty()) refuse(where, name, "must be a non-empty str");
+      if (member.type != kind::text || member.text.empty())
+        refuse(where, name, "must be a non-empty str");
       out.method = member.text;
       for (auto& c : out.method) {
         if (c >= 'a' && c <= 'z') c = char(c - 'a' + 'A');
@@ -189,8 +200,8 @@ request request_from_scrapy_dict(const value& dict, std::string_view where) {
 
 value scrapy_dict_of(const request& request) {
   const nlohmann::json* carried = nullptr;
-  if (auto found = request.meta.find(scrapy_request_meta_key); found != request.meta.end() &&
-                                                              found->is_object()) {
+  if (auto found = request.meta.find(scrapy_request_meta_key);
+      found != request.meta.end() && found->is_object()) {
     carried = &*found;
   }
   auto kept = [&](const char* member, value fallback) {

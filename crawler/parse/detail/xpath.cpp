@@ -6,14 +6,14 @@
 #include <libxml/xpath.h>
 #include <libxml/xpathInternals.h>
 
-#include "crawler/parse/selector_error.h"
-
 #include <charconv>
-#include <memory>
 #include <cmath>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <unordered_map>
+
+#include "crawler/parse/selector_error.h"
 
 namespace crawler::detail {
 
@@ -148,8 +148,8 @@ void remember_error(void* where, xmlErrorPtr error) {
 }
 
 [[noreturn]] void invalid(std::string_view query, const std::string& message) {
-  throw selector_error("invalid XPath expression \"" + std::string(query) + "\": " +
-                       (message.empty() ? std::string("cannot be evaluated") : message));
+  throw selector_error("invalid XPath expression \"" + std::string(query) +
+                       "\": " + (message.empty() ? std::string("cannot be evaluated") : message));
 }
 
 struct context_deleter {
