@@ -93,6 +93,10 @@ TEST(xpath, an_expression_that_is_not_xpath_is_an_error_quoting_it) {
     EXPECT_THROW(crawler::validate_xpath(bad), crawler::selector_error) << bad;
   }
   EXPECT_NO_THROW(crawler::validate_xpath("//a[contains(@href, 'x')]/text()"));
+  // parsel's has-class() takes one or more strings, as there.
+  EXPECT_NO_THROW(crawler::validate_xpath("//p[has-class('a', 'b')]"));
+  EXPECT_THROW(crawler::select_xpath(document, "//p[has-class()]"), crawler::selector_error);
+  EXPECT_THROW(crawler::select_xpath(document, "//p[has-class(1)]"), crawler::selector_error);
   // As parsel: an empty list still refuses a bad expression.
   EXPECT_THROW(crawler::select(document, "table").xpath("//p["), crawler::selector_error);
 }

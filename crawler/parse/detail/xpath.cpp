@@ -12,6 +12,7 @@
 #include <mutex>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "crawler/parse/selector_error.h"
 
@@ -152,6 +153,40 @@ void remember_error(void* where, xmlErrorPtr error) {
                        "\": " + (message.empty() ? std::string("cannot be evaluated") : message));
 }
 
+// parsel's has-class("a", ...): whether the context element's class attribute holds every one of
+// the names, as whitespace-separated words.
+void has_class(xmlXPathParserContextPtr parser, int arguments) {
+  if (arguments < 1) {
+    xmlXPathErr(parser, XPATH_INVALID_ARITY);
+    return;
+  }
+  std::vector<std::string> wanted;
+  for (int i = 0; i < arguments; ++i) {
+    if (!parser->value || parser->value->type != XPATH_STRING) {
+      xmlXPathErr(parser, XPATH_INVALID_TYPE);
+      return;
+    }
+    xmlChar* name = xmlXPathPopString(parser);
+    wanted.emplace_back(text_of(name));
+    xmlFree(name);
+  }
+  xmlNodePtr node = parser->context->node;
+  std::string classes;
+  if (node && node->type == XML_ELEMENT_NODE) {
+    xmlChar* value = xmlGetProp(node, reinterpret_cast<const xmlChar*>("class"));
+    classes = " " + text_of(value) + " ";
+    xmlFree(value);
+  }
+  for (auto& c : classes) {
+    if (c == '\t' || c == '\n' || c == '\r' || c == '\f') c = ' ';
+  }
+  bool all = node && node->type == XML_ELEMENT_NODE;
+  for (const auto& name : wanted) {
+    all = all && classes.find(" " + name + " ") != std::string::npos;
+  }
+  valuePush(parser, xmlXPathNewBoolean(all));
+}
+
 struct context_deleter {
   void operator()(xmlXPathContextPtr context) const { xmlXPathFreeContext(context); }
 };
@@ -170,6 +205,7 @@ std::vector<xpath_result> evaluate_xpath(const html_document& document, const ht
   evaluation->error = remember_error;
   evaluation->userData = &message;
   evaluation->node = tree.node_of(context);
+  xmlXPathRegisterFunc(evaluation.get(), reinterpret_cast<const xmlChar*>("has-class"), has_class);
   if (!evaluation->node) return {};
   std::string expression(query);
   std::unique_ptr<xmlXPathObject, object_deleter> result(xmlXPathEvalExpression(

@@ -27,7 +27,8 @@ struct xpath_result {
 /// `query` evaluated with `context` as the context node (the document's root for a whole-page
 /// query), as parsel's Selector.xpath: elements and comments are nodes of the page, text nodes
 /// and attributes strings, and a number, boolean or string result one string ("2.0", "1", ...).
-/// Throws selector_error quoting the expression for one libxml2 cannot evaluate.
+/// parsel's has-class("name", ...) is there too. Throws selector_error quoting the expression
+/// for one libxml2 cannot evaluate.
 std::vector<xpath_result> evaluate_xpath(const html_document& document, const html_node* context,
                                          std::string_view query);
 
