@@ -722,6 +722,10 @@ TEST(fleet, start_urls_in_a_sorted_set_are_crawled_highest_score_first) {
     redis_run(redis.port(), {"ZADD", "site:start_urls", std::to_string(i),
                              site.url("/s?wd=" + std::to_string(i))});
   }
+  // `crawler push` adds to the sorted set too, with score 0: taken last.
+  child_process push({crawler_binary(), "push", "site", "-s", "REDIS_URL=" + redis.url(), "-s",
+                      "REDIS_START_URLS_AS_ZSET=true", site.url("/s?wd=0")});
+  ASSERT_EQ(push.wait(), 0) << push.stderr_text();
   auto worker = fleet_worker(site, redis, dir.path() / "items.jsonl", "redis_set",
                              {"-s", "REDIS_START_URLS_AS_ZSET=true", "-s",
                               "CONCURRENT_REQUESTS=1", "-s", "REDIS_START_URLS_BATCH_SIZE=1"});
@@ -732,7 +736,7 @@ TEST(fleet, start_urls_in_a_sorted_set_are_crawled_highest_score_first) {
     auto url = nlohmann::json::parse(line)["url"].get<std::string>();
     if (url.find("/s?wd=") != std::string::npos) order.push_back(url.substr(url.find("wd=") + 3));
   }
-  EXPECT_EQ(order, (std::vector<std::string>{"3", "2", "1"}));
+  EXPECT_EQ(order, (std::vector<std::string>{"3", "2", "1", "0"}));
   EXPECT_TRUE(redis_run(redis.port(), {"ZRANGE", "site:start_urls", "0", "-1"}).empty());
 }
 

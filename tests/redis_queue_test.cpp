@@ -585,6 +585,23 @@ TEST(request, quoted_input_shows_control_bytes_as_escapes) {
   EXPECT_EQ(crawler::quoted_for_log(std::string(10, '\n'), 2), "\\x0a\\x0a... (10 bytes)");
 }
 
+// scrapy-redis's workers neither sign nor check: a signed fleet in its form would be a promise
+// that half the fleet cannot keep.
+TEST(redis_queue, a_signing_key_with_scrapy_redis_form_is_refused_by_name) {
+  fixture f;
+  try {
+    redis_queue queue(f.client, {.key = "spider:requests",
+                                 .form = crawler::queue_entry_form::pickle,
+                                 .worker = "w1",
+                                 .signer = crawler::entry_signer("a key of sixteen+ bytes")});
+    FAIL() << "a signed pickle queue was built";
+  } catch (const crawler::settings_error& refused) {
+    EXPECT_TRUE(std::string(refused.what()).starts_with("SCHEDULER_SIGNING_KEY: scrapy-redis's "
+                                                        "workers neither sign nor check"))
+        << refused.what();
+  }
+}
+
 TEST(entry_signer, tells_its_own_signature_from_a_missing_or_forged_one) {
   crawler::entry_signer signer("a key of sixteen+ bytes");
   auto body = std::string(R"({"url":"http://a/","v":1})");

@@ -178,7 +178,10 @@ TEST(mixed_fleet, a_scrapy_redis_worker_and_two_of_ours_share_one_queue_and_craw
   std::vector<std::string> settings{"-s", "SCHEDULER=scrapy_redis.scheduler.Scheduler",
                                     "-s", "SCHEDULER_QUEUE_CLASS=scrapy_redis.queue.PriorityQueue",
                                     "-s", "CONCURRENT_REQUESTS=2",
-                                    "-s", "SCHEDULER_PERSIST=true"};
+                                    "-s", "SCHEDULER_PERSIST=true",
+                                    // copied from scrapy-redis's settings: warned about, ignored
+                                    "-s", "SCHEDULER_IDLE_BEFORE_CLOSE=10",
+                                    "-L", "WARNING"};
   child_process python_worker(
       {python, peer, "crawl", redis.url(), "site", (dir.path() / "python.txt").string()});
   crawler::fixtures::wait_until(
@@ -191,6 +194,10 @@ TEST(mixed_fleet, a_scrapy_redis_worker_and_two_of_ours_share_one_queue_and_craw
   ASSERT_EQ(ours_a->wait(), 0) << ours_a->stderr_text();
   ASSERT_EQ(ours_b->wait(), 0) << ours_b->stderr_text();
   ASSERT_EQ(python_worker.wait(), 0) << python_worker.stderr_text();
+  EXPECT_NE(ours_a->stderr_text().find("SCHEDULER_IDLE_BEFORE_CLOSE (scrapy-redis's blocking-pop "
+                                       "timeout) has no effect here"),
+            std::string::npos)
+      << ours_a->stderr_text();
 
   for (std::size_t page = 0; page < pages; ++page) {
     EXPECT_EQ(site.hits("/site/" + std::to_string(page)), 1u) << page;

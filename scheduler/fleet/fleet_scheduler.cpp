@@ -488,23 +488,12 @@ bool fleet_scheduler::stopped(std::exception_ptr error) {
     std::rethrow_exception(error);
   } catch (const redis::reply_error& refused) {
     if (refused.retrying_helps()) return false;
-    if (refused_ || state_lost_) return true;
-    refused_ = true;
-    open_ = false;
-    poll_timer_.cancel();
-    stats_.inc_value("scheduler/redis_refused");
-    logger_->error("{}. Retrying cannot fix this: stopping", refused.what());
-    fatal("redis_error");
-    return true;
+    return stop_for_good("scheduler/redis_refused",
+                         std::string(refused.what()) + ". Retrying cannot fix this: stopping",
+                         "redis_error");
   } catch (const queue_form_mismatch& mismatch) {
-    if (refused_ || state_lost_) return true;
-    refused_ = true;
-    open_ = false;
-    poll_timer_.cancel();
-    stats_.inc_value("scheduler/other_form");
-    logger_->error("{}. Stopping", mismatch.what());
-    fatal("queue_form_mismatch");
-    return true;
+    return stop_for_good("scheduler/other_form", std::string(mismatch.what()) + ". Stopping",
+                         "queue_form_mismatch");
   } catch (const fleet_state_lost& lost) {
     if (state_lost_) return true;
     state_lost_ = true;
@@ -526,6 +515,19 @@ bool fleet_scheduler::stopped(std::exception_ptr error) {
   } catch (...) {
     return false;
   }
+}
+
+// Once: a second error of the same take or settle must not count or log again.
+bool fleet_scheduler::stop_for_good(const char* stat, const std::string& message,
+                                    const char* finish_reason) {
+  if (refused_ || state_lost_) return true;
+  refused_ = true;
+  open_ = false;
+  poll_timer_.cancel();
+  stats_.inc_value(stat);
+  logger_->error("{}", message);
+  fatal(finish_reason);
+  return true;
 }
 
 // Each failure of an outage would otherwise log a line per poll and per heartbeat: one line when

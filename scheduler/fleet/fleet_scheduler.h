@@ -81,8 +81,12 @@ class fleet_scheduler final : public scheduler {
   void redis_failed(const std::string& doing, std::exception_ptr error);
   // True (and the worker stops, saying why once) when retrying cannot help: the fleet's state is
   // gone (fleet_state_lost), or Redis refused a command in a way it will refuse it again (a
-  // redis::reply_error that is not an outage: a key of the wrong type, a script's runtime error).
+  // redis::reply_error that is not an outage: a key of the wrong type, a script's runtime error),
+  // or the queue holds entries of the other form (queue_form_mismatch).
   bool stopped(std::exception_ptr error);
+  // Stops the worker for an error no retry fixes: counts `stat`, logs `message`, closes with
+  // `finish_reason`; once. Returns true.
+  bool stop_for_good(const char* stat, const std::string& message, const char* finish_reason);
   void redis_answered();
   // True when `error` is Redis's OOM answer, which is said once until memory_recovered().
   bool out_of_memory(const std::string& doing, std::exception_ptr error);
