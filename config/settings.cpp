@@ -1,5 +1,7 @@
 #include "config/settings.h"
 
+#include "config/inert_settings.h"
+
 #include <algorithm>
 #include <cctype>
 #include <charconv>
@@ -35,6 +37,10 @@ const std::vector<setting_spec>& table() {
       {"DOWNLOAD_DELAY", number, 0, "Seconds between requests to one slot.", seconds},
       {"RANDOMIZE_DOWNLOAD_DELAY", boolean, true, "Wait 0.5x to 1.5x DOWNLOAD_DELAY."},
       {"DOWNLOAD_TIMEOUT", number, 180, "Seconds before a download is abandoned.",
+       positive_seconds},
+      {"DNS_TIMEOUT", number, 60,
+       "Seconds a connection may take to be set up: the name lookup (which libcurl times only "
+       "with the rest), the TCP and the TLS handshakes.",
        positive_seconds},
       {"DOWNLOAD_MAXSIZE", integer, 1073741824, "Largest body in bytes, after decompression.",
        any_count},
@@ -510,14 +516,27 @@ void settings::set_from_string(std::string_view key_equals_value) {
                          ": expected KEY=VALUE, e.g. -s DUPEFILTER_CLASS=bloom");
   }
   std::string_view key = key_equals_value.substr(0, equals);
-  const setting_spec* spec = find_spec(key);
+  std::string_view word = key_equals_value.substr(equals + 1);
+  if (find_inert_setting(key)) return set(key, std::string(word), "-s");
+  auto spec = spec_of(key);
   if (!spec) throw settings_error(unknown_key_message("-s", key));
-  std::string where = origin("-s", key);
-  set(key, parse_word(key_equals_value.substr(equals + 1), spec->type, where), "-s");
+  set(key, parse_word(word, spec->type, origin("-s", key)), "-s");
+}
+
+std::optional<setting_spec> settings::spec_of(std::string_view key) const {
+  if (const setting_spec* spec = find_spec(key)) return *spec;
+  if (auto declared = declared_.find(key); declared != declared_.end()) {
+    return setting_spec{declared->first, declared->second, nullptr, "declared by the user"};
+  }
+  return std::nullopt;
 }
 
 void settings::set(std::string_view key, json value, std::string_view where) {
-  const setting_spec* spec = find_spec(key);
+  if (find_inert_setting(key)) {
+    values_.insert_or_assign(std::string(key), std::move(value));
+    return;
+  }
+  auto spec = spec_of(key);
   if (!spec) throw settings_error(unknown_key_message(where.empty() ? "settings" : where, key));
   if (!has_type(value, spec->type)) {
     throw settings_error(origin(where, key) + ": expected " + std::string(describe(spec->type)) +
@@ -565,6 +584,63 @@ std::vector<std::string> settings::get_list(std::string_view key) const {
 
 bool settings::has(std::string_view key) const {
   return !get(key).is_null();
+}
+
+void settings::declare(std::string_view name, json default_value, std::string_view where) {
+  if (find_spec(name) || find_inert_setting(name) || declared_.contains(name)) {
+    throw settings_error(origin(where, name) +
+                         ": is already a setting; a setting of your own needs a name of its "
+                         "own (a prefix such as MYPROJECT_ keeps it apart)");
+  }
+  if (name.empty()) throw settings_error(std::string(where) + ": a setting needs a name");
+  using value_t = json::value_t;
+  setting_type type = string;
+  switch (default_value.type()) {
+    case value_t::boolean:
+      type = boolean;
+      break;
+    case value_t::number_integer:
+    case value_t::number_unsigned:
+      type = integer;
+      break;
+    case value_t::number_float:
+      type = number;
+      break;
+    case value_t::string:
+      type = string;
+      break;
+    case value_t::null:
+      type = optional_string;
+      break;
+    case value_t::array:
+      type = list;
+      break;
+    case value_t::object:
+      type = dict;
+      break;
+    default:
+      throw settings_error(origin(where, name) + ": cannot hold " + default_value.type_name());
+  }
+  declared_.emplace(std::string(name), type);
+  values_.insert_or_assign(std::string(name), std::move(default_value));
+}
+
+std::vector<std::string> settings::warnings() const {
+  std::vector<std::string> lines;
+  for (const auto& inert : inert_settings()) {
+    if (values_.contains(inert.name)) {
+      lines.push_back(std::string(inert.name) + " has no effect here: " +
+                      std::string(inert.instead));
+    }
+  }
+  for (const auto& [name, order] : get("ITEM_PIPELINES").items()) {
+    if (name == "scrapy_redis.pipelines.RedisPipeline" || order.is_null()) continue;
+    lines.push_back("ITEM_PIPELINES: \"" + name +
+                    "\" is a Python class and does not run here; C++ pipelines are added in "
+                    "code (crawler/pipeline.h), and scrapy_redis.pipelines.RedisPipeline is "
+                    "built in (REDIS_PIPELINE)");
+  }
+  return lines;
 }
 
 json settings::to_json() const {

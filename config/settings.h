@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -109,8 +110,24 @@ class settings {
   /// All values as one JSON object (sorted keys), e.g. for logging "Overridden settings".
   nlohmann::json to_json() const;
 
+  /// Declares a setting of the user's own (a spider's or a crawl file's `user_settings`), typed
+  /// by its default: true declares a boolean, 3 an integer, 0.5 a number, "x" a string, null a
+  /// string or null, [] a list, {} an object. From then on it is set and read like one of ours,
+  /// and an unknown name is still an error. Throws settings_error (naming `where.name`) when the
+  /// name is already a setting.
+  void declare(std::string_view name, nlohmann::json default_value, std::string_view where);
+
+  /// What the crawl says once at start about what it was given and will not use: a line for each
+  /// Scrapy setting that means nothing here (inert_settings.h), and for each Python class in
+  /// ITEM_PIPELINES, each naming what to use instead. Empty when there is nothing to say.
+  std::vector<std::string> warnings() const;
+
  private:
+  // The spec of one of ours, or of one the user declared (its name views declared_'s key).
+  std::optional<setting_spec> spec_of(std::string_view key) const;
+
   std::map<std::string, nlohmann::json, std::less<>> values_;
+  std::map<std::string, setting_type, std::less<>> declared_;
 };
 
 }  // namespace crawler

@@ -65,14 +65,16 @@ class problem_list {
 };
 
 // Each setting through the settings model on its own, so every bad one is named.
-void check_settings(const json& object, const std::string& path, problem_list& problems) {
+// `declared`: our settings and the file's user_settings.
+void check_settings(const json& object, const std::string& path, const settings& declared,
+                    problem_list& problems) {
   for (const auto& entry : object.items()) {
     const auto& key = entry.key();
     const auto& value = entry.value();
     problems.attempt([&] {
       try {
-        settings checked;
-        checked.merge_json(json{{key, value}}, path);
+        settings checked = declared;
+        checked.merge_json(nlohmann::json{{key, value}}, path);
       } catch (const settings_error& error) {
         throw config_error(error.what());
       }
@@ -289,14 +291,33 @@ link_extractor_options read_extractor(const json& rule, const std::string& where
 crawl_config load_crawl_config(const json& document) {
   problem_list problems;
   if (!document.is_object()) fail("(top)", "must be an object with \"settings\" and \"spider\"");
-  problems.attempt([&] { check_keys(document, "", {"settings", "spider"}); });
+  problems.attempt([&] { check_keys(document, "", {"settings", "user_settings", "spider"}); });
   crawl_config config;
+  settings declared;
+  if (auto own = document.find("user_settings"); own != document.end()) {
+    if (problems.attempt([&] {
+          if (!own->is_object()) {
+            fail("user_settings", "must be an object: your own settings and their defaults");
+          }
+        })) {
+      for (const auto& [key, value] : own->items()) {
+        problems.attempt([&] {
+          try {
+            declared.declare(key, value, "user_settings");
+            config.user_settings[key] = value;
+          } catch (const settings_error& error) {
+            throw config_error(error.what());
+          }
+        });
+      }
+    }
+  }
   if (auto settings = document.find("settings"); settings != document.end()) {
     if (problems.attempt([&] {
           if (!settings->is_object()) fail("settings", "must be an object");
         })) {
       config.settings = *settings;
-      check_settings(*settings, "settings", problems);
+      check_settings(*settings, "settings", declared, problems);
     }
   }
   auto spider_json = document.find("spider");
@@ -367,7 +388,7 @@ crawl_config load_crawl_config(const json& document) {
           if (!custom->is_object()) fail(child(path, "custom_settings"), "must be an object");
         })) {
       spider->custom_settings = *custom;
-      check_settings(*custom, child(path, "custom_settings"), problems);
+      check_settings(*custom, child(path, "custom_settings"), declared, problems);
     }
   }
 
@@ -460,6 +481,7 @@ crawl_config load_crawl_config(const json& document) {
     }
   }
   problems.throw_if_any();
+  spider->user_settings = config.user_settings;
   config.spider = std::move(spider);
   return config;
 }

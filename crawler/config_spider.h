@@ -56,6 +56,9 @@ class config_error : public std::invalid_argument {
 struct crawl_config {
   /// The file's "settings" object (checked by the settings model when merged).
   nlohmann::json settings = nlohmann::json::object();
+  /// The file's "user_settings": settings of the user's own and their defaults, which "settings"
+  /// and -s may then set (settings::declare); also the spider's user_settings.
+  nlohmann::json user_settings = nlohmann::json::object();
   std::unique_ptr<crawl_spider> spider;
   /// No start_urls: the file's settings say SCHEDULER redis, and its workers wait for URLs
   /// pushed to Redis (scrapy-redis's RedisSpider). A run whose -s picks another scheduler has

@@ -56,6 +56,7 @@ downloader::downloader(asio::any_io_executor executor, const settings& settings,
                                                           settings.get_bool("COOKIES_ENABLED"))),
       logger_(get_logger("downloader")) {
   options_->timeout_seconds = settings.get_double("DOWNLOAD_TIMEOUT");
+  options_->connect_timeout_seconds = settings.get_double("DNS_TIMEOUT");
   options_->maxsize = std::size_t(settings.get_int("DOWNLOAD_MAXSIZE"));
   options_->warnsize = std::size_t(settings.get_int("DOWNLOAD_WARNSIZE"));
   options_->compression = settings.get_bool("COMPRESSION_ENABLED");

@@ -48,6 +48,9 @@ nlohmann::json overridden(const settings& settings) {
 settings settings_for(const spider& spider, const std::vector<std::string>& overrides,
                       const nlohmann::json& file_settings) {
   crawler::settings settings;
+  for (const auto& [name, value] : spider.user_settings.items()) {
+    settings.declare(name, value, "user_settings");
+  }
   settings.merge_json(file_settings, "settings");
   settings.merge_json(spider.custom_settings, spider.name() + ".custom_settings");
   for (const auto& override : overrides) settings.set_from_string(override);
@@ -65,6 +68,7 @@ crawl_result run_crawl(spider& spider, const settings& settings, crawl_options o
   auto logger = get_logger("crawler");
   logger->info("crawler {} started (bot: {})", CRAWLER_VERSION, settings.get_string("BOT_NAME"));
   logger->info("Overridden settings:\n{}", redacted_settings(overridden(settings)).dump(1));
+  for (const auto& warning : settings.warnings()) logger->warn("{}", warning);
 
   asio::io_context io(1);
   engine engine{io, settings, stats, spider};

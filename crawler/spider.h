@@ -115,6 +115,10 @@ class spider {
   /// Settings this spider needs whatever the command line says (Scrapy's custom_settings): applied
   /// over the defaults and the config file, under `-s` overrides.
   nlohmann::json custom_settings = nlohmann::json::object();
+  /// Settings of this spider's own, name -> default (settings::declare types each by its
+  /// default): -s and crawl files may then set them, and opened() reads them. A name of ours is
+  /// refused, as a typo of ours still is.
+  nlohmann::json user_settings = nlohmann::json::object();
   std::vector<std::string> start_urls;
   /// Hosts this spider may follow links to, subdomains included; empty allows every host
   /// (Scrapy's OffsiteMiddleware counts `offsite/domains` and `offsite/filtered`).

@@ -62,9 +62,9 @@ class client;
 bool scheduler_is_redis(std::string_view name);
 
 /// Whether items go to REDIS_ITEMS_KEY with their page (scrapy-redis's RedisPipeline): REDIS_PIPELINE,
-/// or scrapy_redis.pipelines.RedisPipeline in ITEM_PIPELINES. Throws settings_error for another
-/// ITEM_PIPELINES entry (a Python class this crawler cannot run) or REDIS_ITEMS_SERIALIZER other
-/// than scrapy-redis's default.
+/// or scrapy_redis.pipelines.RedisPipeline in ITEM_PIPELINES (other entries are Python classes,
+/// named by settings::warnings()). Throws settings_error for a REDIS_ITEMS_SERIALIZER other than
+/// scrapy-redis's default.
 bool stores_items_in_redis(const settings& settings);
 
 /// What a scheduler is built from: the crawl's settings, stats, spider name and event loop.

@@ -27,14 +27,8 @@ bool scheduler_is_redis(std::string_view name) {
 bool stores_items_in_redis(const settings& settings) {
   bool stores = settings.get_bool("REDIS_PIPELINE");
   for (const auto& [name, order] : settings.get("ITEM_PIPELINES").items()) {
-    if (name != "scrapy_redis.pipelines.RedisPipeline") {
-      throw settings_error(
-          "ITEM_PIPELINES: \"" + name +
-          "\" is a Python class this crawler cannot run; C++ pipelines are added in code "
-          "(crawler/pipeline.h), and scrapy_redis.pipelines.RedisPipeline is built in "
-          "(REDIS_PIPELINE)");
-    }
-    stores = stores || !order.is_null();  // None disables a pipeline, as in Scrapy
+    // Other classes are Python's, named in settings::warnings(); None disables a pipeline.
+    if (name == "scrapy_redis.pipelines.RedisPipeline") stores = stores || !order.is_null();
   }
   auto serializer = settings.get_string("REDIS_ITEMS_SERIALIZER");
   if (stores && !serializer.empty() && serializer != "json.dumps") {

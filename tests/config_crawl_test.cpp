@@ -419,6 +419,50 @@ TEST(crawler_run, settings_on_the_command_line_win_over_the_files) {
   EXPECT_TRUE(from_command_line == 3 || from_command_line == 4) << from_command_line;
 }
 
+// A Scrapy project's settings carry over: what means nothing here is a WARNING at start, once per
+// setting, naming what to use instead; the file's own settings, declared in user_settings, are
+// set like ours and still typed; a typo of ours still stops the run.
+TEST(crawler_run, scrapy_only_settings_warn_and_the_files_own_settings_are_declared) {
+  http_server server({.site_pages = 3});
+  temp_dir dir;
+  auto document = json::parse(R"json({
+    "user_settings": {"MYPROJECT_PAGES": 10},
+    "settings": {"TELNETCONSOLE_ENABLED": false, "CONCURRENT_ITEMS": 50, "MYPROJECT_PAGES": 20,
+                 "ITEM_PIPELINES": {"myproject.pipelines.Clean": 300},
+                 "SPIDER_MODULES": ["myproject.spiders"], "LOG_LEVEL": "INFO"},
+    "spider": {"name": "carried", "rules": [{"follow": true}]}
+  })json");
+  document["spider"]["start_urls"] = {server.url("/site/0")};
+  auto file = write_config(dir, document);
+  child_process run({crawler_binary(), "run", file, "-s", "MYPROJECT_PAGES=30", "-s",
+                     "TELNETCONSOLE_PORT=[6023, 6073]"});
+  ASSERT_EQ(run.wait(), 0) << run.stderr_text();
+  auto log = run.stderr_text();
+  for (const char* line :
+       {"WARNING: TELNETCONSOLE_ENABLED has no effect here: there is no telnet console",
+        "WARNING: TELNETCONSOLE_PORT has no effect here", "WARNING: CONCURRENT_ITEMS has no effect",
+        "WARNING: SPIDER_MODULES has no effect here: spiders are compiled in",
+        "WARNING: ITEM_PIPELINES: \"myproject.pipelines.Clean\" is a Python class and does not "
+        "run here"}) {
+    auto at = log.find(line);
+    EXPECT_NE(at, std::string::npos) << line << "\n" << log;
+    EXPECT_EQ(log.find(line, at + 1), std::string::npos) << "said twice: " << line;
+    EXPECT_LT(at, log.find("Spider opened")) << line;
+  }
+  EXPECT_NE(log.find("\"MYPROJECT_PAGES\": 30"), std::string::npos) << "an overridden setting";
+  EXPECT_GE(server.total_hits(), 3u);  // the crawl ran
+
+  child_process typed({crawler_binary(), "run", file, "-s", "MYPROJECT_PAGES=many"});
+  EXPECT_EQ(typed.wait(), 2);
+  EXPECT_NE(typed.stderr_text().find("-s MYPROJECT_PAGES: expected an integer, got 'many'"),
+            std::string::npos)
+      << typed.stderr_text();
+  child_process typo({crawler_binary(), "run", file, "-s", "TELNETCONSOLE_ENABLE=false"});
+  EXPECT_EQ(typo.wait(), 2);
+  EXPECT_NE(typo.stderr_text().find("unknown setting 'TELNETCONSOLE_ENABLE'"), std::string::npos)
+      << typo.stderr_text();
+}
+
 TEST(crawler_run, offsite_links_are_counted_and_not_followed) {
   http_server server({.site_pages = 10});
   temp_dir dir;

@@ -2,6 +2,11 @@
 // size limits and compression, connection failures, credentials, proxies and cookies.
 #include <gtest/gtest.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <map>
 #include <optional>
 
@@ -147,6 +152,26 @@ TEST(crawl, a_slow_response_times_out_after_download_timeout) {
   EXPECT_EQ(spider.failures[0].type, "TimeoutError");
   EXPECT_EQ(stat(result, "downloader/exception_type_count/TimeoutError"), 1);
   EXPECT_LT(result.stats["elapsed_time_seconds"].get<double>(), 2.5);
+}
+
+// A server that takes the TCP connection (the kernel's backlog does) and never answers the TLS
+// handshake: the connection phase, which DNS_TIMEOUT bounds as it bounds the name lookup in it.
+TEST(crawl, a_connection_that_cannot_be_set_up_times_out_after_dns_timeout) {
+  int listener = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t length = sizeof address;
+  ASSERT_EQ(::bind(listener, reinterpret_cast<sockaddr*>(&address), length), 0);
+  ASSERT_EQ(::listen(listener, 8), 0);
+  ASSERT_EQ(::getsockname(listener, reinterpret_cast<sockaddr*>(&address), &length), 0);
+  recording_spider spider(
+      {get("https://127.0.0.1:" + std::to_string(ntohs(address.sin_port)) + "/")});
+  auto result = crawl(spider, {"DNS_TIMEOUT=0.3", "DOWNLOAD_TIMEOUT=30", "RETRY_ENABLED=false"});
+  ::close(listener);
+  ASSERT_EQ(spider.failures.size(), 1u);
+  EXPECT_EQ(spider.failures[0].type, "TimeoutError");
+  EXPECT_LT(result.stats["elapsed_time_seconds"].get<double>(), 10);
 }
 
 TEST(crawl, timeouts_are_retried) {

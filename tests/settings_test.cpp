@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 using crawler::settings;
 using crawler::settings_error;
 
@@ -129,4 +131,62 @@ TEST(settings, every_numeric_default_is_inside_its_own_range) {
   for (const auto& spec : crawler::known_settings()) {
     EXPECT_NO_THROW(s.set(spec.name, spec.default_value, "defaults")) << spec.name;
   }
+}
+
+// A Scrapy project's settings.py carries over: what means nothing here is taken and named once.
+TEST(settings, scrapy_settings_without_effect_here_are_warnings_not_errors) {
+  settings s;
+  s.merge_json({{"TELNETCONSOLE_ENABLED", false},
+                {"DOWNLOADER_MIDDLEWARES", {{"myproject.middlewares.Proxy", 543}}},
+                {"SPIDER_MODULES", {"myproject.spiders"}},
+                {"CONCURRENT_ITEMS", 100}},
+               "settings");
+  s.set_from_string("TELNETCONSOLE_ENABLED=False");
+  s.set_from_string("EXTENSIONS={\"scrapy.extensions.telnet.TelnetConsole\": null}");
+  auto warnings = s.warnings();
+  ASSERT_EQ(warnings.size(), 5u);  // TELNETCONSOLE_ENABLED once, though set twice
+  EXPECT_EQ(warnings[0],
+            "TELNETCONSOLE_ENABLED has no effect here: there is no telnet console; the progress "
+            "line (PROGRESS), METRICS_PORT and `crawler status` show a running crawl");
+  auto said = [&](std::string_view start) {
+    return std::count_if(warnings.begin(), warnings.end(),
+                         [&](const std::string& line) { return line.starts_with(start); });
+  };
+  EXPECT_EQ(said("DOWNLOADER_MIDDLEWARES has no effect here: Python middlewares do not run"), 1);
+  EXPECT_EQ(said("SPIDER_MODULES has no effect here: spiders are compiled in"), 1);
+  EXPECT_EQ(said("CONCURRENT_ITEMS has no effect here: item pipelines are C++ calls"), 1);
+  EXPECT_EQ(said("EXTENSIONS has no effect here"), 1);
+  EXPECT_TRUE(settings{}.warnings().empty());
+  // Only the exact names pass: a typo of ours is still refused.
+  EXPECT_EQ(error_of([&] { s.set_from_string("CONCURENT_REQUESTS=3"); }),
+            "-s: unknown setting 'CONCURENT_REQUESTS' (did you mean 'CONCURRENT_REQUESTS'?)");
+}
+
+TEST(settings, a_users_own_setting_is_declared_by_its_default_and_then_typed) {
+  settings s;
+  s.declare("MYPROJECT_API", "https://api.example", "user_settings");
+  s.declare("MYPROJECT_PAGES", 10, "user_settings");
+  s.declare("MYPROJECT_DEBUG", false, "user_settings");
+  EXPECT_EQ(s.get_string("MYPROJECT_API"), "https://api.example");
+  s.set_from_string("MYPROJECT_PAGES=25");
+  s.merge_json({{"MYPROJECT_DEBUG", true}}, "settings");
+  EXPECT_EQ(s.get_int("MYPROJECT_PAGES"), 25);
+  EXPECT_TRUE(s.get_bool("MYPROJECT_DEBUG"));
+  EXPECT_EQ(error_of([&] { s.set_from_string("MYPROJECT_PAGES=many"); }),
+            "-s MYPROJECT_PAGES: expected an integer, got 'many'");
+  EXPECT_EQ(error_of([&] { s.merge_json({{"MYPROJECT_API", 3}}, "settings"); }),
+            "settings.MYPROJECT_API: expected a string, got number 3");
+  // A copy keeps what was declared.
+  settings copy = s;
+  copy.set_from_string("MYPROJECT_API=http://other");
+  EXPECT_EQ(copy.get_string("MYPROJECT_API"), "http://other");
+  EXPECT_EQ(error_of([&] { s.declare("DOWNLOAD_DELAY", 1, "user_settings"); }),
+            "user_settings.DOWNLOAD_DELAY: is already a setting; a setting of your own needs a "
+            "name of its own (a prefix such as MYPROJECT_ keeps it apart)");
+  EXPECT_EQ(error_of([&] { settings{}.set_from_string("MYPROJECT_PAGES=2"); }),
+            "-s: unknown setting 'MYPROJECT_PAGES'");
+}
+
+TEST(settings, dns_timeout_keeps_scrapys_default) {
+  EXPECT_DOUBLE_EQ(settings{}.get_double("DNS_TIMEOUT"), 60);
 }

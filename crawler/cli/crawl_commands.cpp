@@ -199,6 +199,7 @@ class parse_spider : public spider {
   parse_spider(spider& inner, request first, int depth)
       : spider(inner.name()), inner_(inner), first_(std::move(first)), depth_(depth) {
     custom_settings = inner.custom_settings;
+    user_settings = inner.user_settings;
     allowed_domains = inner.allowed_domains;
     parses_html = inner.parses_html;
     callback("_parse_command", &parse_spider::on_page);

@@ -92,6 +92,7 @@ class shell {
 
   void fetch(const std::string& target) {
     page_spider fetcher(url_for(target));
+    if (spider_) fetcher.user_settings = spider_->user_settings;
     auto overrides = options_.overrides;
     // Quiet unless asked: the shell's own output is what the user reads.
     overrides.insert(overrides.begin(), {"LOG_LEVEL=WARNING", "PROGRESS=false"});

@@ -345,7 +345,9 @@ struct curl_transfers::state : std::enable_shared_from_this<state> {
                                  : 180.0;
     auto timeout_ms = static_cast<long>(timeout_seconds * 1000);
     curl_easy_setopt(easy, CURLOPT_TIMEOUT_MS, timeout_ms);
-    curl_easy_setopt(easy, CURLOPT_CONNECTTIMEOUT_MS, timeout_ms);
+    double connect_seconds =
+        std::clamp(options.connect_timeout_seconds, 0.001, timeout_seconds);
+    curl_easy_setopt(easy, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(connect_seconds * 1000));
     // Scrapy does not verify certificates: a crawler wants the page, whoever signed it.
     curl_easy_setopt(easy, CURLOPT_SSL_VERIFYPEER, 0L);
     curl_easy_setopt(easy, CURLOPT_SSL_VERIFYHOST, 0L);

@@ -24,6 +24,9 @@ namespace crawler::detail {
 /// Per-transfer choices the downloader makes from settings and meta.
 struct transfer_options {
   double timeout_seconds = 180;
+  /// DNS_TIMEOUT: the connection phase (name lookup, TCP and TLS handshakes) ends by then, or
+  /// the transfer fails; libcurl times the lookup only as part of that phase.
+  double connect_timeout_seconds = 60;
   std::size_t maxsize = 0;   // 0: no limit
   std::size_t warnsize = 0;  // 0: no warning
   bool compression = true;
