@@ -123,6 +123,12 @@ const std::vector<setting_spec>& table() {
       {"LOG_DATEFORMAT", string, "%Y-%m-%d %H:%M:%S", "%(asctime)s, in strftime's directives."},
       {"LOG_SHORT_NAMES", boolean, false, "Name every line's component \"crawler\"."},
       {"LOGSTATS_INTERVAL", number, 60.0, "Seconds between progress lines.", seconds},
+      {"METRICS_PORT", integer, 0,
+       "Serve the crawl's stats for Prometheus at http://METRICS_HOST:METRICS_PORT/metrics; 0: "
+       "off.",
+       {0, 65535}},
+      {"METRICS_HOST", string, "127.0.0.1",
+       "The address METRICS_PORT listens on (0.0.0.0: every interface)."},
       {"PROGRESS", boolean, true,
        "A live status line under the log when standard error is a terminal."},
       {"PERIODIC_LOG_STATS", flag_or_dict, nullptr,

@@ -126,6 +126,10 @@ std::string engine::run() {
   return close_reason_;
 }
 
+void engine::when_opened(std::function<void()> action) {
+  when_opened_.push_back(std::move(action));
+}
+
 void engine::fail_startup(std::exception_ptr error) {
   startup_error_ = error;
   phase_ = phase::closed;
@@ -144,6 +148,7 @@ void engine::open() {
       return fail_startup(std::current_exception());
     }
     logger_->info("Spider opened");
+    for (auto& action : when_opened_) action();
     if (phase_ == phase::opening) phase_ = phase::running;
     if (auto timeout = settings_.get_double("CLOSESPIDER_TIMEOUT"); timeout > 0) {
       closespider_timer_.expires_after(

@@ -30,6 +30,7 @@
 #include <boost/asio/thread_pool.hpp>
 #include <chrono>
 #include <exception>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <set>
@@ -60,6 +61,10 @@ class engine {
   void add_pipeline(std::unique_ptr<item_pipeline> pipeline);
   void add_downloader_middleware(std::unique_ptr<downloader_middleware> middleware);
   void add_spider_middleware(std::unique_ptr<spider_middleware> middleware);
+
+  /// Runs `action` on the loop once the spider has opened (after "Spider opened"), as Scrapy's
+  /// spider_opened signal: the periodic log starts there. Call before run().
+  void when_opened(std::function<void()> action);
 
   /// Opens everything, crawls and closes; returns the finish reason. Runs `io` on the calling
   /// thread until the crawl is over. Throws when the crawl cannot start (a dupefilter or JOBDIR
@@ -139,6 +144,7 @@ class engine {
   std::vector<std::unique_ptr<item_pipeline>> pipelines_;
   std::unique_ptr<feed_exporter> feeds_;
   boost::asio::steady_timer closespider_timer_;
+  std::vector<std::function<void()>> when_opened_;
 
   phase phase_ = phase::opening;
   std::string close_reason_;

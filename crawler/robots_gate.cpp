@@ -44,7 +44,7 @@ void robots_gate::check(request request, verdict done) {
   std::string key = std::string(url->scheme()) + "://" + std::string(url->encoded_host_and_port());
   auto& entry = origins_[key];
   if (entry.rules && clock::now() < entry.expires) {
-    return decide(*entry.rules, std::move(request), done);
+    return decide(entry, std::move(request), done);
   }
   entry.held.emplace_back(std::move(request), std::move(done));
   ++waiting_;
@@ -67,6 +67,7 @@ void robots_gate::on_fetched(const std::string& key, const std::string& host,
                              download_result result) {
   auto& entry = origins_[key];
   entry.fetching = false;
+  entry.unreachable = false;
   std::chrono::minutes lifetime = rules_lifetime;
   if (result.response) {
     int status = result.response->status;
@@ -79,6 +80,7 @@ void robots_gate::on_fetched(const std::string& key, const std::string& host,
                     result.request.url, status, key,
                     std::chrono::duration_cast<std::chrono::minutes>(unreachable_lifetime).count());
       entry.rules = robots_txt::disallow_all();
+      entry.unreachable = true;
       lifetime = unreachable_lifetime;
     } else {
       entry.rules = robots_txt::allow_all();
@@ -98,6 +100,7 @@ void robots_gate::on_fetched(const std::string& key, const std::string& host,
         result.request.describe(), result.error_type, result.error_message, key,
         std::chrono::duration_cast<std::chrono::minutes>(unreachable_lifetime).count());
     entry.rules = robots_txt::disallow_all();
+    entry.unreachable = true;
     lifetime = unreachable_lifetime;
   }
   entry.expires = clock::now() + lifetime;
@@ -113,14 +116,16 @@ void robots_gate::on_fetched(const std::string& key, const std::string& host,
   // engine must not find the crawl idle.
   for (auto& [request, done] : held) {
     --waiting_;
-    decide(*entry.rules, std::move(request), done);
+    decide(entry, std::move(request), done);
   }
 }
 
-void robots_gate::decide(const robots_txt& rules, request request, const verdict& done) {
-  bool allowed = rules.allowed(request.url, user_agent_for(request));
+void robots_gate::decide(const origin& entry, request request, const verdict& done) {
+  bool allowed = entry.rules->allowed(request.url, user_agent_for(request));
   if (!allowed) {
     stats_.inc_value("robotstxt/forbidden");
+    // Not the site's wish but a failure to learn it: the end-of-crawl summary tells them apart.
+    if (entry.unreachable) stats_.inc_value("robotstxt/forbidden/unreachable");
     logger_->debug("Forbidden by robots.txt: {}", request.describe());
   }
   done(std::move(request), allowed);

@@ -75,12 +75,14 @@ class robots_gate {
     std::optional<robots_txt> rules;
     clock::time_point expires;
     bool fetching = false;
+    // The rules are RFC 9309's "disallow all" for a robots.txt that could not be fetched.
+    bool unreachable = false;
     std::vector<std::pair<request, verdict>> held;
   };
 
   void fetch(const std::string& key, const std::string& host);
   void on_fetched(const std::string& key, const std::string& host, download_result result);
-  void decide(const robots_txt& rules, request request, const verdict& done);
+  void decide(const origin& entry, request request, const verdict& done);
   std::string user_agent_for(const request& request) const;
 
   stats& stats_;

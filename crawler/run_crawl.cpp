@@ -7,11 +7,14 @@
 #include <optional>
 
 #include "config/log.h"
+#include "config/prometheus_text.h"
 #include "config/redact.h"
 #include "config/stats.h"
+#include "crawler/detail/empty_crawl.h"
 #include "crawler/detail/log_stats.h"
 #include "crawler/detail/periodic_log.h"
 #include "crawler/detail/memory_usage.h"
+#include "crawler/detail/metrics_server.h"
 #include "crawler/detail/progress_line.h"
 #include "crawler/engine.h"
 
@@ -102,9 +105,23 @@ crawl_result run_crawl(spider& spider, const settings& settings, crawl_options o
     wait_for_signal();
   }
   detail::log_stats progress{io, stats, settings.get_double("LOGSTATS_INTERVAL")};
+  engine.when_opened([&progress] { progress.start(); });
   detail::periodic_log periodic{io, settings, stats};
   detail::memory_usage memory{io, settings, stats,
                               [&engine](std::string reason) { engine.close(std::move(reason)); }};
+  std::optional<detail::metrics_server> metrics;
+  if (auto port = settings.get_int("METRICS_PORT"); port > 0) {
+    metrics.emplace(io, settings.get_string("METRICS_HOST"), static_cast<unsigned short>(port),
+                    [&stats, &engine, name = spider.name()] {
+                      return prometheus_text(
+                          stats.to_json(), name,
+                          {{"queued_requests", "Requests queued (a fleet worker: the fleet's queue)",
+                            double(engine.queued())},
+                           {"requests_in_flight", "Requests between the queue and their outcome",
+                            double(engine.in_flight())}});
+                    });
+    logger->info("Metrics for Prometheus at {}", metrics->url());
+  }
   std::optional<detail::progress_line> status;
   if (detail::progress_line::wanted(settings)) {
     status.emplace(io, settings, stats,
@@ -114,14 +131,18 @@ crawl_result run_crawl(spider& spider, const settings& settings, crawl_options o
 
   crawl_result result;
   result.finish_reason = engine.run();
-  status.reset();  // erased before the stats are dumped
+  if (status) status->erase();  // before the stats are dumped
   periodic.close();
   signals.clear();
 
   stats.max_value("memusage/max", detail::peak_resident_bytes());
   result.stats = stats.to_json();
   logger->info("Dumping crawler stats:\n{}", dump_stats(result.stats));
+  if (options.expects_items) {
+    if (auto why = detail::why_no_items(result.stats); !why.empty()) logger->warn("{}", why);
+  }
   logger->info("Spider closed ({})", result.finish_reason);
+  if (status) status->finish(result.finish_reason);  // the last line on the terminal
   if (auto path = settings.get_string("STATS_FILE"); !path.empty()) {
     std::ofstream out(path, std::ios::trunc);
     out << stats.to_json().dump(2) << '\n';

@@ -41,6 +41,9 @@ struct crawl_options {
   std::vector<std::unique_ptr<spider_middleware>> spider_middlewares;
   /// Whether SIGINT/SIGTERM stop the crawl (a program embedding several crawls may say no).
   bool handle_signals = true;
+  /// Whether a crawl that scraped no item ends with a WARNING saying why (robots.txt, offsite,
+  /// HTTP errors, selectors that found nothing). Commands that fetch pages, not items, say no.
+  bool expects_items = true;
 };
 
 struct crawl_result {

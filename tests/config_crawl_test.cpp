@@ -586,6 +586,41 @@ TEST(crawler_genspider, writes_crawl_files_that_check_and_run) {
   EXPECT_EQ(bad->wait(), 2);
 }
 
+// genspider given a bare host writes https://, as Scrapy's does; on a plain-http site the
+// robots.txt fetch fails on TLS and RFC 9309 forbids the whole host. The crawl then says so at its
+// end, with the reason and what to do, not only in DEBUG lines; and its periodic log starts after
+// "Spider opened".
+TEST(crawler_genspider, a_robots_txt_that_cannot_be_fetched_is_the_reason_given_for_no_items) {
+  http_server server({.pages = {{"/", "<html><head><title>Home</title></head></html>"}}});
+  temp_dir dir;
+  auto host = server.url("/").substr(std::string_view("http://").size());
+  host.pop_back();  // 127.0.0.1:PORT
+  child_process generate({crawler_binary(), "genspider", "-d", dir.path().string(), "home", host});
+  ASSERT_EQ(generate.wait(), 0) << generate.stderr_text();
+  auto stats_path = (dir.path() / "stats.json").string();
+  child_process run({crawler_binary(), "run", (dir.path() / "home.json").string(), "-s",
+                     "STATS_FILE=" + stats_path, "-L", "INFO"});
+  ASSERT_EQ(run.wait(), 0) << run.stderr_text();
+  auto log = run.stderr_text();
+  EXPECT_NE(log.find("WARNING: No item was scraped: robots.txt forbade 1 request, 1 of them on "
+                     "hosts whose robots.txt could not be fetched (SSLError: 1) and RFC 9309 "
+                     "allows nothing until it is fetched again (ROBOTSTXT_OBEY=false skips "
+                     "robots.txt; check the start URL's scheme)"),
+            std::string::npos)
+      << log;
+  EXPECT_LT(log.find("Spider opened"), log.find("Crawled 0 pages")) << log;
+  auto stats = json::parse(std::ifstream(stats_path));
+  EXPECT_EQ(stats["robotstxt/forbidden/unreachable"], 1);
+
+  // Given its scheme, genspider keeps it, and the same page gives its item.
+  child_process plain({crawler_binary(), "genspider", "--force", "-d", dir.path().string(), "home",
+                       server.url("/")});
+  ASSERT_EQ(plain.wait(), 0) << plain.stderr_text();
+  child_process again({crawler_binary(), "run", (dir.path() / "home.json").string()});
+  ASSERT_EQ(again.wait(), 0) << again.stderr_text();
+  EXPECT_EQ(again.stderr_text().find("No item was scraped"), std::string::npos);
+}
+
 // `crawler parse` runs one page through a callback (or the rule that takes its URL) and prints
 // what it yields, a block per level as `scrapy parse` does; --depth follows the requests.
 TEST(crawler_parse, prints_the_items_and_requests_of_one_page_a_block_per_level) {

@@ -2,6 +2,9 @@
 // Ctrl-C and resume with JOBDIR, and one-line errors for crawls that cannot start.
 #include <gtest/gtest.h>
 #include <hiredis/hiredis.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -9,6 +12,7 @@
 #include <algorithm>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <regex>
@@ -899,12 +903,186 @@ TEST(crawler_command, on_a_terminal_a_live_progress_line_is_drawn_under_the_log)
   auto dumped = output.find("Dumping crawler stats");
   ASSERT_NE(dumped, std::string::npos);
   EXPECT_LT(erased, dumped);
-  EXPECT_EQ(output.find(" pages ", dumped), std::string::npos) << "no line after the erase";
+  // After the erase, only the summary that replaces the line, last of all.
+  auto summary = output.find("Done in 0:0", dumped);
+  ASSERT_NE(summary, std::string::npos) << output;
+  EXPECT_EQ(output.find(" pages ", dumped), output.find(" pages ", summary));
+  EXPECT_LT(output.find("Spider closed", dumped), summary);
 
   argv.insert(argv.end(), {"-s", "PROGRESS=false"});
   auto [plain_status, plain] = run_on_a_terminal(argv);
   ASSERT_EQ(plain_status, 0) << plain;
   EXPECT_EQ(plain.find("\x1b[K"), std::string::npos) << plain;
+}
+
+// A crawl in a real terminal (tmux) `columns` wide, its pane kept after the crawl exits.
+class tmux_crawl {
+ public:
+  tmux_crawl(std::size_t columns, const std::vector<std::string>& argv)
+      : socket_("crawler-test-" + std::to_string(getpid()) + "-" + std::to_string(columns)) {
+    std::string command;
+    for (const auto& arg : argv) command += "'" + arg + "' ";
+    tmux({"new-session", "-d", "-x", std::to_string(columns), "-y", "50",
+          "sh -c \"" + command + "; echo EXIT=\\$?; sleep 120\""});
+  }
+  ~tmux_crawl() { tmux({"kill-server"}); }
+
+  /// The pane as its rows read, a row wrapped by the terminal joined to the one before.
+  std::vector<std::string> rows() {
+    child_process capture({"/usr/bin/tmux", "-L", socket_, "capture-pane", "-p", "-J"});
+    capture.wait();
+    std::vector<std::string> rows;
+    std::istringstream text(capture.stdout_text());
+    for (std::string row; std::getline(text, row);) {
+      while (!row.empty() && row.back() == ' ') row.pop_back();
+      rows.push_back(row);
+    }
+    return rows;
+  }
+
+ private:
+  void tmux(std::vector<std::string> arguments) {
+    arguments.insert(arguments.begin(), {"/usr/bin/tmux", "-L", socket_, "-f", "/dev/null"});
+    child_process run(arguments);
+    if (run.wait() != 0) ADD_FAILURE() << "tmux: " << run.stderr_text();
+  }
+
+  std::string socket_;
+};
+
+// The progress line fits its terminal, however narrow: it never wraps, so each redraw replaces it
+// and no stale copy is left above; at the end a one-line summary takes its place.
+TEST(crawler_command, the_progress_line_fits_60_80_and_200_columns_and_ends_with_a_summary) {
+  http_server server({.site_pages = 80, .page_delay_ms = 30});
+  std::regex progress_row(R"(^[0-9]+:[0-9]{2} \| )");
+  std::vector<std::string> argv{crawler_binary(), "crawl", "site", "-a",
+                                "start=" + server.url("/site/0"), "-L", "INFO", "-s",
+                                "CLOSESPIDER_PAGECOUNT=60", "-s", "CONCURRENT_REQUESTS=1"};
+  std::map<std::size_t, std::unique_ptr<tmux_crawl>> terminals;
+  for (std::size_t columns : {60, 80, 200}) {
+    terminals[columns] = std::make_unique<tmux_crawl>(columns, argv);
+  }
+  std::map<std::size_t, std::size_t> drawn;
+  std::map<std::size_t, std::vector<std::string>> last;
+  auto finished = [](const std::vector<std::string>& rows) {
+    return std::any_of(rows.begin(), rows.end(), [](auto& r) { return r.starts_with("EXIT="); });
+  };
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  for (std::size_t done = 0; done < terminals.size() && std::chrono::steady_clock::now() < deadline;
+       std::this_thread::sleep_for(std::chrono::milliseconds(50))) {
+    done = 0;
+    for (auto& [columns, terminal] : terminals) {
+      auto& rows = last[columns];
+      if (finished(rows)) {
+        ++done;
+        continue;
+      }
+      rows = terminal->rows();
+      std::size_t lines = 0;
+      for (const auto& row : rows) {
+        if (!std::regex_search(row, progress_row)) continue;
+        ++lines;
+        EXPECT_LT(row.size(), columns) << "wrapped at " << columns << " columns: " << row;
+      }
+      if (!finished(rows)) {
+        EXPECT_LE(lines, 1u) << "a stale row at " << columns << " columns";
+      }
+      drawn[columns] += lines;
+    }
+  }
+  for (auto& [columns, rows] : last) {
+    EXPECT_GT(drawn[columns], 0u) << "the line was drawn at " << columns << " columns";
+    auto exit = std::find_if(rows.begin(), rows.end(), [](auto& r) { return r.starts_with("EXIT="); });
+    ASSERT_NE(exit, rows.end()) << columns;
+    EXPECT_EQ(*exit, "EXIT=0");
+    ASSERT_NE(exit, rows.begin());
+    const auto& summary = *(exit - 1);
+    EXPECT_TRUE(summary.starts_with("Done in 0:0")) << summary;
+    EXPECT_NE(summary.find("(closespider_pagecount): 6"), std::string::npos) << summary;
+    EXPECT_LT(summary.size(), columns) << summary;
+    for (const auto& row : rows) {
+      EXPECT_FALSE(std::regex_search(row, progress_row)) << row;
+    }
+    if (columns == 200) {
+      EXPECT_TRUE(std::regex_search(summary, std::regex(" items, [0-9,]+ dupes, 0 errors$")))
+          << summary;
+    }
+  }
+}
+
+// A loopback port nothing listens on (bound and released: nothing else takes it meanwhile).
+unsigned short unused_port() {
+  int probe = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t length = sizeof address;
+  ::bind(probe, reinterpret_cast<sockaddr*>(&address), length);
+  ::getsockname(probe, reinterpret_cast<sockaddr*>(&address), &length);
+  ::close(probe);
+  return ntohs(address.sin_port);
+}
+
+// METRICS_PORT: a running crawl is scraped as Prometheus scrapes it, and what it serves passes
+// `promtool check metrics` (format and lint).
+TEST(crawler_command, metrics_port_serves_a_running_crawls_stats_that_promtool_accepts) {
+  http_server server({.site_pages = 80, .page_delay_ms = 40});
+  temp_dir dir;
+  auto port = std::to_string(unused_port());
+  child_process crawl({crawler_binary(), "crawl", "site", "-a", "start=" + server.url("/site/0"),
+                       "-s", "METRICS_PORT=" + port, "-s", "CONCURRENT_REQUESTS=1", "-s",
+                       "CLOSESPIDER_PAGECOUNT=40", "-L", "INFO"});
+  auto scrape = [&](const std::string& path) {
+    child_process fetch({crawler_binary(), "fetch", "http://127.0.0.1:" + port + path});
+    fetch.wait();
+    return fetch.stdout_text();
+  };
+  std::string metrics;
+  std::regex pages(R"(crawler_response_received_count_total\{spider="site"\} ([0-9]+))");
+  std::smatch found;
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (std::chrono::steady_clock::now() < deadline) {
+    metrics = scrape("/metrics");
+    if (std::regex_search(metrics, found, pages) && std::stoi(found[1]) >= 5) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_TRUE(std::regex_search(metrics, found, pages)) << metrics;
+  EXPECT_GE(std::stoi(found[1]), 5);
+  EXPECT_NE(metrics.find("# TYPE crawler_response_received_count_total counter\n"),
+            std::string::npos);
+  EXPECT_NE(metrics.find("crawler_downloader_response_status_count_total{spider=\"site\","
+                         "response_status=\"200\"} "),
+            std::string::npos)
+      << metrics;
+  EXPECT_NE(metrics.find("crawler_requests_in_flight{spider=\"site\"} "), std::string::npos);
+  EXPECT_NE(scrape("/other").find("Not found: the metrics are at /metrics"), std::string::npos);
+  auto exposition = dir.path() / "metrics.txt";
+  std::ofstream(exposition) << metrics;
+  child_process promtool({"/usr/bin/promtool", "check", "metrics"}, exposition);
+  EXPECT_EQ(promtool.wait(), 0) << promtool.stdout_text() << promtool.stderr_text();
+  EXPECT_EQ(promtool.stdout_text() + promtool.stderr_text(), "");
+
+  ASSERT_EQ(crawl.wait(), 0) << crawl.stderr_text();
+  EXPECT_NE(crawl.stderr_text().find("Metrics for Prometheus at http://127.0.0.1:" + port +
+                                     "/metrics"),
+            std::string::npos);
+  // A port already taken stops the crawl before it starts, naming the port.
+  int taken = ::socket(AF_INET, SOCK_STREAM, 0);
+  int reuse = 1;  // the crawl's connections may still be in TIME_WAIT
+  ::setsockopt(taken, SOL_SOCKET, SO_REUSEADDR, &reuse, sizeof reuse);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  address.sin_port = htons(std::stoi(port));
+  ASSERT_EQ(::bind(taken, reinterpret_cast<sockaddr*>(&address), sizeof address), 0);
+  ::listen(taken, 1);
+  child_process refused({crawler_binary(), "crawl", "site", "-a", "start=" + server.url("/site/0"),
+                         "-s", "METRICS_PORT=" + port});
+  EXPECT_EQ(refused.wait(), 2);
+  ::close(taken);
+  EXPECT_NE(refused.stderr_text().find("METRICS_PORT: cannot serve metrics on 127.0.0.1:" + port),
+            std::string::npos)
+      << refused.stderr_text();
 }
 
 // A fleet worker's queue is the fleet's, in Redis: its progress line counts that queue, as

@@ -789,6 +789,21 @@ TEST_P(status_with_persist, shows_live_workers_and_what_is_queued_and_in_flight)
   EXPECT_GE(std::stoi(leased[1]), 4) << screen;
   EXPECT_LE(std::stoi(leased[1]), 8) << screen;
   EXPECT_EQ(screen.find("queued: 0 "), std::string::npos) << screen;  // links wait
+  // The same, for Prometheus: the fleet's gauges and summed stats, which promtool accepts.
+  child_process metrics({crawler_binary(), "status", "site", "--metrics", "-s",
+                         "REDIS_URL=" + redis.url()});
+  ASSERT_EQ(metrics.wait(), 0) << metrics.stderr_text();
+  auto exposition = metrics.stdout_text();
+  EXPECT_NE(exposition.find("crawler_fleet_workers_alive{spider=\"site\"} 1\n"),
+            std::string::npos)
+      << exposition;
+  ASSERT_TRUE(std::regex_search(
+      exposition, leased, std::regex(R"(crawler_fleet_leased_requests\{spider="site"\} (\d+))")));
+  EXPECT_GE(std::stoi(leased[1]), 4) << exposition;
+  auto file = dir.path() / "metrics.txt";
+  std::ofstream(file) << exposition;
+  child_process promtool({"/usr/bin/promtool", "check", "metrics"}, file);
+  EXPECT_EQ(promtool.wait(), 0) << promtool.stdout_text() << promtool.stderr_text();
   running->signal(SIGINT);
   EXPECT_EQ(running->wait(), 0) << running->stderr_text();
   child_process after({crawler_binary(), "status", "site", "-s", "REDIS_URL=" + redis.url()});

@@ -43,7 +43,9 @@ int run_bench(const bench_options& options) {
                                      "CLOSESPIDER_TIMEOUT=10"};
   overrides.insert(overrides.end(), options.overrides.begin(), options.overrides.end());
   auto settings = settings_for(spider, overrides);
-  auto result = run_crawl(spider, settings);
+  crawl_options pages_only;  // bench counts pages; its spider yields no item
+  pages_only.expects_items = false;
+  auto result = run_crawl(spider, settings, std::move(pages_only));
   auto pages = result.stats.value("response_received_count", std::int64_t{0});
   auto seconds = result.stats.value("elapsed_time_seconds", 0.0);
   double per_second = seconds > 0 ? double(pages) / seconds : 0;

@@ -301,7 +301,9 @@ int run_parse_command(const parse_options& options) {
   }
   parse_spider spider{*owned, std::move(first), options.depth};
   auto settings = crawl_settings(spider, options.common, file_settings);
-  auto result = run_crawl(spider, settings);
+  crawl_options pages_only;  // parse prints what the callback yields; the feeds get nothing
+  pages_only.expects_items = false;
+  auto result = run_crawl(spider, settings, std::move(pages_only));
   spider.print(std::cout);
   if (spider.pages == 0) {
     std::cerr << "crawler parse: no response reached a callback (" << result.finish_reason << ")\n";
@@ -414,8 +416,13 @@ void add_crawl_commands(CLI::App& app, int& exit_status) {
   fetch_command->callback([fetch, &exit_status] {
     exit_status = run_command("fetch", [&] {
       fetch_spider spider{fetch->url, fetch->headers, !fetch->no_redirect};
-      auto settings = crawl_settings(spider, fetch->common);
-      run_crawl(spider, settings);
+      // The body is the output: the log says only what went wrong, unless -L asks for more.
+      auto common = fetch->common;
+      common.overrides.insert(common.overrides.begin(), {"LOG_LEVEL=WARNING", "PROGRESS=false"});
+      auto settings = crawl_settings(spider, common);
+      crawl_options pages_only;
+      pages_only.expects_items = false;
+      run_crawl(spider, settings, std::move(pages_only));
       return spider.fetched ? 0 : 1;
     });
   });

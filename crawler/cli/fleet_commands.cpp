@@ -5,6 +5,7 @@
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/use_future.hpp>
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <future>
@@ -12,6 +13,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "config/prometheus_text.h"
 #include "config/redact.h"
 #include "config/settings.h"
 #include "crawler/cli/detail/commands.h"
@@ -185,6 +187,22 @@ double seconds_of(const redis::reply& time) {
   return std::stod(time.elements[0].str) + std::stod(time.elements[1].str) / 1e6;
 }
 
+// <spider>:stats as JSON: a field that holds a whole number is that number, any other is text.
+nlohmann::json stats_of(const redis::reply& hash) {
+  nlohmann::json stats = nlohmann::json::object();
+  for (std::size_t i = 0; i + 1 < hash.elements.size(); i += 2) {
+    const auto& value = hash.elements[i + 1].str;
+    char* end = nullptr;
+    long long number = std::strtoll(value.c_str(), &end, 10);
+    if (end && *end == '\0' && !value.empty()) {
+      stats[hash.elements[i].str] = number;
+    } else {
+      stats[hash.elements[i].str] = value;
+    }
+  }
+  return stats;
+}
+
 int print_stats(const std::string& spider, const std::vector<std::string>& overrides) {
   auto settings = fleet_settings(overrides);
   redis_session session(settings);
@@ -204,18 +222,7 @@ int print_stats(const std::string& spider, const std::vector<std::string>& overr
     }
   }
   const auto& reply = replies[0];
-  nlohmann::json stats = nlohmann::json::object();
-  for (std::size_t i = 0; i + 1 < reply.elements.size(); i += 2) {
-    const auto& value = reply.elements[i + 1].str;
-    char* end = nullptr;
-    long long number = std::strtoll(value.c_str(), &end, 10);
-    if (end && *end == '\0' && !value.empty()) {
-      stats[reply.elements[i].str] = number;
-    } else {
-      stats[reply.elements[i].str] = value;
-    }
-  }
-  std::cout << stats.dump(2) << '\n';
+  std::cout << stats_of(reply).dump(2) << '\n';
   if (!reply.elements.empty()) {
     auto lines = worker_lines(replies[1], seconds_of(replies[3]));
     for (const auto& reason : partial_reasons(lines, replies[2], epoch_key)) {
@@ -236,7 +243,10 @@ if kind == 'hash' then return redis.call('HLEN', KEYS[1]) end
 return 0
 )lua";
 
-int print_status(const std::string& spider, const std::vector<std::string>& overrides) {
+// `metrics`: the fleet's summed stats and its gauges in Prometheus' text format, instead of the
+// screen.
+int print_status(const std::string& spider, const std::vector<std::string>& overrides,
+                 bool metrics) {
   auto settings = fleet_settings(overrides);
   redis_session session(settings);
   auto& client = session.client();
@@ -257,7 +267,8 @@ int print_status(const std::string& spider, const std::vector<std::string>& over
                {"LLEN", queue + ":bad"},
                {"LLEN", key_of("REDIS_START_URLS_KEY") + ":bad"},
                {"GET", queue + ":epoch"},
-               {"LRANGE", queue + ":bad", "0", "2"}},
+               {"LRANGE", queue + ":bad", "0", "2"},
+               {"HGETALL", spider + ":stats"}},
               asio::use_future)
           .get();
   for (const auto& reply : replies) {
@@ -276,6 +287,21 @@ int print_status(const std::string& spider, const std::vector<std::string>& over
     }
     return quoted_for_log(reply.str, 40) + " (not a count)";
   };
+  if (metrics) {
+    auto live = std::count_if(workers.begin(), workers.end(),
+                              [](const auto& line) { return line.readable && line.live; });
+    std::cout << prometheus_text(
+        stats_of(replies[11]), spider,
+        {{"fleet_workers_alive", "Workers whose heartbeat is recent", double(live)},
+         {"fleet_queued_requests", "Requests in the fleet's queue", double(replies[1].integer)},
+         {"fleet_leased_requests", "Requests leased to workers (in flight)",
+          double(replies[2].integer)},
+         {"fleet_start_urls_waiting", "Start URLs not yet taken", double(replies[3].integer)},
+         {"fleet_dead_letters", "Requests in <queue>:dead", double(replies[6].integer)},
+         {"fleet_set_aside", "Records in <queue>:bad and the start URLs' :bad",
+          double(replies[7].integer + replies[8].integer)}});
+    return 0;
+  }
   std::cout << "Fleet \"" << spider << "\" at " << client.where().address() << "\n";
   std::size_t alive = 0;
   double rate = 0;
@@ -397,9 +423,25 @@ void add_fleet_view(CLI::App& app, int& exit_status, const std::string& name,
 }  // namespace
 
 void add_status_command(CLI::App& app, int& exit_status) {
-  add_fleet_view(app, exit_status, "status",
-                 "One screen on a fleet: workers alive, queued, in flight, pages, items, pages/s",
-                 print_status);
+  struct options {
+    std::string spider;
+    std::vector<std::string> overrides;
+    bool metrics = false;
+  };
+  auto given = std::make_shared<options>();
+  CLI::App* command = app.add_subcommand(
+      "status", "One screen on a fleet: workers alive, queued, in flight, pages, items, pages/s");
+  command->add_option("spider", given->spider, "the spider's name, as in its Redis keys")
+      ->required();
+  command->add_flag("--metrics", given->metrics,
+                    "print the fleet's summed stats and gauges in Prometheus' text format");
+  command->add_option("-s,--set", given->overrides, "setting override KEY=VALUE (repeatable)")
+      ->allow_extra_args(false);
+  command->callback([given, &exit_status] {
+    exit_status = run_command("status", [&] {
+      return print_status(given->spider, given->overrides, given->metrics);
+    });
+  });
 }
 
 void add_requeue_command(CLI::App& app, int& exit_status) {

@@ -100,6 +100,7 @@ class shell {
     auto settings = settings_for(fetcher, overrides, file_settings_);
     crawl_options quiet;
     quiet.handle_signals = false;
+    quiet.expects_items = false;
     run_crawl(fetcher, settings, std::move(quiet));
     if (!fetcher.page) {
       std::cerr << "fetch failed: " << url_for(target) << ": "

@@ -5,9 +5,10 @@
 namespace crawler::detail {
 
 log_stats::log_stats(boost::asio::io_context& io, stats& stats, double interval)
-    : timer_(io), stats_(stats), interval_(interval), logger_(get_logger("logstats")) {
-  if (interval_ <= 0) return;
-  log();
+    : timer_(io), stats_(stats), interval_(interval), logger_(get_logger("logstats")) {}
+
+void log_stats::start() {
+  if (interval_ > 0) log();
 }
 
 void log_stats::log() {

@@ -1,6 +1,7 @@
 // Scrapy's LogStats extension: every LOGSTATS_INTERVAL seconds, one line of progress with rates
 // per minute, "Crawled N pages (at X pages/min), scraped M items (at Y items/min)", read from the
-// crawl's stats. The first line is logged at once; an interval of 0 or less logs nothing.
+// crawl's stats. The first line is logged by start(), once the spider has opened; an interval of
+// 0 or less logs nothing.
 #pragma once
 
 #include <boost/asio/io_context.hpp>
@@ -16,6 +17,8 @@ namespace crawler::detail {
 class log_stats {
  public:
   log_stats(boost::asio::io_context& io, stats& stats, double interval);
+  /// Logs the first line and the next every interval.
+  void start();
 
  private:
   void log();
