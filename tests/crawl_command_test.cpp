@@ -744,8 +744,12 @@ TEST(crawler_command, version_verbose_names_the_libraries_it_was_built_with) {
 TEST(crawler_command, the_quotes_example_crawls_the_shipped_pages_offline) {
   temp_dir dir;
   auto feed = dir.path() / "quotes.csv";
-  child_process crawl({crawler_binary(), "crawl", "quotes", "-O", feed.string(), "--nolog"});
+  auto stats = dir.path() / "stats.json";
+  child_process crawl({crawler_binary(), "crawl", "quotes", "-O", feed.string(), "--nolog", "-s",
+                       "DUPEFILTER_CLASS=bloom", "-s", "STATS_FILE=" + stats.string()});
   ASSERT_EQ(crawl.wait(), 0) << crawl.stderr_text();
+  // README's first command: a Bloom filter sized for the example's pages, not for 10 million.
+  EXPECT_LT(read_json(stats)["bloomfilter/bits"].get<std::int64_t>(), 2000000);
   std::ifstream in(feed);
   std::string header;
   std::getline(in, header);

@@ -818,4 +818,29 @@ TEST_P(status_with_persist, shows_live_workers_and_what_is_queued_and_in_flight)
 INSTANTIATE_TEST_SUITE_P(fleet, status_with_persist, testing::Bool(),
                          [](const auto& info) { return info.param ? "persist" : "no_persist"; });
 
+// A worker's first page reaches the fleet's stats at once, not a heartbeat interval later:
+// `crawler status` does not show 0 pages for the first 30 s of a crawl.
+TEST(fleet, status_counts_a_workers_first_pages_before_its_next_heartbeat) {
+  http_server site({.site_pages = 40, .page_delay_ms = 100});
+  redis_server redis;
+  temp_dir dir;
+  auto running = fleet_worker(site, redis, dir.path() / "items.jsonl", "redis_set",
+                              {"-s", "SCHEDULER_HEARTBEAT_INTERVAL=30", "-s",
+                               "SCHEDULER_LEASE_TIME=120", "-s", "MAX_IDLE_TIME_BEFORE_CLOSE=0"});
+  crawler::fixtures::wait_until([&] { return site.total_hits() >= 3; }, "the worker crawls");
+  std::string screen;
+  std::smatch pages;
+  auto deadline = std::chrono::steady_clock::now() + 5s;
+  while (std::chrono::steady_clock::now() < deadline) {
+    child_process status({crawler_binary(), "status", "site", "-s", "REDIS_URL=" + redis.url()});
+    ASSERT_EQ(status.wait(), 0) << status.stderr_text();
+    screen = status.stdout_text();
+    if (std::regex_search(screen, pages, std::regex(R"(pages: ([1-9][0-9]*) )"))) break;
+    std::this_thread::sleep_for(100ms);
+  }
+  EXPECT_TRUE(std::regex_search(screen, pages, std::regex(R"(pages: ([1-9][0-9]*) )"))) << screen;
+  running->signal(SIGINT);
+  EXPECT_EQ(running->wait(), 0) << running->stderr_text();
+}
+
 }  // namespace

@@ -812,6 +812,10 @@ void fleet_scheduler::do_store(page_outcome outcome,
         if (!lease.empty()) {
           held_.erase(lease);
           if (!result.settled) stats_.inc_value("scheduler/lease_lost");
+          if (!first_page_told_) {
+            first_page_told_ = true;
+            heartbeat();  // and the next one an interval from now
+          }
         }
         for (auto position : result.unfingerprintable_positions) {
           logger_->error("Dropped {}: its URL cannot be fingerprinted",

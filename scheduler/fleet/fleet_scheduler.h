@@ -119,6 +119,9 @@ class fleet_scheduler final : public scheduler {
   std::map<std::string, std::chrono::steady_clock::time_point> held_;
   std::chrono::milliseconds lease_time_;  // SCHEDULER_LEASE_TIME
   std::vector<std::string> to_release_;   // restored by the engine; released at close
+  // Whether a heartbeat has carried this worker's first page to the fleet's stats: `crawler status`
+  // should not show 0 pages for a whole heartbeat interval.
+  bool first_page_told_ = false;
   bool open_ = false, taking_ = false, renewing_ = false, fleet_done_ = false, state_lost_ = false,
        refused_ = false, out_of_memory_ = false;
   std::size_t reclaimed_ = 0, set_aside_ = 0, dead_ = 0;  // as last counted in the stats
