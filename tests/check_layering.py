@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Fails when an #include breaks the layering README's Layout section promises, between modules
+"""Fails when an #include breaks the layering docs/layout.md promises, between modules
 and between files.
 
 Modules: each may include its own headers and those of the modules it stands on (DEPENDS, and

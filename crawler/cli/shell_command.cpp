@@ -225,7 +225,7 @@ int run_shell(const shell_options& options) {
 void add_shell_command(CLI::App& app, int& exit_status) {
   auto options = std::make_shared<shell_options>();
   CLI::App* command =
-      app.add_subcommand("shell", "Fetch a page and try CSS selectors on it, a line at a time");
+      app.add_subcommand("shell", "Fetch a page and try CSS or XPath selectors on it, a line at a time");
   command->add_option("url", options->target, "the page: a URL or a file");
   command->add_option("-c,--config", options->config, "a crawl file: its settings and rules");
   command->add_option("-s,--set", options->overrides, "setting override KEY=VALUE (repeatable)")
