@@ -31,8 +31,7 @@ constexpr std::string_view event_loop =
 constexpr std::string_view dns_cache =
     "libcurl keeps its own name cache for the crawl; DNS_TIMEOUT bounds a lookup";
 constexpr std::string_view tls = "TLS is libcurl's (OpenSSL), with certificates not verified";
-constexpr std::string_view feed_storage =
-    "feeds are written to local files only (-o, FEEDS)";
+constexpr std::string_view feed_storage = "feeds are written to local files only (-o, FEEDS)";
 
 constexpr inert_setting table[] = {
     {"TELNETCONSOLE_ENABLED", no_telnet},
@@ -79,8 +78,7 @@ constexpr inert_setting table[] = {
     {"SCHEDULER_DEBUG", "the scheduler logs what it drops at DEBUG (-L DEBUG)"},
     {"FEED_STORAGES", feed_storage},
     {"FEED_STORAGES_BASE", feed_storage},
-    {"FEED_EXPORTERS",
-     "feed formats are built in: jsonlines, json, csv, xml (-o FILE:FORMAT)"},
+    {"FEED_EXPORTERS", "feed formats are built in: jsonlines, json, csv, xml (-o FILE:FORMAT)"},
     {"FEED_EXPORTERS_BASE",
      "feed formats are built in: jsonlines, json, csv, xml (-o FILE:FORMAT)"},
     {"FEED_TEMPDIR", feed_storage},

@@ -71,9 +71,8 @@ std::string prometheus_text(const json& stats, const std::string& spider,
     // "downloader/response_status_count/200": one family, the status a label.
     if (auto slash = name.rfind('/'); slash != std::string_view::npos) {
       auto parent = name.substr(0, slash);
-      auto parent_last = parent.substr(parent.rfind('/') == std::string_view::npos
-                                           ? 0
-                                           : parent.rfind('/') + 1);
+      auto parent_last =
+          parent.substr(parent.rfind('/') == std::string_view::npos ? 0 : parent.rfind('/') + 1);
       if (parent_last.ends_with("_count") && parent_last.size() > 6) {
         label_name = snake_case(parent_last.substr(0, parent_last.size() - 6));
         label = "," + label_name + "=\"" + label_value(name.substr(slash + 1)) + "\"";
@@ -84,7 +83,8 @@ std::string prometheus_text(const json& stats, const std::string& spider,
     std::string metric = "crawler_" + snake_case(name) + (gauge ? "" : "_total");
     auto& entry = families[metric];
     entry.type = gauge ? "gauge" : "counter";
-    entry.help = "Scrapy stat " + std::string(name) + (label.empty() ? "" : "/<" + label_name + ">");
+    entry.help =
+        "Scrapy stat " + std::string(name) + (label.empty() ? "" : "/<" + label_name + ">");
     entry.samples.push_back("{" + spider_label + label + "} " + number(value));
   }
   for (const auto& gauge : gauges) {

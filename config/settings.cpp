@@ -1,11 +1,11 @@
 #include "config/settings.h"
 
-#include "config/inert_settings.h"
-
 #include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <cmath>
+
+#include "config/inert_settings.h"
 
 namespace crawler {
 namespace {
@@ -123,7 +123,9 @@ const std::vector<setting_spec>& table() {
       {"LOG_DATEFORMAT", string, "%Y-%m-%d %H:%M:%S", "%(asctime)s, in strftime's directives."},
       {"LOG_SHORT_NAMES", boolean, false, "Name every line's component \"crawler\"."},
       {"LOGSTATS_INTERVAL", number, 60.0, "Seconds between progress lines.", seconds},
-      {"METRICS_PORT", integer, 0,
+      {"METRICS_PORT",
+       integer,
+       0,
        "Serve the crawl's stats for Prometheus at http://METRICS_HOST:METRICS_PORT/metrics; 0: "
        "off.",
        {0, 65535}},
@@ -232,9 +234,7 @@ const std::vector<setting_spec>& table() {
        "SCHEDULER=redis: bytes a queue entry or start URL may have; a larger one is set aside in "
        "its :bad key, never sent to a worker.",
        {256, 512 * 1048576.0}},
-      {"SCHEDULER_MAX_DELIVERIES",
-       integer,
-       10,
+      {"SCHEDULER_MAX_DELIVERIES", integer, 10,
        "SCHEDULER=redis: times a request may be taken by workers that stop before settling it; "
        "then it goes to <queue>:dead (crawler status shows them, crawler requeue puts them "
        "back). 0: no limit.",
@@ -635,8 +635,8 @@ std::vector<std::string> settings::warnings() const {
   std::vector<std::string> lines;
   for (const auto& inert : inert_settings()) {
     if (values_.contains(inert.name)) {
-      lines.push_back(std::string(inert.name) + " has no effect here: " +
-                      std::string(inert.instead));
+      lines.push_back(std::string(inert.name) +
+                      " has no effect here: " + std::string(inert.instead));
     }
   }
   for (const auto& [name, order] : get("ITEM_PIPELINES").items()) {

@@ -134,7 +134,6 @@ void check_selector(const std::string& query, const std::string& where, bool xpa
   }
 }
 
-
 // One item field, as the file describes it.
 struct field {
   std::string name;
@@ -441,10 +440,10 @@ crawl_config load_crawl_config(const json& document) {
       }
       // Each part of a rule on its own, so that a misspelt key does not hide a bad callback.
       bool keys_ok = problems.attempt([&] {
-        check_keys(rule_json, rule_path,
-                   {"allow", "deny", "allow_domains", "deny_domains", "restrict_css",
-                    "restrict_xpaths", "tags",
-                    "attrs", "canonicalize", "unique", "deny_extensions", "callback", "follow"});
+        check_keys(
+            rule_json, rule_path,
+            {"allow", "deny", "allow_domains", "deny_domains", "restrict_css", "restrict_xpaths",
+             "tags", "attrs", "canonicalize", "unique", "deny_extensions", "callback", "follow"});
       });
       std::optional<link_extractor> extractor;
       problems.attempt([&] {

@@ -12,9 +12,9 @@
 #include "config/stats.h"
 #include "crawler/detail/empty_crawl.h"
 #include "crawler/detail/log_stats.h"
-#include "crawler/detail/periodic_log.h"
 #include "crawler/detail/memory_usage.h"
 #include "crawler/detail/metrics_server.h"
+#include "crawler/detail/periodic_log.h"
 #include "crawler/detail/progress_line.h"
 #include "crawler/engine.h"
 
@@ -111,15 +111,16 @@ crawl_result run_crawl(spider& spider, const settings& settings, crawl_options o
                               [&engine](std::string reason) { engine.close(std::move(reason)); }};
   std::optional<detail::metrics_server> metrics;
   if (auto port = settings.get_int("METRICS_PORT"); port > 0) {
-    metrics.emplace(io, settings.get_string("METRICS_HOST"), static_cast<unsigned short>(port),
-                    [&stats, &engine, name = spider.name()] {
-                      return prometheus_text(
-                          stats.to_json(), name,
-                          {{"queued_requests", "Requests queued (a fleet worker: the fleet's queue)",
-                            double(engine.queued())},
-                           {"requests_in_flight", "Requests between the queue and their outcome",
-                            double(engine.in_flight())}});
-                    });
+    metrics.emplace(
+        io, settings.get_string("METRICS_HOST"), static_cast<unsigned short>(port),
+        [&stats, &engine, name = spider.name()] {
+          return prometheus_text(
+              stats.to_json(), name,
+              {{"queued_requests", "Requests queued (a fleet worker: the fleet's queue)",
+                double(engine.queued())},
+               {"requests_in_flight", "Requests between the queue and their outcome",
+                double(engine.in_flight())}});
+        });
     logger->info("Metrics for Prometheus at {}", metrics->url());
   }
   std::optional<detail::progress_line> status;

@@ -1,10 +1,9 @@
 // scheduler::create, the factory: the one place that knows both schedulers, so neither the
 // interface (scheduler.cpp) nor the engine has to.
-#include "scheduler/scheduler.h"
-
 #include "config/settings.h"
 #include "scheduler/fleet/fleet_scheduler.h"
 #include "scheduler/memory_scheduler.h"
+#include "scheduler/scheduler.h"
 
 namespace crawler {
 namespace {

@@ -708,11 +708,19 @@ TEST(crawler_command, version_prints_the_version) {
 }
 
 // As `scrapy fetch`: the body after redirects, and a newline.
-TEST(crawler_command, fetch_prints_the_body) {
+// The body is the output: without -L, the log says only what went wrong (nothing, here).
+TEST(crawler_command, fetch_prints_the_body_and_logs_only_what_went_wrong) {
   http_server server;
-  child_process fetch({crawler_binary(), "fetch", server.url("/redirect/2"), "--nolog"});
+  child_process fetch({crawler_binary(), "fetch", server.url("/redirect/2")});
   EXPECT_EQ(fetch.wait(), 0) << fetch.stderr_text();
   EXPECT_EQ(fetch.stdout_text(), "arrived\n");
+  EXPECT_EQ(fetch.stderr_text(), "");
+  child_process failed({crawler_binary(), "fetch", server.url("/reset"), "-s", "RETRY_ENABLED=false"});
+  EXPECT_EQ(failed.wait(), 1);
+  EXPECT_NE(failed.stderr_text().find("ERROR"), std::string::npos) << failed.stderr_text();
+  child_process verbose({crawler_binary(), "fetch", server.url("/redirect/2"), "-L", "INFO"});
+  EXPECT_EQ(verbose.wait(), 0);
+  EXPECT_NE(verbose.stderr_text().find("Spider opened"), std::string::npos);
 }
 
 // --headers prints the request's headers ("> "), a ">" line, then the response's ("< "), a line

@@ -2,10 +2,10 @@
 // the workers move into the shared queue through the shared dupefilter), `crawler stats NAME`
 // (the fleet's summed counters), `crawler status NAME` (one screen on the fleet) and `crawler
 // requeue NAME [--bad]` (dead letters, or what workers set aside, back where they were).
+#include <algorithm>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/use_future.hpp>
-#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <future>
@@ -208,13 +208,12 @@ int print_stats(const std::string& spider, const std::vector<std::string>& overr
   redis_session session(settings);
   auto key = spider + ":stats";
   auto epoch_key = spider_key(settings.get_string("SCHEDULER_QUEUE_KEY"), spider) + ":epoch";
-  auto replies = session.client()
-                     .async_pipeline({{"HGETALL", key},
-                                      {"HGETALL", spider + ":workers"},
-                                      {"GET", epoch_key},
-                                      {"TIME"}},
-                                     asio::use_future)
-                     .get();
+  auto replies =
+      session.client()
+          .async_pipeline(
+              {{"HGETALL", key}, {"HGETALL", spider + ":workers"}, {"GET", epoch_key}, {"TIME"}},
+              asio::use_future)
+          .get();
   for (const auto& answer : replies) {
     if (answer.is_error()) {
       throw std::runtime_error("reading " + key + " at " + session.client().where().address() +
@@ -281,8 +280,7 @@ int print_status(const std::string& spider, const std::vector<std::string>& over
   // A count another program overwrote is shown as it is, not read as a number.
   auto number = [](const redis::reply& reply) {
     if (reply.type != redis::reply::kind::string) return std::string("0");
-    if (!reply.str.empty() &&
-        reply.str.find_first_not_of("-0123456789") == std::string::npos) {
+    if (!reply.str.empty() && reply.str.find_first_not_of("-0123456789") == std::string::npos) {
       return reply.str;
     }
     return quoted_for_log(reply.str, 40) + " (not a count)";
@@ -346,9 +344,9 @@ int print_status(const std::string& spider, const std::vector<std::string>& over
     auto record = redis::decode_set_aside(stored.str);
     auto reason = record ? record->header.value("reason", std::string()) : std::string();
     std::cout << "  set aside: "
-              << (record ? quoted_for_log(reason, 200) + " (" + quoted_for_log(record->value, 60) +
-                               ")"
-                         : "a record no worker wrote: " + quoted_for_log(stored.str, 60))
+              << (record
+                      ? quoted_for_log(reason, 200) + " (" + quoted_for_log(record->value, 60) + ")"
+                      : "a record no worker wrote: " + quoted_for_log(stored.str, 60))
               << '\n';
   }
   if (replies[7].integer > 0) {
@@ -367,14 +365,14 @@ int requeue(const std::string& spider, const std::vector<std::string>& overrides
   auto settings = fleet_settings(overrides);
   redis_session session(settings);
   auto queue_key = spider_key(settings.get_string("SCHEDULER_QUEUE_KEY"), spider);
-  redis_queue queue(session.shared_client(),
-                    {.key = queue_key,
-                     .order = redis_queue_order_from(settings),
-                     .form = redis_queue_form_from(settings),
-                     .worker = "crawler-requeue",
-                     .start_urls_key =
-                         spider_key(settings.get_string("REDIS_START_URLS_KEY"), spider),
-                     .start_urls_type = start_urls_type_from(settings)});
+  redis_queue queue(
+      session.shared_client(),
+      {.key = queue_key,
+       .order = redis_queue_order_from(settings),
+       .form = redis_queue_form_from(settings),
+       .worker = "crawler-requeue",
+       .start_urls_key = spider_key(settings.get_string("REDIS_START_URLS_KEY"), spider),
+       .start_urls_type = start_urls_type_from(settings)});
   std::vector<set_aside_list> lists{set_aside_list::dead};
   if (bad) lists = {set_aside_list::bad, set_aside_list::start_bad};
   std::size_t requeued = 0;
@@ -438,9 +436,8 @@ void add_status_command(CLI::App& app, int& exit_status) {
   command->add_option("-s,--set", given->overrides, "setting override KEY=VALUE (repeatable)")
       ->allow_extra_args(false);
   command->callback([given, &exit_status] {
-    exit_status = run_command("status", [&] {
-      return print_status(given->spider, given->overrides, given->metrics);
-    });
+    exit_status = run_command(
+        "status", [&] { return print_status(given->spider, given->overrides, given->metrics); });
   });
 }
 
@@ -462,8 +459,8 @@ void add_requeue_command(CLI::App& app, int& exit_status) {
   command->add_option("-s,--set", given->overrides, "setting override KEY=VALUE (repeatable)")
       ->allow_extra_args(false);
   command->callback([given, &exit_status] {
-    exit_status = run_command(
-        "requeue", [&] { return requeue(given->spider, given->overrides, given->bad); });
+    exit_status = run_command("requeue",
+                              [&] { return requeue(given->spider, given->overrides, given->bad); });
   });
 }
 

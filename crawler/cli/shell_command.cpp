@@ -26,7 +26,8 @@
 namespace crawler::cli {
 namespace {
 
-constexpr const char* shell_help = R"(Type a CSS selector or an XPath expression to print what it selects, e.g.
+constexpr const char* shell_help =
+    R"(Type a CSS selector or an XPath expression to print what it selects, e.g.
   h1::text          a::attr(href)          div.quote span.text::text
   //h1/text()       //a/@href              normalize-space(//title)
 or a command:
@@ -224,8 +225,8 @@ int run_shell(const shell_options& options) {
 
 void add_shell_command(CLI::App& app, int& exit_status) {
   auto options = std::make_shared<shell_options>();
-  CLI::App* command =
-      app.add_subcommand("shell", "Fetch a page and try CSS or XPath selectors on it, a line at a time");
+  CLI::App* command = app.add_subcommand(
+      "shell", "Fetch a page and try CSS or XPath selectors on it, a line at a time");
   command->add_option("url", options->target, "the page: a URL or a file");
   command->add_option("-c,--config", options->config, "a crawl file: its settings and rules");
   command->add_option("-s,--set", options->overrides, "setting override KEY=VALUE (repeatable)")

@@ -100,8 +100,8 @@ struct curl_transfers::state : std::enable_shared_from_this<state> {
   crawler::stats& stats;
   using clock = asio::steady_timer::clock_type;
   asio::steady_timer timer;
-  bool timer_waiting = false;      // a wait on `timer` is pending
-  bool expiry_posted = false;      // an expire() for a 0 ms timeout is queued on the loop
+  bool timer_waiting = false;  // a wait on `timer` is pending
+  bool expiry_posted = false;  // an expire() for a 0 ms timeout is queued on the loop
   std::optional<clock::time_point> deadline;  // curl's timeout, if it wants one
   std::shared_ptr<spdlog::logger> logger;
   CURLM* multi = nullptr;
@@ -345,8 +345,7 @@ struct curl_transfers::state : std::enable_shared_from_this<state> {
                                  : 180.0;
     auto timeout_ms = static_cast<long>(timeout_seconds * 1000);
     curl_easy_setopt(easy, CURLOPT_TIMEOUT_MS, timeout_ms);
-    double connect_seconds =
-        std::clamp(options.connect_timeout_seconds, 0.001, timeout_seconds);
+    double connect_seconds = std::clamp(options.connect_timeout_seconds, 0.001, timeout_seconds);
     curl_easy_setopt(easy, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(connect_seconds * 1000));
     // Scrapy does not verify certificates: a crawler wants the page, whoever signed it.
     curl_easy_setopt(easy, CURLOPT_SSL_VERIFYPEER, 0L);

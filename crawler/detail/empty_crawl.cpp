@@ -40,8 +40,8 @@ std::string why_no_items(const json& stats) {
       auto failures = counts_under(stats, "robotstxt/exception_count/");
       for (const auto& [key, value] : stats.items()) {
         if (key.starts_with("robotstxt/response_status_count/5")) {
-          failures += (failures.empty() ? "" : ", ") + key.substr(key.rfind('/') + 1) + ": " +
-                      value.dump();
+          failures +=
+              (failures.empty() ? "" : ", ") + key.substr(key.rfind('/') + 1) + ": " + value.dump();
         }
       }
       reason += ", " + std::to_string(unreachable) +

@@ -52,10 +52,9 @@ class exchange : public std::enable_shared_from_this<exchange> {
     reply_ = "HTTP/1.1 " + status +
              "\r\nContent-Type: text/plain; version=0.0.4; charset=utf-8\r\nContent-Length: " +
              std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body;
-    asio::async_write(socket_, asio::buffer(reply_),
-                      [self = shared_from_this()](boost::system::error_code, std::size_t) {
-                        self->close();
-                      });
+    asio::async_write(
+        socket_, asio::buffer(reply_),
+        [self = shared_from_this()](boost::system::error_code, std::size_t) { self->close(); });
   }
 
   void close() {

@@ -143,8 +143,7 @@ void progress_line::finish(const std::string& finish_reason) {
            " pages (" + with_commas(std::int64_t(seconds > 0 ? pages / seconds : 0)) + "/s)",
        0},
       {with_commas(stats_.get_int("item_scraped_count")) + " items", 1},
-      {with_commas(stats_.get_int("dupefilter/filtered") +
-                   stats_.get_int("bloomfilter/filtered")) +
+      {with_commas(stats_.get_int("dupefilter/filtered") + stats_.get_int("bloomfilter/filtered")) +
            " dupes",
        3},
       {with_commas(stats_.get_int("log_count/ERROR")) + " errors", 2},

@@ -189,9 +189,9 @@ return 1
 // worker's record (another program wrote it) would read as a dead worker forever, in `crawler
 // status` and in every judgement of the fleet's liveness: it goes aside to <queue>:bad. KEYS
 // workers, bad; ARGV worker, record. Returns how many lines went aside.
-const std::string heartbeat_script =
-    std::string(detail::redis_lua_wrong_type) + redis::lua_set_aside_record + live_worker_lua +
-    R"lua(
+const std::string heartbeat_script = std::string(detail::redis_lua_wrong_type) +
+                                     redis::lua_set_aside_record + live_worker_lua +
+                                     R"lua(
 local refused = wrong_type(KEYS[1], 'hash') or wrong_type(KEYS[2], 'list')
 if refused then return refused end
 write_worker(KEYS[1], ARGV[1], ARGV[2])
@@ -398,8 +398,7 @@ void fleet_scheduler::take_more() {
   }
   taking_ = true;
   queue_.async_feed(std::min(start_urls_batch_, room - queue_.queued()), dupefilter_->marking(),
-                    scheme_,
-                    [this, alive = alive_](std::exception_ptr error, settle_result fed) {
+                    scheme_, [this, alive = alive_](std::exception_ptr error, settle_result fed) {
                       if (!*alive) return;
                       if (stopped(error)) return;
                       if (error) {
