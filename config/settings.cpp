@@ -74,6 +74,12 @@ const std::vector<setting_spec>& table() {
       {"REFERER_ENABLED", boolean, true, "Send the page a link was found on as Referer."},
       {"SCHEDULER_MEMORY_QUEUE", string, "lifo",
        "Order within a priority: lifo (depth-first, Scrapy's default) or fifo."},
+      {"SCHEDULER_MEMORY_QUEUE_LIMIT",
+       integer,
+       0,
+       "Requests the memory scheduler keeps in memory at most; the rest wait in files (in "
+       "JOBDIR/queue-segments, or a temporary folder), in the same order. 0: no limit.",
+       {0, huge_count}},
       {"RETRY_HTTP_CODES", list, json::array({500, 502, 503, 504, 522, 524, 408, 429}),
        "Statuses that are retried."},
       {"REDIRECT_ENABLED", boolean, true, "Follow redirects through the scheduler."},

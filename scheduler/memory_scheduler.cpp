@@ -11,6 +11,32 @@
 
 namespace crawler {
 
+namespace {
+
+// SCHEDULER_MEMORY_QUEUE_LIMIT: segments in JOBDIR/queue-segments, or a temporary folder, written
+// as JOBDIR's queue is (never a secret header; request_secrets.h).
+spill_options spill_options_for(const settings& settings, const std::string& jobdir) {
+  spill_options options;
+  options.memory_limit = std::size_t(settings.get_int("SCHEDULER_MEMORY_QUEUE_LIMIT"));
+  if (options.memory_limit == 0) return options;
+  if (!jobdir.empty()) options.directory = std::filesystem::path(jobdir) / "queue-segments";
+  options.encode = [secrets = request_secrets(settings)](const request& request) {
+    return secrets.to_json(request).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  };
+  options.decode = [](std::string_view line, const std::string& where) {
+    auto json = nlohmann::json::parse(line, nullptr, false);
+    if (json.is_discarded()) throw std::invalid_argument(where + ": not JSON");
+    auto read = request::from_json(json, where);
+    // A request read from a shared queue keeps what it may not ask for.
+    if (json.is_object() && json.value("origin", "") == "shared")
+      read.origin = request_origin::shared;
+    return read;
+  };
+  return options;
+}
+
+}  // namespace
+
 std::unique_ptr<scheduler> memory_scheduler::create(const scheduler_context& context) {
   auto dupefilter = dedup::make_dupefilter(
       {context.settings, context.stats, context.spider_name, context.executor, context.redis});
@@ -22,12 +48,11 @@ memory_scheduler::memory_scheduler(const scheduler_context& context,
     : scheduler(context),
       settings_(context.settings),
       jobdir_(context.settings.get_string("JOBDIR")),
-      queue_(queue_order_from(context.settings)),
+      // Now, before the engine builds the feeds: a second process writes nothing at all.
+      jobdir_lock_(jobdir_.empty() ? nullptr : std::make_unique<detail::jobdir_lock>(jobdir_)),
+      queue_(queue_order_from(context.settings), spill_options_for(context.settings, jobdir_)),
       dupefilter_(std::move(dupefilter)),
-      dupefilter_records_at_once_(!dupefilter_->stored_keys().empty()) {
-  // Now, before the engine builds the feeds: a second process writes nothing at all.
-  if (!jobdir_.empty()) jobdir_lock_ = std::make_unique<detail::jobdir_lock>(jobdir_);
-}
+      dupefilter_records_at_once_(!dupefilter_->stored_keys().empty()) {}
 
 memory_scheduler::~memory_scheduler() = default;
 
@@ -195,6 +220,14 @@ std::size_t memory_scheduler::queue_new(std::vector<request>& requests,
     if (!parent_lease.empty()) journal_->done(parent_lease);
     commit_journal();
   }
+  check_segments();
+  if (!told_segments_ && queue_.in_memory() < queue_.size()) {
+    told_segments_ = true;
+    logger_->info(
+        "The queue passed SCHEDULER_MEMORY_QUEUE_LIMIT ({} requests): the requests past "
+        "it wait in {}",
+        settings_.get_int("SCHEDULER_MEMORY_QUEUE_LIMIT"), queue_.segments_directory().string());
+  }
   if (queued) {
     stats_.inc_value("scheduler/enqueued/memory", std::int64_t(queued));
     stats_.inc_value("scheduler/enqueued", std::int64_t(queued));
@@ -222,8 +255,19 @@ void memory_scheduler::jobdir_failed(const std::string& why) {
   fatal("jobdir_write_failed");
 }
 
+// Segments that cannot be written or read back stop the crawl, as a JOBDIR that cannot be
+// written does: a crawl that goes on past its memory limit, or past lost requests, would not be
+// the crawl that was asked for.
+void memory_scheduler::check_segments() {
+  if (segments_failed_ || queue_.spill_failure().empty()) return;
+  segments_failed_ = true;
+  logger_->error("{}; closing the spider (SCHEDULER_MEMORY_QUEUE_LIMIT)", queue_.spill_failure());
+  fatal("queue_segments_failed");
+}
+
 std::optional<request> memory_scheduler::next_request() {
   auto next = queue_.pop();
+  check_segments();
   if (next) {
     stats_.inc_value("scheduler/dequeued/memory");
     stats_.inc_value("scheduler/dequeued");
@@ -233,6 +277,7 @@ std::optional<request> memory_scheduler::next_request() {
 
 void memory_scheduler::restore(request request) {
   queue_.push(std::move(request));
+  check_segments();
 }
 
 void memory_scheduler::keep_unchecked(page_outcome outcome) {
@@ -299,6 +344,7 @@ void memory_scheduler::load_queue() {
         torn_settles_.size());
   }
   for (auto& pending : replay.pending) queue_.push(std::move(pending));
+  if (auto failure = queue_.spill_failure(); !failure.empty()) throw std::runtime_error(failure);
   for (auto& request : replay.unchecked) unchecked_.push_back(std::move(request));
   journaled_ = std::move(replay.journaled);
   if (!queue_.empty() || !unchecked_.empty()) {
@@ -320,15 +366,21 @@ std::size_t memory_scheduler::save_queue() {
                   jobdir_, failure);
     return queue_.size() + unchecked_.size();
   }
-  std::vector<request> pending;
-  pending.reserve(queue_.size());
-  queue_.for_each([&pending](const request& request) { pending.push_back(request); });
-  journal_->compact(pending, unchecked_);
-  if (!pending.empty() || !unchecked_.empty()) {
-    logger_->info("Saved {} pending requests to {}/requests.queue.jsonl",
-                  pending.size() + unchecked_.size(), jobdir_);
+  journal_->compact(
+      [this](const auto& visit) {
+        queue_.for_each(visit);
+        // A segment that could not be read back: the journal, which still has its requests,
+        // stays as it is rather than giving way to a snapshot without them.
+        if (auto failure = queue_.spill_failure(); !failure.empty()) {
+          throw std::runtime_error(failure);
+        }
+      },
+      unchecked_);
+  auto saved = queue_.size() + unchecked_.size();
+  if (saved > 0) {
+    logger_->info("Saved {} pending requests to {}/requests.queue.jsonl", saved, jobdir_);
   }
-  return pending.size() + unchecked_.size();
+  return saved;
 }
 
 }  // namespace crawler

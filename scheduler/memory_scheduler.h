@@ -58,20 +58,24 @@ class memory_scheduler final : public scheduler {
   void commit_journal();
   void check_dupefilter_record();
   void jobdir_failed(const std::string& why);
+  void check_segments();
   void load_queue();
   void check_loaded(asio::any_completion_handler<done_signature> handler);
   std::size_t save_queue();  // how many requests it saved
 
   const crawler::settings& settings_;
   std::string jobdir_;
+  // With JOBDIR: held while this lives. Taken first: a second process writes nothing at all,
+  // not even the queue's segments in JOBDIR/queue-segments.
+  std::unique_ptr<detail::jobdir_lock> jobdir_lock_;
   memory_queue queue_;
-  std::vector<request> unchecked_;  // keep_unchecked; saved to and loaded from JOBDIR
-  std::unique_ptr<detail::jobdir_lock> jobdir_lock_;    // with JOBDIR: held while this lives
-  std::unique_ptr<request_journal> journal_;            // with JOBDIR
-  std::vector<request> journaled_;                      // queued since the last clean close: seen
-  std::unordered_set<std::string> torn_settles_;        // request_journal::replay::torn_settles
+  std::vector<request> unchecked_;                // keep_unchecked; saved to and loaded from JOBDIR
+  std::unique_ptr<request_journal> journal_;      // with JOBDIR
+  std::vector<request> journaled_;                // queued since the last clean close: seen
+  std::unordered_set<std::string> torn_settles_;  // request_journal::replay::torn_settles
   std::unordered_set<std::uint64_t> journal_prefixes_;  // while torn_settles_: queue_new
   bool jobdir_failed_ = false;
+  bool segments_failed_ = false, told_segments_ = false;
   std::unique_ptr<dedup::rfp_dupefilter> dupefilter_;
   bool dupefilter_records_at_once_;  // a Redis backend: the journal writes ahead of it
 };

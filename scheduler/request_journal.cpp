@@ -174,8 +174,8 @@ void request_journal::queued(request& request) {
   pending_ += '+';
   pending_ += request.lease;
   pending_ += ' ';
-  pending_ += secrets_.to_json(request).dump(-1, ' ', false,
-                                             nlohmann::json::error_handler_t::replace);
+  pending_ +=
+      secrets_.to_json(request).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   pending_ += '\n';
 }
 
@@ -200,6 +200,15 @@ void request_journal::commit() {
 
 void request_journal::compact(const std::vector<request>& pending,
                               const std::vector<request>& unchecked) {
+  compact(
+      [&pending](const std::function<void(const request&)>& visit) {
+        for (const auto& queued : pending) visit(queued);
+      },
+      unchecked);
+}
+
+void request_journal::compact(const pending_requests& pending,
+                              const std::vector<request>& unchecked) {
   commit();
   auto partial = snapshot_path_;
   partial += ".partial";
@@ -212,7 +221,7 @@ void request_journal::compact(const std::vector<request>& pending,
       if (!checked) json["unchecked"] = true;
       out << json.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << '\n';
     };
-    for (const auto& queued : pending) write(queued, true);
+    pending([&write](const request& queued) { write(queued, true); });
     for (const auto& queued : unchecked) write(queued, false);
     out.flush();
     if (!out) throw io_error(partial, "write");

@@ -32,6 +32,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -76,8 +77,13 @@ class request_journal {
   /// Throws std::runtime_error naming the file when the write fails (a full disk).
   void commit();
 
+  /// Calls its argument with each pending request in queue order (memory_queue::for_each), so a
+  /// queue larger than memory is written without being read into it.
+  using pending_requests = std::function<void(const std::function<void(const request&)>&)>;
+
   /// The clean close: `pending` (and `unchecked`, marked so) become the snapshot, and the journal
   /// goes. Throws on a write error, leaving the previous snapshot and the journal as they were.
+  void compact(const pending_requests& pending, const std::vector<request>& unchecked);
   void compact(const std::vector<request>& pending, const std::vector<request>& unchecked);
 
  private:

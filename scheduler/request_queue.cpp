@@ -1,5 +1,10 @@
 #include "scheduler/request_queue.h"
 
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <stdexcept>
+
 #include "config/settings.h"
 
 namespace crawler {
@@ -17,32 +22,205 @@ queue_order queue_order_from(const settings& settings) {
                        "\"; valid values are lifo and fifo");
 }
 
+memory_queue::memory_queue(queue_order order, spill_options spill)
+    : order_(order), spill_(std::move(spill)) {
+  if (spill_.memory_limit == 0) return;
+  namespace fs = std::filesystem;
+  if (spill_.directory.empty()) {
+    std::string pattern = (fs::temp_directory_path() / "crawler-queue-XXXXXX").string();
+    if (!::mkdtemp(pattern.data())) {
+      throw std::runtime_error(
+          "SCHEDULER_MEMORY_QUEUE_LIMIT: cannot make a folder for the "
+          "queue's segments in " +
+          fs::temp_directory_path().string() + ": " + std::strerror(errno));
+    }
+    spill_.directory = pattern;
+  } else {
+    std::error_code error;
+    fs::remove_all(spill_.directory, error);  // what a killed crawl left: the journal has it
+    fs::create_directories(spill_.directory, error);
+    if (error) {
+      throw std::runtime_error("SCHEDULER_MEMORY_QUEUE_LIMIT: cannot make " +
+                               spill_.directory.string() + ": " + error.message());
+    }
+  }
+  fs::permissions(spill_.directory, fs::perms::owner_all, fs::perm_options::replace);
+}
+
+memory_queue::~memory_queue() {
+  tail_.close();
+  if (spill_.memory_limit == 0) return;
+  std::error_code ignored;
+  std::filesystem::remove_all(spill_.directory, ignored);
+}
+
 void memory_queue::push(request request) {
-  by_priority_[request.priority].push_back(std::move(request));
+  int priority = request.priority;
+  auto& level = by_priority_[priority];
   ++size_;
+  // FIFO: once a level has requests on disk, new ones come after them, so they go there too.
+  if (order_ == queue_order::fifo && !level.disk.empty()) {
+    return append_to_disk(priority, level, std::move(request));
+  }
+  level.memory.push_back(std::move(request));
+  ++in_memory_;
+  enforce_limit();
 }
 
 std::optional<request> memory_queue::pop() {
-  if (by_priority_.empty()) return std::nullopt;
-  auto level = by_priority_.begin();
-  auto& requests = level->second;
-  std::optional<request> next;
-  if (order_ == queue_order::lifo) {
-    next.emplace(std::move(requests.back()));
-    requests.pop_back();
-  } else {
-    next.emplace(std::move(requests.front()));
-    requests.pop_front();
+  while (!by_priority_.empty()) {
+    auto top = by_priority_.begin();
+    auto& level = top->second;
+    if (level.memory.empty()) load(level);
+    if (level.memory.empty()) {  // its segments could not be read back
+      if (level.disk.empty()) by_priority_.erase(top);
+      continue;
+    }
+    std::optional<request> next;
+    if (order_ == queue_order::lifo) {
+      next.emplace(std::move(level.memory.back()));
+      level.memory.pop_back();
+    } else {
+      next.emplace(std::move(level.memory.front()));
+      level.memory.pop_front();
+    }
+    --in_memory_;
+    --size_;
+    if (level.memory.empty() && level.disk.empty()) {
+      if (tail_priority_ == top->first) close_tail();
+      by_priority_.erase(top);
+    }
+    return next;
   }
-  if (requests.empty()) by_priority_.erase(level);
-  --size_;
-  return next;
+  return std::nullopt;
 }
 
 void memory_queue::for_each(const std::function<void(const request&)>& visit) const {
-  for (const auto& [priority, requests] : by_priority_) {
-    for (const auto& request : requests) visit(request);
+  close_tail();
+  for (const auto& [priority, level] : by_priority_) {
+    auto visit_disk = [&] {
+      for (const auto& segment : level.disk) {
+        for (const auto& request : read_segment(segment)) visit(request);
+      }
+    };
+    if (order_ == queue_order::lifo) visit_disk();
+    for (const auto& request : level.memory) visit(request);
+    if (order_ == queue_order::fifo) visit_disk();
   }
+}
+
+// Spills down to half the limit, so a queue at its limit writes a segment every limit/2 pushes,
+// not one per push. The lowest priorities pop last and go first.
+void memory_queue::enforce_limit() {
+  if (spill_.memory_limit == 0 || in_memory_ <= spill_.memory_limit) return;
+  std::size_t target = spill_.memory_limit / 2;
+  for (auto it = by_priority_.rbegin(); it != by_priority_.rend() && in_memory_ > target; ++it) {
+    auto& level = it->second;
+    if (level.memory.empty()) continue;
+    if (!spill(level, std::min(level.memory.size(), in_memory_ - target))) return;
+  }
+}
+
+bool memory_queue::spill(level& level, std::size_t count) {
+  // FIFO: the newest in memory, which pop just before what is on disk. LIFO: the oldest.
+  bool newest = order_ == queue_order::fifo;
+  auto first = newest ? level.memory.end() - std::ptrdiff_t(count) : level.memory.begin();
+  auto last = first + std::ptrdiff_t(count);
+  segment written{next_path(), count};
+  {
+    std::ofstream out(written.path, std::ios::binary | std::ios::trunc);
+    for (auto it = first; it != last && out; ++it) out << spill_.encode(*it) << '\n';
+    out.flush();
+    if (!out) {
+      std::error_code ignored;
+      std::filesystem::remove(written.path, ignored);
+      failed("cannot write " + written.path.string() + ": " + std::strerror(errno) +
+             " (the requests stay in memory)");
+      return false;
+    }
+  }
+  level.memory.erase(first, last);
+  in_memory_ -= count;
+  if (newest) {
+    level.disk.push_front(std::move(written));
+  } else {
+    level.disk.push_back(std::move(written));
+  }
+  return true;
+}
+
+void memory_queue::append_to_disk(int priority, level& level, request request) {
+  // A segment holds half the limit at most, so reading one back stays within the limit.
+  std::size_t most = std::max<std::size_t>(1, spill_.memory_limit / 2);
+  if (tail_priority_ != priority || level.disk.back().count >= most) {
+    close_tail();
+    if (level.disk.back().count >= most) level.disk.push_back(segment{next_path(), 0});
+    tail_.open(level.disk.back().path, std::ios::binary | std::ios::app);
+    tail_priority_ = priority;
+  }
+  tail_ << spill_.encode(request) << '\n';
+  if (!tail_) {
+    // Kept in memory after what is on disk would reorder the level: the crawl stops on it
+    // (spill_failure), and the request is kept meanwhile rather than lost.
+    close_tail();
+    failed("cannot append to " + level.disk.back().path.string() + ": " + std::strerror(errno));
+    level.memory.push_back(std::move(request));
+    ++in_memory_;
+    return;
+  }
+  ++level.disk.back().count;
+}
+
+void memory_queue::load(level& level) {
+  if (level.disk.empty()) return;
+  bool oldest = order_ == queue_order::fifo;
+  auto& next = oldest ? level.disk.front() : level.disk.back();
+  close_tail();
+  auto requests = read_segment(next);
+  if (requests.size() != next.count) {
+    failed(next.path.string() + " held " + std::to_string(requests.size()) + " of its " +
+           std::to_string(next.count) + " requests");
+  }
+  size_ -= next.count;
+  size_ += requests.size();
+  in_memory_ += requests.size();
+  for (auto& request : requests) level.memory.push_back(std::move(request));
+  std::error_code ignored;
+  std::filesystem::remove(next.path, ignored);
+  if (oldest) {
+    level.disk.pop_front();
+  } else {
+    level.disk.pop_back();
+  }
+  enforce_limit();
+}
+
+std::vector<request> memory_queue::read_segment(const segment& segment) const {
+  std::vector<request> requests;
+  std::ifstream in(segment.path, std::ios::binary);
+  std::size_t number = 0;
+  for (std::string line; std::getline(in, line);) {
+    ++number;
+    try {
+      requests.push_back(spill_.decode(line, segment.path.string() + ":" + std::to_string(number)));
+    } catch (const std::exception& error) {
+      failed(error.what());
+    }
+  }
+  return requests;
+}
+
+void memory_queue::close_tail() const {
+  if (tail_.is_open()) tail_.close();
+  tail_priority_.reset();
+}
+
+std::filesystem::path memory_queue::next_path() {
+  return spill_.directory / (std::to_string(next_segment_++) + ".jsonl");
+}
+
+void memory_queue::failed(std::string what) const {
+  if (failure_.empty()) failure_ = "the queue's segments: " + std::move(what);
 }
 
 }  // namespace crawler

@@ -1,4 +1,5 @@
-// The scheduler's in-memory frontier: requests ordered by priority, then FIFO or LIFO.
+// The scheduler's frontier: requests ordered by priority, then FIFO or LIFO, in memory, and past
+// SCHEDULER_MEMORY_QUEUE_LIMIT on disk.
 //
 //   crawler::memory_queue queue{crawler::queue_order::lifo};   // Scrapy's default: depth-first
 //   queue.push(std::move(request));
@@ -7,14 +8,26 @@
 // Larger priorities pop first (Scrapy's order). Within one priority, `lifo` pops the newest request
 // (depth-first, Scrapy's LifoMemoryQueue) and `fifo` the oldest (breadth-first). Not thread-safe:
 // the engine's loop owns it.
+//
+// With a memory limit, the requests that will pop last are written to segment files, a line per
+// request, and read back, whole segments at a time, when their turn comes: a FIFO level keeps its
+// oldest requests in memory and appends new ones to its last segment; a LIFO level keeps its
+// newest in memory and writes its oldest out; the lowest priorities go first. The order is the
+// one the same pushes give without a limit. Segments are a cache of the queue, not its record:
+// JOBDIR's journal is what a crash resumes from, so they are not synced and a new queue deletes
+// whatever a killed one left.
 #pragma once
 
 #include <cstddef>
 #include <deque>
+#include <filesystem>
+#include <fstream>
 #include <functional>
 #include <map>
 #include <optional>
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include "request/request.h"
 
@@ -28,23 +41,74 @@ enum class queue_order { lifo, fifo };
 /// scrapy.squeues.LifoMemoryQueue / FifoMemoryQueue). Throws settings_error for anything else.
 queue_order queue_order_from(const settings& settings);
 
+/// Where and how a memory_queue keeps the requests past its memory limit.
+struct spill_options {
+  /// Requests kept in memory at most (SCHEDULER_MEMORY_QUEUE_LIMIT); 0: all of them, no files.
+  std::size_t memory_limit = 0;
+  /// The folder of the segment files, made private (0700) and emptied first; removed with the
+  /// queue. Empty: a new folder under the system's temporary directory.
+  std::filesystem::path directory;
+  /// One request as one line of a segment (no newline in it), and that line back. decode throws
+  /// for a line it cannot read, naming `where` (the file and line).
+  std::function<std::string(const request&)> encode;
+  std::function<request(std::string_view line, const std::string& where)> decode;
+};
+
 class memory_queue {
  public:
-  explicit memory_queue(queue_order order) : order_(order) {}
+  explicit memory_queue(queue_order order, spill_options spill = {});
+  ~memory_queue();  // removes the segment files and their folder
+  memory_queue(const memory_queue&) = delete;
+  memory_queue& operator=(const memory_queue&) = delete;
 
   void push(request request);
   /// The next request, or nullopt when the queue is empty.
   std::optional<request> pop();
   std::size_t size() const { return size_; }
   bool empty() const { return size_ == 0; }
+  /// Requests held in memory; the other size() - in_memory() are in segment files.
+  std::size_t in_memory() const { return in_memory_; }
+  /// The folder of the segment files (empty without a memory limit).
+  const std::filesystem::path& segments_directory() const { return spill_.directory; }
   /// Visits every queued request in push order within each priority, so pushing them again in the
-  /// visited order rebuilds the same queue (how JOBDIR saves and restores it).
+  /// visited order rebuilds the same queue (how JOBDIR saves and restores it). Segments are read
+  /// one at a time.
   void for_each(const std::function<void(const request&)>& visit) const;
+  /// What went wrong with the segment files, "" while nothing has. A request that could not be
+  /// written stays in memory (past the limit); one that could not be read back is lost to this
+  /// queue, and JOBDIR's journal, if any, still holds it.
+  const std::string& spill_failure() const { return failure_; }
 
  private:
+  struct segment {
+    std::filesystem::path path;
+    std::size_t count = 0;
+  };
+  struct level {
+    std::deque<request> memory;
+    // FIFO: the requests after `memory`, oldest segment first. LIFO: the requests before it,
+    // oldest segment first.
+    std::deque<segment> disk;
+  };
+  using levels = std::map<int, level, std::greater<>>;
+
+  void enforce_limit();
+  bool spill(level& level, std::size_t count);
+  void append_to_disk(int priority, level& level, request request);
+  void load(level& level);
+  std::vector<request> read_segment(const segment& segment) const;
+  void close_tail() const;
+  std::filesystem::path next_path();
+  void failed(std::string what) const;
+
   queue_order order_;
-  std::map<int, std::deque<request>, std::greater<>> by_priority_;
-  std::size_t size_ = 0;
+  spill_options spill_;
+  levels by_priority_;
+  std::size_t size_ = 0, in_memory_ = 0, next_segment_ = 0;
+  // FIFO: the last segment of one level, open for appending (which level: tail_priority_).
+  mutable std::ofstream tail_;
+  mutable std::optional<int> tail_priority_;
+  mutable std::string failure_;
 };
 
 }  // namespace crawler

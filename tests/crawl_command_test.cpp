@@ -372,6 +372,53 @@ TEST_P(resume, kill_9_at_ten_random_instants_loses_nothing) {
   std::cout << kills << " kills: " << fetched_again << " pages fetched again\n";
 }
 
+// SCHEDULER_MEMORY_QUEUE_LIMIT: the requests past the limit wait in files and come back in the
+// order the crawl would have taken without it (one request at a time, so the feed's order is the
+// crawl's); with JOBDIR, kill -9 at any time loses nothing.
+TEST(crawler_command, a_queue_past_its_memory_limit_crawls_in_the_same_order) {
+  http_server server({.site_pages = 120});
+  temp_dir dir;
+  auto crawl = [&](const std::string& name, std::vector<std::string> settings) {
+    auto feed = dir.path() / (name + ".jsonl");
+    std::vector<std::string> argv{crawler_binary(), "crawl", "site", "-a",
+                                  "start=" + server.url("/site/0"), "-O", feed.string(), "-L",
+                                  "INFO", "-s", "CONCURRENT_REQUESTS=1"};
+    for (const auto& setting : settings) argv.insert(argv.end(), {"-s", setting});
+    child_process run(argv);
+    EXPECT_EQ(run.wait(), 0) << run.stderr_text();
+    return std::make_pair(read_item_urls(feed), run.stderr_text());
+  };
+  for (const char* order : {"lifo", "fifo"}) {
+    auto queue = std::string("SCHEDULER_MEMORY_QUEUE=") + order;
+    auto [unlimited, plain_log] = crawl(std::string(order) + "-unlimited", {queue});
+    auto [limited, log] = crawl(std::string(order) + "-limited",
+                                {queue, "SCHEDULER_MEMORY_QUEUE_LIMIT=4"});
+    ASSERT_EQ(unlimited.size(), 120u) << order;
+    EXPECT_EQ(limited, unlimited) << order;
+    EXPECT_NE(log.find("The queue passed SCHEDULER_MEMORY_QUEUE_LIMIT (4 requests)"),
+              std::string::npos)
+        << log;
+    EXPECT_EQ(plain_log.find("SCHEDULER_MEMORY_QUEUE_LIMIT"), std::string::npos);
+  }
+}
+
+TEST(crawler_command, a_queue_past_its_memory_limit_resumes_after_kill_9_losing_nothing) {
+  interrupted_site site({.site_pages = 300, .page_delay_ms = 10});
+  std::vector<std::string> settings{"CONCURRENT_REQUESTS=4", "SCHEDULER_MEMORY_QUEUE_LIMIT=8"};
+  for (int kill = 1; kill <= 4; ++kill) {
+    child_process crawl(site.argv(kill, settings));
+    site.wait_for_hits(std::size_t(kill) * 40);
+    crawl.signal(SIGKILL);
+    crawl.wait();
+  }
+  child_process last(site.argv(99, settings));
+  ASSERT_EQ(last.wait(), 0) << last.stderr_text();
+  EXPECT_EQ(site.scraped_urls(), site.expected_urls());
+  EXPECT_EQ(site.fetches().lost, std::vector<std::size_t>{});
+  EXPECT_FALSE(std::filesystem::exists(site.dir.path() / "job" / "queue-segments"))
+      << "the segments go with the crawl";
+}
+
 // A Redis dupefilter records a page's links the moment it answers, before the journal can hold
 // them. Here Redis carries out the checks of the pages being settled while its answers never
 // arrive (a relay drops them), and the crawler is killed then: the resume still crawls every page.
