@@ -299,8 +299,8 @@ crawl_config load_crawl_config(const json& document) {
             fail("user_settings", "must be an object: your own settings and their defaults");
           }
         })) {
-      for (const auto& [key, value] : own->items()) {
-        problems.attempt([&] {
+      for (const auto& entry : own->items()) {
+        problems.attempt([&, &key = entry.key(), &value = entry.value()] {
           try {
             declared.declare(key, value, "user_settings");
             config.user_settings[key] = value;

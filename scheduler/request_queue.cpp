@@ -97,7 +97,8 @@ std::optional<request> memory_queue::pop() {
 
 void memory_queue::for_each(const std::function<void(const request&)>& visit) const {
   close_tail();
-  for (const auto& [priority, level] : by_priority_) {
+  for (const auto& entry : by_priority_) {
+    const auto& level = entry.second;  // a lambda cannot capture a structured binding in clang 14
     auto visit_disk = [&] {
       for (const auto& segment : level.disk) {
         for (const auto& request : read_segment(segment)) visit(request);
