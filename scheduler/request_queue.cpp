@@ -1,6 +1,10 @@
 #include "scheduler/request_queue.h"
 
+#include <signal.h>
+#include <unistd.h>
+
 #include <cerrno>
+#include <charconv>
 #include <cstdlib>
 #include <cstring>
 #include <stdexcept>
@@ -22,12 +26,39 @@ queue_order queue_order_from(const settings& settings) {
                        "\"; valid values are lifo and fifo");
 }
 
+namespace {
+
+// Without JOBDIR the segments are a cache that only their crawl reads: the folders a killed crawl
+// left (crawler-queue-<pid>-..., its process gone) are removed by the next one. A folder whose
+// process lives, or whose name does not read, is left alone.
+void remove_folders_of_dead_crawls(const std::filesystem::path& temporary) {
+  std::error_code error;
+  for (const auto& entry : std::filesystem::directory_iterator(temporary, error)) {
+    auto name = entry.path().filename().string();
+    if (!name.starts_with("crawler-queue-")) continue;
+    auto rest = std::string_view(name).substr(std::string_view("crawler-queue-").size());
+    pid_t pid = 0;
+    auto [end, parsed] = std::from_chars(rest.data(), rest.data() + rest.size(), pid);
+    if (parsed != std::errc() || pid <= 0 || end == rest.data() + rest.size() || *end != '-') {
+      continue;
+    }
+    if (::kill(pid, 0) == 0 || errno != ESRCH) continue;
+    std::error_code ignored;
+    std::filesystem::remove_all(entry.path(), ignored);
+  }
+}
+
+}  // namespace
+
 memory_queue::memory_queue(queue_order order, spill_options spill)
     : order_(order), spill_(std::move(spill)) {
   if (spill_.memory_limit == 0) return;
   namespace fs = std::filesystem;
   if (spill_.directory.empty()) {
-    std::string pattern = (fs::temp_directory_path() / "crawler-queue-XXXXXX").string();
+    remove_folders_of_dead_crawls(fs::temp_directory_path());
+    std::string pattern =
+        (fs::temp_directory_path() / ("crawler-queue-" + std::to_string(::getpid()) + "-XXXXXX"))
+            .string();
     if (!::mkdtemp(pattern.data())) {
       throw std::runtime_error(
           "SCHEDULER_MEMORY_QUEUE_LIMIT: cannot make a folder for the "

@@ -3,6 +3,10 @@
 // files is said, never silently lost.
 #include <gtest/gtest.h>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
 #include <filesystem>
 #include <random>
 
@@ -98,6 +102,33 @@ TEST(memory_queue_spill, its_folder_is_private_and_emptied_of_what_a_killed_craw
   for (int i = 0; i < 10; ++i) queue.push(request{"http://site.test/" + std::to_string(i)});
   EXPECT_LE(queue.in_memory(), 2u);
   EXPECT_EQ(queue.pop()->url, "http://site.test/0");
+}
+
+// Without JOBDIR the segments go to a temporary folder named after the crawl's process: a folder
+// that a killed crawl left is removed by the next one, one whose process lives is not.
+TEST(memory_queue_spill, a_killed_crawls_temporary_folder_is_removed_by_the_next) {
+  temp_dir dir;
+  pid_t dead = ::fork();
+  if (dead == 0) ::_exit(0);
+  ::waitpid(dead, nullptr, 0);
+  auto left = dir.path() / ("crawler-queue-" + std::to_string(dead) + "-abc123");
+  auto living = dir.path() / ("crawler-queue-" + std::to_string(::getpid()) + "-def456");
+  auto other = dir.path() / "crawler-queue-notapid";
+  for (const auto& folder : {left, living, other}) fs::create_directories(folder);
+  std::string saved = std::getenv("TMPDIR") ? std::getenv("TMPDIR") : "";
+  ::setenv("TMPDIR", dir.path().c_str(), 1);
+  {
+    memory_queue queue(queue_order::lifo, spilling(2, {}));
+    for (int i = 0; i < 10; ++i) queue.push(request{"http://site.test/" + std::to_string(i)});
+    EXPECT_TRUE(queue.segments_directory().string().starts_with(
+        (dir.path() / ("crawler-queue-" + std::to_string(::getpid()) + "-")).string()))
+        << queue.segments_directory();
+    EXPECT_GT(files_in(queue.segments_directory()), 0u);
+  }
+  saved.empty() ? ::unsetenv("TMPDIR") : ::setenv("TMPDIR", saved.c_str(), 1);
+  EXPECT_FALSE(fs::exists(left));
+  EXPECT_TRUE(fs::exists(living));
+  EXPECT_TRUE(fs::exists(other));
 }
 
 // A segment gone from under the queue: its requests are lost to the queue, and it says which file
