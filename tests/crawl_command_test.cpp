@@ -419,6 +419,30 @@ TEST(crawler_command, a_queue_past_its_memory_limit_resumes_after_kill_9_losing_
       << "the segments go with the crawl";
 }
 
+// The queue's segment folder replaced by a file mid-crawl: segments can be neither written nor
+// read back, so the crawl stops with queue_segments_failed and exit 1, keeps the journal rather
+// than a snapshot without the lost segments, and the resume crawls every page.
+TEST(crawler_command, a_queue_whose_segments_fail_stops_the_crawl_and_the_resume_loses_nothing) {
+  interrupted_site site({.site_pages = 300, .page_delay_ms = 10});
+  std::vector<std::string> settings{"CONCURRENT_REQUESTS=4", "SCHEDULER_MEMORY_QUEUE_LIMIT=8"};
+  auto segments = site.dir.path() / "job" / "queue-segments";
+  {
+    child_process crawl(site.argv(1, settings));
+    site.wait_for_hits(30);
+    ASSERT_TRUE(std::filesystem::is_directory(segments));
+    std::filesystem::remove_all(segments);
+    std::ofstream(segments) << "a file where the folder was";
+    EXPECT_EQ(crawl.wait(), 1) << crawl.stderr_text();
+    EXPECT_NE(crawl.stderr_text().find("Spider closed (queue_segments_failed)"), std::string::npos)
+        << crawl.stderr_text();
+  }
+  std::filesystem::remove(segments);
+  child_process resume(site.argv(2, settings));
+  ASSERT_EQ(resume.wait(), 0) << resume.stderr_text();
+  EXPECT_EQ(site.scraped_urls(), site.expected_urls());
+  EXPECT_EQ(site.fetches().lost, std::vector<std::size_t>{});
+}
+
 // A Redis dupefilter records a page's links the moment it answers, before the journal can hold
 // them. Here Redis carries out the checks of the pages being settled while its answers never
 // arrive (a relay drops them), and the crawler is killed then: the resume still crawls every page.

@@ -108,7 +108,8 @@ int exit_status_for(const crawl_result& result) {
   const auto& reason = result.finish_reason;
   if (reason == "redis_error" || reason == "queue_form_mismatch") return 2;
   bool failed = reason == "redis_unavailable" || reason == "redis_state_lost" ||
-                reason == "jobdir_write_failed" || reason == "feed_write_failed";
+                reason == "jobdir_write_failed" || reason == "feed_write_failed" ||
+                reason == "queue_segments_failed";
   return failed ? 1 : 0;
 }
 
