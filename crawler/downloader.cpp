@@ -141,10 +141,24 @@ void downloader::set_crawl_delay(const std::string& host, double seconds) {
   }
 }
 
+std::optional<double> downloader::delay_of(const request& request) const {
+  auto key = slot_key(request);
+  double delay = delay_;
+  if (auto crawl_delay = crawl_delays_.find(key); crawl_delay != crawl_delays_.end()) {
+    delay = std::max(delay, crawl_delay->second);
+  }
+  if (slots_per_ip_ && !request.meta.contains("download_slot")) {
+    if (auto address = addresses_.find(key); address != addresses_.end()) key = address->second;
+  }
+  if (auto found = slots_.find(key); found != slots_.end()) delay = found->second->delay;
+  if (delay == delay_) return std::nullopt;
+  return delay;
+}
+
 // Scrapy's Downloader._process_queue: with a delay, one request per delay period per slot.
 void downloader::process_queue(const std::string& key, slot& slot) {
   if (slot.timer_armed) return;
-  double delay = slot.delay;
+  double delay = scheduler_paces_ ? 0 : slot.delay;
   if (delay > 0 && randomize_delay_) {
     static thread_local std::mt19937_64 random{std::random_device{}()};
     delay = std::uniform_real_distribution<double>(0.5 * delay, 1.5 * delay)(random);

@@ -73,6 +73,14 @@ class downloader {
   /// Crawl-delay): DOWNLOAD_DELAY and AutoThrottle never go below it.
   void set_crawl_delay(const std::string& host, double seconds);
 
+  /// The scheduler paces hosts (scheduler::paces_hosts()): slots start downloads without waiting
+  /// a delay, though they keep the delay DOWNLOAD_DELAY, AutoThrottle and Crawl-delay make, for
+  /// delay_of() to report.
+  void leave_delays_to_scheduler() { scheduler_paces_ = true; }
+  /// The delay the slot of `request` keeps now, when it is not DOWNLOAD_DELAY (a Crawl-delay,
+  /// AutoThrottle's); nullopt when it is.
+  std::optional<double> delay_of(const request& request) const;
+
   /// Returns the requests still waiting in their slots (for a delay or a free transfer), which
   /// a graceful close puts back in the queue instead of waiting out DOWNLOAD_DELAY. Their
   /// completions never run; transfers under way go on.
@@ -103,6 +111,7 @@ class downloader {
   std::size_t per_slot_concurrency_;
   double delay_;
   bool randomize_delay_;
+  bool scheduler_paces_ = false;
   bool autothrottle_;
   double autothrottle_start_delay_, autothrottle_max_delay_, autothrottle_target_;
   bool autothrottle_debug_;

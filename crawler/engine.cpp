@@ -10,6 +10,7 @@
 
 #include "config/log.h"
 #include "crawler/builtin_middlewares.h"
+#include "crawler/detail/host_hold.h"
 #include "scheduler/shared_request.h"
 
 namespace crawler {
@@ -87,6 +88,7 @@ engine::engine(asio::io_context& io, const settings& settings, stats& stats, spi
           downloader_->set_crawl_delay(host, seconds);
         });
   }
+  if (scheduler_->paces_hosts()) downloader_->leave_delays_to_scheduler();
   scheduler_->on_ready([this] { pump(); });
   scheduler_->on_fatal([this](const std::string& reason) { begin_close(reason); });
   // A fleet's queue may hold what another spider, or a person, put there: never run a request
@@ -322,6 +324,14 @@ std::optional<request> engine::process_download(download_result& result) {
 
 void engine::on_downloaded(download_result result) {
   if (phase_ == phase::closed) return;
+  if (scheduler_->paces_hosts()) {
+    host_pace pace{.delay = downloader_->delay_of(result.request)};
+    if (result.response) {
+      pace.hold = detail::hold_asked(result.response->status,
+                                     result.response->header("Retry-After"));
+    }
+    scheduler_->record_pace(result.request, pace);
+  }
   if (auto next = process_download(result)) {
     auto lease = result.request.lease;
     store({.lease = std::move(lease), .requests = {std::move(*next)}});

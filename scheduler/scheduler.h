@@ -45,6 +45,7 @@
 #include "request/fingerprint.h"
 #include "request/item.h"
 #include "request/request.h"
+#include "scheduler/host_pace.h"
 
 namespace spdlog {
 class logger;
@@ -171,6 +172,15 @@ class scheduler {
   /// callback and errback): the reason it fails, or "". Requests this process queued itself are
   /// not checked.
   virtual void set_request_check(std::function<std::string(const request&)>) {}
+
+  /// Whether this scheduler paces hosts itself (SCHEDULER_QUEUE_CLASS = "host", host_pace.h): it
+  /// hands out a host's requests no faster than its delay and no more at once than
+  /// CONCURRENT_REQUESTS_PER_DOMAIN, so the downloader waits no delay of its own and tells
+  /// record_pace what each download said.
+  virtual bool paces_hosts() const { return false; }
+  /// What the download of `fetched`, a request next_request() gave, said of its host's pace
+  /// (paces_hosts() schedulers only; before its outcome is stored).
+  virtual void record_pace(const request& /*fetched*/, const host_pace& /*pace*/) {}
 
   /// Called when requests arrive that next_request() had not (SCHEDULER=redis takes them from
   /// Redis in the background), when has_pending_requests() changes, or when waiting outcomes

@@ -1,10 +1,12 @@
 // Follows every link of one site and yields one item per page: its URL, title and link count.
 //
 //   crawler crawl site -a start=http://127.0.0.1:8000/ -O pages.jsonl
+//   crawler crawl site -a "start=http://127.0.0.2:8000/ http://127.0.0.3:8000/" -O pages.jsonl
 //
-// Links to other hosts are left alone: the start URL's host becomes allowed_domains, which the
+// Links to other hosts are left alone: the start URLs' hosts become allowed_domains, which the
 // offsite middleware enforces.
 #include <boost/url/parse.hpp>
+#include <sstream>
 
 #include "crawler/parse/href_scanner.h"
 #include "crawler/spider.h"
@@ -30,10 +32,13 @@ class site : public crawler::spider {
   site() : spider("site") { concurrent_callbacks = true; }
 
   void start_requests(crawler::output& out) override {
-    auto start = argument("start");
-    if (start.empty()) throw std::invalid_argument("spider site needs -a start=URL");
-    allowed_domains = {host_of(start)};
-    out.request(crawler::request{start});
+    std::istringstream starts(argument("start"));
+    std::string start;
+    while (starts >> start) {
+      allowed_domains.push_back(host_of(start));
+      out.request(crawler::request{start});
+    }
+    if (allowed_domains.empty()) throw std::invalid_argument("spider site needs -a start=URL");
   }
 
   void parse(const crawler::response& response, crawler::output& out) override {

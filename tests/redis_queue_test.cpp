@@ -17,6 +17,7 @@
 #include "set_aside_records.h"
 #include "scheduler/shared_request.h"
 #include "scheduler/fleet/start_request.h"
+#include "scheduler/host_pace.h"
 
 namespace {
 
@@ -843,3 +844,154 @@ TEST(start_request_from, reads_scrapy_redis_entries_with_their_form_data_as_scra
 }
 
 }  // namespace
+
+// The host frontier (SCHEDULER_QUEUE_CLASS "host"): a queue per host, handed out by the hosts'
+// turns on Redis's clock.
+namespace host_frontier {
+
+redis_queue paced(fixture& f, const std::string& worker, std::size_t limit,
+                  std::chrono::milliseconds delay, std::chrono::milliseconds lease = 60s) {
+  return redis_queue(f.client, {.key = "spider:requests",
+                                .order = "host",
+                                .worker = worker,
+                                .lease = lease,
+                                .items_key = "spider:items",
+                                .host_limit = limit,
+                                .host_delay = delay,
+                                .randomize_delay = false});
+}
+
+std::vector<request> pages_of(const std::vector<std::string>& hosts, int each) {
+  std::vector<request> requests;
+  for (int i = 0; i < each; ++i) {
+    for (const auto& host : hosts) {
+      requests.emplace_back("http://" + host + "/page/" + std::to_string(i));
+    }
+  }
+  return requests;
+}
+
+std::map<std::string, int> by_host(const std::vector<leased_request>& taken) {
+  std::map<std::string, int> hosts;
+  for (const auto& leased : taken) ++hosts[crawler::pacing_host(leased.request)];
+  return hosts;
+}
+
+}  // namespace host_frontier
+
+TEST(redis_queue_host_frontier, a_host_is_taken_once_per_delay_however_many_workers_ask) {
+  using namespace host_frontier;
+  fixture f;
+  auto first = paced(f, "w1", 8, 300ms);
+  auto second = paced(f, "w2", 8, 300ms);
+  settle(first, "", pages_of({"a.test", "b.test", "c.test"}, 4));
+  auto taken = take(first, 50);
+  EXPECT_EQ(by_host(taken), (std::map<std::string, int>{{"a.test", 1}, {"b.test", 1}, {"c.test", 1}}));
+  // Another worker, at once: every host's turn is 300 ms away on Redis's clock.
+  EXPECT_TRUE(take(second, 50).empty());
+  ASSERT_TRUE(second.next_host_due());
+  EXPECT_GT(*second.next_host_due(), 200ms);
+  EXPECT_LE(*second.next_host_due(), 300ms);
+  EXPECT_EQ(second.queued(), 9u);
+  std::this_thread::sleep_for(*second.next_host_due() + 20ms);
+  EXPECT_EQ(by_host(take(second, 50)).size(), 3u);
+  // Within one priority, a host's requests come first in, first out.
+  EXPECT_EQ(taken[0].request.url, "http://a.test/page/0");
+}
+
+TEST(redis_queue_host_frontier, a_host_at_its_limit_is_passed_over_until_one_of_its_leases_ends) {
+  using namespace host_frontier;
+  fixture f;
+  auto queue = paced(f, "w1", 2, 0ms);
+  settle(queue, "", pages_of({"slow.test", "fast.test"}, 6));
+  auto taken = take(queue, 50);
+  EXPECT_EQ(by_host(taken), (std::map<std::string, int>{{"fast.test", 2}, {"slow.test", 2}}));
+  EXPECT_TRUE(take(queue, 50).empty());
+  // One fast page settles, one slow lease expires as a dead worker's would: each frees a turn.
+  auto fast = std::find_if(taken.begin(), taken.end(), [](const auto& leased) {
+    return crawler::pacing_host(leased.request) == "fast.test";
+  });
+  EXPECT_TRUE(settle(queue, fast->lease_id, {}).settled);
+  EXPECT_EQ(by_host(take(queue, 50)), (std::map<std::string, int>{{"fast.test", 1}}));
+  auto slow = std::find_if(taken.begin(), taken.end(), [](const auto& leased) {
+    return crawler::pacing_host(leased.request) == "slow.test";
+  });
+  EXPECT_EQ(counted([&](auto done) { queue.async_release({slow->lease_id}, done); }), 1u);
+  EXPECT_EQ(by_host(take(queue, 50)), (std::map<std::string, int>{{"slow.test", 1}}));
+  inspector redis(f.server.port());
+  EXPECT_EQ(redis.text("HGET spider:requests:inflight slow.test"), "2");
+  EXPECT_EQ(redis.text("GET spider:requests:count"), "7");  // 12 queued, 6 taken, 1 back
+}
+
+TEST(redis_queue_host_frontier, an_expired_lease_gives_its_host_room_again_and_loses_nothing) {
+  using namespace host_frontier;
+  fixture f;
+  auto dead = paced(f, "dead", 1, 0ms, 300ms);
+  auto alive = paced(f, "alive", 1, 0ms);
+  settle(dead, "", pages_of({"a.test"}, 2));
+  ASSERT_EQ(take(dead, 10).size(), 1u);
+  EXPECT_TRUE(take(alive, 10).empty());  // a.test is at its limit of 1
+  std::this_thread::sleep_for(400ms);
+  auto taken = take(alive, 10);
+  ASSERT_EQ(taken.size(), 1u);
+  EXPECT_EQ(alive.reclaimed(), 1u);
+  EXPECT_EQ(taken[0].request.url, "http://a.test/page/0");  // the reclaimed one, first again
+  EXPECT_TRUE(settle(alive, taken[0].lease_id, {}).settled);
+  taken = take(alive, 10);
+  ASSERT_EQ(taken.size(), 1u);
+  EXPECT_EQ(taken[0].request.url, "http://a.test/page/1");
+  EXPECT_TRUE(settle(alive, taken[0].lease_id, {}).settled);
+  inspector redis(f.server.port());
+  // Nothing queued, nothing in flight: the frontier's bookkeeping is gone with its entries.
+  EXPECT_EQ(redis.integer("EXISTS spider:requests:count spider:requests:busy "
+                          "spider:requests:inflight spider:requests:host:a.test"),
+            0);
+}
+
+TEST(redis_queue_host_frontier, a_retry_after_and_a_reported_delay_hold_the_host_for_every_worker) {
+  using namespace host_frontier;
+  fixture f;
+  auto queue = paced(f, "w1", 8, 0ms);
+  auto other = paced(f, "w2", 8, 0ms);
+  settle(queue, "", pages_of({"busy.test", "calm.test"}, 1));
+  auto taken = take(queue, 10);
+  ASSERT_EQ(taken.size(), 2u);
+  for (const auto& leased : taken) {
+    crawler::host_pace pace;
+    if (crawler::pacing_host(leased.request) == "busy.test") pace.hold = 1;  // a 429's Retry-After
+    else pace.delay = 0.4;                                                  // a Crawl-delay
+    std::promise<settle_result> settled;
+    queue.async_settle(leased.lease_id, {}, {}, nullptr,
+                       crawler::dedup::fingerprint_scheme::scrapy_2_7,
+                       [&](std::exception_ptr, settle_result result) { settled.set_value(result); },
+                       pace);
+    ASSERT_TRUE(settled.get_future().get().settled);
+  }
+  auto more = pages_of({"busy.test", "calm.test"}, 3);
+  more.erase(more.begin(), more.begin() + 2);
+  settle(queue, "", more);
+  auto start = std::chrono::steady_clock::now();
+  std::map<std::string, std::vector<double>> seen;  // host -> seconds after the settles
+  while (seen["busy.test"].size() < 2 || seen["calm.test"].size() < 2) {
+    for (auto& leased : take(other, 10)) {
+      seen[crawler::pacing_host(leased.request)].push_back(
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+      settle(other, leased.lease_id, {});
+    }
+    ASSERT_LT(std::chrono::steady_clock::now() - start, 5s);
+    std::this_thread::sleep_for(10ms);
+  }
+  EXPECT_GE(seen["busy.test"][0], 0.95);  // held for its Retry-After
+  EXPECT_LT(seen["calm.test"][0], 0.1);   // due at once; its delay counts from now on
+  EXPECT_GE(seen["calm.test"][1] - seen["calm.test"][0], 0.38);
+  EXPECT_LT(seen["busy.test"][1] - seen["busy.test"][0], 0.1);  // DOWNLOAD_DELAY 0 again
+}
+
+TEST(redis_queue_host_frontier, is_this_crawlers_own_layout_which_scrapy_redis_cannot_share) {
+  using namespace host_frontier;
+  fixture f;
+  EXPECT_THROW(
+      redis_queue(f.client, {.key = "k", .order = "host", .form = crawler::queue_entry_form::pickle,
+                             .worker = "w"}),
+      crawler::settings_error);
+}

@@ -97,7 +97,12 @@ fleet_scheduler::fleet_scheduler(const scheduler_context& context,
               .max_entry_size = std::size_t(context.settings.get_int("SCHEDULER_MAX_ENTRY_SIZE")),
               .max_deliveries = std::size_t(context.settings.get_int("SCHEDULER_MAX_DELIVERIES")),
               .signer = std::move(signer),
-              .secrets = request_secrets(context.settings)}),
+              .secrets = request_secrets(context.settings),
+              .host_limit =
+                  std::size_t(std::max<std::int64_t>(
+                      0, context.settings.get_int("CONCURRENT_REQUESTS_PER_DOMAIN"))),
+              .host_delay = milliseconds_of(context.settings, "DOWNLOAD_DELAY"),
+              .randomize_delay = context.settings.get_bool("RANDOMIZE_DOWNLOAD_DELAY")}),
       batch_size_(std::size_t(context.settings.get_int("CONCURRENT_REQUESTS"))),
       start_urls_batch_(context.settings.get_int("REDIS_START_URLS_BATCH_SIZE") > 0
                             ? std::size_t(context.settings.get_int("REDIS_START_URLS_BATCH_SIZE"))
@@ -167,8 +172,9 @@ end
 // A lease whose deadline has not passed is a worker's too, alive but not heard from (paused, or
 // its line deleted): then nothing is flushed, and the worker stops.
 // KEYS fleet_keys() (workers, queue, leased, deadlines first), then the other keys to delete;
-// ARGV this worker, its record. Returns 1 when it flushed, 0 when it joined a live fleet, and
-// {leases held, seconds until the last deadline} when it refused.
+// ARGV this worker, its record, and for the host frontier the prefix of its per-host queues and
+// the two sorted sets that name every host with one. Returns 1 when it flushed, 0 when it joined
+// a live fleet, and {leases held, seconds until the last deadline} when it refused.
 const std::string flush_once_script = std::string(live_worker_lua) + R"lua(
 if live_worker(KEYS[1], false) then
   write_worker(KEYS[1], ARGV[1], ARGV[2])
@@ -179,6 +185,13 @@ local held = redis.call('ZCOUNT', KEYS[4], '(' .. string.format('%d', now * 1000
 if held > 0 then
   local last = redis.call('ZRANGE', KEYS[4], -1, -1, 'WITHSCORES')
   return {held, math.ceil((tonumber(last[2]) - now * 1000) / 1000)}
+end
+if ARGV[3] then
+  for _, listed in ipairs({ARGV[4], ARGV[5]}) do
+    for _, host in ipairs(redis.call('ZRANGE', listed, 0, -1)) do
+      redis.call('DEL', ARGV[3] .. host)
+    end
+  end
 end
 redis.call('DEL', unpack(KEYS))
 write_worker(KEYS[1], ARGV[1], ARGV[2])
@@ -256,6 +269,9 @@ void fleet_scheduler::do_open(asio::any_completion_handler<done_signature> handl
   flush.insert(flush.end(), keys.begin(), keys.end());
   flush.push_back(queue_.worker());
   flush.push_back(worker_record());
+  if (const auto& frontier = queue_.host_frontier_keys(); !frontier.empty()) {
+    flush.insert(flush.end(), {queue_key_ + ":host:", frontier[0], frontier[1]});
+  }
   client_->async_command(std::move(flush), [this, alive = alive_, shared, check_then_open](
                                                std::exception_ptr error, redis::reply answer) {
     if (!*alive) return;
@@ -309,9 +325,14 @@ std::exception_ptr fleet_scheduler::version_problem(const redis::reply& info) co
 void fleet_scheduler::check_key_types(
     std::function<void()> then,
     std::shared_ptr<asio::any_completion_handler<done_signature>> fail) {
-  auto queue_type = queue_.order() == "priority" ? "zset" : "list";
+  // The host frontier keeps nothing under the queue's own name, and the other orders nothing in
+  // <queue>:count: finding them is finding a fleet of the other SCHEDULER_QUEUE_CLASS.
+  bool hosts = queue_.order() == "host";
+  auto queue_type = hosts ? "none" : queue_.order() == "priority" ? "zset" : "list";
   const auto& start_type = queue_.start_urls_type();
   std::vector<std::pair<std::string, std::string>> expected{{queue_key_, queue_type},
+                                                            {queue_key_ + ":count",
+                                                             hosts ? "string" : "none"},
                                                             {queue_key_ + ":leased", "hash"},
                                                             {queue_key_ + ":deadlines", "zset"},
                                                             {queue_key_ + ":seq", "string"},
@@ -335,6 +356,15 @@ void fleet_scheduler::check_key_types(
           for (std::size_t i = 0; i < replies.size() && i < expected.size(); ++i) {
             const auto& held = replies[i].str;
             if (held == "none" || held == expected[i].second) continue;
+            if (expected[i].second == "none") {
+              error = std::make_exception_ptr(std::runtime_error(
+                  "redis at " + client_->where().address() + ": key " + expected[i].first +
+                  " holds a " + held + ": the queue " + queue_key_ +
+                  " was laid out for another SCHEDULER_QUEUE_CLASS than this worker's (" +
+                  queue_.order() +
+                  "). Give every worker the same one, or another SCHEDULER_QUEUE_KEY"));
+              break;
+            }
             error = std::make_exception_ptr(std::runtime_error(
                 "redis at " + client_->where().address() + ": key " + expected[i].first +
                 " holds a " + held + ", where the fleet keeps a " + expected[i].second +
@@ -390,6 +420,7 @@ void fleet_scheduler::open_dupefilter(asio::any_completion_handler<done_signatur
 // them, who take theirs when they are idle. Then the queue.
 void fleet_scheduler::take_more() {
   if (!open_ || taking_ || buffer_.size() >= batch_size_) return;
+  if (paces_hosts() && held_.size() >= batch_size_) return;
   // Held: taken and not yet settled, whether waiting in the buffer or downloading.
   auto room = held_.size() < batch_size_ ? batch_size_ - held_.size() : 0;
   if (queue_.queued() >= room) {
@@ -415,8 +446,15 @@ void fleet_scheduler::take_leased() {
   // The leases are Redis's from the moment the script runs, which is after this: until then
   // plus the lease time, they are surely this worker's.
   auto sent = std::chrono::steady_clock::now();
+  // The host frontier gives a host's turn for now: what is taken must be downloadable at once.
+  auto count = paces_hosts() ? batch_size_ - std::min(batch_size_, held_.size())
+                             : batch_size_ - buffer_.size();
+  if (count == 0) {
+    taking_ = false;
+    return;
+  }
   queue_.async_take(
-      batch_size_ - buffer_.size(),
+      count,
       [this, alive = alive_, sent](std::exception_ptr error, std::vector<leased_request> taken) {
         if (!*alive) return;
         taking_ = false;
@@ -442,8 +480,19 @@ void fleet_scheduler::take_leased() {
           leased.request.lease = leased.lease_id;
           buffer_.push_back(std::move(leased));
         }
+        // Room left, and a host due soon: take again then, not at the next settle.
+        if (auto due = queue_.next_host_due(); due && held_.size() < batch_size_) {
+          poll_timer_.expires_after(*due + std::chrono::milliseconds(1));
+          poll_timer_.async_wait([this, alive = alive_](boost::system::error_code cancelled) {
+            if (*alive && !cancelled) take_more();
+          });
+        }
         ready();
       });
+}
+
+void fleet_scheduler::record_pace(const request& fetched, const host_pace& pace) {
+  if (paces_hosts() && !fetched.lease.empty()) paces_[fetched.lease] = pace;
 }
 
 void fleet_scheduler::count_set_asides() {
@@ -578,7 +627,11 @@ void fleet_scheduler::redis_answered() {
 // MAX_IDLE_TIME_BEFORE_CLOSE, find out whether the whole fleet is out of work.
 void fleet_scheduler::after_empty_take() {
   if (!open_) return;
-  poll_timer_.expires_after(idle_backoff_.next());
+  auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(idle_backoff_.next());
+  if (auto due = queue_.next_host_due()) {
+    wait = std::min(wait, *due + std::chrono::milliseconds(1));
+  }
+  poll_timer_.expires_after(wait);
   poll_timer_.async_wait([this, alive = alive_](boost::system::error_code cancelled) {
     if (!*alive || cancelled) return;
     take_more();
@@ -588,7 +641,7 @@ void fleet_scheduler::after_empty_take() {
     return;
   }
   client_->async_pipeline(
-      {{"EXISTS", queue_key_, start_urls_key_},
+      {{"EXISTS", queue_.queued_key(), start_urls_key_},
        {"HLEN", queue_key_ + ":leased"},
        {"GET", queue_.epoch_key()}},
       [this, alive = alive_](std::exception_ptr error, std::vector<redis::reply> replies) {
@@ -765,12 +818,16 @@ std::optional<request> fleet_scheduler::next_request() {
 }
 
 void fleet_scheduler::restore(request request) {
-  if (!request.lease.empty()) to_release_.push_back(std::move(request.lease));
+  if (request.lease.empty()) return;
+  paces_.erase(request.lease);
+  to_release_.push_back(std::move(request.lease));
 }
 
 // A page whose outcome could not be stored is crawled again, with its outcome, by whoever takes
 // it next, once its lease expires: nothing of the outcome needs keeping here.
-void fleet_scheduler::keep_unchecked(page_outcome) {}
+void fleet_scheduler::keep_unchecked(page_outcome outcome) {
+  paces_.erase(outcome.lease);
+}
 
 std::string fleet_scheduler::start_request_problem(const request& request) const {
   // As the workers will read it back: the operator's own when signed, shared otherwise.
@@ -800,6 +857,8 @@ void fleet_scheduler::do_store(page_outcome outcome,
       std::make_shared<asio::any_completion_handler<attempt_signature>>(std::move(handler));
   static const std::vector<crawler::item> no_items;
   const auto& items = store_items_ ? kept->items : no_items;
+  host_pace pace;
+  if (auto found = paces_.find(kept->lease); found != paces_.end()) pace = found->second;
   queue_.async_settle(
       kept->lease, kept->requests, items, dupefilter_->marking(), scheme_,
       [this, alive = alive_, kept, shared](std::exception_ptr error, settle_result result) {
@@ -810,6 +869,7 @@ void fleet_scheduler::do_store(page_outcome outcome,
         if (error) return std::move(handler)(error, stored_outcome{}, std::move(*kept));
         if (!lease.empty()) {
           held_.erase(lease);
+          paces_.erase(lease);
           if (!result.settled) stats_.inc_value("scheduler/lease_lost");
           if (!first_page_told_) {
             first_page_told_ = true;
@@ -834,9 +894,11 @@ void fleet_scheduler::do_store(page_outcome outcome,
                                           .settled = lease.empty() || result.settled,
                                           .items = std::move(kept->items)},
                            page_outcome{});
-        // A worker that just queued work need not wait out its idle backoff.
-        if (result.queued && buffer_.empty()) take_more();
-      });
+        // A worker that just queued work need not wait out its idle backoff; with the host
+        // frontier, a settled page is room for the next host's turn.
+        if ((result.queued && buffer_.empty()) || paces_hosts()) take_more();
+      },
+      pace);
 }
 
 void fleet_scheduler::do_close(asio::any_completion_handler<done_signature> handler) {
@@ -891,9 +953,12 @@ return redis.call('DEL', unpack(KEYS))
 // The keys of the fleet's crawl state: <spider>:workers first, the queue second and its leases
 // third (fleet_done_script reads them), then the rest of the queue and the dupefilter's keys.
 std::vector<std::string> fleet_scheduler::fleet_keys() const {
-  std::vector<std::string> keys{workers_key_,           queue_key_,
+  std::vector<std::string> keys{workers_key_,           queue_.queued_key(),
                                 queue_key_ + ":leased", queue_key_ + ":deadlines",
                                 queue_key_ + ":seq",    queue_key_ + ":deliveries"};
+  for (const auto& key : queue_.host_frontier_keys()) {
+    if (key != queue_.queued_key()) keys.push_back(key);
+  }
   for (auto& key : dupefilter_->stored_keys()) keys.push_back(std::move(key));
   return keys;
 }

@@ -1,6 +1,11 @@
 // SCHEDULER=redis: the scheduler of one worker in a fleet that shares a Redis queue and
 // dupefilter (redis_queue.h says how a request is held and settled).
 //
+// With the host frontier (SCHEDULER_QUEUE_CLASS = "host") the worker takes no more than it can
+// download at once (CONCURRENT_REQUESTS less what it holds), so a request is fetched as soon as
+// its host's turn is given, takes again as each page settles and when the next host is due, and
+// reports with each settle what the download said of its host's pace (host_pace.h).
+//
 // The worker tops its batch of taken requests up to CONCURRENT_REQUESTS when fewer than a quarter
 // are at hand (so it holds at most twice its concurrency: a batch and the downloads under way) and
 // settles each finished request with its new requests in one round trip. Every
@@ -53,6 +58,8 @@ class fleet_scheduler final : public scheduler {
   void set_request_check(std::function<std::string(const request&)> check) override {
     queue_.set_check(std::move(check));
   }
+  bool paces_hosts() const override { return queue_.order() == "host"; }
+  void record_pace(const request& fetched, const host_pace& pace) override;
 
  private:
   fleet_scheduler(const scheduler_context& context,
@@ -119,6 +126,8 @@ class fleet_scheduler final : public scheduler {
   std::map<std::string, std::chrono::steady_clock::time_point> held_;
   std::chrono::milliseconds lease_time_;  // SCHEDULER_LEASE_TIME
   std::vector<std::string> to_release_;   // restored by the engine; released at close
+  // The host frontier: what each leased page's download said of its host, until its settle.
+  std::map<std::string, host_pace> paces_;
   // Whether a heartbeat has carried this worker's first page to the fleet's stats: `crawler status`
   // should not show 0 pages for a whole heartbeat interval.
   bool first_page_told_ = false;

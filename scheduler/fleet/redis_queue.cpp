@@ -3,6 +3,9 @@
 #include <openssl/rand.h>
 #include <openssl/sha.h>
 
+#include <cmath>
+#include <random>
+
 #include "config/settings.h"
 #include "redis/reply_error.h"
 #include "redis/set_aside.h"
@@ -75,6 +78,7 @@ std::string redis_queue_order_from(const settings& settings) {
       {"priority", "priority"},
       {"fifo", "fifo"},
       {"lifo", "lifo"},
+      {"host", "host"},
       {"scrapy_redis.queue.PriorityQueue", "priority"},
       {"scrapy_redis.queue.FifoQueue", "fifo"},
       {"scrapy_redis.queue.LifoQueue", "lifo"},
@@ -86,7 +90,7 @@ std::string redis_queue_order_from(const settings& settings) {
     if (name == given) return std::string(order);
   }
   throw settings_error("SCHEDULER_QUEUE_CLASS: unknown queue \"" + name +
-                       "\"; valid values are priority, fifo, lifo (or scrapy-redis's "
+                       "\"; valid values are priority, fifo, lifo, host (or scrapy-redis's "
                        "scrapy_redis.queue.PriorityQueue, FifoQueue, LifoQueue)");
 }
 
@@ -137,9 +141,21 @@ redis_queue::redis_queue(std::shared_ptr<redis::client> client, redis_queue_opti
       epoch_key_(options_.key + ":epoch"),
       items_key_(options_.items_key.empty() ? options_.key + ":items" : options_.items_key),
       known_(std::make_unique<detail::known_fingerprints>()) {
-  if (options_.order != "priority" && options_.order != "fifo" && options_.order != "lifo") {
+  if (options_.order != "priority" && options_.order != "fifo" && options_.order != "lifo" &&
+      options_.order != "host") {
     throw settings_error("SCHEDULER_QUEUE_CLASS: unknown queue \"" + options_.order +
-                         "\"; valid values are priority, fifo, lifo");
+                         "\"; valid values are priority, fifo, lifo, host");
+  }
+  if (options_.order == "host") {
+    if (options_.form == queue_entry_form::pickle) {
+      throw settings_error(
+          "SCHEDULER_QUEUE_CLASS: \"host\" is this crawler's own layout, which scrapy-redis's "
+          "workers cannot read: a queue shared with them (SCHEDULER_SERIALIZER = "
+          "\"scrapy_redis.picklecompat\") is priority, fifo or lifo");
+    }
+    host_prefix_ = options_.key + ":host:";
+    host_keys_ = {options_.key + ":hosts", options_.key + ":busy", options_.key + ":inflight",
+                  options_.key + ":delays", options_.key + ":count"};
   }
   if (options_.worker.empty() || options_.worker.find('|') != std::string::npos) {
     throw std::invalid_argument("redis_queue: a worker id is required and holds no '|'");
@@ -257,9 +273,15 @@ void redis_queue::run_script(const char* body, std::vector<std::string> keys,
     if (!types.empty()) types += ' ';
     types += expected_type(key, marking);
   }
+  for (const auto& key : host_keys_) {
+    types += ' ';
+    types += expected_type(key, marking);
+    keys.push_back(key);
+  }
   keys.push_back(epoch_key_);
-  args.insert(args.begin(), {epoch_, std::move(types),
-                             options_.form == queue_entry_form::json ? "json" : "pickle"});
+  args.insert(args.begin(),
+              {epoch_, std::move(types),
+               options_.form == queue_entry_form::json ? "json" : "pickle", host_prefix_});
   // The dupefilter's own step: a script per (transition, backend), cached by Redis as any other.
   const auto& mark = marking ? marking->lua : std::string("return true");
   auto text = std::string(detail::redis_lua_wrong_type) + redis::lua_set_aside_record +
@@ -309,6 +331,11 @@ std::string redis_queue::expected_type(const std::string& key,
   if (key == bad_key_ || key == dead_key_ || key == items_key_) return "list";
   if (key == options_.start_urls_key) return options_.start_urls_type;
   if (key == options_.start_urls_key + ":bad") return "list";
+  if (!host_keys_.empty()) {
+    if (key == host_keys_[0] || key == host_keys_[1]) return "zset";
+    if (key == host_keys_[2] || key == host_keys_[3]) return "hash";
+    if (key == host_keys_[4]) return "string";
+  }
   return "-";
 }
 
@@ -345,31 +372,59 @@ void redis_queue::async_join_epoch(std::function<void(std::exception_ptr)> done)
       });
 }
 
+std::vector<std::string> redis_queue::take_arguments(std::size_t count) const {
+  std::vector<std::string> args{options_.order,
+                                options_.worker,
+                                std::to_string(count),
+                                std::to_string(options_.lease.count()),
+                                std::to_string(options_.max_entry_size),
+                                std::to_string(options_.max_deliveries)};
+  if (options_.order == "host") {
+    // Redis seeds Lua's math.random the same for every script, so the draw comes from here.
+    std::string seed;
+    if (options_.randomize_delay) {
+      static thread_local std::mt19937 random{std::random_device{}()};
+      seed = std::to_string(std::uniform_int_distribution<int>(1, 1 << 30)(random));
+    }
+    args.insert(args.end(), {std::to_string(options_.host_limit),
+                             std::to_string(options_.host_delay.count()), std::move(seed)});
+  }
+  return args;
+}
+
 void redis_queue::async_take(std::size_t count, take_handler done) {
   run_script(
       detail::redis_queue_take,
       {options_.key, leased_key_, deadlines_key_, seq_key_, bad_key_, deliveries_key_, dead_key_},
-      {options_.order, options_.worker, std::to_string(count),
-       std::to_string(options_.lease.count()), std::to_string(options_.max_entry_size),
-       std::to_string(options_.max_deliveries)},
+      take_arguments(count),
       [this, done = std::move(done)](std::exception_ptr error, redis::reply answer) {
         std::vector<leased_request> taken;
-        std::vector<redis::command> poisoned;
+        // Lease id, then the record that replaces it in <key>:bad, for each entry not to run.
+        std::vector<std::string> poisoned;
         std::vector<std::string> other_form;  // lease ids of entries in the other form
         std::string mismatch;
         try {
           if (error) std::rethrow_exception(error);
           expect(answer, "take", *client_);
-          if (answer.elements.size() < 4 || answer.elements.size() % 3 != 1) {
+          if (answer.elements.size() < 5 || answer.elements.size() % 3 != 2) {
             throw std::runtime_error("redis queue: take answered " + answer.describe());
           }
           reclaimed_ += std::size_t(answer.elements[0].integer);
           bad_ += std::size_t(answer.elements[1].integer);
           dead_ += std::size_t(answer.elements[2].integer);
           queued_ = std::size_t(std::max(0LL, answer.elements[3].integer));
-          for (std::size_t i = 4; i + 2 < answer.elements.size(); i += 3) {
+          next_host_due_.reset();
+          if (answer.elements[4].integer >= 0) {
+            next_host_due_ = std::chrono::milliseconds(answer.elements[4].integer);
+          }
+          for (std::size_t i = 5; i + 2 < answer.elements.size(); i += 3) {
             const auto& id = answer.elements[i].str;
-            const auto& score = answer.elements[i + 1].str;
+            // The host frontier's scores are "<score>@<host>".
+            std::string_view score = answer.elements[i + 1].str, host;
+            if (auto at = score.find('@'); at != std::string_view::npos) {
+              host = score.substr(at + 1);
+              score = score.substr(0, at);
+            }
             const auto& entry = answer.elements[i + 2].str;
             if (in_other_form(entry)) {
               if (mismatch.empty()) mismatch = mismatch_message(entry);
@@ -391,16 +446,13 @@ void redis_queue::async_take(std::size_t count, take_handler done) {
                 ++reasons_logged_;
                 reasons_.push_back(quoted_for_log(bad.what(), 200));
               }
-              poisoned.push_back(
-                  {"RPUSH", bad_key_,
-                   redis::encode_set_aside({{"key", options_.key},
-                                            {"score", score},
-                                            {"reason", quoted_for_log(bad.what(), 500)},
-                                            {"worker", options_.worker}},
-                                           entry)});
-              poisoned.push_back({"HDEL", leased_key_, id});
-              poisoned.push_back({"ZREM", deadlines_key_, id});
-              poisoned.push_back({"HDEL", deliveries_key_, delivery_id(entry)});
+              nlohmann::json header{{"key", options_.key},
+                                    {"score", score},
+                                    {"reason", quoted_for_log(bad.what(), 500)},
+                                    {"worker", options_.worker}};
+              if (options_.order == "host") header["host"] = host;
+              poisoned.push_back(id);
+              poisoned.push_back(redis::encode_set_aside(header, entry));
             }
           }
         } catch (...) {
@@ -419,17 +471,34 @@ void redis_queue::async_take(std::size_t count, take_handler done) {
             });
           };
           if (poisoned.empty()) return put_back(nullptr);
-          return client_->async_pipeline(std::move(poisoned), std::move(put_back));
+          return set_aside_taken(std::move(poisoned), std::move(put_back));
         }
         if (poisoned.empty()) return done(nullptr, std::move(taken));
-        // If this worker dies before the pipeline lands, the lease expires, the entry comes
-        // back and is found bad again: nothing runs and nothing is lost.
-        client_->async_pipeline(
-            std::move(poisoned), [done, taken = std::move(taken)](
-                                     std::exception_ptr error, std::vector<redis::reply>) mutable {
-              done(error, error ? std::vector<leased_request>{} : std::move(taken));
-            });
+        // If this worker dies before the script runs, the lease expires, the entry comes back
+        // and is found bad again: nothing runs and nothing is lost.
+        set_aside_taken(std::move(poisoned), [done, taken = std::move(taken)](
+                                                 std::exception_ptr error) mutable {
+          done(error, error ? std::vector<leased_request>{} : std::move(taken));
+        });
       });
+}
+
+void redis_queue::set_aside_taken(std::vector<std::string> leases_and_records,
+                                  std::function<void(std::exception_ptr)> done) {
+  std::vector<std::string> args{options_.order, options_.worker};
+  args.insert(args.end(), std::make_move_iterator(leases_and_records.begin()),
+              std::make_move_iterator(leases_and_records.end()));
+  run_script(detail::redis_queue_set_aside, {leased_key_, deadlines_key_, deliveries_key_, bad_key_},
+             std::move(args),
+             [this, done = std::move(done)](std::exception_ptr error, redis::reply answer) {
+               try {
+                 if (error) std::rethrow_exception(error);
+                 expect(answer, "set aside", *client_);
+               } catch (...) {
+                 return done(std::current_exception());
+               }
+               done(nullptr);
+             });
 }
 
 void redis_queue::async_feed(std::size_t count, const dedup::redis_marking* marking,
@@ -458,7 +527,7 @@ void redis_queue::async_feed(std::size_t count, const dedup::redis_marking* mark
     std::vector<std::string> args{options_.order, options_.start_urls_type, marking ? "1" : ""};
     for (const auto& element : answer.elements) {
       const auto& raw = element.str;
-      std::string body, mark, reason, priority = "0", dont_filter = "0";
+      std::string body, mark, reason, host, priority = "0", dont_filter = "0";
       try {
         if (raw.size() > options_.max_entry_size) {
           throw std::invalid_argument("an entry of " + std::to_string(raw.size()) +
@@ -468,13 +537,14 @@ void redis_queue::async_feed(std::size_t count, const dedup::redis_marking* mark
         auto start = start_request_from(raw, signer());
         if (marking && !start.dont_filter) mark = marking->argument(fingerprint_of(start, scheme));
         body = entry_body(start);
+        host = pacing_host(start);
         priority = std::to_string(start.priority);
         dont_filter = start.dont_filter ? "1" : "0";
       } catch (const std::exception& bad) {
         body.clear();
         reason = quoted_for_log(bad.what(), 500);
       }
-      args.insert(args.end(), {raw, body, priority, dont_filter, mark, reason});
+      args.insert(args.end(), {raw, body, priority, dont_filter, mark, reason, host});
     }
     auto filter_key = marking ? marking->key : options_.key;
     run_script(
@@ -541,8 +611,12 @@ void redis_queue::async_requeue(set_aside_list from, std::size_t skip, std::size
         std::vector<std::string> args{options_.order, options_.start_urls_type};
         for (const auto& element : answer.elements) {
           auto record = redis::decode_set_aside(element.str);
-          std::string key, score = "0";
+          std::string key, host, score = "0";
           if (record) {
+            if (auto found = record->header.find("host");
+                found != record->header.end() && found->is_string()) {
+              host = *found;
+            }
             auto found = record->header.find("key");
             if (found != record->header.end() && found->is_string()) key = *found;
             found = record->header.find("score");
@@ -560,7 +634,7 @@ void redis_queue::async_requeue(set_aside_list from, std::size_t skip, std::size
             continue;
           }
           args.insert(args.end(),
-                      {element.str, to_start ? "start" : "queue", record->value, score});
+                      {element.str, to_start ? "start" : "queue", record->value, score, host});
         }
         if (args.size() == 2) return done(nullptr, std::move(result));
         run_script(
@@ -604,8 +678,16 @@ void redis_queue::async_push(const std::vector<request>& requests,
 void redis_queue::async_settle(const std::string& lease_id, const std::vector<request>& children,
                                const std::vector<crawler::item>& items,
                                const dedup::redis_marking* marking,
-                               dedup::fingerprint_scheme scheme, settle_handler done) {
-  std::vector<std::string> args{options_.order, options_.worker, lease_id, marking ? "1" : "", "0"};
+                               dedup::fingerprint_scheme scheme, settle_handler done,
+                               const host_pace& pace) {
+  auto in_ms = [](double seconds) { return std::to_string(std::llround(seconds * 1000)); };
+  std::vector<std::string> args{options_.order,
+                                options_.worker,
+                                lease_id,
+                                marking ? "1" : "",
+                                "0",
+                                pace.delay ? in_ms(*pace.delay) : "",
+                                pace.hold > 0 ? in_ms(pace.hold) : ""};
   std::size_t count = 0;
   std::vector<std::size_t> sent, unfingerprintable, known;  // positions in `children`
   std::vector<dedup::fingerprint> marked;  // what the dupefilter holds once this settle is stored
@@ -636,6 +718,7 @@ void redis_queue::async_settle(const std::string& lease_id, const std::vector<re
     args.push_back(std::to_string(child.priority));
     args.push_back(child.dont_filter ? "1" : "0");
     args.push_back(std::move(mark));
+    args.push_back(pacing_host(child));
     ++count;
   }
   args[4] = std::to_string(count);

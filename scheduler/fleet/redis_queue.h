@@ -18,7 +18,10 @@
 //
 // Order (SCHEDULER_QUEUE_CLASS): "priority" (a sorted set scored -priority; equal priorities
 // first in, first out; two equal dont_filter requests stay two entries), "fifo" or "lifo"
-// (lists), laid out as scrapy-redis's PriorityQueue, FifoQueue and LifoQueue lay them out.
+// (lists), laid out as scrapy-redis's PriorityQueue, FifoQueue and LifoQueue lay them out; or
+// "host", this crawler's own host frontier: a priority queue per host (host_pace.h), and takes
+// that lease only from hosts that are due, so DOWNLOAD_DELAY and CONCURRENT_REQUESTS_PER_DOMAIN
+// hold for the whole fleet, on Redis's clock (detail/redis_queue_scripts.h has the layout).
 // Entries (SCHEDULER_SERIALIZER) are our JSON (request::to_json, numbered), or scrapy-redis's
 // pickled request dicts (scrapy_request.h), so our workers and scrapy-redis's can share one
 // queue: they pop, we lease. Anyone who reaches Redis can write them, so what is taken is
@@ -47,9 +50,10 @@
 #include "config/settings.h"
 #include "dedup/dupefilter.h"
 #include "redis/client.h"
-#include "scheduler/fleet/entry_signature.h"
 #include "request/item.h"
 #include "request/request.h"
+#include "scheduler/fleet/entry_signature.h"
+#include "scheduler/host_pace.h"
 #include "scheduler/request_secrets.h"
 
 namespace crawler {
@@ -64,9 +68,10 @@ enum class queue_entry_form {
   pickle,  // "scrapy_redis.picklecompat": scrapy-redis's, pickle.dumps(request_to_dict(request))
 };
 
-/// SCHEDULER_QUEUE_CLASS as a queue order: "priority", "fifo" or "lifo", or scrapy-redis's class
-/// paths for them (scrapy_redis.queue.PriorityQueue, FifoQueue, LifoQueue and their old names
-/// SpiderPriorityQueue, SpiderQueue, SpiderStack). Throws settings_error naming the value.
+/// SCHEDULER_QUEUE_CLASS as a queue order: "priority", "fifo", "lifo" or "host", or scrapy-redis's
+/// class paths for the first three (scrapy_redis.queue.PriorityQueue, FifoQueue, LifoQueue and
+/// their old names SpiderPriorityQueue, SpiderQueue, SpiderStack). Throws settings_error naming
+/// the value.
 std::string redis_queue_order_from(const settings& settings);
 
 /// SCHEDULER_SERIALIZER as an entry form; unset: scrapy-redis's when SCHEDULER is its class path
@@ -80,7 +85,7 @@ std::string start_urls_type_from(const settings& settings);
 
 struct redis_queue_options {
   std::string key;                 // SCHEDULER_QUEUE_KEY, e.g. "books:requests"
-  std::string order = "priority";  // SCHEDULER_QUEUE_CLASS: priority, fifo or lifo
+  std::string order = "priority";  // SCHEDULER_QUEUE_CLASS: priority, fifo, lifo or host
   queue_entry_form form = queue_entry_form::json;  // SCHEDULER_SERIALIZER
   std::string worker;              // this worker's id, unique in the fleet
   std::chrono::milliseconds lease{600000};
@@ -98,6 +103,13 @@ struct redis_queue_options {
   std::optional<entry_signer> signer;
   /// What of a request is never written to Redis (SENSITIVE_HEADERS, DEFAULT_REQUEST_HEADERS).
   request_secrets secrets;
+  /// The host frontier's pace (order "host"): leased requests of one host at once, fleet-wide
+  /// (CONCURRENT_REQUESTS_PER_DOMAIN; 0: no limit), the time between two takes of one host
+  /// (DOWNLOAD_DELAY, unless a worker reported another for it), and whether that time is drawn
+  /// from 0.5x to 1.5x of it (RANDOMIZE_DOWNLOAD_DELAY).
+  std::size_t host_limit = 8;
+  std::chrono::milliseconds host_delay{0};
+  bool randomize_delay = true;
 };
 
 /// A request taken from the queue: the lease that holds it, and the request.
@@ -176,11 +188,13 @@ class redis_queue {
   /// Extends the leases this worker still holds; completes with those of `lease_ids` it no
   /// longer holds (they expired while it stalled and went back to the queue, or were settled).
   void async_renew(const std::vector<std::string>& lease_ids, renew_handler done);
-  /// Stores a crawled page's outcome and settles its lease, in one step (see the file comment).
+  /// Stores a crawled page's outcome and settles its lease, in one step (see the file comment);
+  /// the host frontier also takes what the page's download said of its host's pace.
   /// `children` are read before this returns; they need not outlive the call.
   void async_settle(const std::string& lease_id, const std::vector<request>& children,
                     const std::vector<crawler::item>& items, const dedup::redis_marking* marking,
-                    dedup::fingerprint_scheme scheme, settle_handler done);
+                    dedup::fingerprint_scheme scheme, settle_handler done,
+                    const host_pace& pace = {});
   /// Moves up to `count` start URLs from the start key into the queue, through `marking`, each
   /// in the same atomic step that removes it; bad entries go to <start key>:bad. Completes with
   /// what was queued.
@@ -222,6 +236,14 @@ class redis_queue {
   const std::string& order() const { return options_.order; }
   /// The Redis type of the start URLs' key: list, set or zset.
   const std::string& start_urls_type() const { return options_.start_urls_type; }
+  /// The key that exists exactly while requests are queued: the queue's, or the host frontier's
+  /// <key>:count.
+  const std::string& queued_key() const {
+    return host_keys_.empty() ? options_.key : host_keys_.back();
+  }
+  /// The host frontier's keys besides the per-host queues (which Redis deletes once empty);
+  /// none for the other orders.
+  const std::vector<std::string>& host_frontier_keys() const { return host_keys_; }
   /// Where settle appends items (the option, or <key>:items when it is empty).
   const std::string& items_key() const { return items_key_; }
 
@@ -238,6 +260,9 @@ class redis_queue {
   /// Entries in the queue as the last take found them, plus what this worker queued since
   /// (other workers' takes and settles show at the next take).
   std::size_t queued() const { return queued_; }
+  /// The host frontier: how long after the last take the next host is due (nullopt: no host
+  /// waits for its time, though some may wait for a lease to end).
+  std::optional<std::chrono::milliseconds> next_host_due() const { return next_host_due_; }
 
  private:
   // A request's entry as written to Redis: its JSON, signed when there is a key.
@@ -245,6 +270,12 @@ class redis_queue {
   // The request an entry stands for; throws std::invalid_argument naming the entry when it does
   // not decode or may not run.
   request read_entry(std::string_view entry, const std::string& id) const;
+  // Moves leased entries this worker will not run to <key>:bad: lease id, then its record, for
+  // each (the host frontier also gives their hosts their room back).
+  void set_aside_taken(std::vector<std::string> leases_and_records,
+                       std::function<void(std::exception_ptr)> done);
+  // The take script's arguments.
+  std::vector<std::string> take_arguments(std::size_t count) const;
   // Whether `entry` is in the other form than options_.form.
   bool in_other_form(std::string_view entry) const;
   // What queue_form_mismatch says about `entry`.
@@ -265,6 +296,11 @@ class redis_queue {
   std::string epoch_key_, items_key_;
   std::string epoch_;  // "" until async_join_epoch: the scripts check nothing
   std::size_t reclaimed_ = 0, bad_ = 0, dead_ = 0, queued_ = 0;
+  std::optional<std::chrono::milliseconds> next_host_due_;
+  // The host frontier's keys (hosts, busy, inflight, delays, count), after each script's own;
+  // empty for the other orders.
+  std::vector<std::string> host_keys_;
+  std::string host_prefix_;
   std::vector<std::string> reasons_;  // see set_aside_reasons_taken
   std::size_t reasons_logged_ = 0;    // so a poisoned queue logs a few, not thousands
   // (script, the dupefilter's mark step) -> the SHA-1 of their text, for EVALSHA.

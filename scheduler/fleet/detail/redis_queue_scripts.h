@@ -11,6 +11,16 @@
 // entry id -> how many times the entry was taken and not settled), <queue>:dead (the dead
 // letters: entries taken more than SCHEDULER_MAX_DELIVERIES times, never settled), <queue>:bad
 // (what could not be used); both hold records as redis/set_aside.h writes them.
+//
+// SCHEDULER_QUEUE_CLASS "host" queues per host instead (the host frontier): <queue>:host:<host>
+// (a sorted set of that host's entries, scored -priority), <queue>:hosts (host -> the time on
+// Redis's clock when it may next be fetched, for every host with entries, and, until that time,
+// for one that just ran out), <queue>:busy (the same for hosts at their fleet-wide concurrency
+// limit, which takes pass over), <queue>:inflight (host -> its leased entries), <queue>:delays
+// (host -> its delay in ms where a worker found one other than DOWNLOAD_DELAY: a robots.txt
+// Crawl-delay, AutoThrottle) and <queue>:count (the entries queued in all; it exists exactly
+// while some are). Its leases are
+// "<worker>|<score>@<host>|<entry>".
 #pragma once
 
 namespace crawler::detail {
@@ -47,6 +57,15 @@ local epoch_key = table.remove(KEYS)
 local expected_epoch = table.remove(ARGV, 1)
 local expected_types = table.remove(ARGV, 1)
 local numbered = table.remove(ARGV, 1) == 'json'
+-- The host frontier's keys follow the script's own (see the top of this file), and its
+-- per-host sorted sets start with host_prefix; '' for the other orders.
+local host_prefix = table.remove(ARGV, 1)
+local host_keys = {}
+if host_prefix ~= '' then
+  local n = #KEYS
+  host_keys = {hosts = KEYS[n - 4], busy = KEYS[n - 3], inflight = KEYS[n - 2],
+               delays = KEYS[n - 1], count = KEYS[n]}
+end
 if expected_epoch ~= '' then
   local current = redis.call('GET', epoch_key)
   if current ~= expected_epoch then
@@ -66,15 +85,22 @@ local function now_ms()
   local t = redis.call('TIME')
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
--- A lease record is "<worker>|<score>|<entry>"; anything else (another program wrote it) is nil,
--- never a Lua error: one bad record must not stop every script that passes it.
+-- A lease record is "<worker>|<score>|<entry>", or "<worker>|<score>@<host>|<entry>" in the
+-- host frontier; anything else (another program wrote it) is nil, never a Lua error: one bad
+-- record must not stop every script that passes it. Returns the worker, score, entry and host.
 local function parse_lease(lease)
   local bar1 = string.find(lease, '|', 1, true)
   local bar2 = bar1 and string.find(lease, '|', bar1 + 1, true)
   if not bar2 or bar1 == 1 then return nil end
   local score = string.sub(lease, bar1 + 1, bar2 - 1)
+  local host = ''
+  local at = string.find(score, '@', 1, true)
+  if at then
+    host = string.sub(score, at + 1)
+    score = string.sub(score, 1, at - 1)
+  end
   if not tonumber(score) then return nil end
-  return string.sub(lease, 1, bar1 - 1), score, string.sub(lease, bar2 + 1)
+  return string.sub(lease, 1, bar1 - 1), score, string.sub(lease, bar2 + 1), host
 end
 -- What a worker cannot use goes aside in <queue>:bad, byte for byte, with where it was and why
 -- (redis/set_aside.h).
@@ -95,10 +121,74 @@ local function check_seq(seq, bad)
   end
   return 0
 end
+-- The host frontier's count of queued entries, checked before a script writes anything, as
+-- check_seq checks the counter: one that is not a whole number is set aside and counted again.
+local function check_count(bad)
+  if host_prefix == '' then return 0 end
+  local value = redis.call('GET', host_keys.count)
+  if not value or string.match(value, '^%d+$') then return 0 end
+  set_aside(bad, host_keys.count, value, 'not a count (a whole number): counted again')
+  local total = 0
+  for _, key in ipairs({host_keys.hosts, host_keys.busy}) do
+    for _, host in ipairs(redis.call('ZRANGE', key, 0, -1)) do
+      local size = redis.pcall('ZCARD', host_prefix .. host)
+      if type(size) == 'number' then total = total + size end
+    end
+  end
+  redis.call('SET', host_keys.count, total)
+  return 1
+end
+-- Queues `entry` in its host's sorted set, and lists the host (due now) unless it is listed
+-- already: a host that ran out keeps its time until then, so its delay holds across the gap.
+-- False, writing nothing, when that key holds something else (another program's).
+local function add_to_host(host, score, entry)
+  local added = redis.pcall('ZADD', host_prefix .. host, score, entry)
+  if type(added) ~= 'number' then return false end
+  redis.call('INCR', host_keys.count)
+  if not redis.call('ZSCORE', host_keys.hosts, host) and
+     not redis.call('ZSCORE', host_keys.busy, host) then
+    redis.call('ZADD', host_keys.hosts, now_ms(), host)
+  end
+  return true
+end
+local function host_refused(queue, host, entry)
+  redis.call('RPUSH', queue .. ':bad', set_aside_record({key = queue, host = host,
+    reason = 'the key ' .. host_prefix .. host .. ' holds a ' ..
+             redis.call('TYPE', host_prefix .. host).ok .. ', not the host\'s queue'}, entry))
+end
+-- A leased entry of `host` is done with (settled, released, or its lease expired): one fewer in
+-- flight, so a host that was at its limit is due again at its time.
+local function host_done(host)
+  local left = redis.pcall('HINCRBY', host_keys.inflight, host, -1)
+  if type(left) ~= 'number' or left <= 0 then redis.call('HDEL', host_keys.inflight, host) end
+  local due = redis.call('ZSCORE', host_keys.busy, host)
+  if due then
+    redis.call('ZREM', host_keys.busy, host)
+    redis.call('ZADD', host_keys.hosts, due, host)
+  end
+end
+-- What a worker's download of `host` said of its pace: the delay its downloader keeps for it
+-- ('': DOWNLOAD_DELAY's), and how long the host asked to be left alone (a 429 or 503 with
+-- Retry-After; '' or 0: not at all), which puts its time off for the whole fleet.
+local function set_pace(host, delay_ms, hold_ms)
+  if delay_ms == '' then redis.call('HDEL', host_keys.delays, host)
+  elseif tonumber(delay_ms) then redis.call('HSET', host_keys.delays, host, delay_ms) end
+  local hold = tonumber(hold_ms) or 0
+  if hold <= 0 then return end
+  local until_ms = now_ms() + math.floor(hold)
+  for _, key in ipairs({host_keys.hosts, host_keys.busy}) do
+    local due = redis.call('ZSCORE', key, host)
+    if due then
+      if tonumber(due) < until_ms then redis.call('ZADD', key, until_ms, host) end
+      return
+    end
+  end
+  redis.call('ZADD', host_keys.hosts, until_ms, host)
+end
 -- Marks `argument` in the dupefilter (unless dont_filter, or `filtering` is '') with the
 -- dupefilter's own mark(), and queues `body` when it was new.
 local function queue_new(queue, order, seq, filtering, filter, body, priority, dont_filter,
-                         argument)
+                         argument, host)
   local new = true
   if dont_filter ~= '1' and filtering ~= '' then new = mark(filter, argument) end
   if new then
@@ -106,6 +196,8 @@ local function queue_new(queue, order, seq, filtering, filter, body, priority, d
     if numbered then entry = string.format('%016d', redis.call('INCR', seq)) .. '|' .. body end
     if order == 'priority' then
       redis.call('ZADD', queue, -tonumber(priority), entry)
+    elseif order == 'host' then
+      if not add_to_host(host, -tonumber(priority), entry) then host_refused(queue, host, entry) end
     else
       redis.call('LPUSH', queue, entry)
     end
@@ -118,9 +210,11 @@ local function delivery_id(entry)
   return string.match(entry, '^(%d+)|') or redis.sha1hex(entry)
 end
 -- Where it is taken next: the end of the list that takes pop from.
-local function put_back(queue, order, score, entry)
+local function put_back(queue, order, score, entry, host)
   if order == 'priority' then
     redis.call('ZADD', queue, score, entry)
+  elseif order == 'host' then
+    if not add_to_host(host, score, entry) then host_refused(queue, host, entry) end
   elseif order == 'fifo' then
     redis.call('RPUSH', queue, entry)
   else
@@ -137,7 +231,14 @@ end
 // to `bad` instead, never to a worker. Each take of an entry is counted in `deliveries` until it
 // is settled; one taken max_deliveries times already (SCHEDULER_MAX_DELIVERIES; 0: no limit) is a
 // page that every worker taking it dies on: it goes to `dead`, with its score, not to a worker.
-// Returns {reclaimed, set aside, dead, entries left in the queue, id, score, entry, ...}.
+// The host frontier (order 'host'; ARGV then also limit, delay_ms, seed) takes from the hosts
+// that are due, longest due first: one entry per host when its delay (<queue>:delays, else
+// delay_ms) is not 0, else as many as its fleet-wide limit (CONCURRENT_REQUESTS_PER_DOMAIN; 0:
+// none) leaves; each take puts the host's time off by its delay, times 0.5 to 1.5 drawn from
+// `seed` (RANDOMIZE_DOWNLOAD_DELAY; '': times 1), and a host that reaches its limit waits in
+// <queue>:busy until one of its leases ends. Its scores come back as "<score>@<host>".
+// Returns {reclaimed, set aside, dead, entries left in the queue, ms until the next host is due
+// (-1: the other orders, or none), id, score, entry, ...}.
 inline constexpr const char* redis_queue_take = R"lua(
 local queue, leased, deadlines, seq, bad = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local deliveries, dead = KEYS[6], KEYS[7]
@@ -146,21 +247,34 @@ local max_entry, max_deliveries = tonumber(ARGV[5]), tonumber(ARGV[6])
 local now = now_ms()
 -- The workers of an idle fleet poll here every two seconds: finding nothing to do, it writes
 -- nothing and checks nothing more. A read that fails is named by check_types().
-local waiting = redis.pcall(order == 'priority' and 'ZCARD' or 'LLEN', queue)
+local waiting
+if order == 'host' then waiting = redis.pcall('ZCOUNT', host_keys.hosts, '-inf', now)
+else waiting = redis.pcall(order == 'priority' and 'ZCARD' or 'LLEN', queue) end
 local expired = redis.pcall('ZRANGEBYSCORE', deadlines, '-inf', now, 'LIMIT', 0, 1000)
 if type(waiting) ~= 'number' or expired.err then
   return check_types() or (type(waiting) == 'table' and waiting or expired)
 end
-if waiting == 0 and #expired == 0 then return {0, 0, 0, 0} end
+-- The host frontier: in how many ms the next host is due (-1: none waits for its time).
+local function next_due_in()
+  if order ~= 'host' then return -1 end
+  local first = redis.pcall('ZRANGE', host_keys.hosts, 0, 0, 'WITHSCORES')
+  if first.err or #first == 0 then return -1 end
+  return math.max(0, tonumber(first[2]) - now)
+end
+if waiting == 0 and #expired == 0 then
+  local queued = order == 'host' and tonumber(redis.pcall('GET', host_keys.count)) or 0
+  return {0, 0, 0, queued or 0, next_due_in()}
+end
 local refused = check_types()
 if refused then return refused end
-local bads = check_seq(seq, bad)
+local bads = check_seq(seq, bad) + check_count(bad)
 for _, id in ipairs(expired) do
   local lease = redis.call('HGET', leased, id)
   if lease then
-    local owner, score, entry = parse_lease(lease)
+    local owner, score, entry, host = parse_lease(lease)
     if owner then
-      put_back(queue, order, score, entry)
+      put_back(queue, order, score, entry, host)
+      if order == 'host' then host_done(host) end
     else
       set_aside(bad, leased, lease, 'lease ' .. id .. ' is not "<worker>|<score>|<entry>"')
       bads = bads + 1
@@ -170,7 +284,49 @@ for _, id in ipairs(expired) do
   redis.call('ZREM', deadlines, id)
 end
 local taken = {}
-if order == 'priority' then
+if order == 'host' then
+  local limit, base_delay, seed = tonumber(ARGV[7]), tonumber(ARGV[8]), ARGV[9]
+  if seed ~= '' then math.randomseed(tonumber(seed)) end
+  local due = redis.call('ZRANGEBYSCORE', host_keys.hosts, '-inf', now, 'LIMIT', 0, count)
+  for _, host in ipairs(due) do
+    if #taken >= count then break end
+    local running = tonumber(redis.call('HGET', host_keys.inflight, host)) or 0
+    local delay = tonumber(redis.call('HGET', host_keys.delays, host)) or base_delay
+    local room = count - #taken
+    if limit > 0 then room = math.min(room, limit - running) end
+    if delay > 0 then room = math.min(room, 1) end
+    local popped = {}
+    if room > 0 then
+      popped = redis.pcall('ZPOPMIN', host_prefix .. host, room)
+      -- Another program's key under the host's name: the host is dropped, the key left alone.
+      if popped.err then popped = {} end
+    end
+    local n = #popped / 2
+    for i = 1, #popped, 2 do taken[#taken + 1] = {popped[i], popped[i + 1], host} end
+    if room > 0 and n == 0 then
+      -- Ran out, and its time has come: nothing more to remember.
+      redis.call('ZREM', host_keys.hosts, host)
+    else
+      local next_due = redis.call('ZSCORE', host_keys.hosts, host)
+      if n > 0 then
+        running = running + n
+        redis.call('HSET', host_keys.inflight, host, running)
+        -- Gone at 0, so that it exists exactly while entries are queued, as the other orders'
+        -- queue does.
+        if redis.call('DECRBY', host_keys.count, n) <= 0 then redis.call('DEL', host_keys.count) end
+        local wait = delay
+        if seed ~= '' then wait = delay * (0.5 + math.random()) end
+        next_due = now + math.floor(wait)
+      end
+      if limit > 0 and running >= limit then
+        redis.call('ZREM', host_keys.hosts, host)
+        redis.call('ZADD', host_keys.busy, next_due, host)
+      else
+        redis.call('ZADD', host_keys.hosts, next_due, host)
+      end
+    end
+  end
+elseif order == 'priority' then
   local popped = redis.call('ZPOPMIN', queue, count)
   for i = 1, #popped, 2 do taken[#taken + 1] = {popped[i], popped[i + 1]} end
 else
@@ -181,13 +337,13 @@ else
     for _, entry in ipairs(popped) do taken[#taken + 1] = {entry, '0'} end
   end
 end
-local out = {#expired, 0, 0, 0}
+local out = {#expired, 0, 0, 0, 0}
 for _, item in ipairs(taken) do
-  local entry, score = item[1], item[2]
+  local entry, score, host = item[1], item[2], item[3]
   local delivered = 0
   if #entry > max_entry then
-    set_aside(bad, queue, entry, 'an entry of ' .. #entry ..
-              ' bytes, over SCHEDULER_MAX_ENTRY_SIZE (' .. max_entry .. ')')
+    redis.call('RPUSH', bad, set_aside_record({key = queue, host = host, reason = 'an entry of ' ..
+      #entry .. ' bytes, over SCHEDULER_MAX_ENTRY_SIZE (' .. max_entry .. ')'}, entry))
     bads = bads + 1
   else
     local id = delivery_id(entry)
@@ -201,7 +357,7 @@ for _, item in ipairs(taken) do
       delivered = 1
     end
     if max_deliveries > 0 and delivered > max_deliveries then
-      redis.call('RPUSH', dead, set_aside_record({key = queue, score = score,
+      redis.call('RPUSH', dead, set_aside_record({key = queue, score = score, host = host,
         deliveries = delivered - 1, reason = 'taken ' .. (delivered - 1) ..
         ' times by workers that stopped before settling it (SCHEDULER_MAX_DELIVERIES)'}, entry))
       redis.call('HDEL', deliveries, id)
@@ -209,6 +365,7 @@ for _, item in ipairs(taken) do
       delivered = 0
     end
   end
+  if host and order == 'host' then score = score .. '@' .. host end
   if delivered > 0 then
     -- %d: Lua's own number-to-string is %.14g, which past 10^14 gives two leases one id.
     local id = 'L' .. string.format('%d', redis.call('INCR', seq))
@@ -217,12 +374,38 @@ for _, item in ipairs(taken) do
     out[#out + 1] = id
     out[#out + 1] = score
     out[#out + 1] = entry
+  elseif order == 'host' then
+    host_done(host)  -- set aside, not leased: it holds none of the host's room
   end
 end
 out[2] = bads
+out[5] = next_due_in()
 if order == 'priority' then out[4] = redis.call('ZCARD', queue)
+elseif order == 'host' then out[4] = tonumber(redis.call('GET', host_keys.count)) or 0
 else out[4] = redis.call('LLEN', queue) end
 return out
+)lua";
+
+// set_aside: KEYS leased, deadlines, deliveries, bad; ARGV order, worker, then per entry: lease
+// id, record. Each entry the worker still holds and will not run (it did not decode, or may not
+// run) leaves its lease for `bad`, as the record, and its delivery count goes.
+inline constexpr const char* redis_queue_set_aside = R"lua(
+local leased, deadlines, deliveries, bad = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local order, worker = ARGV[1], ARGV[2]
+local refused = check_types()
+if refused then return refused end
+for at = 3, #ARGV, 2 do
+  local lease = redis.call('HGET', leased, ARGV[at])
+  local owner, _, entry, host = parse_lease(lease or '')
+  if owner == worker then
+    redis.call('RPUSH', bad, ARGV[at + 1])
+    redis.call('HDEL', leased, ARGV[at])
+    redis.call('ZREM', deadlines, ARGV[at])
+    redis.call('HDEL', deliveries, delivery_id(entry))
+    if order == 'host' then host_done(host) end
+  end
+end
+return 0
 )lua";
 
 // renew: KEYS leased, deadlines; ARGV worker, lease_ms, id... Moves the deadline of each lease
@@ -258,9 +441,10 @@ local released = 0
 for i = 3, #ARGV do
   local lease = redis.call('HGET', leased, ARGV[i])
   if lease then
-    local owner, score, entry = parse_lease(lease)
+    local owner, score, entry, host = parse_lease(lease)
     if owner == worker then
-      put_back(queue, order, score, entry)
+      put_back(queue, order, score, entry, host)
+      if order == 'host' then host_done(host) end
       redis.call('HDEL', leased, ARGV[i])
       redis.call('ZREM', deadlines, ARGV[i])
       local id = delivery_id(entry)
@@ -275,8 +459,8 @@ return released
 
 // settle: KEYS queue, leased, deadlines, seq, dupefilter, items, bad, deliveries;
 // ARGV order, worker, lease id ('' for none), filtering ('1', or '' for no dupefilter), child
-// count, then per child: request JSON, priority, dont_filter ('1' or '0'), marking argument; then
-// the items.
+// count, the page's host's delay and hold in ms (set_pace; the host frontier's), then per child:
+// request JSON, priority, dont_filter ('1' or '0'), marking argument, host; then the items.
 // In one step: each child is marked seen and queued unless the dupefilter has seen it, the items
 // are appended, and the parent's lease is settled. So no URL is ever seen without being queued,
 // leased or crawled. A lease the worker no longer holds (it expired and went back to the queue,
@@ -293,38 +477,42 @@ local settled = 0
 local refused = check_types()
 if refused then return refused end
 check_seq(seq, KEYS[7])
+check_count(KEYS[7])
 if lease_id ~= '' then
   local lease = redis.call('HGET', leased, lease_id)
-  local owner, _, entry = parse_lease(lease or '')
+  local owner, _, entry, host = parse_lease(lease or '')
   if owner ~= worker then return {0, 0, 0, ''} end
   redis.call('HDEL', KEYS[8], delivery_id(entry))
   redis.call('HDEL', leased, lease_id)
   redis.call('ZREM', deadlines, lease_id)
+  if order == 'host' then
+    host_done(host)
+    set_pace(host, ARGV[6], ARGV[7])
+  end
   settled = 1
 end
 local queued, duplicates = 0, 0
 local flags = {}
-local at = 6
+local at = 8
 for _ = 1, children do
   if queue_new(queue, order, seq, filtering, filter, ARGV[at], ARGV[at + 1], ARGV[at + 2],
-               ARGV[at + 3]) then
+               ARGV[at + 3], ARGV[at + 4]) then
     queued = queued + 1
     flags[#flags + 1] = '0'
   else
     duplicates = duplicates + 1
     flags[#flags + 1] = '1'
   end
-  at = at + 4
+  at = at + 5
 end
 for i = at, #ARGV do redis.call('RPUSH', items, ARGV[i]) end
 return {queued, duplicates, settled, table.concat(flags)}
 )lua";
 
 // feed: KEYS start_urls, queue, seq, dupefilter, bad, the queue's bad; ARGV order, the start
-// key's type ('list', 'set' or 'zset'), filtering ('1' or ''), then per start URL: the entry as stored, request JSON ('' when
-// it does not decode), priority, dont_filter, marking argument, reason it is bad. Each entry still
-// in the
-// start key is removed from it and, in the same step, queued through the dupefilter (or moved to
+// key's type ('list', 'set' or 'zset'), filtering ('1' or ''), then per start URL: the entry as
+// stored, request JSON ('' when it does not decode), priority, dont_filter, marking argument,
+// reason it is bad, host. Each entry still in the start key is removed from it and, in the same step, queued through the dupefilter (or moved to
 // `bad`): a worker that read it but died before this step leaves it for the others; two workers
 // never queue it twice. Returns {queued, duplicates, bad}.
 inline constexpr const char* redis_queue_feed = R"lua(
@@ -334,7 +522,8 @@ local queued, duplicates, bads = 0, 0, 0
 local refused = check_types()
 if refused then return refused end
 check_seq(seq, KEYS[6])
-for at = 4, #ARGV, 6 do
+check_count(KEYS[6])
+for at = 4, #ARGV, 7 do
   local raw, body = ARGV[at], ARGV[at + 1]
   local removed
   if start_type == 'set' then removed = redis.call('SREM', start, raw)
@@ -345,7 +534,7 @@ for at = 4, #ARGV, 6 do
       redis.call('RPUSH', bad, set_aside_record({key = start, reason = ARGV[at + 5]}, raw))
       bads = bads + 1
     elseif queue_new(queue, order, seq, filtering, filter, body, ARGV[at + 2], ARGV[at + 3],
-                     ARGV[at + 4]) then
+                     ARGV[at + 4], ARGV[at + 6]) then
       queued = queued + 1
     else
       duplicates = duplicates + 1
@@ -356,8 +545,8 @@ return {queued, duplicates, bads}
 )lua";
 
 // requeue: KEYS queue, from (<queue>:dead or :bad), deliveries, start URLs; ARGV order, the
-// start key's type ('list', 'set' or 'zset'), then per record: the record as stored, where its value goes
-// ('queue' or 'start'), the value, its score. Each record still in `from` is removed and its value
+// start key's type ('list', 'set' or 'zset'), then per record: the record as stored, where its
+// value goes ('queue' or 'start'), the value, its score, its host (the host frontier's). Each record still in `from` is removed and its value
 // put back byte for byte, an entry's delivery count started again (`crawler requeue`). Returns
 // how many.
 inline constexpr const char* redis_queue_requeue = R"lua(
@@ -366,7 +555,8 @@ local order, start_type = ARGV[1], ARGV[2]
 local refused = check_types()
 if refused then return refused end
 local requeued = 0
-for at = 3, #ARGV, 4 do
+check_count(queue .. ':bad')
+for at = 3, #ARGV, 5 do
   local record, destination, value, score = ARGV[at], ARGV[at + 1], ARGV[at + 2], ARGV[at + 3]
   if tonumber(score) and redis.call('LREM', from, 1, record) == 1 then
     if destination == 'start' then
@@ -374,7 +564,7 @@ for at = 3, #ARGV, 4 do
       elseif start_type == 'zset' then redis.call('ZADD', start, score, value)
       else redis.call('RPUSH', start, value) end
     else
-      put_back(queue, order, score, value)
+      put_back(queue, order, score, value, ARGV[at + 4])
       redis.call('HDEL', deliveries, delivery_id(value))
     end
     requeued = requeued + 1
