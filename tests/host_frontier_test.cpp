@@ -1,0 +1,145 @@
+// SCHEDULER_QUEUE_CLASS = "host" in whole crawls: a fleet of workers, each a `crawler crawl`
+// process, on a test's Redis, crawling eight loopback hosts (127.0.0.2 to 127.0.0.9, each its own
+// server and access log).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <numeric>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "child_process.h"
+#include "fleet.h"
+#include "http_server.h"
+#include "redis_server.h"
+
+namespace {
+
+using crawler::fixtures::child_process;
+using crawler::fixtures::crawler_binary;
+using crawler::fixtures::http_server;
+using crawler::fixtures::redis_server;
+using crawler::fixtures::temp_dir;
+
+// Eight hosts of `pages` pages each, answering each after `latency_ms`; `slow` (an index)
+// answers each page after 2 s.
+std::vector<std::unique_ptr<http_server>> eight_hosts(std::size_t pages, int slow = -1,
+                                                      int latency_ms = 0) {
+  std::vector<std::unique_ptr<http_server>> hosts;
+  for (int i = 0; i < 8; ++i) {
+    hosts.push_back(std::make_unique<http_server>(
+        http_server::options{.address = "127.0.0." + std::to_string(i + 2),
+                             .site_pages = pages,
+                             .page_delay_ms = i == slow ? 2000 : latency_ms}));
+  }
+  return hosts;
+}
+
+// Every host's /site/0, and the first `pages` pages of host `queued_at_once` (an index), so
+// that it has that many requests queued from the start.
+std::string start_urls(const std::vector<std::unique_ptr<http_server>>& hosts,
+                       int queued_at_once = -1, std::size_t pages = 0) {
+  std::string starts;
+  for (int i = 0; i < int(hosts.size()); ++i) {
+    for (std::size_t page = 0; page < (i == queued_at_once ? pages : 1); ++page) {
+      starts += (starts.empty() ? "" : " ") + hosts[i]->url("/site/" + std::to_string(page));
+    }
+  }
+  return starts;
+}
+
+// A fleet worker crawling from `starts`, writing its items to `feed`.
+std::unique_ptr<child_process> worker(const std::string& starts, const redis_server& redis,
+                                      const std::filesystem::path& feed,
+                                      const std::string& queue_class) {
+  return std::make_unique<child_process>(std::vector<std::string>{
+      crawler_binary(), "crawl", "site", "-a", "start=" + starts, "-s", "SCHEDULER=redis", "-s",
+      "SCHEDULER_QUEUE_CLASS=" + queue_class, "-s", "DUPEFILTER_CLASS=redis_set", "-s",
+      "REDIS_URL=" + redis.url(), "-s", "MAX_IDLE_TIME_BEFORE_CLOSE=2", "-s",
+      "DOWNLOAD_DELAY=0.2", "-s", "RANDOMIZE_DOWNLOAD_DELAY=False", "-s", "CONCURRENT_REQUESTS=4",
+      "-s", "CONCURRENT_REQUESTS_PER_DOMAIN=4", "-o", feed.string(), "--nolog"});
+}
+
+// Runs three workers to the end; returns how many times each page's item was written.
+std::map<std::string, int> crawl_with_three_workers(const std::string& starts,
+                                                    const std::string& queue_class) {
+  redis_server redis;
+  temp_dir dir;
+  std::vector<std::unique_ptr<child_process>> fleet;
+  for (int i = 0; i < 3; ++i) {
+    fleet.push_back(
+        worker(starts, redis, dir.path() / ("items-" + std::to_string(i) + ".jsonl"), queue_class));
+  }
+  std::map<std::string, int> items;
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(fleet[i]->wait(), 0) << fleet[i]->stderr_text();
+    std::ifstream in(dir.path() / ("items-" + std::to_string(i) + ".jsonl"));
+    for (std::string line; std::getline(in, line);) {
+      ++items[nlohmann::json::parse(line)["url"].get<std::string>()];
+    }
+  }
+  return items;
+}
+
+double shortest_gap(const http_server& host) {
+  auto gaps = host.gaps_between_requests();
+  return gaps.empty() ? 1e9 : *std::min_element(gaps.begin(), gaps.end());
+}
+
+TEST(host_frontier, three_workers_fetch_each_host_no_faster_than_download_delay_together) {
+  auto hosts = eight_hosts(12);
+  auto items = crawl_with_three_workers(start_urls(hosts), "host");
+  EXPECT_EQ(items.size(), 8u * 12);
+  for (const auto& [url, times] : items) EXPECT_EQ(times, 1) << url;
+  for (const auto& host : hosts) {
+    EXPECT_EQ(host->total_hits(), 12u) << host->url("/");
+    // On Redis's clock the turns are 200 ms apart; a worker's fetch follows its take within
+    // its own loop's latency, which the server sees as a ms or two either way (more on a
+    // loaded machine, or under a sanitizer): 10% is allowed for it.
+    EXPECT_GE(shortest_gap(*host), 0.18) << host->url("/");
+  }
+}
+
+// Pages per second each host other than `skip` was crawled at, on average.
+double pages_per_second_of_the_others(const std::vector<std::unique_ptr<http_server>>& hosts,
+                                      int skip) {
+  double sum = 0;
+  for (int i = 0; i < int(hosts.size()); ++i) {
+    if (i == skip) continue;
+    sum += double(hosts[i]->total_hits() - 1) / hosts[i]->seconds_between_first_and_last();
+  }
+  return sum / double(hosts.size() - 1);
+}
+
+TEST(host_frontier, a_slow_host_does_not_slow_the_others) {
+  // Each of the seven others takes 150 ms a page at 5 pages/s: 5.25 of the fleet's 12
+  // downloads at any time.
+  auto quick = eight_hosts(15, -1, 150);
+  crawl_with_three_workers(start_urls(quick, 0, 15), "host");
+  auto baseline = pages_per_second_of_the_others(quick, 0);
+  // 127.0.0.2 answers every page after 2 s, and has all of its 15 queued from the start: left
+  // to itself it would hold 10 downloads (one more every 200 ms), leaving the others 2; it holds
+  // CONCURRENT_REQUESTS_PER_DOMAIN (4).
+  auto with_slow = eight_hosts(15, 0, 150);
+  auto items = crawl_with_three_workers(start_urls(with_slow, 0, 15), "host");
+  EXPECT_EQ(items.size(), 8u * 15);
+  auto slowed = pages_per_second_of_the_others(with_slow, 0);
+  EXPECT_GE(slowed, 0.9 * baseline) << "baseline " << baseline << " pages/s per host";
+  EXPECT_LE(slowed, 5.1);  // 1 / DOWNLOAD_DELAY
+}
+
+TEST(host_frontier, without_it_three_workers_fetch_a_host_three_times_as_fast) {
+  // The control: the priority queue keeps DOWNLOAD_DELAY per worker only.
+  auto hosts = eight_hosts(12);
+  crawl_with_three_workers(start_urls(hosts), "priority");
+  double shortest = 1e9;
+  for (const auto& host : hosts) shortest = std::min(shortest, shortest_gap(*host));
+  EXPECT_LT(shortest, 0.1);
+}
+
+}  // namespace
