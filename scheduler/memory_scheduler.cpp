@@ -35,6 +35,28 @@ spill_options spill_options_for(const settings& settings, const std::string& job
   return options;
 }
 
+// SCHEDULER_QUEUE_CLASS: "host" for the host frontier; the fleet's orders (priority, fifo,
+// lifo and scrapy-redis's class paths) leave SCHEDULER_MEMORY_QUEUE in charge.
+std::unique_ptr<request_frontier> frontier_for(const settings& settings,
+                                               const std::string& jobdir) {
+  if (settings.get_string("SCHEDULER_QUEUE_CLASS") != "host") {
+    return std::make_unique<memory_queue>(queue_order_from(settings),
+                                          spill_options_for(settings, jobdir));
+  }
+  if (settings.get_int("SCHEDULER_MEMORY_QUEUE_LIMIT") > 0) {
+    throw settings_error(
+        "SCHEDULER_MEMORY_QUEUE_LIMIT: the host frontier (SCHEDULER_QUEUE_CLASS = \"host\") keeps "
+        "its requests in memory; set one or the other");
+  }
+  return std::make_unique<host_queue>(
+      queue_order_from(settings),
+      host_queue::pace{
+          .limit = std::size_t(
+              std::max<std::int64_t>(0, settings.get_int("CONCURRENT_REQUESTS_PER_DOMAIN"))),
+          .delay = settings.get_double("DOWNLOAD_DELAY"),
+          .randomize = settings.get_bool("RANDOMIZE_DOWNLOAD_DELAY")});
+}
+
 }  // namespace
 
 std::unique_ptr<scheduler> memory_scheduler::create(const scheduler_context& context) {
@@ -50,7 +72,9 @@ memory_scheduler::memory_scheduler(const scheduler_context& context,
       jobdir_(context.settings.get_string("JOBDIR")),
       // Now, before the engine builds the feeds: a second process writes nothing at all.
       jobdir_lock_(jobdir_.empty() ? nullptr : std::make_unique<detail::jobdir_lock>(jobdir_)),
-      queue_(queue_order_from(context.settings), spill_options_for(context.settings, jobdir_)),
+      queue_(frontier_for(context.settings, jobdir_)),
+      hosts_(dynamic_cast<host_queue*>(queue_.get())),
+      due_timer_(context.executor),
       dupefilter_(std::move(dupefilter)),
       dupefilter_records_at_once_(!dupefilter_->stored_keys().empty()) {}
 
@@ -116,6 +140,7 @@ void memory_scheduler::check_loaded(asio::any_completion_handler<done_signature>
 
 void memory_scheduler::do_store(page_outcome outcome,
                                 asio::any_completion_handler<attempt_signature> handler) {
+  host_done(outcome.lease);
   auto requests = std::move(outcome.requests);
   const auto& parent_lease = outcome.lease;
   std::vector<dedup::fingerprint> fingerprints;
@@ -212,7 +237,7 @@ std::size_t memory_scheduler::queue_new(std::vector<request>& requests,
       continue;
     }
     if (journal_ && !journaled_ahead) journal_->queued(requests[i]);
-    queue_.push(std::move(requests[i]));
+    queue_->push(std::move(requests[i]));
     ++queued;
   }
   // In one write, before the dupefilter's file gets these fingerprints (request_journal.h).
@@ -221,12 +246,12 @@ std::size_t memory_scheduler::queue_new(std::vector<request>& requests,
     commit_journal();
   }
   check_segments();
-  if (!told_segments_ && queue_.in_memory() < queue_.size()) {
+  if (!told_segments_ && queue_->in_memory() < queue_->size()) {
     told_segments_ = true;
     logger_->info(
         "The queue passed SCHEDULER_MEMORY_QUEUE_LIMIT ({} requests): the requests past "
         "it wait in {}",
-        settings_.get_int("SCHEDULER_MEMORY_QUEUE_LIMIT"), queue_.segments_directory().string());
+        settings_.get_int("SCHEDULER_MEMORY_QUEUE_LIMIT"), queue_->segments_directory().string());
   }
   if (queued) {
     stats_.inc_value("scheduler/enqueued/memory", std::int64_t(queued));
@@ -259,24 +284,53 @@ void memory_scheduler::jobdir_failed(const std::string& why) {
 // written does: a crawl that goes on past its memory limit, or past lost requests, would not be
 // the crawl that was asked for.
 void memory_scheduler::check_segments() {
-  if (segments_failed_ || queue_.spill_failure().empty()) return;
+  if (segments_failed_ || queue_->spill_failure().empty()) return;
   segments_failed_ = true;
-  logger_->error("{}; closing the spider (SCHEDULER_MEMORY_QUEUE_LIMIT)", queue_.spill_failure());
+  logger_->error("{}; closing the spider (SCHEDULER_MEMORY_QUEUE_LIMIT)", queue_->spill_failure());
   fatal("queue_segments_failed");
 }
 
 std::optional<request> memory_scheduler::next_request() {
-  auto next = queue_.pop();
+  auto next = queue_->pop();
   check_segments();
   if (next) {
     stats_.inc_value("scheduler/dequeued/memory");
     stats_.inc_value("scheduler/dequeued");
+    if (hosts_) {
+      // Its outcome, stored under this lease, ends its host's turn.
+      if (next->lease.empty()) next->lease = "host-" + std::to_string(++next_lease_);
+      running_[next->lease] = pacing_host(*next);
+    }
+  } else if (hosts_) {
+    wake_when_due();
   }
   return next;
 }
 
+void memory_scheduler::wake_when_due() {
+  auto due = hosts_->next_due();
+  if (!due) return;  // every host with requests is at its limit: a stored outcome frees one
+  due_timer_.expires_at(*due);
+  due_timer_.async_wait([this](boost::system::error_code cancelled) {
+    if (!cancelled) ready();
+  });
+}
+
+void memory_scheduler::host_done(const std::string& lease) {
+  if (!hosts_ || lease.empty()) return;
+  auto found = running_.find(lease);
+  if (found == running_.end()) return;
+  hosts_->done(found->second);
+  running_.erase(found);
+}
+
+void memory_scheduler::record_pace(const request& fetched, const host_pace& pace) {
+  if (hosts_) hosts_->set_pace(pacing_host(fetched), pace);
+}
+
 void memory_scheduler::restore(request request) {
-  queue_.push(std::move(request));
+  host_done(request.lease);
+  queue_->push(std::move(request));
   check_segments();
 }
 
@@ -343,12 +397,12 @@ void memory_scheduler::load_queue() {
         "are checked against the journal when they are crawled",
         torn_settles_.size());
   }
-  for (auto& pending : replay.pending) queue_.push(std::move(pending));
-  if (auto failure = queue_.spill_failure(); !failure.empty()) throw std::runtime_error(failure);
+  for (auto& pending : replay.pending) queue_->push(std::move(pending));
+  if (auto failure = queue_->spill_failure(); !failure.empty()) throw std::runtime_error(failure);
   for (auto& request : replay.unchecked) unchecked_.push_back(std::move(request));
   journaled_ = std::move(replay.journaled);
-  if (!queue_.empty() || !unchecked_.empty()) {
-    logger_->info("Resuming crawl ({} requests scheduled{})", queue_.size(),
+  if (!queue_->empty() || !unchecked_.empty()) {
+    logger_->info("Resuming crawl ({} requests scheduled{})", queue_->size(),
                   unchecked_.empty()
                       ? std::string()
                       : ", " + std::to_string(unchecked_.size()) + " to check with the dupefilter");
@@ -364,19 +418,19 @@ std::size_t memory_scheduler::save_queue() {
     journal_->commit();
     logger_->warn("Kept {}/requests.journal uncompacted, as the dupefilter could not save: {}",
                   jobdir_, failure);
-    return queue_.size() + unchecked_.size();
+    return queue_->size() + unchecked_.size();
   }
   journal_->compact(
       [this](const auto& visit) {
-        queue_.for_each(visit);
+        queue_->for_each(visit);
         // A segment that could not be read back: the journal, which still has its requests,
         // stays as it is rather than giving way to a snapshot without them.
-        if (auto failure = queue_.spill_failure(); !failure.empty()) {
+        if (auto failure = queue_->spill_failure(); !failure.empty()) {
           throw std::runtime_error(failure);
         }
       },
       unchecked_);
-  auto saved = queue_.size() + unchecked_.size();
+  auto saved = queue_->size() + unchecked_.size();
   if (saved > 0) {
     logger_->info("Saved {} pending requests to {}/requests.queue.jsonl", saved, jobdir_);
   }

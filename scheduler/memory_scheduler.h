@@ -9,16 +9,24 @@
 // through the dupefilter before queueing them. A request whose URL cannot be fingerprinted is
 // logged as an error and dropped. Counts `scheduler/enqueued/memory` and
 // `scheduler/dequeued/memory`.
+//
+// SCHEDULER_QUEUE_CLASS = "host" queues into the host frontier (host_queue.h) instead: a host's
+// requests go out no faster than its delay and no more at once than
+// CONCURRENT_REQUESTS_PER_DOMAIN, each in SCHEDULER_MEMORY_QUEUE's order, and the engine is woken
+// when the next host is due. It keeps every request in memory (no SCHEDULER_MEMORY_QUEUE_LIMIT).
 // Built by scheduler::create; used from the engine's loop only.
 #pragma once
 
+#include <boost/asio/steady_timer.hpp>
 #include <memory>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
 #include "dedup/dupefilter.h"
+#include "scheduler/host_queue.h"
 #include "scheduler/request_journal.h"
 #include "scheduler/request_queue.h"
 #include "scheduler/scheduler.h"
@@ -38,8 +46,10 @@ class memory_scheduler final : public scheduler {
 
   std::optional<request> next_request() override;
   void restore(request request) override;
-  std::size_t size() const override { return queue_.size(); }
-  bool has_pending_requests() const override { return !queue_.empty(); }
+  std::size_t size() const override { return queue_->size(); }
+  bool has_pending_requests() const override { return !queue_->empty(); }
+  bool paces_hosts() const override { return hosts_ != nullptr; }
+  void record_pace(const request& fetched, const host_pace& pace) override;
 
  private:
   memory_scheduler(const scheduler_context& context,
@@ -62,13 +72,23 @@ class memory_scheduler final : public scheduler {
   void load_queue();
   void check_loaded(asio::any_completion_handler<done_signature> handler);
   std::size_t save_queue();  // how many requests it saved
+  // The host frontier: the request with `lease` is done with; its host has room again.
+  void host_done(const std::string& lease);
+  // The host frontier: pumps the engine when the next host is due.
+  void wake_when_due();
 
   const crawler::settings& settings_;
   std::string jobdir_;
   // With JOBDIR: held while this lives. Taken first: a second process writes nothing at all,
   // not even the queue's segments in JOBDIR/queue-segments.
   std::unique_ptr<detail::jobdir_lock> jobdir_lock_;
-  memory_queue queue_;
+  std::unique_ptr<request_frontier> queue_;
+  // The host frontier (SCHEDULER_QUEUE_CLASS = "host"): queue_ itself, and what it handed out,
+  // by lease, with the host each one holds a turn of.
+  host_queue* hosts_ = nullptr;
+  std::unordered_map<std::string, std::string> running_;
+  std::uint64_t next_lease_ = 0;  // for requests without one (no JOBDIR)
+  asio::steady_timer due_timer_;
   std::vector<request> unchecked_;                // keep_unchecked; saved to and loaded from JOBDIR
   std::unique_ptr<request_journal> journal_;      // with JOBDIR
   std::vector<request> journaled_;                // queued since the last clean close: seen

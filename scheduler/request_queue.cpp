@@ -18,6 +18,16 @@ namespace crawler {
 // a queue of requests costs a quarter more memory. A crawl's peak memory is mostly its queue.
 static_assert(sizeof(request) <= 256, "a request grew past two per memory_queue deque block");
 
+const std::filesystem::path& request_frontier::segments_directory() const {
+  static const std::filesystem::path none;
+  return none;
+}
+
+const std::string& request_frontier::spill_failure() const {
+  static const std::string none;
+  return none;
+}
+
 queue_order queue_order_from(const settings& settings) {
   auto name = settings.get_string("SCHEDULER_MEMORY_QUEUE");
   if (name == "lifo" || name == "scrapy.squeues.LifoMemoryQueue") return queue_order::lifo;

@@ -54,30 +54,50 @@ struct spill_options {
   std::function<request(std::string_view line, const std::string& where)> decode;
 };
 
-class memory_queue {
+/// What the memory scheduler queues into: a memory_queue, or the host frontier (host_queue.h).
+class request_frontier {
+ public:
+  virtual ~request_frontier() = default;
+  virtual void push(request request) = 0;
+  /// The next request, or nullopt when none may go now (the queue is empty, or, for the host
+  /// frontier, no host is due).
+  virtual std::optional<request> pop() = 0;
+  virtual std::size_t size() const = 0;
+  bool empty() const { return size() == 0; }
+  /// Requests held in memory; the other size() - in_memory() are in segment files.
+  virtual std::size_t in_memory() const { return size(); }
+  /// The folder of the segment files (empty without a memory limit).
+  virtual const std::filesystem::path& segments_directory() const;
+  /// Visits every queued request so that pushing them again in the visited order rebuilds the
+  /// same queue (how JOBDIR saves and restores it).
+  virtual void for_each(const std::function<void(const request&)>& visit) const = 0;
+  /// What went wrong with the segment files, "" while nothing has.
+  virtual const std::string& spill_failure() const;
+};
+
+class memory_queue final : public request_frontier {
  public:
   explicit memory_queue(queue_order order, spill_options spill = {});
-  ~memory_queue();  // removes the segment files and their folder
+  ~memory_queue() override;  // removes the segment files and their folder
   memory_queue(const memory_queue&) = delete;
   memory_queue& operator=(const memory_queue&) = delete;
 
-  void push(request request);
+  void push(request request) override;
   /// The next request, or nullopt when the queue is empty.
-  std::optional<request> pop();
-  std::size_t size() const { return size_; }
-  bool empty() const { return size_ == 0; }
+  std::optional<request> pop() override;
+  std::size_t size() const override { return size_; }
   /// Requests held in memory; the other size() - in_memory() are in segment files.
-  std::size_t in_memory() const { return in_memory_; }
+  std::size_t in_memory() const override { return in_memory_; }
   /// The folder of the segment files (empty without a memory limit).
-  const std::filesystem::path& segments_directory() const { return spill_.directory; }
+  const std::filesystem::path& segments_directory() const override { return spill_.directory; }
   /// Visits every queued request in push order within each priority, so pushing them again in the
   /// visited order rebuilds the same queue (how JOBDIR saves and restores it). Segments are read
   /// one at a time.
-  void for_each(const std::function<void(const request&)>& visit) const;
+  void for_each(const std::function<void(const request&)>& visit) const override;
   /// What went wrong with the segment files, "" while nothing has. A request that could not be
   /// written stays in memory (past the limit); one that could not be read back is lost to this
   /// queue, and JOBDIR's journal, if any, still holds it.
-  const std::string& spill_failure() const { return failure_; }
+  const std::string& spill_failure() const override { return failure_; }
 
  private:
   struct segment {
