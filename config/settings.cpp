@@ -221,7 +221,10 @@ const std::vector<setting_spec>& table() {
        "instead, and MAX_IDLE_TIME_BEFORE_CLOSE decides when an idle one closes.",
        seconds},
       {"SCHEDULER_QUEUE_CLASS", string, "priority",
-       "SCHEDULER=redis: priority (sorted set), fifo or lifo (lists)."},
+       "SCHEDULER=redis: priority (sorted set), fifo or lifo (lists), as scrapy-redis lays them "
+       "out; or host, with either SCHEDULER: a queue per host, each fetched no faster than "
+       "DOWNLOAD_DELAY and no more at once than CONCURRENT_REQUESTS_PER_DOMAIN across the whole "
+       "fleet."},
       {"SCHEDULER_QUEUE_KEY", string, "%(spider)s:requests", "SCHEDULER=redis: the queue's key."},
       {"SCHEDULER_LEASE_TIME",
        number,
