@@ -455,7 +455,8 @@ void fleet_scheduler::take_leased() {
   }
   queue_.async_take(
       count,
-      [this, alive = alive_, sent](std::exception_ptr error, std::vector<leased_request> taken) {
+      [this, alive = alive_, sent, asked = count](std::exception_ptr error,
+                                                  std::vector<leased_request> taken) {
         if (!*alive) return;
         taking_ = false;
         count_set_asides();
@@ -480,8 +481,11 @@ void fleet_scheduler::take_leased() {
           leased.request.lease = leased.lease_id;
           buffer_.push_back(std::move(leased));
         }
-        // Room left, and a host due soon: take again then, not at the next settle.
-        if (auto due = queue_.next_host_due(); due && held_.size() < batch_size_) {
+        // Room left (pages settled while this take was away): take again now, or when the next
+        // host is due, not at the next settle.
+        if (paces_hosts() && held_.size() < batch_size_ && taken.size() == asked) {
+          take_more();
+        } else if (auto due = queue_.next_host_due(); due && held_.size() < batch_size_) {
           poll_timer_.expires_after(*due + std::chrono::milliseconds(1));
           poll_timer_.async_wait([this, alive = alive_](boost::system::error_code cancelled) {
             if (*alive && !cancelled) take_more();

@@ -141,15 +141,26 @@ end
 -- Queues `entry` in its host's sorted set, and lists the host (due now) unless it is listed
 -- already: a host that ran out keeps its time until then, so its delay holds across the gap.
 -- False, writing nothing, when that key holds something else (another program's).
+-- A page's links mostly share its host: each host is looked up once per script, and the count
+-- goes up once, by count_added(), which every script that adds calls before it returns.
+local listed_here = {}
+local added_here = 0
 local function add_to_host(host, score, entry)
   local added = redis.pcall('ZADD', host_prefix .. host, score, entry)
   if type(added) ~= 'number' then return false end
-  redis.call('INCR', host_keys.count)
-  if not redis.call('ZSCORE', host_keys.hosts, host) and
-     not redis.call('ZSCORE', host_keys.busy, host) then
-    redis.call('ZADD', host_keys.hosts, now_ms(), host)
+  added_here = added_here + 1
+  if not listed_here[host] then
+    listed_here[host] = true
+    if not redis.call('ZSCORE', host_keys.hosts, host) and
+       not redis.call('ZSCORE', host_keys.busy, host) then
+      redis.call('ZADD', host_keys.hosts, now_ms(), host)
+    end
   end
   return true
+end
+local function count_added()
+  if added_here > 0 then redis.call('INCRBY', host_keys.count, added_here) end
+  added_here = 0
 end
 local function host_refused(queue, host, entry)
   redis.call('RPUSH', queue .. ':bad', set_aside_record({key = queue, host = host,
@@ -283,6 +294,7 @@ for _, id in ipairs(expired) do
   end
   redis.call('ZREM', deadlines, id)
 end
+count_added()  -- before the takes below count down
 local taken = {}
 if order == 'host' then
   local limit, base_delay, seed = tonumber(ARGV[7]), tonumber(ARGV[8]), ARGV[9]
@@ -454,6 +466,7 @@ for i = 3, #ARGV do
     end
   end
 end
+count_added()
 return released
 )lua";
 
@@ -506,6 +519,7 @@ for _ = 1, children do
   at = at + 5
 end
 for i = at, #ARGV do redis.call('RPUSH', items, ARGV[i]) end
+count_added()
 return {queued, duplicates, settled, table.concat(flags)}
 )lua";
 
@@ -541,6 +555,7 @@ for at = 4, #ARGV, 7 do
     end
   end
 end
+count_added()
 return {queued, duplicates, bads}
 )lua";
 
@@ -570,6 +585,7 @@ for at = 3, #ARGV, 5 do
     requeued = requeued + 1
   end
 end
+count_added()
 return requeued
 )lua";
 
