@@ -142,6 +142,23 @@ TEST(host_frontier, without_it_three_workers_fetch_a_host_three_times_as_fast) {
   EXPECT_LT(shortest, 0.1);
 }
 
+TEST(host_frontier, a_worker_stops_at_start_on_a_queue_laid_out_for_another_queue_class) {
+  auto hosts = eight_hosts(3);
+  redis_server redis;
+  temp_dir dir;
+  // A priority fleet's queue, persisted.
+  crawler::fixtures::redis_run(redis.port(),
+                               {"ZADD", "site:requests", "0", "0000000000000001|{}"});
+  auto late = worker(start_urls(hosts), redis, dir.path() / "items.jsonl", "host");
+  EXPECT_EQ(late->wait(), 2);
+  EXPECT_NE(late->stderr_text().find("key site:requests holds a zset: the queue site:requests "
+                                     "was laid out for another SCHEDULER_QUEUE_CLASS than this "
+                                     "worker's (host)"),
+            std::string::npos)
+      << late->stderr_text();
+  for (const auto& host : hosts) EXPECT_EQ(host->total_hits(), 0u);
+}
+
 // One process (SCHEDULER=memory) crawling from `starts`; returns how many times each page's item
 // was written.
 std::map<std::string, int> crawl_in_one_process(const std::string& starts,
