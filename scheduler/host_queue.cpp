@@ -39,7 +39,8 @@ void host_queue::push(request request) {
   auto host = pacing_host(request);
   auto& state = state_of(host);
   if (state.queued == 0 && state.running == 0) cooling_.erase({state.due, host});
-  state.by_priority[request.priority].push_back(std::move(request));
+  state.by_priority.try_emplace(request.priority, packer_, request.priority)
+      .first->second.push_back(request);
   ++state.queued;
   ++size_;
   relist(host, state);
@@ -63,14 +64,7 @@ std::optional<request> host_queue::pop() {
   state.listed = false;
   auto level = state.by_priority.begin();
   auto& requests = level->second;
-  request next;
-  if (order_ == queue_order::fifo) {
-    next = std::move(requests.front());
-    requests.pop_front();
-  } else {
-    next = std::move(requests.back());
-    requests.pop_back();
-  }
+  auto next = order_ == queue_order::fifo ? requests.pop_front() : requests.pop_back();
   if (requests.empty()) state.by_priority.erase(level);
   --state.queued;
   --size_;
@@ -117,10 +111,8 @@ std::optional<host_queue::clock::time_point> host_queue::next_due() const {
 
 void host_queue::for_each(const std::function<void(const request&)>& visit) const {
   for (const auto& [host, state] : hosts_) {
-    for (const auto& [priority, requests] : state.by_priority) {
-      // Pushed again in this order, each host's queue is rebuilt as it was.
-      for (const auto& request : requests) visit(request);
-    }
+    // Pushed again in this order, each host's queue is rebuilt as it was.
+    for (const auto& level : state.by_priority) level.second.for_each(visit);
   }
 }
 

@@ -31,6 +31,7 @@
 #include <unordered_map>
 
 #include "scheduler/host_pace.h"
+#include "scheduler/packed_requests.h"
 #include "scheduler/request_queue.h"
 
 namespace crawler {
@@ -65,7 +66,7 @@ class host_queue final : public request_frontier {
 
  private:
   struct host_state {
-    std::map<int, std::deque<request>, std::greater<>> by_priority;
+    std::map<int, packed_requests, std::greater<>> by_priority;  // packed_requests.h
     std::size_t queued = 0, running = 0;
     clock::time_point due{};
     std::optional<double> delay;  // set_pace's, else pace_.delay
@@ -83,6 +84,7 @@ class host_queue final : public request_frontier {
 
   queue_order order_;
   pace pace_;
+  request_packer packer_;  // before hosts_, whose queues hold it
   std::function<clock::time_point()> now_;
   std::unordered_map<std::string, host_state> hosts_;
   std::set<listing> ready_;

@@ -97,13 +97,13 @@ memory_queue::~memory_queue() {
 
 void memory_queue::push(request request) {
   int priority = request.priority;
-  auto& level = by_priority_[priority];
+  auto& level = by_priority_.try_emplace(priority, packer_, priority).first->second;
   ++size_;
   // FIFO: once a level has requests on disk, new ones come after them, so they go there too.
   if (order_ == queue_order::fifo && !level.disk.empty()) {
     return append_to_disk(priority, level, std::move(request));
   }
-  level.memory.push_back(std::move(request));
+  level.memory.push_back(request);
   ++in_memory_;
   enforce_limit();
 }
@@ -119,11 +119,9 @@ std::optional<request> memory_queue::pop() {
     }
     std::optional<request> next;
     if (order_ == queue_order::lifo) {
-      next.emplace(std::move(level.memory.back()));
-      level.memory.pop_back();
+      next.emplace(level.memory.pop_back());
     } else {
-      next.emplace(std::move(level.memory.front()));
-      level.memory.pop_front();
+      next.emplace(level.memory.pop_front());
     }
     --in_memory_;
     --size_;
@@ -146,7 +144,7 @@ void memory_queue::for_each(const std::function<void(const request&)>& visit) co
       }
     };
     if (order_ == queue_order::lifo) visit_disk();
-    for (const auto& request : level.memory) visit(request);
+    level.memory.for_each(visit);
     if (order_ == queue_order::fifo) visit_disk();
   }
 }
@@ -166,12 +164,17 @@ void memory_queue::enforce_limit() {
 bool memory_queue::spill(level& level, std::size_t count) {
   // FIFO: the newest in memory, which pop just before what is on disk. LIFO: the oldest.
   bool newest = order_ == queue_order::fifo;
-  auto first = newest ? level.memory.end() - std::ptrdiff_t(count) : level.memory.begin();
-  auto last = first + std::ptrdiff_t(count);
   segment written{next_path(), count};
   {
     std::ofstream out(written.path, std::ios::binary | std::ios::trunc);
-    for (auto it = first; it != last && out; ++it) out << spill_.encode(*it) << '\n';
+    auto write = [&](const request& request) {
+      if (out) out << spill_.encode(request) << '\n';
+    };
+    if (newest) {
+      level.memory.visit_back(count, write);
+    } else {
+      level.memory.visit_front(count, write);
+    }
     out.flush();
     if (!out) {
       std::error_code ignored;
@@ -181,7 +184,11 @@ bool memory_queue::spill(level& level, std::size_t count) {
       return false;
     }
   }
-  level.memory.erase(first, last);
+  if (newest) {
+    level.memory.drop_back(count);
+  } else {
+    level.memory.drop_front(count);
+  }
   in_memory_ -= count;
   if (newest) {
     level.disk.push_front(std::move(written));
@@ -206,7 +213,7 @@ void memory_queue::append_to_disk(int priority, level& level, request request) {
     // (spill_failure), and the request is kept meanwhile rather than lost.
     close_tail();
     failed("cannot append to " + level.disk.back().path.string() + ": " + std::strerror(errno));
-    level.memory.push_back(std::move(request));
+    level.memory.push_back(request);
     ++in_memory_;
     return;
   }
@@ -226,7 +233,7 @@ void memory_queue::load(level& level) {
   size_ -= next.count;
   size_ += requests.size();
   in_memory_ += requests.size();
-  for (auto& request : requests) level.memory.push_back(std::move(request));
+  for (const auto& request : requests) level.memory.push_back(request);
   std::error_code ignored;
   std::filesystem::remove(next.path, ignored);
   if (oldest) {

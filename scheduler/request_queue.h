@@ -1,5 +1,5 @@
-// The scheduler's frontier: requests ordered by priority, then FIFO or LIFO, in memory, and past
-// SCHEDULER_MEMORY_QUEUE_LIMIT on disk.
+// The scheduler's frontier: requests ordered by priority, then FIFO or LIFO, in memory (packed to
+// about their URL's length: packed_requests.h), and past SCHEDULER_MEMORY_QUEUE_LIMIT on disk.
 //
 //   crawler::memory_queue queue{crawler::queue_order::lifo};   // Scrapy's default: depth-first
 //   queue.push(std::move(request));
@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "request/request.h"
+#include "scheduler/packed_requests.h"
 
 namespace crawler {
 
@@ -105,7 +106,8 @@ class memory_queue final : public request_frontier {
     std::size_t count = 0;
   };
   struct level {
-    std::deque<request> memory;
+    level(request_packer& packer, int priority) : memory(packer, priority) {}
+    packed_requests memory;  // a fifth of the requests' size (packed_requests.h)
     // FIFO: the requests after `memory`, oldest segment first. LIFO: the requests before it,
     // oldest segment first.
     std::deque<segment> disk;
@@ -123,6 +125,7 @@ class memory_queue final : public request_frontier {
 
   queue_order order_;
   spill_options spill_;
+  request_packer packer_;  // before by_priority_, whose levels hold it
   levels by_priority_;
   std::size_t size_ = 0, in_memory_ = 0, next_segment_ = 0;
   // FIFO: the last segment of one level, open for appending (which level: tail_priority_).
