@@ -159,6 +159,37 @@ TEST(host_frontier, a_worker_stops_at_start_on_a_queue_laid_out_for_another_queu
   for (const auto& host : hosts) EXPECT_EQ(host->total_hits(), 0u);
 }
 
+TEST(host_frontier, status_counts_its_queue_and_requeue_puts_dead_letters_back_in_their_host) {
+  redis_server redis;
+  auto run = [&](std::vector<std::string> argv) {
+    argv.insert(argv.begin(), crawler_binary());
+    argv.insert(argv.end(), {"-s", "REDIS_URL=" + redis.url()});
+    child_process command(argv);
+    EXPECT_EQ(command.wait(), 0) << command.stderr_text();
+    return command.stdout_text();
+  };
+  // A host fleet's state: two requests of a.test queued, one dead letter of b.test (as the take
+  // script writes it), and the operator's command given no SCHEDULER_QUEUE_CLASS.
+  using crawler::fixtures::redis_run;
+  redis_run(redis.port(), {"ZADD", "site:requests:host:a.test", "0",
+                           R"(0000000000000001|{"url":"http://a.test/1","v":1})", "0",
+                           R"(0000000000000002|{"url":"http://a.test/2","v":1})"});
+  redis_run(redis.port(), {"ZADD", "site:requests:hosts", "0", "a.test"});
+  redis_run(redis.port(), {"SET", "site:requests:count", "2"});
+  redis_run(redis.port(),
+            {"RPUSH", "site:requests:dead",
+             std::string(R"({"deliveries":10,"host":"b.test","key":"site:requests",)") +
+                 R"("reason":"taken 10 times","score":"-5"})" + "\n" +
+                 R"(0000000000000003|{"url":"http://b.test/3","v":1})"});
+  EXPECT_NE(run({"status", "site"}).find("queued: 2 "), std::string::npos);
+  EXPECT_EQ(run({"requeue", "site"}), "Put 1 dead letters back where they were\n");
+  EXPECT_EQ(redis_run(redis.port(), {"ZRANGE", "site:requests:host:b.test", "0", "-1",
+                                     "WITHSCORES"}),
+            (std::vector<std::string>{R"(0000000000000003|{"url":"http://b.test/3","v":1})",
+                                      "-5"}));
+  EXPECT_NE(run({"status", "site"}).find("queued: 3 "), std::string::npos);
+}
+
 // One process (SCHEDULER=memory) crawling from `starts`; returns how many times each page's item
 // was written.
 std::map<std::string, int> crawl_in_one_process(const std::string& starts,

@@ -232,9 +232,13 @@ int print_stats(const std::string& spider, const std::vector<std::string>& overr
 }
 
 // The number of entries of `key` whatever its type (a priority queue is a sorted set, fifo and
-// lifo are lists, start URLs a list or a set).
+// lifo are lists, start URLs a list or a set); for a queue that is not there, the count a host
+// frontier keeps beside it (KEYS[2], <queue>:count), if any.
 constexpr const char* size_script = R"lua(
 local kind = redis.call('TYPE', KEYS[1]).ok
+if kind == 'none' and KEYS[2] and redis.call('TYPE', KEYS[2]).ok == 'string' then
+  return tonumber(redis.call('GET', KEYS[2])) or 0
+end
 if kind == 'zset' then return redis.call('ZCARD', KEYS[1]) end
 if kind == 'list' then return redis.call('LLEN', KEYS[1]) end
 if kind == 'set' then return redis.call('SCARD', KEYS[1]) end
@@ -257,7 +261,7 @@ int print_status(const std::string& spider, const std::vector<std::string>& over
       client
           .async_pipeline(
               {{"HGETALL", spider + ":workers"},
-               {"EVAL", size_script, "1", queue},
+               {"EVAL", size_script, "2", queue, queue + ":count"},
                {"HLEN", queue + ":leased"},
                {"EVAL", size_script, "1", key_of("REDIS_START_URLS_KEY")},
                {"HMGET", spider + ":stats", "response_received_count", "item_scraped_count"},
@@ -365,10 +369,19 @@ int requeue(const std::string& spider, const std::vector<std::string>& overrides
   auto settings = fleet_settings(overrides);
   redis_session session(settings);
   auto queue_key = spider_key(settings.get_string("SCHEDULER_QUEUE_KEY"), spider);
+  // The fleet's layout is what Redis holds: a host frontier's keys make it one, whatever
+  // SCHEDULER_QUEUE_CLASS this command was given.
+  auto order = redis_queue_order_from(settings);
+  auto frontier = session.client()
+                      .async_command({"EXISTS", queue_key + ":hosts", queue_key + ":busy",
+                                      queue_key + ":count", queue_key + ":inflight"},
+                                     asio::use_future)
+                      .get();
+  if (frontier.integer > 0) order = "host";
   redis_queue queue(
       session.shared_client(),
       {.key = queue_key,
-       .order = redis_queue_order_from(settings),
+       .order = order,
        .form = redis_queue_form_from(settings),
        .worker = "crawler-requeue",
        .start_urls_key = spider_key(settings.get_string("REDIS_START_URLS_KEY"), spider),
