@@ -105,14 +105,7 @@ void memory_scheduler::check_loaded(asio::any_completion_handler<done_signature>
   if (!journaled_.empty()) {
     // Requests queued since the last clean close: their fingerprints are seen, whether or not
     // the dupefilter saved them before the crash.
-    std::vector<dedup::fingerprint> fingerprints;
-    for (const auto& queued : journaled_) {
-      if (queued.dont_filter) continue;
-      try {
-        fingerprints.push_back(fingerprint_of(queued, scheme_));
-      } catch (const dedup::url_error&) {
-      }
-    }
+    auto fingerprints = std::move(journaled_);
     journaled_.clear();
     return dupefilter_->async_seen(
         fingerprints,
@@ -370,7 +363,32 @@ void memory_scheduler::load_queue() {
   if (jobdir_.empty()) return;
   journal_ = std::make_unique<request_journal>(jobdir_, settings_.get_bool("JOBDIR_FSYNC"),
                                                request_secrets(settings_));
-  auto replay = journal_->open();
+  // A line at a time, so a resumed queue larger than memory goes to its segments as it is read.
+  // Of the journaled requests (seen, done or not) only the fingerprints are kept.
+  bool torn = false;
+  auto replay = journal_->open(
+      [this](request queued) {
+        if (queued.dont_filter) return;
+        try {
+          journaled_.push_back(fingerprint_of(queued, scheme_));
+        } catch (const dedup::url_error&) {
+        }
+      },
+      [this, &torn](const request_journal::replay_summary& found) {
+        torn = !found.torn_settles.empty();
+        if (!torn) return;
+        torn_settles_.insert(found.torn_settles.begin(), found.torn_settles.end());
+        for (const auto& fingerprint : journaled_) journal_prefixes_.insert(fingerprint.prefix64());
+      },
+      [this, &torn](request pending) {
+        if (torn) {
+          try {
+            journal_prefixes_.insert(fingerprint_of(pending, scheme_).prefix64());
+          } catch (const dedup::url_error&) {
+          }
+        }
+        queue_->push(std::move(pending));
+      });
   if (replay.torn_lines) {
     logger_->warn("{}/requests.journal: dropped its last line, cut short by a crash", jobdir_);
   }
@@ -380,27 +398,14 @@ void memory_scheduler::load_queue() {
         "saved: ignored",
         jobdir_);
   }
-  torn_settles_.insert(replay.torn_settles.begin(), replay.torn_settles.end());
-  if (!torn_settles_.empty()) {
-    auto keep = [this](const std::vector<request>& requests) {
-      for (const auto& request : requests) {
-        try {
-          journal_prefixes_.insert(fingerprint_of(request, scheme_).prefix64());
-        } catch (const dedup::url_error&) {
-        }
-      }
-    };
-    keep(replay.pending);
-    keep(replay.journaled);
+  if (torn) {
     logger_->info(
         "{} pages had their links checked by the dupefilter when the crawl stopped: their links "
         "are checked against the journal when they are crawled",
         torn_settles_.size());
   }
-  for (auto& pending : replay.pending) queue_->push(std::move(pending));
   if (auto failure = queue_->spill_failure(); !failure.empty()) throw std::runtime_error(failure);
   for (auto& request : replay.unchecked) unchecked_.push_back(std::move(request));
-  journaled_ = std::move(replay.journaled);
   if (!queue_->empty() || !unchecked_.empty()) {
     logger_->info("Resuming crawl ({} requests scheduled{})", queue_->size(),
                   unchecked_.empty()

@@ -91,7 +91,8 @@ class memory_scheduler final : public scheduler {
   asio::steady_timer due_timer_;
   std::vector<request> unchecked_;                // keep_unchecked; saved to and loaded from JOBDIR
   std::unique_ptr<request_journal> journal_;      // with JOBDIR
-  std::vector<request> journaled_;                // queued since the last clean close: seen
+  // The fingerprints of what was queued since the last clean close, dont_filter's aside: seen.
+  std::vector<dedup::fingerprint> journaled_;
   std::unordered_set<std::string> torn_settles_;  // request_journal::replay::torn_settles
   std::unordered_set<std::uint64_t> journal_prefixes_;  // while torn_settles_: queue_new
   bool jobdir_failed_ = false;

@@ -3,10 +3,10 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
-#include <map>
 #include <random>
 #include <stdexcept>
 
@@ -39,22 +39,28 @@ std::string new_token() {
   return token;
 }
 
-// The file's lines; a last line without its newline is torn (counted, not returned).
-std::vector<std::string> read_lines(const fs::path& path, std::size_t& torn) {
+// Calls `each(number, line)` for each line of the file, read a line at a time; a last line
+// without its newline is torn (counted, not passed). Returns the bytes of the whole lines.
+template <class Each>
+std::size_t for_each_line(const fs::path& path, std::size_t& torn, Each each) {
   std::ifstream in(path, std::ios::binary);
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  std::vector<std::string> lines;
-  std::size_t start = 0;
-  while (start < text.size()) {
-    auto end = text.find('\n', start);
-    if (end == std::string::npos) {
+  std::string line;
+  std::size_t number = 0, whole = 0;
+  while (std::getline(in, line)) {
+    if (in.eof()) {  // no newline after it
       ++torn;
       break;
     }
-    lines.push_back(text.substr(start, end - start));
-    start = end + 1;
+    whole += line.size() + 1;
+    each(++number, line);
   }
-  return lines;
+  return whole;
+}
+
+// Ids as the resume keeps them: 8 bytes each. Two ids of one journal sharing a hash would take
+// one's marks for the other's: at 64 bits, not in any journal a crawl writes.
+std::uint64_t id_hash(std::string_view id) {
+  return std::hash<std::string_view>{}(id);
 }
 
 nlohmann::json parse_line(std::string_view json_text, const std::string& where) {
@@ -79,89 +85,144 @@ request_journal::~request_journal() {
 
 request_journal::replay request_journal::open() {
   replay result;
+  auto summary = open([&result](request queued) { result.journaled.push_back(std::move(queued)); },
+                      {}, [&result](request pending) { result.pending.push_back(std::move(pending)); });
+  static_cast<replay_summary&>(result) = std::move(summary);
+  return result;
+}
+
+// Three reads, a line at a time: the snapshot (its token, and which of its lines are requests,
+// each an id "s<line>"), the journal (what it queued and marked, as 8-byte hashes of the ids, with
+// the line of each, so a mark before its request still reads as an error), then the snapshot and
+// the journal again for the pending requests, in queue order.
+request_journal::replay_summary request_journal::open(
+    const visitor& journaled, const std::function<void(const replay_summary&)>& summary,
+    const visitor& pending) {
+  replay_summary result;
   fs::create_directories(snapshot_path_.parent_path());
-  // Pending requests by id, in the order they were queued.
-  std::vector<std::pair<std::string, request>> order;
-  std::map<std::string, std::size_t> position;
   token_ = "-";
+  // (id hash, line): line 0 for the snapshot's requests.
+  std::vector<std::pair<std::uint64_t, std::size_t>> queued_ids, done_marks, settling_marks;
   std::size_t torn = 0;
-  auto snapshot = read_lines(snapshot_path_, torn);
+  for_each_line(snapshot_path_, torn, [&](std::size_t number, const std::string& line) {
+    if (line.empty()) return;
+    if (line.starts_with('#')) {
+      if (number == 1) token_ = line.size() > 2 ? line.substr(2) : "-";
+      return;
+    }
+    auto where = snapshot_path_.string() + ":" + std::to_string(number);
+    auto json = parse_line(line, where);
+    if (json.is_object() && json.value("unchecked", false)) {
+      result.unchecked.push_back(request::from_json(json, where));
+      return;
+    }
+    queued_ids.emplace_back(id_hash("s" + std::to_string(number)), 0);
+  });
   if (torn) {
     // Snapshots are renamed into place whole: a torn one was not written by this crawler.
     throw std::runtime_error(snapshot_path_.string() +
                              ": the last line is cut short; delete the file to start afresh");
   }
-  for (std::size_t i = 0; i < snapshot.size(); ++i) {
-    const auto& line = snapshot[i];
-    if (line.empty()) continue;
-    if (line.starts_with('#')) {
-      if (i == 0) token_ = line.size() > 2 ? line.substr(2) : "-";
-      continue;
+  std::size_t journal_lines = 0;
+  bool journal_valid = true;
+  std::vector<std::string> settling_ids;  // "~" marks, by text: the few a crash leaves
+  auto whole = for_each_line(journal_path_, result.torn_lines, [&](std::size_t number,
+                                                                    const std::string& line) {
+    journal_lines = number;
+    if (number == 1) {
+      if (line != "# " + token_) journal_valid = false;
+      return;
     }
-    auto where = snapshot_path_.string() + ":" + std::to_string(i + 1);
-    auto json = parse_line(line, where);
-    if (json.is_object() && json.value("unchecked", false)) {
-      result.unchecked.push_back(request::from_json(json, where));
-      continue;
-    }
-    auto id = "s" + std::to_string(i + 1);
-    position[id] = order.size();
-    order.emplace_back(id, request::from_json(json, where));
-  }
-  std::vector<bool> done(order.size(), false);
-  std::vector<std::size_t> settling;  // positions marked "~"
-  auto journal = read_lines(journal_path_, result.torn_lines);
-  if (!journal.empty() && journal[0] != "# " + token_) {
-    result.stale_journal = true;
-    journal.clear();
-    result.torn_lines = 0;
-  }
-  for (std::size_t i = 1; i < journal.size(); ++i) {
-    const auto& line = journal[i];
-    auto where = journal_path_.string() + ":" + std::to_string(i + 1);
+    if (!journal_valid) return;
+    auto where = journal_path_.string() + ":" + std::to_string(number);
     if (line.starts_with('+')) {
       auto space = line.find(' ');
       if (space == std::string::npos) throw std::runtime_error(where + ": a queued line has no id");
-      auto id = line.substr(1, space - 1);
+      auto id = std::string_view(line).substr(1, space - 1);
       auto queued =
           request::from_json(parse_line(std::string_view(line).substr(space + 1), where), where);
-      if (auto number = std::strtoull(id.c_str(), nullptr, 10); number >= next_id_) {
-        next_id_ = number + 1;
+      if (auto id_number = std::strtoull(std::string(id).c_str(), nullptr, 10);
+          id_number >= next_id_) {
+        next_id_ = id_number + 1;
       }
-      result.journaled.push_back(queued);
-      position[id] = order.size();
-      order.emplace_back(id, std::move(queued));
-      done.push_back(false);
+      queued_ids.emplace_back(id_hash(id), number);
+      journaled(std::move(queued));
     } else if (line.starts_with('-') || line.starts_with('~')) {
-      auto found = position.find(line.substr(1));
-      if (found == position.end()) {
-        throw std::runtime_error(where + ": marks a request it never queued");
-      }
-      if (line[0] == '-') {
-        done[found->second] = true;
-      } else {
-        settling.push_back(found->second);
-      }
+      auto id = std::string_view(line).substr(1);
+      (line[0] == '-' ? done_marks : settling_marks).emplace_back(id_hash(id), number);
+      if (line[0] == '~') settling_ids.emplace_back(id);
     } else {
       throw std::runtime_error(where + ": expected +<id> <request>, ~<id> or -<id>");
     }
+  });
+  if (!journal_valid) {
+    result.stale_journal = true;
+    result.torn_lines = 0;
   }
-  for (auto at : settling) {
-    if (!done[at]) result.torn_settles.push_back(order[at].first);
+  // Every mark follows its request: in the snapshot, or on an earlier line of the journal.
+  std::sort(queued_ids.begin(), queued_ids.end());
+  auto check = [&](const std::vector<std::pair<std::uint64_t, std::size_t>>& marks) {
+    for (const auto& [hash, number] : marks) {
+      auto first = std::lower_bound(queued_ids.begin(), queued_ids.end(),
+                                    std::pair<std::uint64_t, std::size_t>{hash, 0});
+      if (first == queued_ids.end() || first->first != hash || first->second > number) {
+        throw std::runtime_error(journal_path_.string() + ":" + std::to_string(number) +
+                                 ": marks a request it never queued");
+      }
+    }
+  };
+  check(done_marks);
+  check(settling_marks);
+  queued_ids = {};
+  std::vector<std::uint64_t> done;
+  done.reserve(done_marks.size());
+  for (const auto& mark : done_marks) done.push_back(mark.first);
+  done_marks = {};
+  settling_marks = {};
+  std::sort(done.begin(), done.end());
+  auto is_done = [&done](std::string_view id) {
+    return std::binary_search(done.begin(), done.end(), id_hash(id));
+  };
+  for (auto& id : settling_ids) {
+    if (!is_done(id) && std::find(result.torn_settles.begin(), result.torn_settles.end(), id) ==
+                            result.torn_settles.end()) {
+      result.torn_settles.push_back(std::move(id));
+    }
   }
-  for (std::size_t i = 0; i < order.size(); ++i) {
-    if (done[i]) continue;
-    order[i].second.lease = order[i].first;
-    result.pending.push_back(std::move(order[i].second));
+  if (summary) summary(result);
+
+  std::size_t ignored = 0;
+  for_each_line(snapshot_path_, ignored, [&](std::size_t number, const std::string& line) {
+    if (line.empty() || line.starts_with('#')) return;
+    auto id = "s" + std::to_string(number);
+    if (is_done(id)) return;
+    auto where = snapshot_path_.string() + ":" + std::to_string(number);
+    auto json = parse_line(line, where);
+    if (json.is_object() && json.value("unchecked", false)) return;
+    auto next = request::from_json(json, where);
+    next.lease = std::move(id);
+    pending(std::move(next));
+  });
+  if (journal_valid) {
+    ignored = 0;
+    for_each_line(journal_path_, ignored, [&](std::size_t number, const std::string& line) {
+      if (number == 1 || !line.starts_with('+')) return;
+      auto space = line.find(' ');
+      auto id = line.substr(1, space - 1);
+      if (is_done(id)) return;
+      auto where = journal_path_.string() + ":" + std::to_string(number);
+      auto next =
+          request::from_json(parse_line(std::string_view(line).substr(space + 1), where), where);
+      next.lease = std::move(id);
+      pending(std::move(next));
+    });
   }
 
   // Appending resumes after the last whole line; a fresh journal starts with its snapshot's token.
-  bool fresh = journal.empty();
+  bool fresh = journal_lines == 0 || !journal_valid;
   if (fresh) {
     std::ofstream(journal_path_, std::ios::trunc) << "# " << token_ << '\n';
   } else if (result.torn_lines) {
-    std::size_t whole = 0;
-    for (const auto& line : journal) whole += line.size() + 1;
     fs::resize_file(journal_path_, whole);
   }
   fd_ = ::open(journal_path_.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);

@@ -43,11 +43,8 @@ namespace crawler {
 
 class request_journal {
  public:
-  /// What a resume finds: the pending requests in queue order (each with its id in `lease`), and
-  /// every request queued since the snapshot, done or not, whose fingerprints must be seen.
-  struct replay {
-    std::vector<request> pending;
-    std::vector<request> journaled;
+  /// What a resume finds besides the requests themselves.
+  struct replay_summary {
     /// Saved unchecked at the last close (the dupefilter could not answer): to check first.
     std::vector<request> unchecked;
     /// Ids of pending requests whose links were being checked at a crash ("~" without "-").
@@ -55,6 +52,13 @@ class request_journal {
     std::size_t torn_lines = 0;  // dropped: a crash cut them short
     bool stale_journal = false;  // a journal the snapshot already holds (crash during a close)
   };
+  /// And the requests: the pending ones in queue order (each with its id in `lease`), and every
+  /// request queued since the snapshot, done or not, whose fingerprints must be seen.
+  struct replay : replay_summary {
+    std::vector<request> pending;
+    std::vector<request> journaled;
+  };
+  using visitor = std::function<void(request)>;
 
   /// `dir` is JOBDIR; `fsync`: JOBDIR_FSYNC; `secrets`: what of a request is never written.
   request_journal(std::filesystem::path dir, bool fsync, request_secrets secrets = {});
@@ -65,6 +69,13 @@ class request_journal {
   /// Reads the snapshot and the journal, then opens the journal for appending. Throws
   /// std::runtime_error naming the file and line of a line that does not read.
   replay open();
+  /// The same, a line at a time, so that a resume holds no more of the queue than its consumer
+  /// does (a memory_queue with a limit): `journaled` gets each request queued since the snapshot,
+  /// `summary` what else was found once the journal is read, then `pending` each pending
+  /// request in queue order. Holds 16 bytes per id and mark in the journal meanwhile.
+  replay_summary open(const visitor& journaled,
+                      const std::function<void(const replay_summary&)>& summary,
+                      const visitor& pending);
 
   /// Gives `request` its id (in `lease`) and writes it as queued; written by the next commit().
   void queued(request& request);
