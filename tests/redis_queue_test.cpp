@@ -9,6 +9,7 @@
 #include <fstream>
 #include <future>
 #include <map>
+#include <set>
 #include <thread>
 
 #include "event_loop.h"
@@ -994,4 +995,28 @@ TEST(redis_queue_host_frontier, is_this_crawlers_own_layout_which_scrapy_redis_c
       redis_queue(f.client, {.key = "k", .order = "host", .form = crawler::queue_entry_form::pickle,
                              .worker = "w"}),
       crawler::settings_error);
+}
+
+TEST(redis_queue_host_frontier, randomize_download_delay_draws_each_turn_from_half_to_one_and_a_half) {
+  using namespace host_frontier;
+  fixture f;
+  redis_queue queue(f.client, {.key = "spider:requests",
+                               .order = "host",
+                               .worker = "w1",
+                               .items_key = "spider:items",
+                               .host_delay = 200ms,
+                               .randomize_delay = true});
+  settle(queue, "", pages_of({"a.test"}, 8));
+  std::set<long long> waits;
+  for (int i = 0; i < 7; ++i) {
+    ASSERT_EQ(take(queue, 10).size(), 1u);
+    EXPECT_TRUE(take(queue, 10).empty());  // the host's turn is not due yet
+    ASSERT_TRUE(queue.next_host_due());
+    auto wait = queue.next_host_due()->count();
+    EXPECT_GE(wait, 95);  // 100 ms, less what passed between the two takes
+    EXPECT_LE(wait, 300);
+    waits.insert(wait / 10);
+    std::this_thread::sleep_for(*queue.next_host_due() + 5ms);
+  }
+  EXPECT_GE(waits.size(), 3u);  // drawn, not the same each time
 }

@@ -19,8 +19,7 @@
 // limit, which takes pass over), <queue>:inflight (host -> its leased entries), <queue>:delays
 // (host -> its delay in ms where a worker found one other than DOWNLOAD_DELAY: a robots.txt
 // Crawl-delay, AutoThrottle) and <queue>:count (the entries queued in all; it exists exactly
-// while some are). Its leases are
-// "<worker>|<score>@<host>|<entry>".
+// while some are). Its leases are "<worker>|<score>@<host>|<entry>".
 #pragma once
 
 namespace crawler::detail {
@@ -138,13 +137,13 @@ local function check_count(bad)
   redis.call('SET', host_keys.count, total)
   return 1
 end
--- Queues `entry` in its host's sorted set, and lists the host (due now) unless it is listed
--- already: a host that ran out keeps its time until then, so its delay holds across the gap.
--- False, writing nothing, when that key holds something else (another program's).
 -- A page's links mostly share its host: each host is looked up once per script, and the count
 -- goes up once, by count_added(), which every script that adds calls before it returns.
 local listed_here = {}
 local added_here = 0
+-- Queues `entry` in its host's sorted set, and lists the host (due now) unless it is listed
+-- already: a host that ran out keeps its time until then, so its delay holds across the gap.
+-- False, writing nothing, when that key holds something else (another program's).
 local function add_to_host(host, score, entry)
   local added = redis.pcall('ZADD', host_prefix .. host, score, entry)
   if type(added) ~= 'number' then return false end
