@@ -155,11 +155,13 @@ bool escapes_non_ascii(const nlohmann::json& encoding, const std::string& where)
 std::pair<std::string, nlohmann::json> feed_for_file(std::string_view argument, bool overwrite) {
   auto flag = std::string(overwrite ? "-O " : "-o ") + std::string(argument);
   std::string path(argument), format;
+  if (argument == "-") return {"stdout:", {{"format", "jsonlines"}, {"overwrite", false}}};
   if (auto colon = argument.rfind(':'); colon != std::string_view::npos && colon > 0) {
     auto named = argument.substr(colon + 1);
     if (named == "jsonlines" || named == "jsonl" || named == "jl" || named == "json" ||
         named == "csv" || named == "xml") {
       path = argument.substr(0, colon);
+      if (path == "-") path = "stdout:";  // Scrapy's `-o -:json`
       format = named == "jsonl" || named == "jl" ? "jsonlines" : std::string(named);
     } else if (named == "marshal" || named == "pickle") {
       throw settings_error(flag + ": the " + std::string(named) +
@@ -185,6 +187,16 @@ class feed_exporter::feed {
         ensure_ascii_(options.ensure_ascii),
         indent_(format_ == "json" && options.indent > 0 ? options.indent : -1),
         flushed_per_page_(flushed_per_page) {
+    if (path_ == "stdout:") {
+      // What the crawl prints goes to stderr: standard output is the feed's alone. Opened anew
+      // (appending), so a pipe or a file it was redirected to gets the feed as it is written.
+      stdout_ = true;
+      out_.open("/dev/stdout", std::ios::app);
+      if (!out_) throw std::runtime_error("stdout: cannot open standard output for the feed");
+      if (format_ == "json") out_ << '[';
+      if (format_ == "xml") out_ << "<?xml version=\"1.0\" encoding=\"utf-8\"?>\n<items>\n";
+      return;
+    }
     // Two arrays in one file would not be JSON, nor two documents XML.
     bool overwrite = options.overwrite || format_ == "json" || format_ == "xml";
     if (auto parent = std::filesystem::path(path_).parent_path(); !parent.empty()) {
@@ -227,6 +239,7 @@ class feed_exporter::feed {
     auto reason = std::strerror(errno);
     get_logger("feedexport")->error("Cannot write the {} feed {}: {}", format_, path_, reason);
     out_.close();  // now: later, closing would write the rest of its buffer after the cut
+    if (stdout_) return false;  // a pipe cannot be cut back
     std::error_code ignored;
     std::filesystem::resize_file(
         path_, flushed_per_page_ ? whole_size_ : whole_lines_size(path_).first, ignored);
@@ -236,6 +249,7 @@ class feed_exporter::feed {
   bool flush() {
     out_.flush();
     if (!check()) return false;
+    if (stdout_) return true;
     std::error_code error;
     if (auto size = std::filesystem::file_size(path_, error); !error) whole_size_ = size;
     return true;
@@ -246,13 +260,15 @@ class feed_exporter::feed {
     if (format_ == "xml") out_ << "</items>";
     out_.close();
     auto log = get_logger("feedexport");
+    // Scrapy's storage class names, as its stats key them.
+    std::string storage = stdout_ ? "StdoutFeedStorage" : "FileFeedStorage";
     if (!out_) {
       log->error("Error storing {} feed ({} items) in: {}", format_, count_, path_);
-      stats.inc_value("feedexport/failed_count/FileFeedStorage");
+      stats.inc_value("feedexport/failed_count/" + storage);
       return false;
     }
     log->info("Stored {} feed ({} items) in: {}", format_, count_, path_);
-    stats.inc_value("feedexport/success_count/FileFeedStorage");
+    stats.inc_value("feedexport/success_count/" + storage);
     return true;
   }
 
@@ -330,6 +346,7 @@ class feed_exporter::feed {
   bool failed_ = false;
   std::size_t count_ = 0;
   bool flushed_per_page_;          // JOBDIR: flush() ends each page's items
+  bool stdout_ = false;            // "stdout:": standard output, never resized
   std::uintmax_t whole_size_ = 0;  // the file's size at the last flush that succeeded
 };
 

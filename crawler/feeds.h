@@ -5,6 +5,7 @@
 //   crawler crawl books -o items.json          # format from the extension, appended
 //   crawler crawl books -O items.csv           # overwritten
 //   crawler crawl books -o items.data:jsonl    # the format named after the colon, as Scrapy's
+//   crawler crawl books -o - | jq .title       # standard output (jsonlines; -o -:csv for CSV)
 //
 // Formats: jsonlines (.jsonl, .jl), json (.json: one array), csv (.csv: a header row from the
 // first item's fields, lists joined with commas), xml (.xml: Scrapy's XmlItemExporter, byte for
@@ -35,8 +36,9 @@ namespace crawler {
 
 /// The FEEDS entry `-o FILE` (or `-O FILE` with overwrite) adds, as its URI and options: the format
 /// named after the last colon when that is a format (`-o out.data:jsonl`, Scrapy's form), else by
-/// the file's extension. Throws settings_error naming the argument when neither names a format
-/// this crawler writes.
+/// the file's extension. `-` is standard output (Scrapy's "stdout:" URI), jsonlines unless a
+/// format follows (`-o -:json`). Throws settings_error naming the argument when neither names a
+/// format this crawler writes.
 std::pair<std::string, nlohmann::json> feed_for_file(std::string_view argument, bool overwrite);
 
 class spider;

@@ -866,6 +866,27 @@ TEST(crawler_command, a_feed_format_named_after_a_colon_is_the_one_written) {
   EXPECT_FALSE(std::filesystem::exists(pickled));
 }
 
+TEST(crawler_command, a_feed_to_standard_output_is_all_a_reader_of_the_pipe_gets) {
+  // Logged at INFO: the log goes to stderr, and stdout holds the feed alone.
+  child_process crawl({crawler_binary(), "crawl", "quotes", "-o", "-", "-L", "INFO"});
+  ASSERT_EQ(crawl.wait(), 0) << crawl.stderr_text();
+  std::istringstream out(crawl.stdout_text());
+  std::vector<nlohmann::json> items;
+  for (std::string line; std::getline(out, line);) items.push_back(nlohmann::json::parse(line));
+  ASSERT_EQ(items.size(), 30u);
+  EXPECT_EQ(items[0]["author"], "Socrates");
+  EXPECT_NE(crawl.stderr_text().find("Stored jsonlines feed (30 items) in: stdout:"),
+            std::string::npos);
+  EXPECT_NE(crawl.stderr_text().find("'feedexport/success_count/StdoutFeedStorage': 1"),
+            std::string::npos);
+
+  child_process as_csv({crawler_binary(), "crawl", "quotes", "-o", "-:csv", "--nolog"});
+  ASSERT_EQ(as_csv.wait(), 0) << as_csv.stderr_text();
+  auto csv = as_csv.stdout_text();
+  EXPECT_TRUE(csv.starts_with("text,author,tags\r\n"));
+  EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 31);
+}
+
 TEST(crawler_command, no_output_of_a_crawl_holds_its_passwords) {
   const std::string password = "Sw0rdf1sh-42";
   redis_server redis({.password = password});
