@@ -178,6 +178,12 @@ const std::vector<setting_spec>& table() {
        0,
        "Spaces per level in .json feeds; 0: an item per line.",
        {0, 64}},
+      {"FEED_EXPORT_BATCH_ITEM_COUNT",
+       integer,
+       0,
+       "Items per feed file: past it, a feed starts its next file (its URI names %(batch_id)d "
+       "or %(batch_time)s); 0: one file.",
+       {0, 1e9}},
       {"STATS_FILE", optional_string, nullptr, "Write the final stats here as JSON."},
       {"JOBDIR", optional_string, nullptr, "Folder that keeps a crawl's state between runs."},
       {"JOBDIR_FSYNC", boolean, false,

@@ -1,5 +1,7 @@
 #include "crawler/feeds.h"
 
+#include <chrono>
+
 #include <fmt/chrono.h>
 
 #include <algorithm>
@@ -103,12 +105,14 @@ void drop_torn_tail(const std::string& path) {
 
 // What one feed writes: FEEDS.<uri>'s options over the FEED_EXPORT_* settings.
 struct feed_options {
+  std::string uri;   // as FEEDS names it: its batches' paths follow from it
   std::string path;
   std::string format;
   bool overwrite = false;
   std::vector<std::string> fields;  // empty: each item's own, in its order
   bool ensure_ascii = true;         // FEED_EXPORT_ENCODING unset, as Scrapy's JSON exporters
   int indent = 0;
+  std::size_t batch_item_count = 0;  // FEED_EXPORT_BATCH_ITEM_COUNT: 0, one file
 };
 
 // Scrapy's `uri % uri_params`: %(key)s (or %(key)d) is the parameter, %% a percent sign. Any other
@@ -119,7 +123,8 @@ std::string expand_uri(const std::string& uri, const feed_exporter::uri_paramete
   } catch (const detail::placeholder_error& error) {
     if (error.name.empty()) throw settings_error("FEEDS." + uri + ": " + error.what());
     throw settings_error("FEEDS." + uri + ": no parameter \"" + error.name +
-                         "\"; a feed URI may name %(name)s, %(time)s and spider arguments");
+                         "\"; a feed URI may name %(name)s, %(time)s, %(batch_id)d, "
+                         "%(batch_time)s and spider arguments");
   }
 }
 
@@ -180,10 +185,10 @@ std::pair<std::string, nlohmann::json> feed_for_file(std::string_view argument, 
 
 class feed_exporter::feed {
  public:
-  feed(feed_options options, bool flushed_per_page)
-      : path_(std::move(options.path)),
-        format_(std::move(options.format)),
-        fields_(std::move(options.fields)),
+  feed(const feed_options& options, bool flushed_per_page)
+      : path_(options.path),
+        format_(options.format),
+        fields_(options.fields),
         ensure_ascii_(options.ensure_ascii),
         indent_(format_ == "json" && options.indent > 0 ? options.indent : -1),
         flushed_per_page_(flushed_per_page) {
@@ -350,6 +355,14 @@ class feed_exporter::feed {
   std::uintmax_t whole_size_ = 0;  // the file's size at the last flush that succeeded
 };
 
+struct feed_exporter::batched {
+  feed_options options;
+  uri_parameters parameters;
+  bool flushed_per_page;
+  std::unique_ptr<feed> current;  // null between a full batch and the next item
+  std::size_t id = 1, items = 0;
+};
+
 feed_exporter::feed_exporter(const settings& settings, stats& stats,
                              const uri_parameters& parameters)
     : stats_(stats) {
@@ -357,7 +370,8 @@ feed_exporter::feed_exporter(const settings& settings, stats& stats,
     auto where = "FEEDS." + uri;
     if (!options.is_object()) throw settings_error(where + ": must be an object of feed options");
     feed_options feed;
-    feed.path = expand_uri(uri.starts_with("file://") ? uri.substr(7) : uri, parameters);
+    feed.uri = uri.starts_with("file://") ? uri.substr(7) : uri;
+    feed.path = expand_uri(feed.uri, batch_parameters(parameters, 1));
     if (feed.path.find("://") != std::string::npos) {
       throw settings_error(where + ": only local files are supported as feed storage");
     }
@@ -384,8 +398,26 @@ feed_exporter::feed_exporter(const settings& settings, stats& stats,
     } else {
       feed.indent = int(settings.get_int("FEED_EXPORT_INDENT"));
     }
-    feeds_.push_back(
-        std::make_unique<feed_exporter::feed>(std::move(feed), settings.has("JOBDIR")));
+    auto batch = options.contains("batch_item_count")
+                     ? options["batch_item_count"]
+                     : settings.get("FEED_EXPORT_BATCH_ITEM_COUNT");
+    if (!batch.is_number_integer() || batch.get<std::int64_t>() < 0) {
+      throw settings_error(where + ".batch_item_count: must be a whole number of items, 0 or more");
+    }
+    feed.batch_item_count = batch.get<std::size_t>();
+    if (feed.batch_item_count > 0 && feed.uri.find("%(batch_time)s") == std::string::npos &&
+        feed.uri.find("%(batch_id)") == std::string::npos) {
+      // Scrapy's rule: else every batch would overwrite (or add to) the one file.
+      throw settings_error(where + ": a feed in batches of " +
+                           std::to_string(feed.batch_item_count) +
+                           " items (batch_item_count, FEED_EXPORT_BATCH_ITEM_COUNT) needs "
+                           "%(batch_time)s or %(batch_id)d in its URI, a file per batch");
+    }
+    auto opened = std::make_unique<batched>(
+        batched{std::move(feed), parameters, settings.has("JOBDIR"), nullptr});
+    opened->current =
+        std::make_unique<feed_exporter::feed>(opened->options, opened->flushed_per_page);
+    batches_.push_back(std::move(opened));
   }
 }
 
@@ -399,22 +431,55 @@ feed_exporter::uri_parameters feed_exporter::parameters_for(const spider& spider
   return parameters;
 }
 
+// A batch's own parameters: its number (from 1) and the time it started, as Scrapy's
+// batch_time, to the microsecond, colons made dashes.
+feed_exporter::uri_parameters feed_exporter::batch_parameters(uri_parameters parameters,
+                                                              std::size_t batch_id) {
+  parameters["batch_id"] = std::to_string(batch_id);
+  auto now = std::chrono::system_clock::now();
+  auto micros = std::chrono::duration_cast<std::chrono::microseconds>(now.time_since_epoch()) %
+                std::chrono::seconds(1);
+  parameters["batch_time"] = fmt::format("{:%Y-%m-%dT%H-%M-%S}.{:06d}",
+                                         fmt::gmtime(std::chrono::system_clock::to_time_t(now)),
+                                         micros.count());
+  return parameters;
+}
+
 bool feed_exporter::export_item(const crawler::item& item) {
   bool ok = true;
-  for (auto& feed : feeds_) ok = feed->write(item) && ok;
+  for (auto& batch : batches_) {
+    if (!batch->current) {
+      // The next batch's file opens with its first item: a crawl never leaves an empty last one.
+      ++batch->id;
+      batch->options.path =
+          expand_uri(batch->options.uri, batch_parameters(batch->parameters, batch->id));
+      batch->current = std::make_unique<feed>(batch->options, batch->flushed_per_page);
+    }
+    ok = batch->current->write(item) && ok;
+    if (batch->options.batch_item_count > 0 &&
+        ++batch->items == batch->options.batch_item_count) {
+      ok = batch->current->close(stats_) && ok;
+      batch->current.reset();
+      batch->items = 0;
+    }
+  }
   return ok;
 }
 
 bool feed_exporter::flush() {
   bool ok = true;
-  for (auto& feed : feeds_) ok = feed->flush() && ok;
+  for (auto& batch : batches_) {
+    if (batch->current) ok = batch->current->flush() && ok;
+  }
   return ok;
 }
 
 bool feed_exporter::close() {
   bool ok = true;
-  for (auto& feed : feeds_) ok = feed->close(stats_) && ok;
-  feeds_.clear();
+  for (auto& batch : batches_) {
+    if (batch->current) ok = batch->current->close(stats_) && ok;
+  }
+  batches_.clear();
   return ok;
 }
 

@@ -18,6 +18,12 @@
 // non-ASCII text as \uXXXX; "utf-8" writes it as is) and FEED_EXPORT_INDENT (.json only), and a
 // feed URI may name `%(name)s` (the spider), `%(time)s` (the UTC start, 2026-11-24T06-10-00) and
 // any spider argument: `-o 'out/%(name)s-%(time)s.jsonl'`.
+//
+// Batches, as Scrapy's: with FEED_EXPORT_BATCH_ITEM_COUNT (or a feed's "batch_item_count") N > 0,
+// a feed starts a new file after every N items, named by its URI's %(batch_id)d (from 1; a width
+// pads it, %(batch_id)03d) or %(batch_time)s (when the batch began, to the microsecond); a
+// batched URI that names neither is refused. The next file opens with its first item, so a crawl
+// leaves no empty last batch.
 #pragma once
 
 #include <map>
@@ -69,7 +75,11 @@ class feed_exporter {
   class feed;
 
  private:
-  std::vector<std::unique_ptr<feed>> feeds_;
+  // One FEEDS entry: the file it writes now, and with FEED_EXPORT_BATCH_ITEM_COUNT, the batch.
+  struct batched;
+  static uri_parameters batch_parameters(uri_parameters parameters, std::size_t batch_id);
+
+  std::vector<std::unique_ptr<batched>> batches_;
   stats& stats_;
 };
 

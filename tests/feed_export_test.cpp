@@ -151,10 +151,81 @@ TEST(feed_export, bad_feed_options_name_their_setting) {
             "FEEDS." + path + ".indent: must be a whole number of spaces, 0 or more");
   EXPECT_EQ(error_of("out/%(nope)s.jsonl", {}, {}),
             "FEEDS.out/%(nope)s.jsonl: no parameter \"nope\"; a feed URI may name %(name)s, "
-            "%(time)s and spider arguments");
+            "%(time)s, %(batch_id)d, %(batch_time)s and spider arguments");
+  EXPECT_EQ(error_of(path, {{"batch_item_count", -2}}, {}),
+            "FEEDS." + path + ".batch_item_count: must be a whole number of items, 0 or more");
   EXPECT_EQ(error_of("out/%(name.jsonl", {}, {}),
             "FEEDS.out/%(name.jsonl: \"%(\" at offset 4 must be followed by a name and \")s\"");
   EXPECT_FALSE(std::filesystem::exists("out"));
 }
 
 }  // namespace
+
+namespace {
+
+// Exports `count` items {"n": i} to one feed at `uri` with `options` and `overrides`; returns how
+// many files it stored (feedexport/success_count/FileFeedStorage).
+nlohmann::json export_numbered(const std::string& uri, const json& options, int count,
+                               std::vector<std::string> overrides = {}) {
+  overrides.push_back("FEEDS=" + json{{uri, options}}.dump());
+  crawler::settings settings;
+  for (const auto& override : overrides) settings.set_from_string(override);
+  crawler::stats stats;
+  crawler::feed_exporter feeds(settings, stats, {});
+  for (int i = 0; i < count; ++i) EXPECT_TRUE(feeds.export_item({{"n", i}}));
+  EXPECT_TRUE(feeds.close());
+  return stats.get_value("feedexport/success_count/FileFeedStorage").value_or(0);
+}
+
+}  // namespace
+
+TEST(feed_export, batches_split_a_feed_into_files_named_by_batch_id) {
+  crawler::fixtures::temp_dir dir;
+  auto uri = (dir.path() / "part-%(batch_id)03d.json").string();
+  auto stored = export_numbered(uri, {{"format", "json"}}, 30, {"FEED_EXPORT_BATCH_ITEM_COUNT=12"});
+  // Each file is a whole JSON array; the last batch holds the rest, and no empty one follows.
+  std::vector<std::size_t> sizes;
+  int next = 0;
+  for (const char* name : {"part-001.json", "part-002.json", "part-003.json"}) {
+    auto items = json::parse(read_file(dir.path() / name));
+    sizes.push_back(items.size());
+    for (const auto& item : items) EXPECT_EQ(item["n"], next++);
+  }
+  EXPECT_EQ(sizes, (std::vector<std::size_t>{12, 12, 6}));
+  EXPECT_FALSE(std::filesystem::exists(dir.path() / "part-004.json"));
+  EXPECT_EQ(stored, 3);
+}
+
+TEST(feed_export, a_feeds_own_batch_size_and_batch_time_name_each_batch_apart) {
+  crawler::fixtures::temp_dir dir;
+  auto uri = (dir.path() / "%(batch_time)s.jsonl").string();
+  export_numbered(uri, {{"format", "jsonlines"}, {"batch_item_count", 2}}, 5);
+  std::vector<std::string> names;
+  for (const auto& entry : std::filesystem::directory_iterator(dir.path())) {
+    names.push_back(entry.path().filename().string());
+  }
+  ASSERT_EQ(names.size(), 3u);
+  for (const auto& name : names) {
+    EXPECT_TRUE(std::regex_match(name, std::regex(R"(\d{4}-\d\d-\d\dT\d\d-\d\d-\d\d\.\d{6}\.jsonl)")))
+        << name;
+  }
+}
+
+TEST(feed_export, a_batched_feed_whose_uri_names_no_batch_is_refused) {
+  crawler::fixtures::temp_dir dir;
+  auto uri = (dir.path() / "items.jsonl").string();
+  crawler::settings settings;
+  settings.set_from_string("FEEDS=" + json{{uri, {{"batch_item_count", 10}}}}.dump());
+  crawler::stats stats;
+  try {
+    crawler::feed_exporter feeds(settings, stats, {});
+    FAIL() << "a batched feed into one file was accepted";
+  } catch (const crawler::settings_error& error) {
+    EXPECT_EQ(std::string(error.what()),
+              "FEEDS." + uri +
+                  ": a feed in batches of 10 items (batch_item_count, "
+                  "FEED_EXPORT_BATCH_ITEM_COUNT) needs %(batch_time)s or %(batch_id)d in its "
+                  "URI, a file per batch");
+  }
+  EXPECT_FALSE(std::filesystem::exists(uri));
+}
