@@ -95,6 +95,7 @@ nlohmann::json request::to_json() const {
       {"dont_filter", dont_filter},  {"meta", meta}};
   if (!callback.empty()) json["callback"] = callback;
   if (!errback.empty()) json["errback"] = errback;
+  if (cb_kwargs.is_object() && !cb_kwargs.empty()) json["cb_kwargs"] = cb_kwargs;
   if (!body.empty()) json["body_hex"] = to_hex(body);
   if (!headers.empty()) {
     auto& fields = json["headers"] = nlohmann::json::array();
@@ -131,6 +132,10 @@ request request::from_json(const nlohmann::json& json, std::string_view where) {
     if (auto meta = json.find("meta"); meta != json.end() && !meta->is_null()) {
       if (!meta->is_object()) fail("\"meta\" must be an object");
       result.meta = *meta;
+    }
+    if (auto kwargs = json.find("cb_kwargs"); kwargs != json.end() && !kwargs->is_null()) {
+      if (!kwargs->is_object()) fail("\"cb_kwargs\" must be an object");
+      result.cb_kwargs = *kwargs;
     }
     if (auto headers = json.find("headers"); headers != json.end()) {
       for (const auto& field : *headers) {

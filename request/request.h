@@ -70,15 +70,19 @@ struct request {
   std::string callback;
   /// The spider callback for a failure (download error, ignored HTTP status); empty means none.
   std::string errback;
+  /// Keyword arguments for the callback (Scrapy's Request.cb_kwargs), as a JSON object: callbacks
+  /// are names, so what they are called with must travel with the request through JOBDIR and a
+  /// fleet's queue. The callback reads them as response.cb_kwargs(); retries and redirects keep
+  /// them.
+  nlohmann::json cb_kwargs = nlohmann::json::object();
   /// With SCHEDULER=redis, the lease that holds this request in the fleet's queue while this
   /// worker crawls it; the scheduler settles it with the request's outcome. Not serialized.
   std::string lease;
   /// The fingerprint worked out ahead, on the thread that made the request (remember_fingerprint),
   /// so the crawl thread finds it ready. `inputs` digests the method, URL, body and scheme it was
   /// worked out from; fingerprint_of uses it only while they still match, so a middleware that
-  /// rewrites the URL in between costs a recomputation. Not serialized. On the heap, and dropped
-  /// once the scheduler has used it: a request is 256 bytes, two to a block of the memory queue's
-  /// deque, and a queue of 100,000s of them is most of a crawl's memory.
+  /// rewrites the URL in between costs a recomputation. Not serialized (nor kept by the memory
+  /// queue, which packs its requests): the scheduler has used it by then.
   struct fingerprint_memo {
     dedup::fingerprint value;
     std::uint64_t inputs = 0;

@@ -22,6 +22,7 @@ enum form : std::uint8_t {
   meta_depth_int = 1 << 1,   // {"depth": N} and nothing else, N >= 0 an integer
   meta_depth_unsigned = 1 << 2,
   meta_packed = 1 << 3,      // any other non-empty meta, as MessagePack
+  has_cb_kwargs = 1 << 4,    // as MessagePack
 };
 
 void put_varint(std::string& out, std::uint64_t value) {
@@ -35,6 +36,13 @@ void put_varint(std::string& out, std::uint64_t value) {
 void put_text(std::string& out, std::string_view text) {
   put_varint(out, text.size());
   out.append(text);
+}
+
+// JSON of any bytes (MessagePack keeps strings as they are; JSON text would need valid UTF-8).
+void put_msgpack(std::string& out, const nlohmann::json& value) {
+  std::vector<std::uint8_t> packed;
+  nlohmann::json::to_msgpack(value, packed);
+  put_text(out, std::string_view(reinterpret_cast<const char*>(packed.data()), packed.size()));
 }
 
 // Reads a record's fields in the order pack wrote them; a record is this queue's own bytes, so
@@ -122,6 +130,7 @@ void request_packer::pack(const request& request, std::string& out) {
   } else {
     forms |= meta_packed;
   }
+  if (!request.cb_kwargs.is_object() || !request.cb_kwargs.empty()) forms |= has_cb_kwargs;
   out += char(flags);
   out += char(forms);
   put_text(out, request.url);
@@ -151,10 +160,9 @@ void request_packer::pack(const request& request, std::string& out) {
   if (forms & (meta_depth_int | meta_depth_unsigned)) {
     put_varint(out, meta.at("depth").get<std::uint64_t>());
   } else if (forms & meta_packed) {
-    std::vector<std::uint8_t> packed;
-    nlohmann::json::to_msgpack(meta, packed);
-    put_text(out, std::string_view(reinterpret_cast<const char*>(packed.data()), packed.size()));
+    put_msgpack(out, meta);
   }
+  if (forms & has_cb_kwargs) put_msgpack(out, request.cb_kwargs);
 }
 
 request request_packer::unpack(std::string_view record, int priority, bool release) {
@@ -199,6 +207,10 @@ request request_packer::unpack(std::string_view record, int priority, bool relea
   } else if (forms & meta_packed) {
     auto packed = in.text();
     out.meta = nlohmann::json::from_msgpack(packed.begin(), packed.end());
+  }
+  if (forms & has_cb_kwargs) {
+    auto packed = in.text();
+    out.cb_kwargs = nlohmann::json::from_msgpack(packed.begin(), packed.end());
   }
   return out;
 }

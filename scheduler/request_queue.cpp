@@ -13,11 +13,6 @@
 
 namespace crawler {
 
-// libstdc++'s deque allocates blocks of 512 bytes, or one element when it is larger: at 256 bytes
-// two requests share a block (one 512-byte allocation); at 257 each takes a block of its own and
-// a queue of requests costs a quarter more memory. A crawl's peak memory is mostly its queue.
-static_assert(sizeof(request) <= 256, "a request grew past two per memory_queue deque block");
-
 const std::filesystem::path& request_frontier::segments_directory() const {
   static const std::filesystem::path none;
   return none;

@@ -170,6 +170,21 @@ TEST(crawl, a_link_that_cannot_be_fingerprinted_is_dropped_and_the_crawl_goes_on
   EXPECT_EQ(stat(result, "response_received_count"), 2);
 }
 
+// Scrapy's cb_kwargs: what a callback is called with travels with its request, through a retry
+// (the first answer is a 503) and a redirect, to response.cb_kwargs().
+TEST(crawl, a_callbacks_cb_kwargs_reach_it_through_retries_and_redirects) {
+  http_server server({.redirects = {{"/moved", "/flaky/kw?fail=1&status=503"}}});
+  crawler::request start{server.url("/moved")};
+  start.cb_kwargs = {{"category", "books"}, {"page", 2}};
+  recording_spider spider({start});
+  auto result = crawl(spider);
+  EXPECT_EQ(result.finish_reason, "finished");
+  ASSERT_EQ(spider.responses.size(), 1u);
+  EXPECT_EQ(spider.responses[0].status, 200);
+  EXPECT_EQ(spider.responses[0].cb_kwargs(), start.cb_kwargs);
+  EXPECT_EQ(server.hits("/flaky/kw?fail=1&status=503"), 2u);
+}
+
 // A C++ spider's name is part of feed paths and the cache folder too: one that would lead out of
 // them stops the crawl before anything is built from it.
 TEST(crawl, a_spider_whose_name_would_leave_its_folder_cannot_start) {

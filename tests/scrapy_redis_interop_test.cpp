@@ -97,7 +97,8 @@ TEST(scrapy_redis_interop, requests_we_queue_are_the_same_requests_to_python) {
   crawler::request form{"http://127.0.0.1:1/form"};
   form.method = "POST";
   form.meta[std::string(crawler::scrapy_request_meta_key)] = {
-      {"_class", "scrapy.http.request.form.FormRequest"}, {"cb_kwargs", {{"page", 7}}}};
+      {"_class", "scrapy.http.request.form.FormRequest"}};
+  form.cb_kwargs = {{"page", 7}};
   fleet.push({get, post, form});
 
   auto read = as_python_reads_them(fleet.server);
@@ -140,7 +141,7 @@ TEST(scrapy_redis_interop, requests_python_queues_are_the_same_requests_here) {
   EXPECT_EQ(first.priority, 3);
   EXPECT_EQ(first.meta["depth"], 3);
   EXPECT_EQ(first.meta["tags"], (nlohmann::json{"x", "y"}));
-  EXPECT_EQ(first.meta[std::string(crawler::scrapy_request_meta_key)]["cb_kwargs"]["page"], 7);
+  EXPECT_EQ(first.cb_kwargs, (nlohmann::json{{"page", 7}}));  // the callback's, as in Scrapy
   EXPECT_EQ(first.origin, crawler::request_origin::shared);
 
   const auto& login = taken["http://127.0.0.1:1/login"];

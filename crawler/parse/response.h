@@ -56,6 +56,9 @@ struct response {
   const nlohmann::json& meta() const { return request.meta; }
   /// The value of the first header called `name` (any case), or "".
   std::string_view header(std::string_view name) const { return find_header(headers, name); }
+  /// The request's cb_kwargs: what its callback was given to work with (Scrapy's
+  /// response.cb_kwargs).
+  const nlohmann::json& cb_kwargs() const { return request.cb_kwargs; }
   /// The body as text (bytes as received, after decoding the content encoding).
   std::string_view text() const { return body; }
   /// The body parsed as JSON. Throws std::invalid_argument naming the URL when it is not JSON.

@@ -449,8 +449,13 @@ void fleet_scheduler::take_leased() {
   // The host frontier gives a host's turn for now: what is taken must be downloadable at once.
   auto count = paces_hosts() ? batch_size_ - std::min(batch_size_, held_.size())
                              : batch_size_ - buffer_.size();
-  if (count == 0) {
+  if (count == 0 || close_waiting_) {
     taking_ = false;
+    if (close_waiting_) {  // the start URLs' feed it waited for is done: no take now
+      auto handler = std::move(*close_waiting_);
+      close_waiting_.reset();
+      do_close(std::move(handler));
+    }
     return;
   }
   queue_.async_take(
@@ -459,6 +464,16 @@ void fleet_scheduler::take_leased() {
                                                   std::vector<leased_request> taken) {
         if (!*alive) return;
         taking_ = false;
+        if (close_waiting_) {
+          // The close waited for this take: what it leased goes back with the rest, now rather
+          // than when its leases expire.
+          if (!error) {
+            for (const auto& leased : taken) to_release_.push_back(leased.lease_id);
+          }
+          auto handler = std::move(*close_waiting_);
+          close_waiting_.reset();
+          return do_close(std::move(handler));
+        }
         count_set_asides();
         if (stopped(error)) return;
         if (error) {
@@ -907,6 +922,11 @@ void fleet_scheduler::do_store(page_outcome outcome,
 
 void fleet_scheduler::do_close(asio::any_completion_handler<done_signature> handler) {
   open_ = false;
+  if (taking_) {
+    // A take is on its way: its leases would outlive this worker, held until they expire.
+    close_waiting_.emplace(std::move(handler));
+    return;
+  }
   if (set_aside_ > 0) {
     logger_->warn(
         "This worker set aside {} records it could not use (scheduler/set_aside): `crawler status "

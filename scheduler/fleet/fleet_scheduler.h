@@ -126,6 +126,8 @@ class fleet_scheduler final : public scheduler {
   std::map<std::string, std::chrono::steady_clock::time_point> held_;
   std::chrono::milliseconds lease_time_;  // SCHEDULER_LEASE_TIME
   std::vector<std::string> to_release_;   // restored by the engine; released at close
+  // A close that waits for the take under way (taking_) to come back.
+  std::optional<asio::any_completion_handler<done_signature>> close_waiting_;
   // The host frontier: what each leased page's download said of its host, until its settle.
   std::map<std::string, host_pace> paces_;
   // Whether a heartbeat has carried this worker's first page to the fleet's stats: `crawler status`

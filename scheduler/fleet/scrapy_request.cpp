@@ -180,6 +180,10 @@ request request_from_scrapy_dict(const value& dict, std::string_view where) {
       if (member.type == kind::none) continue;
       if (member.type != kind::dict) refuse(where, name, "must be a dict");
       out.meta = to_json(member, where, "meta");
+    } else if (name == "cb_kwargs") {
+      if (member.type == kind::none) continue;
+      if (member.type != kind::dict) refuse(where, name, "must be a dict");
+      out.cb_kwargs = to_json(member, where, "cb_kwargs");
     } else if (name == "priority") {
       if (member.type != kind::integer || member.integer < std::numeric_limits<int>::min() ||
           member.integer > std::numeric_limits<int>::max()) {
@@ -245,7 +249,11 @@ value scrapy_dict_of(const request& request) {
   out.set("priority", value::of(std::int64_t(request.priority)));
   out.set("dont_filter", value::of(request.dont_filter));
   out.set("flags", kept("flags", value::list()));
-  out.set("cb_kwargs", kept("cb_kwargs", value::dict()));
+  auto kwargs = value::dict();
+  if (request.cb_kwargs.is_object()) {
+    for (const auto& [name, item] : request.cb_kwargs.items()) kwargs.set(name, from_json(item));
+  }
+  out.set("cb_kwargs", std::move(kwargs));
   if (carried) {
     for (const auto& [name, item] : carried->items()) {
       if (name != "cookies" && name != "encoding" && name != "flags" && name != "cb_kwargs" &&
