@@ -983,7 +983,8 @@ TEST(redis_queue_host_frontier, a_retry_after_and_a_reported_delay_hold_the_host
     std::this_thread::sleep_for(10ms);
   }
   EXPECT_GE(seen["busy.test"][0], 0.95);  // held for its Retry-After
-  EXPECT_LT(seen["calm.test"][0], 0.1);   // due at once; its delay counts from now on
+  // Due at once (its delay counts from now on): within a few polls, however slow the machine.
+  EXPECT_LT(seen["calm.test"][0], 0.5);
   EXPECT_GE(seen["calm.test"][1] - seen["calm.test"][0], 0.38);
   EXPECT_LT(seen["busy.test"][1] - seen["busy.test"][0], 0.1);  // DOWNLOAD_DELAY 0 again
 }
