@@ -65,6 +65,14 @@ std::unique_ptr<child_process> worker(const std::string& starts, const redis_ser
       "-s", "CONCURRENT_REQUESTS_PER_DOMAIN=4", "-o", feed.string(), "--nolog"});
 }
 
+// Adds each item's URL in the jsonlines `feed` to `items`, counting repeats.
+void count_items(const std::filesystem::path& feed, std::map<std::string, int>& items) {
+  std::ifstream in(feed);
+  for (std::string line; std::getline(in, line);) {
+    ++items[nlohmann::json::parse(line)["url"].get<std::string>()];
+  }
+}
+
 // Runs three workers to the end; returns how many times each page's item was written.
 std::map<std::string, int> crawl_with_three_workers(const std::string& starts,
                                                     const std::string& queue_class) {
@@ -78,10 +86,7 @@ std::map<std::string, int> crawl_with_three_workers(const std::string& starts,
   std::map<std::string, int> items;
   for (int i = 0; i < 3; ++i) {
     EXPECT_EQ(fleet[i]->wait(), 0) << fleet[i]->stderr_text();
-    std::ifstream in(dir.path() / ("items-" + std::to_string(i) + ".jsonl"));
-    for (std::string line; std::getline(in, line);) {
-      ++items[nlohmann::json::parse(line)["url"].get<std::string>()];
-    }
+    count_items(dir.path() / ("items-" + std::to_string(i) + ".jsonl"), items);
   }
   return items;
 }
@@ -202,11 +207,19 @@ std::map<std::string, int> crawl_in_one_process(const std::string& starts,
                        (dir.path() / "items.jsonl").string(), "--nolog"});
   EXPECT_EQ(crawl.wait(), 0) << crawl.stderr_text();
   std::map<std::string, int> items;
-  std::ifstream in(dir.path() / "items.jsonl");
-  for (std::string line; std::getline(in, line);) {
-    ++items[nlohmann::json::parse(line)["url"].get<std::string>()];
-  }
+  count_items(dir.path() / "items.jsonl", items);
   return items;
+}
+
+TEST(host_frontier, in_one_process_it_keeps_its_queue_in_memory_and_refuses_a_memory_limit) {
+  child_process crawl({crawler_binary(), "crawl", "quotes", "-s", "SCHEDULER_QUEUE_CLASS=host",
+                       "-s", "SCHEDULER_MEMORY_QUEUE_LIMIT=10", "--nolog"});
+  EXPECT_EQ(crawl.wait(), 2);
+  EXPECT_NE(crawl.stderr_text().find("SCHEDULER_MEMORY_QUEUE_LIMIT: the host frontier "
+                                     "(SCHEDULER_QUEUE_CLASS = \"host\") keeps its requests in "
+                                     "memory; set one or the other"),
+            std::string::npos)
+      << crawl.stderr_text();
 }
 
 TEST(host_frontier, one_process_fetches_each_host_no_faster_than_download_delay) {
