@@ -215,6 +215,9 @@ const std::vector<setting_spec>& table() {
        "redis://[:password@]host[:port][/db]; wins over host/port."},
       {"REDIS_HOST", string, "localhost", "Redis host when REDIS_URL is unset."},
       {"REDIS_PORT", integer, 6379, "Redis port when REDIS_URL is unset.", {1, 65535}},
+      {"REDIS_CLUSTER_NODES", list, json::array(),
+       "Seed nodes (host:port) of a Redis Cluster to use instead of one Redis; the client learns "
+       "the rest and routes each command to its slot's node."},
       {"REDIS_PARAMS", dict, json::object(),
        "Client options: socket_timeout, socket_connect_timeout (seconds), password, db."},
       {"SCHEDULER", string, "memory", "memory or redis (or scrapy-redis's class path)."},
@@ -494,6 +497,11 @@ std::string spider_key(std::string_view key_template, std::string_view spider) {
       key.replace(at, placeholder.size(), spider);
   }
   return key;
+}
+
+std::string key_spider_name(const settings& settings, std::string_view spider) {
+  if (settings.get("REDIS_CLUSTER_NODES").empty()) return std::string(spider);
+  return "{" + std::string(spider) + "}";
 }
 
 std::string_view describe(setting_type type) {

@@ -76,6 +76,7 @@ std::string_view nearest_name(std::string_view name, std::span<const std::string
 /// the spider called `spider`: "books:requests".
 std::string spider_key(std::string_view key_template, std::string_view spider);
 
+
 /// The name of `type` as error messages spell it ("an integer", "a list", ...).
 std::string_view describe(setting_type type);
 
@@ -129,5 +130,10 @@ class settings {
   std::map<std::string, nlohmann::json, std::less<>> values_;
   std::map<std::string, setting_type, std::less<>> declared_;
 };
+
+/// The spider's name as its Redis keys carry it: "{books}" on a Redis Cluster (REDIS_CLUSTER_NODES
+/// set), so that every key of the crawl lies in the hash slot of its name (a script's keys must
+/// share one slot there), else "books", as scrapy-redis names them.
+std::string key_spider_name(const settings& settings, std::string_view spider);
 
 }  // namespace crawler

@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include "config/log.h"
+#include "redis/cluster_slots.h"
 
 namespace crawler::dedup {
 
@@ -50,7 +51,14 @@ void rfp_dupefilter::report_bloom(std::uint64_t capacity, std::uint64_t bits, in
 }
 
 std::string rfp_dupefilter::redis_key(std::string_view setting) const {
-  return spider_key(settings_.get_string(setting), spider_name_);
+  auto key = spider_key(settings_.get_string(setting), key_spider_name(settings_, spider_name_));
+  if (!settings_.get("REDIS_CLUSTER_NODES").empty() && !redis::hash_tag(key)) {
+    throw settings_error("settings." + std::string(setting) + ": \"" + key +
+                         "\" has no hash tag, and on a Redis Cluster the keys written beside it "
+                         "(" + key + ":bad, its parameters) must lie in its slot: put %(spider)s "
+                         "(written {" + spider_name_ + "} there) or a {tag} in it");
+  }
+  return key;
 }
 
 }  // namespace crawler::dedup

@@ -15,6 +15,7 @@
 #include <mutex>
 
 #include "redis/backoff.h"
+#include "redis/detail/cluster.h"
 
 namespace crawler::redis {
 namespace {
@@ -454,28 +455,35 @@ std::shared_ptr<client> client::create(asio::any_io_executor executor, endpoint 
   // hiredis writes with write(2): a peer that went away would raise SIGPIPE and kill the crawl.
   static std::once_flag ignore_sigpipe;
   std::call_once(ignore_sigpipe, [] { std::signal(SIGPIPE, SIG_IGN); });
+  if (!where.cluster_nodes.empty())
+    return std::shared_ptr<client>(
+        new client(nullptr, detail::make_cluster(std::move(executor), std::move(where))));
   return std::shared_ptr<client>(
-      new client(std::make_shared<state>(std::move(executor), std::move(where))));
+      new client(std::make_shared<state>(std::move(executor), std::move(where)), nullptr));
 }
 
-client::client(std::shared_ptr<state> state) : state_(std::move(state)) {}
+client::client(std::shared_ptr<state> state, std::shared_ptr<detail::cluster_state> cluster)
+    : state_(std::move(state)), cluster_(std::move(cluster)) {}
 
 client::~client() {
-  asio::dispatch(state_->strand, [state = state_] { state->close(); });
+  close();
 }
 
 const endpoint& client::where() const {
-  return state_->where;
+  return cluster_ ? detail::cluster_endpoint(*cluster_) : state_->where;
 }
 
 void client::start(std::vector<command> commands,
                    asio::any_completion_handler<pipeline_signature> handler) {
+  if (cluster_) return detail::cluster_submit(cluster_, std::move(commands), std::move(handler));
   auto b = std::make_shared<batch>(std::move(commands), std::move(handler));
   asio::dispatch(state_->strand, [state = state_, b] { state->submit(b); });
 }
 
 void client::start_one(command args, asio::any_completion_handler<command_signature> handler) {
-  auto executor = asio::get_associated_executor(handler, state_->strand);
+  asio::any_io_executor fallback =
+      cluster_ ? detail::cluster_executor(*cluster_) : asio::any_io_executor(state_->strand);
+  auto executor = asio::get_associated_executor(handler, fallback);
   std::vector<command> commands;
   commands.push_back(std::move(args));
   start(std::move(commands), asio::bind_executor(executor, [handler = std::move(handler)](
@@ -486,6 +494,7 @@ void client::start_one(command args, asio::any_completion_handler<command_signat
 }
 
 void client::close() {
+  if (cluster_) return detail::cluster_close(cluster_);
   asio::dispatch(state_->strand, [state = state_] { state->close(); });
 }
 

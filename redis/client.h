@@ -16,6 +16,18 @@
 // the loop). After a failed attempt the next waits 100 ms, doubling to 5 s; commands issued in the
 // meantime wait for that attempt and fail if it fails, so nothing waits forever.
 // Thread-safety: any thread may issue commands; the client serialises them on its own strand.
+//
+// A Redis Cluster (an endpoint with cluster_nodes, REDIS_CLUSTER_NODES): the client asks a seed
+// for the slot map (CLUSTER SLOTS), sends each command to the master of its key's slot
+// (cluster_slots.h; a command without a key goes with the pipeline's first keyed command, or to
+// any master), and keeps one connection per master, each as above. A pipeline whose commands
+// fall on several masters goes out as one write per master, at once, and completes with the
+// replies in the order of its commands. A MOVED answer updates the map and sends the command to
+// the node named (and the map is read again); ASK sends ASKING and the command to the node named,
+// once; after five redirects the last answer is the reply. A lost connection to a master fails
+// the pipelines it carried, as for one server, and has the map read again before the next.
+// Commands of one pipeline that land on different masters are not ordered between them: a
+// multi-key step belongs in one script whose keys share a hash tag.
 #pragma once
 
 #include <boost/asio/any_completion_handler.hpp>
@@ -50,7 +62,8 @@ using pipeline_signature = void(std::exception_ptr, std::vector<reply>);
 using command_signature = void(std::exception_ptr, reply);
 
 namespace detail {
-struct client_state;  // the connection state machine, in client.cpp
+struct client_state;   // the connection state machine, in client.cpp
+struct cluster_state;  // the slot map and the masters' clients, in cluster_client.cpp
 }
 
 class client : public std::enable_shared_from_this<client> {
@@ -87,12 +100,13 @@ class client : public std::enable_shared_from_this<client> {
 
  private:
   using state = detail::client_state;
-  explicit client(std::shared_ptr<state> state);
+  client(std::shared_ptr<state> state, std::shared_ptr<detail::cluster_state> cluster);
   void start(std::vector<command> commands,
              asio::any_completion_handler<pipeline_signature> handler);
   void start_one(command args, asio::any_completion_handler<command_signature> handler);
 
-  std::shared_ptr<state> state_;
+  std::shared_ptr<state> state_;                      // one server, or
+  std::shared_ptr<detail::cluster_state> cluster_;  // a cluster's masters
 };
 
 }  // namespace crawler::redis

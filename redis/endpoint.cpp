@@ -25,6 +25,16 @@ std::chrono::milliseconds seconds_setting(const nlohmann::json& value, const std
 }  // namespace
 
 std::string endpoint::address() const {
+  if (!cluster_nodes.empty()) {
+    std::string out = "redis cluster ";
+    for (std::size_t i = 0; i < cluster_nodes.size(); ++i) {
+      const auto& seed = cluster_nodes[i];
+      bool bracket = seed.host.find(':') != std::string::npos;
+      out += (i ? "," : "") + (bracket ? "[" + seed.host + "]" : seed.host) + ":" +
+             std::to_string(seed.port);
+    }
+    return out;
+  }
   bool ipv6 = host.find(':') != std::string::npos;
   return "redis://" + (ipv6 ? "[" + host + "]" : host) + ":" + std::to_string(port) + "/" +
          std::to_string(db);
@@ -79,6 +89,27 @@ endpoint parse_redis_url(std::string_view url) {
   return result;
 }
 
+endpoint::node parse_cluster_node(std::string_view text) {
+  if (text.empty() || text.find_first_of("/@") != std::string_view::npos ||
+      text.starts_with("redis://")) {
+    throw redis_error("REDIS_CLUSTER_NODES entry '" + redact_url(text) +
+                      "': expected host:port, as redis-cli --cluster takes them");
+  }
+  endpoint parsed;
+  try {
+    parsed = parse_redis_url("redis://" + std::string(text));
+  } catch (const redis_error&) {
+    throw redis_error("REDIS_CLUSTER_NODES entry '" + std::string(text) +
+                      "': expected host:port, as redis-cli --cluster takes them");
+  }
+  bool has_port = text.ends_with("]") ? false : text.rfind(':') != std::string_view::npos;
+  if (!has_port) {
+    throw redis_error("REDIS_CLUSTER_NODES entry '" + std::string(text) +
+                      "': no port (a cluster node has no default one)");
+  }
+  return {parsed.host, parsed.port};
+}
+
 endpoint endpoint_from(const crawler::settings& settings) {
   endpoint result;
   auto encoding = settings.get_string("REDIS_ENCODING");
@@ -118,6 +149,25 @@ endpoint endpoint_from(const crawler::settings& settings) {
           "settings.REDIS_PARAMS." + key +
           ": unknown or mistyped option (socket_timeout, socket_connect_timeout, password, db)");
     }
+  }
+  auto seeds = settings.get_list("REDIS_CLUSTER_NODES");
+  for (std::size_t i = 0; i < seeds.size(); ++i) {
+    try {
+      result.cluster_nodes.push_back(parse_cluster_node(seeds[i]));
+    } catch (const redis_error& error) {
+      throw crawler::settings_error("settings.REDIS_CLUSTER_NODES[" + std::to_string(i) +
+                                    "]: " + error.what());
+    }
+  }
+  if (!result.cluster_nodes.empty()) {
+    if (result.db != 0) {
+      throw crawler::settings_error(
+          "settings.REDIS_CLUSTER_NODES: a Redis Cluster has only database 0, but " +
+          std::string(settings.has("REDIS_URL") ? "REDIS_URL" : "REDIS_PARAMS.db") +
+          " asks for database " + std::to_string(result.db));
+    }
+    result.host = result.cluster_nodes.front().host;
+    result.port = result.cluster_nodes.front().port;
   }
   return result;
 }

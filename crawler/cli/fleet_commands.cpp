@@ -69,7 +69,8 @@ class redis_session {
 
 int run(const push_options& options) {
   auto settings = fleet_settings(options.overrides);
-  auto key = spider_key(settings.get_string("REDIS_START_URLS_KEY"), options.spider);
+  auto key = spider_key(settings.get_string("REDIS_START_URLS_KEY"),
+                        key_spider_name(settings, options.spider));
   auto type = start_urls_type_from(settings);
 
   // With the fleet's key, every entry is signed (as JSON, a plain URL as {"url": ...}), so the
@@ -203,8 +204,9 @@ nlohmann::json stats_of(const redis::reply& hash) {
   return stats;
 }
 
-int print_stats(const std::string& spider, const std::vector<std::string>& overrides) {
+int print_stats(const std::string& name, const std::vector<std::string>& overrides) {
   auto settings = fleet_settings(overrides);
+  auto spider = key_spider_name(settings, name);
   redis_session session(settings);
   auto key = spider + ":stats";
   auto epoch_key = spider_key(settings.get_string("SCHEDULER_QUEUE_KEY"), spider) + ":epoch";
@@ -253,25 +255,26 @@ int print_status(const std::string& spider, const std::vector<std::string>& over
   auto settings = fleet_settings(overrides);
   redis_session session(settings);
   auto& client = session.client();
+  auto named = key_spider_name(settings, spider);
   auto key_of = [&](const char* setting) {
-    return spider_key(settings.get_string(setting), spider);
+    return spider_key(settings.get_string(setting), named);
   };
   auto queue = key_of("SCHEDULER_QUEUE_KEY");
   auto replies =
       client
           .async_pipeline(
-              {{"HGETALL", spider + ":workers"},
+              {{"HGETALL", named + ":workers"},
                {"EVAL", size_script, "2", queue, queue + ":count"},
                {"HLEN", queue + ":leased"},
                {"EVAL", size_script, "1", key_of("REDIS_START_URLS_KEY")},
-               {"HMGET", spider + ":stats", "response_received_count", "item_scraped_count"},
+               {"HMGET", named + ":stats", "response_received_count", "item_scraped_count"},
                {"TIME"},
                {"LLEN", queue + ":dead"},
                {"LLEN", queue + ":bad"},
                {"LLEN", key_of("REDIS_START_URLS_KEY") + ":bad"},
                {"GET", queue + ":epoch"},
                {"LRANGE", queue + ":bad", "0", "2"},
-               {"HGETALL", spider + ":stats"}},
+               {"HGETALL", named + ":stats"}},
               asio::use_future)
           .get();
   for (const auto& reply : replies) {
@@ -368,7 +371,8 @@ int print_status(const std::string& spider, const std::vector<std::string>& over
 int requeue(const std::string& spider, const std::vector<std::string>& overrides, bool bad) {
   auto settings = fleet_settings(overrides);
   redis_session session(settings);
-  auto queue_key = spider_key(settings.get_string("SCHEDULER_QUEUE_KEY"), spider);
+  auto named = key_spider_name(settings, spider);
+  auto queue_key = spider_key(settings.get_string("SCHEDULER_QUEUE_KEY"), named);
   // The fleet's layout is what Redis holds: a host frontier's keys make it one, whatever
   // SCHEDULER_QUEUE_CLASS this command was given.
   auto order = redis_queue_order_from(settings);
@@ -384,7 +388,7 @@ int requeue(const std::string& spider, const std::vector<std::string>& overrides
        .order = order,
        .form = redis_queue_form_from(settings),
        .worker = "crawler-requeue",
-       .start_urls_key = spider_key(settings.get_string("REDIS_START_URLS_KEY"), spider),
+       .start_urls_key = spider_key(settings.get_string("REDIS_START_URLS_KEY"), named),
        .start_urls_type = start_urls_type_from(settings)});
   std::vector<set_aside_list> lists{set_aside_list::dead};
   if (bad) lists = {set_aside_list::bad, set_aside_list::start_bad};

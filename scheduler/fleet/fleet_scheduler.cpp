@@ -7,6 +7,7 @@
 #include <random>
 
 #include "config/log.h"
+#include "redis/cluster_slots.h"
 #include "redis/endpoint.h"
 #include "redis/reply_error.h"
 #include "redis/set_aside.h"
@@ -40,6 +41,35 @@ bool is_out_of_memory(std::exception_ptr error) {
   }
 }
 
+// The key a setting's template names for `context`'s spider (key_spider_name: tagged on a cluster).
+std::string fleet_key(const scheduler_context& context, const char* setting) {
+  return spider_key(context.settings.get_string(setting),
+                    key_spider_name(context.settings, context.spider_name));
+}
+
+// On a Redis Cluster a script runs only when its keys share a hash slot, and the fleet's scripts
+// take from the queue, mark the dupefilter, move start URLs and store items together: every key
+// of the crawl must lie in the slot of the spider's tagged name.
+void check_cluster_slot(const scheduler_context& context, const std::string& filter_key) {
+  if (context.settings.get("REDIS_CLUSTER_NODES").empty()) return;
+  auto home = key_spider_name(context.settings, context.spider_name);
+  auto slot = redis::key_slot(home);
+  std::vector<std::pair<std::string, std::string>> keys{
+      {"SCHEDULER_QUEUE_KEY", fleet_key(context, "SCHEDULER_QUEUE_KEY")},
+      {"REDIS_START_URLS_KEY", fleet_key(context, "REDIS_START_URLS_KEY")},
+      {"REDIS_ITEMS_KEY", fleet_key(context, "REDIS_ITEMS_KEY")},
+      {"the dupefilter's key", filter_key}};
+  for (const auto& [setting, key] : keys) {
+    if (redis::hash_tag(key) && redis::key_slot(key) == slot) continue;
+    throw settings_error("settings." + setting + ": \"" + key +
+                         "\" does not lie in the crawl's hash slot (" + std::to_string(slot) +
+                         ", the slot of " + home +
+                         "): on a Redis Cluster the fleet's scripts touch its keys together, so "
+                         "each must carry %(spider)s (written " + home + " there) or the tag " +
+                         home);
+  }
+}
+
 }  // namespace
 
 std::unique_ptr<scheduler> fleet_scheduler::create(const scheduler_context& context) {
@@ -60,6 +90,7 @@ std::unique_ptr<scheduler> fleet_scheduler::create(const scheduler_context& cont
                          std::string(dupefilter->backend()) +
                          " is local to one worker (use redis_set, redis_bitmap or redisbloom)");
   }
+  check_cluster_slot(context, dupefilter->marking()->key);
   std::optional<entry_signer> signer;
   try {
     signer = entry_signer::from_environment();
@@ -78,20 +109,17 @@ fleet_scheduler::fleet_scheduler(const scheduler_context& context,
       dupefilter_(std::move(dupefilter)),
       client_(client),
       spider_(context.spider_name),
-      queue_key_(
-          spider_key(context.settings.get_string("SCHEDULER_QUEUE_KEY"), context.spider_name)),
-      start_urls_key_(
-          spider_key(context.settings.get_string("REDIS_START_URLS_KEY"), context.spider_name)),
-      stats_key_(context.spider_name + ":stats"),
-      workers_key_(context.spider_name + ":workers"),
+      queue_key_(fleet_key(context, "SCHEDULER_QUEUE_KEY")),
+      start_urls_key_(fleet_key(context, "REDIS_START_URLS_KEY")),
+      stats_key_(key_spider_name(context.settings, context.spider_name) + ":stats"),
+      workers_key_(key_spider_name(context.settings, context.spider_name) + ":workers"),
       queue_(client,
              {.key = queue_key_,
               .order = redis_queue_order_from(context.settings),
               .form = redis_queue_form_from(context.settings),
               .worker = new_worker_id(),
               .lease = milliseconds_of(context.settings, "SCHEDULER_LEASE_TIME"),
-              .items_key =
-                  spider_key(context.settings.get_string("REDIS_ITEMS_KEY"), context.spider_name),
+              .items_key = fleet_key(context, "REDIS_ITEMS_KEY"),
               .start_urls_key = start_urls_key_,
               .start_urls_type = start_urls_type_from(context.settings),
               .max_entry_size = std::size_t(context.settings.get_int("SCHEDULER_MAX_ENTRY_SIZE")),

@@ -1,0 +1,251 @@
+// redis::client on a real Redis Cluster (three masters on loopback, redis-cli --cluster create):
+// slots as the nodes compute them, commands routed to their slot's master, MOVED and ASK
+// followed through resharding, and REDIS_CLUSTER_NODES read from settings.
+#include <gtest/gtest.h>
+#include <hiredis/hiredis.h>
+
+#include <boost/asio/use_future.hpp>
+
+#include "config/settings.h"
+#include "event_loop.h"
+#include "redis/client.h"
+#include "redis/cluster_slots.h"
+#include "redis/endpoint.h"
+#include "redis_cluster.h"
+
+using namespace crawler;
+using boost::asio::use_future;
+
+namespace {
+
+// One cluster for the suite: creating one takes a second or two. Each test uses keys of its own.
+class redis_cluster_client : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { cluster_ = new fixtures::redis_cluster(3); }
+  static void TearDownTestSuite() {
+    delete cluster_;
+    cluster_ = nullptr;
+  }
+
+  std::shared_ptr<redis::client> connect() {
+    crawler::settings settings;
+    settings.set_from_string("REDIS_CLUSTER_NODES=" + cluster_->seeds());
+    return redis::client::create(loop_.executor(), redis::endpoint_from(settings));
+  }
+
+  // What the node at `port` itself answers to GET `key` (a value, or its MOVED / ASK error).
+  static std::string get_at(int port, const std::string& key) {
+    auto* context = redisConnect("127.0.0.1", port);
+    auto* reply = static_cast<redisReply*>(redisCommand(context, "GET %b", key.data(), key.size()));
+    std::string out = reply && reply->str ? std::string(reply->str, reply->len) : "(nil)";
+    if (reply) freeReplyObject(reply);
+    redisFree(context);
+    return out;
+  }
+
+  static fixtures::redis_cluster* cluster_;
+  fixtures::event_loop loop_;
+};
+
+fixtures::redis_cluster* redis_cluster_client::cluster_ = nullptr;
+
+std::string slot_by_redis(int port, const std::string& key) {
+  auto* context = redisConnect("127.0.0.1", port);
+  auto* reply =
+      static_cast<redisReply*>(redisCommand(context, "CLUSTER KEYSLOT %b", key.data(), key.size()));
+  auto slot = std::to_string(reply->integer);
+  freeReplyObject(reply);
+  redisFree(context);
+  return slot;
+}
+
+}  // namespace
+
+TEST_F(redis_cluster_client, computes_every_keys_slot_as_the_nodes_do) {
+  EXPECT_EQ(redis::key_slot("123456789"), 12739);  // the cluster spec's check value
+  for (std::string key : {"books:requests", "{books}:requests", "{books}:dupefilter", "foo{}{bar}",
+                          "foo{{bar}}zap", "foo{bar}{zap}", "{", "}{x}", "", "\xff\x01 binary"}) {
+    EXPECT_EQ(std::to_string(redis::key_slot(key)), slot_by_redis(cluster_->ports()[0], key))
+        << key;
+  }
+  EXPECT_EQ(redis::key_slot("{books}:requests"), redis::key_slot("{books}:items"));
+}
+
+TEST(redis_cluster_routing, a_command_goes_by_its_first_key_and_a_script_by_its_first_of_keys) {
+  EXPECT_EQ(redis::routing_key({"HGET", "h", "f"}), "h");
+  EXPECT_EQ(redis::routing_key({"EVALSHA", "abc", "2", "k1", "k2", "arg"}), "k1");
+  EXPECT_EQ(redis::routing_key({"eval", "return 1", "0", "arg"}), std::nullopt);
+  EXPECT_EQ(redis::routing_key({"TIME"}), std::nullopt);
+  EXPECT_EQ(redis::routing_key({"INFO", "memory"}), std::nullopt);
+  EXPECT_EQ(redis::routing_key({"OBJECT", "ENCODING", "k"}), "k");
+}
+
+TEST_F(redis_cluster_client, sends_each_command_to_its_slots_master_and_answers_in_order) {
+  auto client = connect();
+  std::vector<redis::command> sets, gets;
+  for (int i = 0; i < 300; ++i) {
+    sets.push_back({"SET", "route:" + std::to_string(i), "value " + std::to_string(i)});
+    gets.push_back({"GET", "route:" + std::to_string(i)});
+  }
+  gets.push_back({"TIME"});  // no key: it goes along with the first keyed command
+  for (const auto& answer : client->async_pipeline(sets, use_future).get())
+    ASSERT_EQ(answer.str, "OK") << answer.describe();
+  auto values = client->async_pipeline(gets, use_future).get();
+  ASSERT_EQ(values.size(), 301u);
+  std::set<int> masters_used;
+  for (int i = 0; i < 300; ++i) {
+    auto key = "route:" + std::to_string(i);
+    EXPECT_EQ(values[i].str, "value " + std::to_string(i));
+    int owner = cluster_->owner_of(redis::key_slot(key));
+    masters_used.insert(owner);
+    EXPECT_EQ(get_at(owner, key), "value " + std::to_string(i));  // stored where it belongs
+  }
+  EXPECT_EQ(masters_used.size(), 3u);
+  EXPECT_EQ(values[300].elements.size(), 2u) << values[300].describe();
+}
+
+TEST_F(redis_cluster_client, a_script_whose_keys_share_a_tag_runs_and_one_across_slots_is_refused) {
+  auto client = connect();
+  const char* script = "redis.call('SET', KEYS[1], ARGV[1]) return redis.call('INCR', KEYS[2])";
+  auto together = client->async_command({"EVAL", script, "2", "{tagged}:a", "{tagged}:b", "x"},
+                                        use_future)
+                      .get();
+  EXPECT_EQ(together.integer, 1) << together.describe();
+  ASSERT_NE(redis::key_slot("apart:a"), redis::key_slot("apart:b"));
+  auto apart = client->async_command({"EVAL", script, "2", "apart:a", "apart:b", "x"}, use_future)
+                   .get();
+  EXPECT_TRUE(apart.is_error());
+  EXPECT_TRUE(apart.str.starts_with("CROSSSLOT")) << apart.str;
+}
+
+// A reshard moves slots while the client holds the old map: the old owner answers MOVED, and the
+// client follows it, reads the new map, and loses no write.
+TEST_F(redis_cluster_client, follows_moved_when_a_reshard_moved_the_slot) {
+  auto client = connect();
+  const std::string key = "moving:key";
+  ASSERT_EQ(client->async_command({"SET", key, "before"}, use_future).get().str, "OK");
+  int from = cluster_->owner_of(redis::key_slot(key));
+  int to = from == cluster_->ports()[0] ? cluster_->ports()[1] : cluster_->ports()[0];
+  int slot = redis::key_slot(key);
+  cluster_->begin_move(slot, to, {});
+  cluster_->finish_move(slot, to);
+  EXPECT_TRUE(get_at(from, key).starts_with("MOVED")) << get_at(from, key);
+  EXPECT_EQ(client->async_command({"GET", key}, use_future).get().str, "before");
+  EXPECT_EQ(client->async_command({"SET", key, "after"}, use_future).get().str, "OK");
+  EXPECT_EQ(get_at(to, key), "after");
+}
+
+// Mid-migration, the old owner answers ASK for a key already moved (and for a new one), and
+// keeps serving the keys still with it: the client reaches each where it is, and after the move
+// every value is where the new map says.
+TEST_F(redis_cluster_client, follows_ask_while_a_slot_is_migrating) {
+  auto client = connect();
+  const std::string moved = "{migrating}:moved", staying = "{migrating}:staying",
+                    added = "{migrating}:added";
+  int slot = redis::key_slot(moved);
+  client->async_pipeline({{"SET", moved, "1"}, {"SET", staying, "2"}}, use_future).get();
+  int from = cluster_->owner_of(slot);
+  int to = from == cluster_->ports()[2] ? cluster_->ports()[1] : cluster_->ports()[2];
+  cluster_->begin_move(slot, to, {moved});
+  ASSERT_TRUE(get_at(from, moved).starts_with("ASK")) << get_at(from, moved);
+  auto replies = client->async_pipeline({{"GET", moved}, {"GET", staying}, {"SET", added, "3"}},
+                                        use_future)
+                     .get();
+  EXPECT_EQ(replies[0].str, "1") << replies[0].describe();
+  EXPECT_EQ(replies[1].str, "2") << replies[1].describe();
+  EXPECT_EQ(replies[2].str, "OK") << replies[2].describe();
+  cluster_->finish_move(slot, to);
+  auto after = client->async_pipeline({{"GET", moved}, {"GET", staying}, {"GET", added}},
+                                      use_future)
+                   .get();
+  EXPECT_EQ(after[0].str + after[1].str + after[2].str, "123");
+  EXPECT_EQ(get_at(to, added), "3");
+}
+
+TEST_F(redis_cluster_client, a_redis_cluster_reshard_under_a_stream_of_writes_loses_none) {
+  auto client = connect();
+  int from = cluster_->ports()[1], to = cluster_->ports()[2];
+  // Keys in the slots the reshard moves: the first 300 of `from`.
+  int first = cluster_->first_slot_of(from);
+  std::vector<std::string> keys;
+  for (int i = 0; keys.size() < 50; ++i) {
+    auto key = "stream:" + std::to_string(i);
+    if (redis::key_slot(key) >= first && redis::key_slot(key) < first + 300) keys.push_back(key);
+  }
+  std::atomic<bool> writing{true};
+  std::atomic<int> written{0};
+  std::string failure;
+  std::thread writer([&] {
+    for (int i = 0; writing || i < 200; ++i) {
+      try {
+        auto answer =
+            client->async_command({"RPUSH", keys[i % 50], std::to_string(i)}, use_future)
+                .get();
+        if (answer.is_error()) {
+          failure = answer.describe();
+          return;
+        }
+        written = i + 1;
+      } catch (const std::exception& e) {
+        failure = e.what();
+        return;
+      }
+    }
+  });
+  cluster_->reshard(from, to, 300);
+  writing = false;
+  writer.join();
+  ASSERT_EQ(failure, "");
+  std::vector<redis::command> lengths;
+  for (const auto& key : keys) lengths.push_back({"LLEN", key});
+  long long total = 0;
+  for (const auto& answer : client->async_pipeline(lengths, use_future).get())
+    total += answer.integer;
+  EXPECT_EQ(total, written.load());
+  for (const auto& key : keys) EXPECT_EQ(cluster_->owner_of(redis::key_slot(key)), to) << key;
+}
+
+TEST_F(redis_cluster_client, a_seed_that_is_no_cluster_node_is_an_error_naming_it) {
+  fixtures::redis_server plain;
+  crawler::settings settings;
+  settings.set_from_string("REDIS_CLUSTER_NODES=127.0.0.1:" + std::to_string(plain.port()));
+  auto client = redis::client::create(loop_.executor(), redis::endpoint_from(settings));
+  try {
+    client->async_command({"GET", "k"}, use_future).get();
+    FAIL() << "a plain server served as a cluster";
+  } catch (const redis::redis_error& error) {
+    std::string message = error.what();
+    EXPECT_NE(message.find("127.0.0.1:" + std::to_string(plain.port())), std::string::npos)
+        << message;
+    EXPECT_NE(message.find("cluster"), std::string::npos) << message;
+  }
+}
+
+TEST(redis_cluster_settings, cluster_nodes_come_from_a_list_or_commas_and_bad_ones_are_named) {
+  crawler::settings settings;
+  settings.set_from_string("REDIS_CLUSTER_NODES=10.0.0.1:7000,10.0.0.2:7001");
+  auto where = redis::endpoint_from(settings);
+  ASSERT_EQ(where.cluster_nodes.size(), 2u);
+  EXPECT_EQ(where.cluster_nodes[1].host, "10.0.0.2");
+  EXPECT_EQ(where.cluster_nodes[1].port, 7001);
+  EXPECT_EQ(where.address(), "redis cluster 10.0.0.1:7000,10.0.0.2:7001");
+
+  settings.set_from_string("REDIS_CLUSTER_NODES=10.0.0.1:7000,10.0.0.2");
+  try {
+    redis::endpoint_from(settings);
+    FAIL();
+  } catch (const settings_error& error) {
+    EXPECT_NE(std::string(error.what()).find("REDIS_CLUSTER_NODES[1]"), std::string::npos)
+        << error.what();
+    EXPECT_NE(std::string(error.what()).find("no port"), std::string::npos) << error.what();
+  }
+  settings.set_from_string("REDIS_CLUSTER_NODES=10.0.0.1:7000");
+  settings.set("REDIS_URL", "redis://10.0.0.1:7000/2");
+  try {
+    redis::endpoint_from(settings);
+    FAIL();
+  } catch (const settings_error& error) {
+    EXPECT_NE(std::string(error.what()).find("only database 0"), std::string::npos)
+        << error.what();
+  }
+}
