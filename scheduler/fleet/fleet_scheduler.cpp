@@ -52,6 +52,15 @@ std::string fleet_key(const scheduler_context& context, const char* setting) {
 // of the crawl must lie in the slot of the spider's tagged name.
 void check_cluster_slot(const scheduler_context& context, const std::string& filter_key) {
   if (context.settings.get("REDIS_CLUSTER_NODES").empty()) return;
+  if (redis_queue_order_from(context.settings) == "host") {
+    // A cluster checks the keys a script declares before running it, but a key the script
+    // reaches by name mid-reshard fails the script halfway, its first writes done; the host
+    // frontier's takes reach per-host queues they cannot declare.
+    throw settings_error(
+        "settings.SCHEDULER_QUEUE_CLASS: \"host\" cannot run on a Redis Cluster "
+        "(REDIS_CLUSTER_NODES): its scripts reach per-host queues they cannot name in advance, "
+        "which a reshard of the crawl's slot would fail halfway; use priority, fifo or lifo there");
+  }
   auto home = key_spider_name(context.settings, context.spider_name);
   auto slot = redis::key_slot(home);
   std::vector<std::pair<std::string, std::string>> keys{

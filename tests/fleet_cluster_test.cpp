@@ -1,0 +1,131 @@
+// A fleet on a real Redis Cluster (three masters on loopback): `crawler crawl site` workers with
+// REDIS_CLUSTER_NODES crawl the generated site each page once, through a `redis-cli --cluster
+// reshard` of the crawl's slot mid-crawl and through kill -9s, and refuse what a cluster cannot
+// run (a key outside the crawl's slot, the host frontier) by name.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <nlohmann/json.hpp>
+#include <set>
+#include <thread>
+
+#include "child_process.h"
+#include "fleet.h"
+#include "http_server.h"
+#include "redis/cluster_slots.h"
+#include "redis_cluster.h"
+
+namespace {
+
+using namespace std::chrono_literals;
+using crawler::fixtures::child_process;
+using crawler::fixtures::fleet_worker;
+using crawler::fixtures::http_server;
+using crawler::fixtures::redis_cluster;
+using crawler::fixtures::redis_list;
+using crawler::fixtures::temp_dir;
+
+constexpr std::size_t pages = 300;
+
+// A worker of the fleet on `cluster`: every key of the crawl is tagged {site}.
+std::unique_ptr<child_process> cluster_worker(const http_server& site, redis_cluster& cluster,
+                                              const std::filesystem::path& feed,
+                                              std::vector<std::string> extra = {},
+                                              const std::string& dupefilter = "redis_set") {
+  extra.insert(extra.end(), {"-s", "REDIS_CLUSTER_NODES=" + cluster.seeds(), "-s",
+                             "REDIS_PIPELINE=true", "-s", "SCHEDULER_LEASE_TIME=2", "-s",
+                             "SCHEDULER_HEARTBEAT_INTERVAL=0.5"});
+  return fleet_worker(site, cluster.node(0), feed, dupefilter, extra);
+}
+
+// The master that holds the crawl's keys now.
+int crawl_node(const redis_cluster& cluster) {
+  return cluster.owner_of(crawler::redis::key_slot("{site}"));
+}
+
+// Every page was fetched, and its item is in {site}:items exactly once; no lease is left.
+void expect_every_page_stored_once(const http_server& site, const redis_cluster& cluster) {
+  for (std::size_t page = 0; page < pages; ++page)
+    ASSERT_GE(site.hits("/site/" + std::to_string(page)), 1u) << "page " << page << " was lost";
+  std::multiset<std::string> items;
+  for (const auto& item : redis_list(crawl_node(cluster), "{site}:items"))
+    items.insert(nlohmann::json::parse(item)["url"].get<std::string>());
+  EXPECT_EQ(std::set<std::string>(items.begin(), items.end()).size(), pages);
+  EXPECT_EQ(items.size(), pages);
+  EXPECT_EQ(redis_list(crawl_node(cluster), "{site}:requests:leased", "HKEYS").size(), 0u);
+}
+
+}  // namespace
+
+TEST(fleet_on_a_cluster, three_workers_crawl_every_page_once_through_a_reshard_of_their_slot) {
+  http_server site({.site_pages = pages, .page_delay_ms = 50});
+  redis_cluster cluster(3);
+  temp_dir dir;
+  // The crawl's slot first goes to a master whose own slots all come after it, so that the
+  // reshard below (which moves a master's first slots) moves just that slot.
+  int slot = crawler::redis::key_slot("{site}");
+  int before = cluster.ports()[2], after = cluster.ports()[0];
+  ASSERT_GT(cluster.first_slot_of(before), slot);
+  cluster.begin_move(slot, before, {});
+  cluster.finish_move(slot, before);
+  ASSERT_EQ(cluster.first_slot_of(before), slot);
+  std::vector<std::unique_ptr<child_process>> workers;
+  for (int i = 0; i < 3; ++i)
+    workers.push_back(cluster_worker(
+        site, cluster, dir.path() / ("items-" + std::to_string(i) + ".jsonl"), {}, "redis_bitmap"));
+  crawler::fixtures::wait_until([&] { return site.hits("/site/60") > 0; }, "the crawl under way");
+  cluster.reshard(before, after, 1);
+  ASSERT_EQ(crawl_node(cluster), after);
+  std::size_t fetched = 0;
+  for (std::size_t page = 0; page < pages; ++page)
+    fetched += site.hits("/site/" + std::to_string(page)) > 0;
+  EXPECT_LT(fetched, pages * 3 / 4) << "the reshard came too late to be mid-crawl";
+  for (auto& worker : workers) EXPECT_EQ(worker->wait(), 0) << worker->stderr_text();
+  for (std::size_t page = 0; page < pages; ++page)
+    EXPECT_EQ(site.hits("/site/" + std::to_string(page)), 1u) << page;
+  expect_every_page_stored_once(site, cluster);
+  // The fleet's commands find its keys on the cluster too.
+  child_process stats({crawler::fixtures::crawler_binary(), "stats", "site", "-s",
+                       "REDIS_CLUSTER_NODES=" + cluster.seeds()});
+  ASSERT_EQ(stats.wait(), 0) << stats.stderr_text();
+  EXPECT_EQ(nlohmann::json::parse(stats.stdout_text()).value("item_scraped_count", 0), pages);
+}
+
+TEST(fleet_on_a_cluster, workers_killed_mid_crawl_lose_nothing) {
+  http_server site({.site_pages = pages, .page_delay_ms = 50});
+  redis_cluster cluster(3);
+  temp_dir dir;
+  int started = 0;
+  auto start = [&] {
+    return cluster_worker(site, cluster, dir.path() / ("items-" + std::to_string(started++) + ".jsonl"));
+  };
+  auto survivor = start();
+  auto victim = start();
+  for (int kill = 0; kill < 3; ++kill) {
+    std::this_thread::sleep_for(300ms);
+    victim->signal(SIGKILL);
+    victim->wait();
+    victim = start();
+  }
+  EXPECT_EQ(survivor->wait(), 0) << survivor->stderr_text();
+  EXPECT_EQ(victim->wait(), 0) << victim->stderr_text();
+  expect_every_page_stored_once(site, cluster);
+}
+
+// Both refusals come before the first fetch, with exit 2, naming the setting to change.
+TEST(fleet_on_a_cluster, a_key_outside_the_crawls_slot_or_the_host_frontier_is_refused_by_name) {
+  http_server site({.site_pages = 5});
+  redis_cluster cluster(3);
+  temp_dir dir;
+  for (auto [setting, words] : std::vector<std::pair<std::string, std::string>>{
+           {"REDIS_START_URLS_KEY=seeds", "{site}"},
+           {"SCHEDULER_QUEUE_CLASS=host", "Redis Cluster"}}) {
+    auto worker =
+        cluster_worker(site, cluster, dir.path() / "items.jsonl", {"-s", setting, "-L", "ERROR"});
+    EXPECT_EQ(worker->wait(), 2) << setting;
+    auto said = worker->stderr_text();
+    EXPECT_NE(said.find(setting.substr(0, setting.find('='))), std::string::npos) << said;
+    EXPECT_NE(said.find(words), std::string::npos) << said;
+  }
+  EXPECT_EQ(site.hits("/site/0"), 0u);
+}
