@@ -39,27 +39,11 @@
 #include <vector>
 
 #include "redis/endpoint.h"
+#include "redis/reply.h"
 
 namespace crawler::redis {
 
 namespace asio = boost::asio;
-
-/// One reply, owned (a copy of hiredis's reply tree).
-struct reply {
-  enum class kind { string, status, integer, nil, array, error };
-  kind type = kind::nil;
-  std::string str;  // string, status and error replies
-  long long integer = 0;
-  std::vector<reply> elements;
-
-  bool is_error() const { return type == kind::error; }
-  /// A readable form for error messages: `"OK"`, `(integer) 3`, `(error) ERR ...`, `[...]`.
-  std::string describe() const;
-};
-
-using command = std::vector<std::string>;
-using pipeline_signature = void(std::exception_ptr, std::vector<reply>);
-using command_signature = void(std::exception_ptr, reply);
 
 namespace detail {
 struct client_state;   // the connection state machine, in client.cpp

@@ -9,6 +9,7 @@
 #include <map>
 #include <optional>
 
+#include "redis/client.h"
 #include "redis/cluster_slots.h"
 #include "redis/detail/cluster.h"
 

@@ -8,9 +8,12 @@
 #include <memory>
 #include <vector>
 
-#include "redis/client.h"
+#include "redis/endpoint.h"
+#include "redis/reply.h"
 
 namespace crawler::redis::detail {
+
+namespace asio = boost::asio;
 
 struct cluster_state;
 
