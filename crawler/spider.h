@@ -30,6 +30,7 @@
 #include <string_view>
 #include <vector>
 
+#include "crawler/parse/form_request.h"
 #include "crawler/parse/response.h"
 #include "crawler/parse/selector.h"
 #include "request/item.h"

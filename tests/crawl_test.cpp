@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "crawl_fixture.h"
+#include "crawler/parse/form_request.h"
 #include "crawler/crawl_spider.h"
 #include "redis_server.h"
 
@@ -183,6 +184,37 @@ TEST(crawl, a_callbacks_cb_kwargs_reach_it_through_retries_and_redirects) {
   EXPECT_EQ(spider.responses[0].status, 200);
   EXPECT_EQ(spider.responses[0].cb_kwargs(), start.cb_kwargs);
   EXPECT_EQ(server.hits("/flaky/kw?fail=1&status=503"), 2u);
+}
+
+// A login as a Scrapy spider writes it: the login page's form submitted with the credentials,
+// its hidden CSRF token copied by from_response; the server sets the session cookie only for the
+// right token, and the account page answers only with that cookie.
+TEST(crawl, a_login_through_the_pages_form_carries_its_csrf_token_and_opens_the_account) {
+  struct logging_in : crawler::spider {
+    explicit logging_in(std::string start) : spider("login"), start_(std::move(start)) {
+      callback("after_login", &logging_in::after_login);
+    }
+    void start_requests(crawler::output& out) override { out.request(crawler::request{start_}); }
+    void parse(const crawler::response& response, crawler::output& out) override {
+      out.request(crawler::form_request::from_response(
+          response, {.formname = "login",
+                     .formdata = {{"username", "alice"}, {"password", "s3cret pass"}},
+                     .callback = "after_login"}));
+    }
+    void after_login(const crawler::response& response, crawler::output&) {
+      landed.push_back({{"url", response.url}, {"h1", response.css("h1::text").get("")}});
+    }
+    std::string start_;
+    std::vector<nlohmann::json> landed;
+  };
+  http_server server;
+  logging_in spider(server.url("/login"));
+  auto result = crawl(spider, {"HTTPERROR_ALLOWED_CODES=[403]"});
+  EXPECT_EQ(result.finish_reason, "finished");
+  ASSERT_EQ(spider.landed.size(), 1u);
+  EXPECT_EQ(spider.landed[0]["url"], server.url("/account"));
+  EXPECT_EQ(spider.landed[0]["h1"], "Welcome, alice") << spider.landed[0].dump();
+  EXPECT_EQ(server.hits("/login"), 2u);  // the page, then the form's POST
 }
 
 // A C++ spider's name is part of feed paths and the cache folder too: one that would lead out of

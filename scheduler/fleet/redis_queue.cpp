@@ -9,6 +9,7 @@
 #include "config/settings.h"
 #include "redis/reply_error.h"
 #include "redis/set_aside.h"
+#include "request/python_json.h"
 #include "scheduler/fleet/detail/known_fingerprints.h"
 #include "scheduler/fleet/detail/redis_queue_scripts.h"
 #include "scheduler/fleet/pickle.h"
@@ -39,33 +40,6 @@ std::string sha1_hex(std::string_view text) {
   for (unsigned char byte : digest) {
     out += hex[byte >> 4];
     out += hex[byte & 15];
-  }
-  return out;
-}
-
-// An item as scrapy-redis's RedisPipeline writes it (ScrapyJSONEncoder, i.e. json.dumps): non-ASCII
-// escaped as \uXXXX, ", " and ": " between members, so Python consumers of <spider>:items read
-// what they always read.
-std::string as_scrapy_json(const crawler::item& item) {
-  auto compact = item.dump(-1, ' ', true, nlohmann::json::error_handler_t::replace);
-  std::string out;
-  out.reserve(compact.size() + compact.size() / 8);
-  bool in_string = false, escaped = false;
-  for (char c : compact) {
-    out += c;
-    if (in_string) {
-      if (escaped) {
-        escaped = false;
-      } else if (c == '\\') {
-        escaped = true;
-      } else if (c == '"') {
-        in_string = false;
-      }
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == ',' || c == ':') {
-      out += ' ';
-    }
   }
   return out;
 }
@@ -723,7 +697,9 @@ void redis_queue::async_settle(const std::string& lease_id, const std::vector<re
   }
   args[4] = std::to_string(count);
   for (const auto& item : items) {
-    args.push_back(as_scrapy_json(item));
+    // As scrapy-redis's RedisPipeline writes it (ScrapyJSONEncoder, i.e. json.dumps), so
+    // Python consumers of <spider>:items read what they always read.
+    args.push_back(python_json_dumps(item));
   }
   auto filter_key = marking ? marking->key : options_.key;
   run_script(
