@@ -63,6 +63,12 @@ const std::vector<setting_spec>& table() {
       {"DOWNLOAD_WARNSIZE", integer, 33554432, "Warn about bodies larger than this many bytes.",
        any_count},
       {"COOKIES_ENABLED", boolean, true, "Keep cookies for the whole crawl, as a browser would."},
+      {"COOKIES_MAX_JARS",
+       integer,
+       10000,
+       "At most this many meta[\"cookiejar\"] sessions keep their cookies; the least recently "
+       "used idle one is dropped for a new one.",
+       {1, huge_count}},
       {"COMPRESSION_ENABLED", boolean, true, "Ask for and decode gzip, deflate and br bodies."},
       {"HTTPPROXY_ENABLED", boolean, true,
        "Use the proxy in meta \"proxy\" or the http_proxy/https_proxy environment."},

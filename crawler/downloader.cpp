@@ -52,8 +52,9 @@ downloader::downloader(asio::any_io_executor executor, const settings& settings,
       autothrottle_target_(settings.get_double("AUTOTHROTTLE_TARGET_CONCURRENCY")),
       autothrottle_debug_(settings.get_bool("AUTOTHROTTLE_DEBUG")),
       options_(std::make_unique<detail::transfer_options>()),
-      transfers_(std::make_unique<detail::curl_transfers>(executor, stats,
-                                                          settings.get_bool("COOKIES_ENABLED"))),
+      transfers_(std::make_unique<detail::curl_transfers>(
+          executor, stats, settings.get_bool("COOKIES_ENABLED"),
+          std::size_t(settings.get_int("COOKIES_MAX_JARS")))),
       logger_(get_logger("downloader")) {
   options_->timeout_seconds = settings.get_double("DOWNLOAD_TIMEOUT");
   options_->connect_timeout_seconds = settings.get_double("DNS_TIMEOUT");

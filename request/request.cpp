@@ -89,6 +89,28 @@ std::string request::describe() const {
   return out;
 }
 
+std::string cookies_problem(const nlohmann::json& cookies) {
+  auto scalar = [](const nlohmann::json& v) { return v.is_string() || v.is_number(); };
+  if (cookies.is_object()) {
+    for (const auto& [name, value] : cookies.items())
+      if (!scalar(value)) return "\"cookies\": the value of " + name + " must be a string or number";
+    return "";
+  }
+  if (!cookies.is_array())
+    return "\"cookies\" must be an object of name: value, or a list of {\"name\", \"value\"}";
+  for (const auto& cookie : cookies) {
+    if (!cookie.is_object() || !cookie.contains("name") || !cookie["name"].is_string() ||
+        !cookie.contains("value") || !scalar(cookie["value"]))
+      return "\"cookies\": each in the list must be an object with a string \"name\" and a "
+             "\"value\", got " +
+             quoted_for_log(cookie.dump(), 100);
+    for (const char* text : {"domain", "path"})
+      if (cookie.contains(text) && !cookie[text].is_string())
+        return std::string("\"cookies\": \"") + text + "\" must be a string";
+  }
+  return "";
+}
+
 nlohmann::json request::to_json() const {
   nlohmann::json json{
       {"v", request_format_version}, {"url", url},  {"method", method}, {"priority", priority},
@@ -96,6 +118,7 @@ nlohmann::json request::to_json() const {
   if (!callback.empty()) json["callback"] = callback;
   if (!errback.empty()) json["errback"] = errback;
   if (cb_kwargs.is_object() && !cb_kwargs.empty()) json["cb_kwargs"] = cb_kwargs;
+  if (!cookies.empty()) json["cookies"] = cookies;
   if (!body.empty()) json["body_hex"] = to_hex(body);
   if (!headers.empty()) {
     auto& fields = json["headers"] = nlohmann::json::array();
@@ -136,6 +159,10 @@ request request::from_json(const nlohmann::json& json, std::string_view where) {
     if (auto kwargs = json.find("cb_kwargs"); kwargs != json.end() && !kwargs->is_null()) {
       if (!kwargs->is_object()) fail("\"cb_kwargs\" must be an object");
       result.cb_kwargs = *kwargs;
+    }
+    if (auto cookies = json.find("cookies"); cookies != json.end() && !cookies->is_null()) {
+      if (auto problem = cookies_problem(*cookies); !problem.empty()) fail(problem);
+      result.cookies = *cookies;
     }
     if (auto headers = json.find("headers"); headers != json.end()) {
       for (const auto& field : *headers) {

@@ -36,6 +36,9 @@ void set_header(header_list& headers, std::string_view name, std::string_view va
 /// bytes (NUL, ESC, newlines) as \xNN.
 std::string quoted_for_log(std::string_view value, std::size_t keep = 300);
 
+/// What is wrong with `cookies` as request::cookies ("" when nothing is): the form Scrapy takes.
+std::string cookies_problem(const nlohmann::json& cookies);
+
 /// The version of request::to_json's form, written as "v"; from_json refuses any other.
 inline constexpr int request_format_version = 1;
 
@@ -75,6 +78,11 @@ struct request {
   /// fleet's queue. The callback reads them as response.cb_kwargs(); retries and redirects keep
   /// them.
   nlohmann::json cb_kwargs = nlohmann::json::object();
+  /// Cookies to send (Scrapy's Request.cookies): {"name": "value", ...}, or a list of
+  /// {"name", "value", and optionally "domain", "path", "secure"}. They join the request's cookie
+  /// jar (meta "cookiejar", else the crawl's) for its host, so later requests there send them too;
+  /// with meta "dont_merge_cookies" or COOKIES_ENABLED false they are not sent.
+  nlohmann::json cookies = nlohmann::json::object();
   /// With SCHEDULER=redis, the lease that holds this request in the fleet's queue while this
   /// worker crawls it; the scheduler settles it with the request's outcome. Not serialized.
   std::string lease;

@@ -23,6 +23,7 @@ enum form : std::uint8_t {
   meta_depth_unsigned = 1 << 2,
   meta_packed = 1 << 3,      // any other non-empty meta, as MessagePack
   has_cb_kwargs = 1 << 4,    // as MessagePack
+  has_cookies = 1 << 5,      // as MessagePack
 };
 
 void put_varint(std::string& out, std::uint64_t value) {
@@ -131,6 +132,7 @@ void request_packer::pack(const request& request, std::string& out) {
     forms |= meta_packed;
   }
   if (!request.cb_kwargs.is_object() || !request.cb_kwargs.empty()) forms |= has_cb_kwargs;
+  if (!request.cookies.empty()) forms |= has_cookies;
   out += char(flags);
   out += char(forms);
   put_text(out, request.url);
@@ -163,6 +165,7 @@ void request_packer::pack(const request& request, std::string& out) {
     put_msgpack(out, meta);
   }
   if (forms & has_cb_kwargs) put_msgpack(out, request.cb_kwargs);
+  if (forms & has_cookies) put_msgpack(out, request.cookies);
 }
 
 request request_packer::unpack(std::string_view record, int priority, bool release) {
@@ -211,6 +214,10 @@ request request_packer::unpack(std::string_view record, int priority, bool relea
   if (forms & has_cb_kwargs) {
     auto packed = in.text();
     out.cb_kwargs = nlohmann::json::from_msgpack(packed.begin(), packed.end());
+  }
+  if (forms & has_cookies) {
+    auto packed = in.text();
+    out.cookies = nlohmann::json::from_msgpack(packed.begin(), packed.end());
   }
   return out;
 }

@@ -318,4 +318,88 @@ TEST(crawl, cookies_set_by_one_response_go_with_the_next_request) {
   EXPECT_EQ(stat(without_result, "downloader/response_status_count/403"), 1);
 }
 
+// Scrapy's sessions: each meta "cookiejar" key has a jar of its own (1 and "1" are two keys), the
+// crawl's own jar is a third, and meta "dont_merge_cookies" sends none and keeps none.
+TEST(crawl, each_cookiejar_sees_only_its_own_cookies_and_dont_merge_cookies_uses_none) {
+  http_server server;
+  auto in_jar = [&](std::string target, nlohmann::json jar, bool dont_merge = false) {
+    auto request = get(server.url(target));
+    if (!jar.is_null()) request.meta["cookiejar"] = jar;
+    if (dont_merge) request.meta["dont_merge_cookies"] = true;
+    return request;
+  };
+  recording_spider spider({in_jar("/cookie/set?v=one", 1), in_jar("/cookie/set?v=two", "two"),
+                           in_jar("/cookie/echo?n=1", 1), in_jar("/cookie/echo?n=2", "two"),
+                           in_jar("/cookie/echo?n=3", nullptr), in_jar("/cookie/echo?n=4", 1, true),
+                           in_jar("/cookie/set?v=three", 1, true), in_jar("/cookie/echo?n=5", 1),
+                           in_jar("/cookie/echo?n=6", "1")});
+  auto result = crawl(spider, {"CONCURRENT_REQUESTS=1", "SCHEDULER_MEMORY_QUEUE=fifo"});
+  std::map<std::string, std::string> sent;
+  for (const auto& response : spider.responses) sent[response.url] = response.body;
+  EXPECT_EQ(sent[server.url("/cookie/echo?n=1")], "session=one");
+  EXPECT_EQ(sent[server.url("/cookie/echo?n=2")], "session=two");
+  EXPECT_EQ(sent[server.url("/cookie/echo?n=3")], "");
+  EXPECT_EQ(sent[server.url("/cookie/echo?n=4")], "");
+  EXPECT_EQ(sent[server.url("/cookie/echo?n=5")], "session=one");  // "three" was not kept
+  EXPECT_EQ(sent[server.url("/cookie/echo?n=6")], "");
+  EXPECT_EQ(stat(result, "cookies/jars_created"), 3);
+}
+
+// Scrapy's Request.cookies: sent, and kept in the request's jar for later requests to its host;
+// one for another domain is refused, and dont_merge_cookies sends none of them.
+TEST(crawl, a_requests_own_cookies_are_sent_and_kept_in_its_jar) {
+  http_server server;
+  auto with_cookies = [&](std::string target, nlohmann::json cookies, nlohmann::json meta = {}) {
+    auto request = get(server.url(target));
+    request.cookies = std::move(cookies);
+    if (meta.is_object()) request.meta = std::move(meta);
+    return request;
+  };
+  recording_spider spider(
+      {with_cookies("/cookie/echo?n=1", {{"lang", "fr"}}),
+       with_cookies("/cookie/echo?n=2", nlohmann::json::object()),
+       with_cookies("/cookie/echo?n=3",
+                    {{{"name", "k"}, {"value", "v"}, {"domain", "elsewhere.example"}}}),
+       with_cookies("/cookie/echo?n=4", {{"x", "y"}}, {{"dont_merge_cookies", true}}),
+       with_cookies("/cookie/echo?n=5", {{"s", 1}}, {{"cookiejar", 7}}),
+       with_cookies("/cookie/echo?n=6", nlohmann::json::object())});
+  crawl(spider, {"CONCURRENT_REQUESTS=1", "SCHEDULER_MEMORY_QUEUE=fifo"});
+  std::map<std::string, std::string> sent;
+  for (const auto& response : spider.responses) sent[response.url] = response.body;
+  EXPECT_EQ(sent[server.url("/cookie/echo?n=1")], "lang=fr");
+  EXPECT_EQ(sent[server.url("/cookie/echo?n=2")], "lang=fr");  // kept in the crawl's jar
+  EXPECT_EQ(sent[server.url("/cookie/echo?n=3")], "lang=fr");  // not k=v: not this host's
+  EXPECT_EQ(sent[server.url("/cookie/echo?n=4")], "");
+  EXPECT_EQ(sent[server.url("/cookie/echo?n=5")], "s=1");      // jar 7 has only its own
+  EXPECT_EQ(sent[server.url("/cookie/echo?n=6")], "lang=fr");
+}
+
+// COOKIES_MAX_JARS: a new session beyond the limit takes the place of the least recently used.
+TEST(crawl, a_cookiejar_past_cookies_max_jars_drops_the_least_recently_used_one) {
+  http_server server;
+  auto in_jar = [&](std::string target, int jar) {
+    auto request = get(server.url(target));
+    request.meta["cookiejar"] = jar;
+    return request;
+  };
+  recording_spider spider({in_jar("/cookie/set?v=a", 1), in_jar("/cookie/set?v=b", 2),
+                           in_jar("/cookie/echo?n=1", 1), in_jar("/cookie/echo?n=2", 2)});
+  auto result = crawl(spider, {"CONCURRENT_REQUESTS=1", "SCHEDULER_MEMORY_QUEUE=fifo",
+                               "COOKIES_MAX_JARS=2"});
+  std::map<std::string, std::string> sent;
+  for (const auto& response : spider.responses) sent[response.url] = response.body;
+  EXPECT_EQ(sent[server.url("/cookie/echo?n=1")], "session=a");
+  EXPECT_EQ(sent[server.url("/cookie/echo?n=2")], "session=b");
+  EXPECT_EQ(stat(result, "cookies/jars_dropped"), 0);
+
+  recording_spider limited({in_jar("/cookie/set?v=a", 1), in_jar("/cookie/set?v=b", 2),
+                            in_jar("/cookie/echo?n=1", 1), in_jar("/cookie/echo?n=2", 2)});
+  result = crawl(limited, {"CONCURRENT_REQUESTS=1", "SCHEDULER_MEMORY_QUEUE=fifo",
+                           "COOKIES_MAX_JARS=1"});
+  sent.clear();
+  for (const auto& response : limited.responses) sent[response.url] = response.body;
+  EXPECT_EQ(sent[server.url("/cookie/echo?n=1")], "");  // jar 1 made room for jar 2, and again
+  EXPECT_EQ(stat(result, "cookies/jars_dropped"), 3);
+}
+
 }  // namespace

@@ -49,6 +49,7 @@ request random_request(std::mt19937& random, int priority) {
   if (pick(2)) r.callback = pick(2) ? "parse_item" : "parse_list";
   if (pick(4) == 0) r.errback = "on_error";
   if (pick(3) == 0) r.cb_kwargs = {{"page", pick(9)}, {"tag", std::string("\xff\x00z", 3)}};
+  if (pick(4) == 0) r.cookies = {{"session", std::to_string(pick(99))}};
   switch (pick(4)) {
     case 0: break;
     case 1: r.lease = std::to_string(random()); break;

@@ -241,10 +241,11 @@ TEST_P(scheduler_contract, a_persisted_queue_and_dupefilter_outlive_a_close) {
   second.close();
 }
 
-TEST_P(scheduler_contract, a_requests_cb_kwargs_and_meta_outlive_a_close_as_they_were) {
+TEST_P(scheduler_contract, a_requests_cb_kwargs_cookies_and_meta_outlive_a_close_as_they_were) {
   persist();
   request page{"https://a.example/item", "parse_item"};
   page.cb_kwargs = {{"category", "caf\u00e9"}, {"page", 2}, {"path", {"a", "b"}}, {"ok", true}};
+  page.cookies = {{{"name", "currency"}, {"value", "USD"}, {"path", "/shop"}}};
   page.meta["depth"] = 3;
   {
     driven_scheduler first(settings_, loop_);
@@ -258,6 +259,7 @@ TEST_P(scheduler_contract, a_requests_cb_kwargs_and_meta_outlive_a_close_as_they
   ASSERT_EQ(taken.size(), 1u);
   EXPECT_EQ(taken[0].callback, "parse_item");
   EXPECT_EQ(taken[0].cb_kwargs, page.cb_kwargs);
+  EXPECT_EQ(taken[0].cookies, page.cookies);
   EXPECT_EQ(taken[0].meta["depth"], 3);
   second.close();
 }

@@ -81,7 +81,8 @@ TEST_P(each_fixture_request, reads_into_the_request_python_decodes_it_to) {
   // The callback's keyword arguments are the request's own; what has no field here travels
   // beside the meta, as Python wrote it.
   EXPECT_EQ(read.cb_kwargs, decoded.value("cb_kwargs", nlohmann::json::object()));
-  for (const char* member : {"cookies", "flags", "_class", "dumps_kwargs"}) {
+  EXPECT_EQ(read.cookies, decoded.value("cookies", nlohmann::json::object()));
+  for (const char* member : {"flags", "_class", "dumps_kwargs"}) {
     bool unset = !decoded.contains(member) || decoded[member].empty();
     if (unset) {
       EXPECT_FALSE(carried.is_object() && carried.contains(member)) << member;

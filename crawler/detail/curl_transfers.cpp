@@ -15,6 +15,7 @@
 
 #include "config/log.h"
 #include "config/redact.h"
+#include "crawler/parse/ascii.h"
 
 namespace crawler::detail {
 namespace {
@@ -41,6 +42,7 @@ struct transfer {
   bool warned = false;
   bool too_big = false;
   std::shared_ptr<spdlog::logger> logger;
+  std::string jar;  // the meta "cookiejar" key whose jar it uses; "" for the crawl's own or none
 
   ~transfer() { curl_slist_free_all(header_fields); }
 };
@@ -105,22 +107,37 @@ struct curl_transfers::state : std::enable_shared_from_this<state> {
   std::optional<clock::time_point> deadline;  // curl's timeout, if it wants one
   std::shared_ptr<spdlog::logger> logger;
   CURLM* multi = nullptr;
-  CURLSH* share = nullptr;
+  CURLSH* share = nullptr;       // DNS, and the crawl's cookie jar when cookies are on
+  CURLSH* no_cookies = nullptr;  // DNS only: dont_merge_cookies, or cookies off
   bool closed = false;
   bool cookies = false;
+  // The jars meta "cookiejar" names (by its JSON text), as Scrapy's CookiesMiddleware keeps them;
+  // at most max_jars, the least recently used idle one dropped to make room.
+  struct cookie_jar {
+    CURLSH* share = nullptr;
+    std::size_t transfers = 0;  // using it now: it stays while they run
+    std::uint64_t last_used = 0;
+  };
+  std::map<std::string, cookie_jar, std::less<>> jars;
+  std::uint64_t jar_uses = 0;
+  std::size_t max_jars = 0;
   std::unordered_map<curl_socket_t, std::shared_ptr<socket_watch>> watches;
   std::unordered_map<CURL*, std::unique_ptr<transfer>> transfers;
   std::vector<CURL*> idle_handles;
 
-  void open(bool share_cookies) {
+  void open(bool share_cookies, std::size_t jar_limit) {
     cookies = share_cookies;
+    max_jars = jar_limit;
     global_init();
     multi = curl_multi_init();
     share = curl_share_init();
-    if (!multi || !share) throw std::runtime_error("libcurl: cannot create a multi handle");
-    // A share with cookies turns on one cookie jar for every transfer of the crawl.
+    no_cookies = share_cookies ? curl_share_init() : share;
+    if (!multi || !share || !no_cookies)
+      throw std::runtime_error("libcurl: cannot create a multi handle");
+    // A share with cookies turns on one cookie jar for every transfer of the crawl that uses it.
     if (share_cookies) curl_share_setopt(share, CURLSHOPT_SHARE, CURL_LOCK_DATA_COOKIE);
     curl_share_setopt(share, CURLSHOPT_SHARE, CURL_LOCK_DATA_DNS);
+    if (no_cookies != share) curl_share_setopt(no_cookies, CURLSHOPT_SHARE, CURL_LOCK_DATA_DNS);
     curl_multi_setopt(multi, CURLMOPT_SOCKETFUNCTION, &state::on_socket);
     curl_multi_setopt(multi, CURLMOPT_SOCKETDATA, this);
     curl_multi_setopt(multi, CURLMOPT_TIMERFUNCTION, &state::on_timer);
@@ -141,7 +158,128 @@ struct curl_transfers::state : std::enable_shared_from_this<state> {
     curl_multi_cleanup(multi);  // closes cached connections through on_close_socket
     for (auto& [fd, watch] : watches) drop(*watch);
     watches.clear();
+    for (auto& [key, jar] : jars) curl_share_cleanup(jar.share);
+    jars.clear();
+    if (no_cookies != share) curl_share_cleanup(no_cookies);
     curl_share_cleanup(share);
+  }
+
+  // The share `t`'s request uses, with its cookie jar (null: none): the crawl's, the one its
+  // meta "cookiejar" names, or none for meta "dont_merge_cookies" (Scrapy's meaning: nothing from
+  // a jar is sent, nothing it answers is kept).
+  std::pair<CURLSH*, bool> share_for(transfer& t) {
+    const auto& meta = t.request.meta;
+    if (!cookies) return {no_cookies, false};
+    auto dont_merge = meta.find("dont_merge_cookies");
+    if (dont_merge != meta.end() && dont_merge->is_boolean() && dont_merge->get<bool>())
+      return {no_cookies, false};
+    auto named = meta.find("cookiejar");
+    if (named == meta.end() || named->is_null()) return {share, true};
+    t.jar = named->dump();
+    auto found = jars.find(t.jar);
+    if (found == jars.end()) {
+      if (jars.size() >= max_jars) drop_idlest_jar();
+      cookie_jar jar;
+      jar.share = curl_share_init();
+      if (!jar.share) return {no_cookies, false};
+      curl_share_setopt(jar.share, CURLSHOPT_SHARE, CURL_LOCK_DATA_COOKIE);
+      curl_share_setopt(jar.share, CURLSHOPT_SHARE, CURL_LOCK_DATA_DNS);
+      found = jars.emplace(t.jar, jar).first;
+      stats.inc_value("cookies/jars_created");
+    }
+    ++found->second.transfers;
+    found->second.last_used = ++jar_uses;
+    return {found->second.share, true};
+  }
+
+  // Puts the request's own cookies (Scrapy's Request.cookies) in the jar `easy` uses, for the
+  // request's host (or the domain a cookie names, when the host is in it) and the directory of
+  // its path (or the path a cookie names), as Python's cookiejar would store them.
+  void add_request_cookies(CURL* easy, const crawler::request& r) {
+    CURLU* parsed = curl_url();
+    char* host = nullptr;
+    char* path = nullptr;
+    if (curl_url_set(parsed, CURLUPART_URL, r.url.c_str(), 0) == CURLUE_OK) {
+      curl_url_get(parsed, CURLUPART_HOST, &host, 0);
+      curl_url_get(parsed, CURLUPART_PATH, &path, 0);
+    }
+    std::string request_host = host ? host : "", request_path = path ? path : "/";
+    curl_free(host);
+    curl_free(path);
+    curl_url_cleanup(parsed);
+    if (request_host.empty()) return;
+    auto directory = request_path.substr(0, request_path.rfind('/'));
+    if (directory.empty()) directory = "/";
+    auto text = [](const nlohmann::json& v) {
+      return v.is_string() ? v.get<std::string>() : v.dump();
+    };
+    auto add = [&](const std::string& name, const std::string& value, std::string domain,
+                   std::string cookie_path, bool secure) {
+      // A cookie is a line of tab-separated fields: nothing in it may break the line.
+      for (const std::string* field :
+           std::initializer_list<const std::string*>{&name, &value, &domain, &cookie_path}) {
+        if (field->find_first_of("\t\r\n") != std::string::npos) {
+          logger->warn("Cookie {} of {} not sent: it holds a tab or a line break",
+                       quoted_for_log(name, 60), r.describe());
+          return;
+        }
+      }
+      bool subdomains = false;
+      if (domain.empty()) {
+        domain = request_host;
+      } else {
+        subdomains = true;
+        if (domain.starts_with('.')) domain.erase(0, 1);
+        bool matches = ascii_lower(request_host) == ascii_lower(domain) ||
+                       ascii_lower(request_host).ends_with("." + ascii_lower(domain));
+        if (!matches) {
+          logger->warn("Cookie {} of {} not sent: its domain {} is not the request's host's",
+                       quoted_for_log(name, 60), r.describe(), quoted_for_log(domain, 100));
+          return;
+        }
+      }
+      auto line = (subdomains ? "." : "") + domain + "\t" + (subdomains ? "TRUE" : "FALSE") +
+                  "\t" + (cookie_path.empty() ? directory : cookie_path) + "\t" +
+                  (secure ? "TRUE" : "FALSE") + "\t0\t" + name + "\t" + value;
+      curl_easy_setopt(easy, CURLOPT_COOKIELIST, line.c_str());
+    };
+    if (r.cookies.is_object()) {
+      for (const auto& [name, value] : r.cookies.items()) add(name, text(value), "", "", false);
+    } else if (r.cookies.is_array()) {
+      for (const auto& cookie : r.cookies) {
+        if (!cookie.is_object() || !cookie.contains("name") || !cookie.contains("value")) continue;
+        add(text(cookie["name"]), text(cookie["value"]), cookie.value("domain", ""),
+            cookie.value("path", ""), cookie.value("secure", false));
+      }
+    }
+  }
+
+  // Makes room for a new jar: the least recently used one no transfer uses goes, its cookies
+  // with it. When every jar is in use the limit gives way until one is free.
+  void drop_idlest_jar() {
+    auto idlest = jars.end();
+    for (auto it = jars.begin(); it != jars.end(); ++it) {
+      if (it->second.transfers == 0 &&
+          (idlest == jars.end() || it->second.last_used < idlest->second.last_used))
+        idlest = it;
+    }
+    if (idlest == jars.end()) return;
+    logger->debug("Dropping the cookie jar {} (COOKIES_MAX_JARS = {} reached)", idlest->first,
+                  max_jars);
+    curl_share_cleanup(idlest->second.share);
+    jars.erase(idlest);
+    stats.inc_value("cookies/jars_dropped");
+  }
+
+  // Gives `easy` back to the idle handles, out of its transfer's named jar (which a handle still
+  // attached to would keep from being dropped).
+  void release_handle(CURL* easy, transfer& t) {
+    if (!t.jar.empty()) {
+      curl_easy_setopt(easy, CURLOPT_SHARE, nullptr);
+      if (auto found = jars.find(t.jar); found != jars.end()) --found->second.transfers;
+      t.jar.clear();
+    }
+    idle_handles.push_back(easy);
   }
 
   static void drop(socket_watch& watch) {
@@ -305,8 +443,6 @@ struct curl_transfers::state : std::enable_shared_from_this<state> {
       if (cookies) curl_easy_setopt(easy, CURLOPT_COOKIEFILE, nullptr);
       curl_easy_reset(easy);
     }
-    // "" reads no file: it turns on the cookie engine, whose jar the share holds for the crawl.
-    if (cookies) curl_easy_setopt(easy, CURLOPT_COOKIEFILE, "");
     return easy;
   }
 
@@ -332,7 +468,11 @@ struct curl_transfers::state : std::enable_shared_from_this<state> {
     curl_easy_setopt(easy, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(easy, CURLOPT_CLOSESOCKETFUNCTION, &state::on_close_socket);
     curl_easy_setopt(easy, CURLOPT_CLOSESOCKETDATA, this);
-    curl_easy_setopt(easy, CURLOPT_SHARE, share);
+    auto [jar_share, cookie_engine] = share_for(*t);
+    curl_easy_setopt(easy, CURLOPT_SHARE, jar_share);
+    // "" reads no file: it turns on the cookie engine, whose jar the share holds.
+    if (cookie_engine) curl_easy_setopt(easy, CURLOPT_COOKIEFILE, "");
+    if (cookie_engine && !r.cookies.empty()) add_request_cookies(easy, r);
     // Whatever the URL says, curl speaks only the crawl's schemes, and never follows a redirect
     // itself (the redirect middleware does, through the scheduler); should it ever, only to
     // http(s).
@@ -387,7 +527,7 @@ struct curl_transfers::state : std::enable_shared_from_this<state> {
     download_result result{std::move(t->request)};
     result.error_type = std::move(type);
     result.error_message = std::move(message);
-    if (t->easy) idle_handles.push_back(t->easy);
+    if (t->easy) release_handle(t->easy, *t);
     asio::post(executor, [done = std::move(t->done), result = std::move(result)]() mutable {
       done(std::move(result), 0.0);
     });
@@ -447,7 +587,7 @@ struct curl_transfers::state : std::enable_shared_from_this<state> {
             "Getting " + result.request.url + " took too long: " + result.error_message;
       }
     }
-    idle_handles.push_back(easy);
+    release_handle(easy, *t);
     t->done(std::move(result), double(first_byte_us) / 1e6);
   }
 
@@ -455,7 +595,7 @@ struct curl_transfers::state : std::enable_shared_from_this<state> {
     std::vector<crawler::request> requests;
     for (auto& [easy, t] : transfers) {
       curl_multi_remove_handle(multi, easy);
-      idle_handles.push_back(easy);
+      release_handle(easy, *t);
       requests.push_back(std::move(t->request));
     }
     transfers.clear();
@@ -463,9 +603,10 @@ struct curl_transfers::state : std::enable_shared_from_this<state> {
   }
 };
 
-curl_transfers::curl_transfers(asio::any_io_executor executor, stats& stats, bool cookies)
+curl_transfers::curl_transfers(asio::any_io_executor executor, stats& stats, bool cookies,
+                               std::size_t max_jars)
     : state_(std::make_shared<state>(executor, stats)) {
-  state_->open(cookies);
+  state_->open(cookies, max_jars);
 }
 
 curl_transfers::~curl_transfers() {

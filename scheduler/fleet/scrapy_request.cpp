@@ -184,6 +184,12 @@ request request_from_scrapy_dict(const value& dict, std::string_view where) {
       if (member.type == kind::none) continue;
       if (member.type != kind::dict) refuse(where, name, "must be a dict");
       out.cb_kwargs = to_json(member, where, "cb_kwargs");
+    } else if (name == "cookies") {
+      if (member.type == kind::none) continue;
+      auto cookies = to_json(member, where, "cookies");
+      if (auto problem = cookies_problem(cookies); !problem.empty())
+        throw std::invalid_argument(std::string(where) + ": " + problem);
+      out.cookies = std::move(cookies);
     } else if (name == "priority") {
       if (member.type != kind::integer || member.integer < std::numeric_limits<int>::min() ||
           member.integer > std::numeric_limits<int>::max()) {
@@ -237,7 +243,7 @@ value scrapy_dict_of(const request& request) {
   out.set("headers", std::move(headers));
   out.set("method", value::str(request.method));
   out.set("body", value::bytes(request.body));
-  out.set("cookies", kept("cookies", value::dict()));
+  out.set("cookies", request.cookies.empty() ? value::dict() : from_json(request.cookies));
   auto meta = value::dict();
   if (request.meta.is_object()) {
     for (const auto& [name, item] : request.meta.items()) {
