@@ -2,8 +2,7 @@
 
 namespace crawler {
 
-std::string python_json_dumps(const nlohmann::json& value) {
-  auto compact = value.dump(-1, ' ', true, nlohmann::json::error_handler_t::replace);
+std::string with_python_separators(std::string_view compact) {
   std::string out;
   out.reserve(compact.size() + compact.size() / 8);
   bool in_string = false, escaped = false;
