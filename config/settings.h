@@ -76,7 +76,6 @@ std::string_view nearest_name(std::string_view name, std::span<const std::string
 /// the spider called `spider`: "books:requests".
 std::string spider_key(std::string_view key_template, std::string_view spider);
 
-
 /// The name of `type` as error messages spell it ("an integer", "a list", ...).
 std::string_view describe(setting_type type);
 

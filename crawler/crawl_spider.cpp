@@ -31,9 +31,17 @@ std::vector<std::pair<std::size_t, link>> crawl_spider::links_by_rule(
 
 void crawl_spider::follow_rules(const response& response, output& out) {
   for (auto& [index, link] : links_by_rule(response)) {
+    const auto& rule = rules[index];
     crawler::request request{std::move(link.url), rule_callback};
     request.meta["rule"] = index;
     request.meta["link_text"] = std::move(link.text);
+    request.cb_kwargs = rule.cb_kwargs;
+    request.errback = rule.errback;
+    if (rule.process_request) {
+      auto processed = rule.process_request(std::move(request), response);
+      if (!processed) continue;
+      request = std::move(*processed);
+    }
     out.request(std::move(request));
   }
 }

@@ -15,11 +15,13 @@
 //
 // As in Scrapy: the start pages and every page reached through a rule with `follow` have their
 // links run through the rules in order; each link goes to the first rule that extracts it. A rule
-// follows by default when it has no callback. Do not override parse(): it drives the rules
+// follows by default when it has no callback. A rule's requests carry its cb_kwargs and errback,
+// and pass its process_request, as Scrapy's Rule's do. Do not override parse(): it drives the rules
 // (override parse_start_url to handle the start pages).
 #pragma once
 
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <utility>
@@ -38,6 +40,14 @@ struct rule {
   std::optional<bool> follow;
   /// Filters or rewrites the links this rule extracted from one page.
   std::function<std::vector<link>(std::vector<link>)> process_links;
+  /// What the callback is called with, as response.cb_kwargs() (Scrapy's Rule.cb_kwargs).
+  nlohmann::json cb_kwargs = nlohmann::json::object();
+  /// Sees each request this rule makes, with the page its link came from, before it is
+  /// scheduled: returns it (changed or not), or nullopt to drop it.
+  std::function<std::optional<request>(request, const response&)> process_request;
+  /// The errback for the requests this rule makes (a download error, an HTTP error status);
+  /// empty: none.
+  std::string errback;
 };
 
 class crawl_spider : public spider {

@@ -155,6 +155,10 @@ class spider {
       (static_cast<Spider*>(this)->*method)(f, out);
     };
   }
+  /// Registers any function as the errback `name`.
+  void errback(std::string name, errback_fn function) {
+    errbacks_[std::move(name)] = std::move(function);
+  }
 
  private:
   std::string name_;

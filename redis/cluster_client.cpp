@@ -60,7 +60,15 @@ std::optional<redirect> read_redirect(const reply& answer) {
     return std::nullopt;
   out.slot = static_cast<std::uint16_t>(slot);
   out.node = std::string(text.substr(space + 1));
-  if (out.node.empty()) return std::nullopt;
+  // A reply is input: a node named without a port that is one is no redirect to follow.
+  auto colon = out.node.rfind(':');
+  unsigned port = 0;
+  auto port_text = std::string_view(out.node).substr(colon == std::string::npos ? 0 : colon + 1);
+  auto [port_end, port_ec] =
+      std::from_chars(port_text.data(), port_text.data() + port_text.size(), port);
+  if (colon == std::string::npos || port_ec != std::errc() ||
+      port_end != port_text.data() + port_text.size() || port == 0 || port > 65535)
+    return std::nullopt;
   return out;
 }
 
@@ -210,10 +218,14 @@ struct cluster_state : std::enable_shared_from_this<cluster_state> {
       if (first < 0 || last < first || last >= cluster_slot_count)
         return source + " answered CLUSTER SLOTS with slots " + std::to_string(first) + "-" +
                std::to_string(last) + ", outside 0-16383";
+      long long port = range.elements[2].elements[1].integer;
+      if (port <= 0 || port > 65535)
+        return source + " answered CLUSTER SLOTS with port " + std::to_string(port) +
+               " for slots " + std::to_string(first) + "-" + std::to_string(last);
       std::string host = range.elements[2].elements[0].str;
       if (host.empty() || host == "?") host = source_host;  // a node that does not know its IP
       if (host.find(':') != std::string::npos && !host.starts_with("[")) host = "[" + host + "]";
-      auto index = index_of(node_name(host, range.elements[2].elements[1].integer));
+      auto index = index_of(node_name(host, port));
       for (long long slot = first; slot <= last; ++slot) next[slot] = index;
     }
     owner = next;

@@ -351,6 +351,50 @@ TEST(crawl, a_rule_with_a_callback_follows_only_when_told_to) {
   EXPECT_GT(following.pages.size(), 20u);
 }
 
+// Scrapy's Rule(cb_kwargs=..., errback=..., process_request=...): the callback gets the rule's
+// keyword arguments, a failed request its errback, and process_request sees (and may drop or
+// change) every request the rule makes.
+TEST(crawl, a_rules_cb_kwargs_errback_and_process_request_apply_to_its_requests) {
+  http_server server({.pages = {{"/", R"(<a href="/s?wd=1">1</a><a href="/s?wd=2">2</a>)"
+                                      R"(<a href="/s?wd=skip">skip</a><a href="/status/404">x</a>)"}}});
+  class rules_spider : public crawler::crawl_spider {
+   public:
+    explicit rules_spider(std::string start) : crawl_spider("rule_options") {
+      start_urls = {std::move(start)};
+      crawler::rule search{crawler::link_extractor({.allow = {R"(/s\?wd=)"}}), "result"};
+      search.cb_kwargs = {{"kind", "search"}};
+      search.process_request = [](crawler::request request, const crawler::response& from)
+          -> std::optional<crawler::request> {
+        if (request.url.ends_with("skip")) return std::nullopt;
+        request.meta["from"] = from.url;
+        return request;
+      };
+      rules.push_back(std::move(search));
+      crawler::rule broken{crawler::link_extractor({.allow = {"/status/"}}), "result"};
+      broken.errback = "failed";
+      rules.push_back(std::move(broken));
+      callback("result", [this](const crawler::response& response, crawler::output&) {
+        results.push_back({response.url, response.cb_kwargs().value("kind", ""),
+                           response.meta().value("from", "")});
+      });
+      errback("failed", [this](const crawler::failure& failure, crawler::output&) {
+        failures.push_back(failure.type + " " + failure.request.url);
+      });
+    }
+    std::vector<std::vector<std::string>> results;
+    std::vector<std::string> failures;
+  };
+  rules_spider spider(server.url("/"));
+  crawl(spider);
+  std::sort(spider.results.begin(), spider.results.end());
+  EXPECT_EQ(spider.results,
+            (std::vector<std::vector<std::string>>{
+                {server.url("/s?wd=1"), "search", server.url("/")},
+                {server.url("/s?wd=2"), "search", server.url("/")}}));
+  EXPECT_EQ(server.hits("/s?wd=skip"), 0u);
+  EXPECT_EQ(spider.failures, std::vector<std::string>{"HttpError " + server.url("/status/404")});
+}
+
 TEST(crawl, closespider_timeout_closes_a_crawl_that_would_run_on) {
   http_server server({.site_pages = 1000, .page_delay_ms = 50});
   recording_spider spider({get(server.url("/site/0"))});

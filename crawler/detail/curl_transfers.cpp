@@ -164,9 +164,9 @@ struct curl_transfers::state : std::enable_shared_from_this<state> {
     curl_share_cleanup(share);
   }
 
-  // The share `t`'s request uses, with its cookie jar (null: none): the crawl's, the one its
-  // meta "cookiejar" names, or none for meta "dont_merge_cookies" (Scrapy's meaning: nothing from
-  // a jar is sent, nothing it answers is kept).
+  // The share `t`'s request uses, and whether its cookie engine is on: the crawl's jar, the one
+  // its meta "cookiejar" names, or none for meta "dont_merge_cookies" (Scrapy's meaning: nothing
+  // from a jar is sent, nothing the response sets is kept).
   std::pair<CURLSH*, bool> share_for(transfer& t) {
     const auto& meta = t.request.meta;
     if (!cookies) return {no_cookies, false};
