@@ -4,6 +4,10 @@
 #include <gtest/gtest.h>
 #include <sys/resource.h>
 
+#include <algorithm>
+
+#include "crawler/run_crawl.h"
+#include "crawler/sitemap_spider.h"
 #include "http_server.h"
 
 namespace {
@@ -77,3 +81,87 @@ TEST(sitemap, nesting_and_endless_text_cost_no_more_than_the_body) {
 }
 
 }  // namespace
+
+// Scrapy's Sitemap reads a <url>'s links (<xhtml:link rel="alternate">) as its alternates,
+// whether they come before or after its <loc>.
+TEST(sitemap, a_urls_alternate_links_are_read_with_it) {
+  auto found = crawler::read_sitemap(sitemap_response(
+      R"(<urlset xmlns:xhtml="http://www.w3.org/1999/xhtml">)"
+      R"(<url><xhtml:link rel="alternate" hreflang="de" href="http://example.com/de?a=1&amp;b=2"/>)"
+      R"(<loc>http://example.com/en</loc>)"
+      R"(<xhtml:link rel='alternate' hreflang='fr' href='http://example.com/fr'/></url>)"
+      R"(<url><loc>http://example.com/alone</loc></url></urlset>)"));
+  EXPECT_EQ(found.urls,
+            (std::vector<std::string>{"http://example.com/en", "http://example.com/alone"}));
+  ASSERT_EQ(found.alternates.size(), 2u);
+  EXPECT_EQ(found.alternates[0], (std::vector<std::string>{"http://example.com/de?a=1&b=2",
+                                                           "http://example.com/fr"}));
+  EXPECT_TRUE(found.alternates[1].empty());
+}
+
+namespace {
+
+// The site's sitemaps through robots.txt: sitemap_follow picks the even pages' sitemap only, and
+// sitemap_rules send pages ending in 0 to one callback and the rest to parse.
+class shop : public crawler::sitemap_spider {
+ public:
+  explicit shop(std::vector<std::string> urls) : sitemap_spider("shop") {
+    sitemap_urls = std::move(urls);
+    sitemap_rules = {{R"(/site/\d*0$)", "round"}, {"", "parse"}};
+    sitemap_follow = {"even"};
+    callback("round", [this](const crawler::response& r, crawler::output&) {
+      round.push_back(r.url);
+    });
+  }
+  void parse(const crawler::response& r, crawler::output&) override { other.push_back(r.url); }
+  std::vector<std::string> round, other;
+};
+
+crawler::crawl_result crawl(crawler::spider& spider) {
+  auto settings = crawler::settings_for(spider, {"LOG_LEVEL=WARNING", "LOGSTATS_INTERVAL=0"});
+  crawler::crawl_options options;
+  options.handle_signals = false;
+  return crawler::run_crawl(spider, settings, std::move(options));
+}
+
+}  // namespace
+
+TEST(sitemap_spider, follows_the_sitemaps_and_rules_it_is_given_from_robots_txt) {
+  crawler::fixtures::http_server server({.site_pages = 40, .robots_txt = "Sitemap: /sitemap.xml\n"});
+  shop spider({server.url("/robots.txt")});
+  crawl(spider);
+  std::sort(spider.round.begin(), spider.round.end());
+  EXPECT_EQ(spider.round, (std::vector<std::string>{server.url("/site/0"), server.url("/site/10"),
+                                                    server.url("/site/20"),
+                                                    server.url("/site/30")}));
+  EXPECT_EQ(spider.other.size(), 16u);  // the other even pages below 40
+  EXPECT_EQ(server.hits("/sitemap-odd.xml.gz"), 0u);
+  EXPECT_EQ(server.hits("/site/1"), 0u);
+}
+
+TEST(sitemap_spider, alternate_links_are_crawled_only_when_asked_for) {
+  crawler::fixtures::http_server server(
+      {.pages = {{"/alt.xml",
+                  R"(<urlset><url><loc>http://127.0.0.1:{port}/s?wd=en</loc>)"
+                  R"(<xhtml:link rel="alternate" hreflang="de" href="http://127.0.0.1:{port}/s?wd=de"/>)"
+                  R"(</url></urlset>)"}}});
+  for (bool alternates : {false, true}) {
+    shop spider({server.url("/alt.xml")});
+    spider.sitemap_alternate_links = alternates;
+    crawl(spider);
+    EXPECT_EQ(spider.other.size(), alternates ? 2u : 1u);
+  }
+  EXPECT_EQ(server.hits("/s?wd=en"), 2u);
+  EXPECT_EQ(server.hits("/s?wd=de"), 1u);
+}
+
+TEST(sitemap_spider, a_bad_rule_stops_the_crawl_at_start_naming_it) {
+  shop spider({"http://127.0.0.1:9/sitemap.xml"});
+  spider.sitemap_rules = {{"(unclosed", "parse"}};
+  try {
+    crawl(spider);
+    FAIL() << "the crawl started";
+  } catch (const std::exception& error) {
+    EXPECT_NE(std::string(error.what()).find("sitemap_rules"), std::string::npos) << error.what();
+  }
+}

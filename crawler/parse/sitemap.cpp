@@ -88,11 +88,14 @@ class sitemap_scanner {
     if (auto colon = name.find(':'); colon != std::string_view::npos) name.remove_prefix(colon + 1);
     if (closing) {
       if (depth_ == 3 && in_loc_) take_loc();
+      if (depth_ == 2 && names_[0] == "urlset") take_url();
       if (depth_ > 0) --depth_;
       return;
     }
     ++depth_;
     if (depth_ <= 3) names_[depth_ - 1] = ascii_lower(name);
+    if (depth_ == 3 && names_[0] == "urlset" && names_[1] == "url" && names_[2] == "link")
+      take_alternate(inside.substr(std::min(inside.size(), name_end)));
     in_loc_ = depth_ == 3 && names_[2] == "loc" &&
               ((names_[0] == "urlset" && names_[1] == "url") ||
                (names_[0] == "sitemapindex" && names_[1] == "sitemap"));
@@ -108,7 +111,39 @@ class sitemap_scanner {
     loc_text_.clear();
     auto trimmed = trim_ascii_space(url);
     if (trimmed.empty() || trimmed.size() > max_loc) return;
-    (names_[0] == "urlset" ? out_.urls : out_.sitemaps).emplace_back(trimmed);
+    if (names_[0] == "urlset") {
+      url_loc_ = std::string(trimmed);
+    } else {
+      out_.sitemaps.emplace_back(trimmed);
+    }
+  }
+
+  // A <url> ends: its <loc>, wherever in it, with the links around it.
+  void take_url() {
+    if (!url_loc_.empty()) {
+      out_.urls.push_back(std::move(url_loc_));
+      out_.alternates.push_back(std::move(url_alternates_));
+    }
+    url_loc_.clear();
+    url_alternates_.clear();
+  }
+
+  // The href of a <link> in a <url>, from the attributes after its name.
+  void take_alternate(std::string_view attributes) {
+    for (std::size_t at = 0; (at = attributes.find("href", at)) != std::string_view::npos;
+         at += 4) {
+      bool starts_name = at == 0 || is_ascii_space(attributes[at - 1]);
+      auto rest = trim_ascii_space(attributes.substr(at + 4));
+      if (!starts_name || !rest.starts_with('=')) continue;
+      rest = trim_ascii_space(rest.substr(1));
+      if (rest.empty() || (rest.front() != '"' && rest.front() != '\'')) return;
+      auto end = rest.find(rest.front(), 1);
+      if (end == std::string_view::npos) return;
+      auto href = detail::decode_entities(rest.substr(1, end - 1));
+      auto trimmed = trim_ascii_space(href);
+      if (!trimmed.empty() && trimmed.size() <= max_loc) url_alternates_.emplace_back(trimmed);
+      return;
+    }
   }
 
   sitemap& out_;
@@ -117,6 +152,8 @@ class sitemap_scanner {
   std::string names_[3];
   bool in_loc_ = false;
   std::string loc_text_;  // raw, entities and all, until </loc>
+  std::string url_loc_;   // the <loc> of the <url> being read
+  std::vector<std::string> url_alternates_;
 };
 
 // Inflates a gzip body chunk by chunk into the scanner, up to `max_size` bytes of XML.

@@ -19,6 +19,9 @@ namespace crawler {
 struct sitemap {
   std::vector<std::string> urls;      // <urlset><url><loc>
   std::vector<std::string> sitemaps;  // <sitemapindex><sitemap><loc>
+  /// For urls[i], the href of each link in its <url> (<xhtml:link rel="alternate" hreflang="de"
+  /// href="...">: the page in other languages), as Scrapy's Sitemap reads them.
+  std::vector<std::vector<std::string>> alternates;
 };
 
 /// Reads a sitemap response. A gzip body (a .xml.gz file) is inflated up to `max_size` bytes;
