@@ -60,3 +60,22 @@ take_access_log() {
 stop_site() {
   kill "$(cat "$1/nginx.pid" 2>/dev/null)" 2>/dev/null || true
 }
+
+# serve_redis WORK NAME [ARGS...]: a redis-server on a free loopback port, with no persistence,
+# its files in WORK/NAME; prints the port once it answers PING. ARGS go to redis-server.
+serve_redis() {
+  local work=$1 name=$2; shift 2
+  local port
+  port=$(free_port)
+  mkdir -p "$work/$name"
+  redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no --dir "$work/$name" "$@" \
+    > "$work/$name/redis.log" 2>&1 &
+  echo $! >> "$work/redis.pids"
+  for _ in $(seq 50); do redis-cli -p "$port" ping > /dev/null 2>&1 && break; sleep 0.1; done
+  echo "$port"
+}
+
+# stop_redis WORK: stops every server serve_redis started for WORK.
+stop_redis() {
+  [ -f "$1/redis.pids" ] && xargs -r kill < "$1/redis.pids" 2>/dev/null || true
+}
