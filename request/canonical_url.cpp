@@ -79,8 +79,9 @@ void unquote_into(std::string& out, std::string_view text, bool plus_is_space) {
   }
 }
 
-// quote_plus(value, safe=''), as urlencode() applies it to each key and value.
-void quote_plus_into(std::string& out, std::string_view bytes) {
+}  // namespace
+
+void append_quote_plus(std::string& out, std::string_view bytes) {
   appender to(out, 3 * bytes.size());
   for (char ch : bytes) {
     auto c = static_cast<unsigned char>(ch);
@@ -93,6 +94,8 @@ void quote_plus_into(std::string& out, std::string_view bytes) {
     }
   }
 }
+
+namespace {
 
 // quote(bytes, safe): bytes outside `safe` become upper-case %XX.
 void quote_into(std::string& out, std::string_view bytes, const byte_set& safe) {
@@ -335,9 +338,9 @@ std::string canonicalize_url(std::string_view input) {
     out += '?';
     for (std::size_t i = 0; i < pairs.size(); ++i) {
       if (i) out += '&';
-      quote_plus_into(out, pairs[i].first);
+      append_quote_plus(out, pairs[i].first);
       out += '=';
-      quote_plus_into(out, pairs[i].second);
+      append_quote_plus(out, pairs[i].second);
     }
   }
   return out;

@@ -35,4 +35,9 @@ class url_error : public std::invalid_argument {
 /// The canonical form of `url` (UTF-8). Throws url_error for a URL Python's urlparse rejects.
 std::string canonicalize_url(std::string_view url);
 
+/// Appends `bytes` as Python's quote_plus(bytes, safe='') writes them: letters, digits and "_.-~"
+/// stay, a space becomes '+', every other byte %XX. What urlencode does to each form field, and
+/// canonicalize_url to each query pair.
+void append_quote_plus(std::string& out, std::string_view bytes);
+
 }  // namespace crawler::dedup

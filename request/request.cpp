@@ -89,6 +89,19 @@ std::string request::describe() const {
   return out;
 }
 
+void set_form_data(request& request, std::string encoded) {
+  if (request.method == "POST") {
+    request.body = std::move(encoded);
+    if (find_header(request.headers, "Content-Type").empty())
+      set_header(request.headers, "Content-Type", "application/x-www-form-urlencoded");
+    return;
+  }
+  auto hash = request.url.find('#');
+  auto fragment = hash == std::string::npos ? std::string() : request.url.substr(hash);
+  request.url.resize(std::min(request.url.find('?'), std::min(hash, request.url.size())));
+  request.url += "?" + encoded + fragment;
+}
+
 std::string cookies_problem(const nlohmann::json& cookies) {
   auto scalar = [](const nlohmann::json& v) { return v.is_string() || v.is_number(); };
   if (cookies.is_object()) {

@@ -122,4 +122,9 @@ dedup::fingerprint fingerprint_of(const request& request, dedup::fingerprint_sch
 /// canonicalized keeps nothing, so the scheduler reports it as it would have.
 void remember_fingerprint(request& request, dedup::fingerprint_scheme scheme);
 
+/// Puts urlencoded form data (`field=value&...`) where Scrapy's FormRequest puts it: in the body of
+/// a POST, with Content-Type application/x-www-form-urlencoded unless one is set; else as the
+/// URL's query, replacing the one it had (a fragment stays).
+void set_form_data(request& request, std::string encoded);
+
 }  // namespace crawler

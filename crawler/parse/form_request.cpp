@@ -4,6 +4,7 @@
 #include <set>
 
 #include "crawler/parse/ascii.h"
+#include "request/canonical_url.h"
 #include "request/python_json.h"
 
 namespace crawler {
@@ -186,33 +187,6 @@ std::optional<std::pair<std::string, std::string>> clicked(const html_node& form
   return std::pair{std::string(*name), attribute_or(*chosen, "value", "")};
 }
 
-// Python's quote_plus over UTF-8 bytes.
-void quote_plus(std::string_view text, std::string& out) {
-  static constexpr char hex[] = "0123456789ABCDEF";
-  for (unsigned char c : text) {
-    bool unreserved = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                      c == '_' || c == '.' || c == '-' || c == '~';
-    if (unreserved) {
-      out += char(c);
-    } else if (c == ' ') {
-      out += '+';
-    } else {
-      out += '%';
-      out += hex[c >> 4];
-      out += hex[c & 15];
-    }
-  }
-}
-
-// `url` with its query replaced by `query`, its fragment kept (Python's urlsplit/_replace).
-std::string with_query(const std::string& url, const std::string& query) {
-  auto hash = url.find('#');
-  auto fragment = hash == std::string::npos ? std::string() : url.substr(hash);
-  auto base = url.substr(0, hash);
-  base = base.substr(0, base.find('?'));
-  return base + "?" + query + fragment;
-}
-
 }  // namespace
 
 std::string urlencode(const form_data& fields) {
@@ -220,9 +194,9 @@ std::string urlencode(const form_data& fields) {
   for (const auto& [name, value] : fields) {
     if (!value) continue;
     if (!out.empty()) out += '&';
-    quote_plus(name, out);
+    dedup::append_quote_plus(out, name);
     out += '=';
-    quote_plus(*value, out);
+    dedup::append_quote_plus(out, *value);
   }
   return out;
 }
@@ -232,15 +206,7 @@ form_request::form_request(std::string url_, const form_data& data,
   url = std::move(url_);
   bool has_data = std::any_of(data.begin(), data.end(), [](const auto& f) { return f.second; });
   method = method_ ? *method_ : has_data ? "POST" : "GET";
-  if (!has_data) return;
-  auto query = urlencode(data);
-  if (method == "POST") {
-    if (find_header(headers, "Content-Type").empty())
-      headers.emplace_back("Content-Type", "application/x-www-form-urlencoded");
-    body = std::move(query);
-  } else {
-    url = with_query(url, query);
-  }
+  if (has_data) set_form_data(*this, urlencode(data));
 }
 
 form_request form_request::from_response(const response& page, const form_options& options) {

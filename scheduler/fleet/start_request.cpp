@@ -1,10 +1,10 @@
 #include "scheduler/fleet/start_request.h"
 
 #include <boost/url/parse.hpp>
-#include <boost/url/url.hpp>
 #include <cstdlib>
 #include <stdexcept>
 
+#include "request/canonical_url.h"
 #include "scheduler/shared_request.h"
 
 namespace crawler {
@@ -19,25 +19,6 @@ void require_absolute(std::string_view url) {
   }
 }
 
-// Python's urlencode (quote_plus): letters, digits and "_.-~" stay, a space becomes '+', every
-// other byte is %XX, so a form built here is byte-identical to FormRequest's.
-void append_form_encoded(std::string& out, std::string_view text) {
-  static constexpr char hex[] = "0123456789ABCDEF";
-  for (unsigned char c : text) {
-    bool plain = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                 c == '_' || c == '.' || c == '-' || c == '~';
-    if (plain) {
-      out += char(c);
-    } else if (c == ' ') {
-      out += '+';
-    } else {
-      out += '%';
-      out += hex[c >> 4];
-      out += hex[c & 15];
-    }
-  }
-}
-
 // Form data in the entry's key order; a list value repeats its key, as urlencode(doseq=True).
 std::string form_query(const nlohmann::ordered_json& form) {
   std::string query;
@@ -48,9 +29,9 @@ std::string form_query(const nlohmann::ordered_json& form) {
                                   "scrapy-redis sends it");
     }
     if (!query.empty()) query += '&';
-    append_form_encoded(query, key);
+    dedup::append_quote_plus(query, key);
     query += '=';
-    append_form_encoded(query, value.get_ref<const std::string&>());
+    dedup::append_quote_plus(query, value.get_ref<const std::string&>());
   };
   for (const auto& [key, value] : form.items()) {
     if (value.is_array()) {
@@ -117,17 +98,7 @@ request read_entry(std::string_view entry) {
     start.dont_filter = dont_filter->get<bool>();
   }
   if (json.empty()) return start;
-  auto query = form_query(json);
-  if (start.method == "POST") {
-    start.body = std::move(query);
-    if (find_header(start.headers, "Content-Type").empty()) {
-      set_header(start.headers, "Content-Type", "application/x-www-form-urlencoded");
-    }
-  } else {
-    boost::urls::url with_form(start.url);
-    with_form.set_encoded_query(query);
-    start.url = std::string(with_form.buffer());
-  }
+  set_form_data(start, form_query(json));
   return start;
 }
 
