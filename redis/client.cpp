@@ -16,8 +16,12 @@
 
 #include "redis/backoff.h"
 #include "redis/detail/cluster.h"
+#include "redis/detail/completion.h"
 
 namespace crawler::redis {
+
+using detail::complete;
+
 namespace {
 
 using clock = std::chrono::steady_clock;
@@ -67,19 +71,6 @@ struct batch {
   bool done = false;
   clock::time_point deadline;
 };
-
-// Completions always go through the handler's executor (the caller's, or the client's strand),
-// never inline from a hiredis callback, so a handler may freely issue commands or close the client.
-void complete(const std::shared_ptr<batch>& b, std::exception_ptr error,
-              asio::any_io_executor fallback) {
-  if (b->done) return;
-  b->done = true;
-  auto executor = asio::get_associated_executor(b->handler, fallback);
-  asio::post(fallback, asio::bind_executor(executor, [handler = std::move(b->handler), error,
-                                                      replies = std::move(b->replies)]() mutable {
-               std::move(handler)(error, std::move(replies));
-             }));
-}
 
 }  // namespace
 

@@ -12,6 +12,7 @@
 #include "redis/client.h"
 #include "redis/cluster_slots.h"
 #include "redis/detail/cluster.h"
+#include "redis/detail/completion.h"
 
 namespace crawler::redis::detail {
 namespace {
@@ -74,17 +75,6 @@ std::optional<redirect> read_redirect(const reply& answer) {
 
 std::string node_name(const std::string& host, long long port) {
   return host + ":" + std::to_string(port);
-}
-
-void complete(const std::shared_ptr<cluster_batch>& b, std::exception_ptr error,
-              const asio::any_io_executor& fallback) {
-  if (b->done) return;
-  b->done = true;
-  auto executor = asio::get_associated_executor(b->handler, fallback);
-  asio::post(fallback, asio::bind_executor(executor, [handler = std::move(b->handler), error,
-                                                      replies = std::move(b->replies)]() mutable {
-               std::move(handler)(error, std::move(replies));
-             }));
 }
 
 }  // namespace
