@@ -114,13 +114,20 @@ TEST(fleet_on_a_cluster, workers_killed_mid_crawl_lose_nothing) {
   expect_every_page_stored_once(site, cluster);
 }
 
-// Both refusals come before the first fetch, with exit 2, naming the setting to change.
-TEST(fleet_on_a_cluster, a_key_outside_the_crawls_slot_or_the_host_frontier_is_refused_by_name) {
+// The refusals come before the first fetch, with exit 2, naming the setting to change; `crawler
+// push` writes the start URLs under the key the workers read on a cluster.
+TEST(fleet_on_a_cluster, push_names_the_tagged_key_and_what_a_cluster_cannot_run_is_refused) {
   http_server site({.site_pages = 5});
   redis_cluster cluster(3);
   temp_dir dir;
+  child_process push({crawler::fixtures::crawler_binary(), "push", "site", "-s",
+                      "REDIS_CLUSTER_NODES=" + cluster.seeds(), site.url("/s?wd=pushed")});
+  ASSERT_EQ(push.wait(), 0) << push.stderr_text();
+  EXPECT_EQ(redis_list(crawl_node(cluster), "{site}:start_urls"),
+            std::vector<std::string>{site.url("/s?wd=pushed")});
   for (auto [setting, words] : std::vector<std::pair<std::string, std::string>>{
            {"REDIS_START_URLS_KEY=seeds", "{site}"},
+           {"DUPEFILTER_KEY=seen", "no hash tag"},
            {"SCHEDULER_QUEUE_CLASS=host", "Redis Cluster"}}) {
     auto worker =
         cluster_worker(site, cluster, dir.path() / "items.jsonl", {"-s", setting, "-L", "ERROR"});
