@@ -33,7 +33,7 @@ constexpr std::string_view dns_cache =
 constexpr std::string_view tls = "TLS is libcurl's (OpenSSL), with certificates not verified";
 constexpr std::string_view feed_storage = "feeds are written to local files only (-o, FEEDS)";
 
-constexpr inert_setting table[] = {
+constexpr inert_setting inert_table[] = {
     {"TELNETCONSOLE_ENABLED", no_telnet},
     {"TELNETCONSOLE_PORT", no_telnet},
     {"TELNETCONSOLE_HOST", no_telnet},
@@ -94,13 +94,13 @@ constexpr inert_setting table[] = {
 }  // namespace
 
 std::span<const inert_setting> inert_settings() {
-  return table;
+  return inert_table;
 }
 
 const inert_setting* find_inert_setting(std::string_view name) {
-  auto found = std::find_if(std::begin(table), std::end(table),
+  auto found = std::find_if(std::begin(inert_table), std::end(inert_table),
                             [&](const inert_setting& entry) { return entry.name == name; });
-  return found == std::end(table) ? nullptr : found;
+  return found == std::end(inert_table) ? nullptr : found;
 }
 
 }  // namespace crawler

@@ -37,7 +37,7 @@ std::string label_value(std::string_view text) {
 }
 
 // A whole number as one ("7", not "7.0"), any other as JSON writes it; not finite: Go's spelling.
-std::string number(const json& value) {
+std::string sample_text(const json& value) {
   if (!value.is_number_float()) return value.dump();
   double x = value.get<double>();
   if (std::isnan(x)) return "NaN";
@@ -85,13 +85,13 @@ std::string prometheus_text(const json& stats, const std::string& spider,
     entry.type = gauge ? "gauge" : "counter";
     entry.help =
         "Scrapy stat " + std::string(name) + (label.empty() ? "" : "/<" + label_name + ">");
-    entry.samples.push_back("{" + spider_label + label + "} " + number(value));
+    entry.samples.push_back("{" + spider_label + label + "} " + sample_text(value));
   }
   for (const auto& gauge : gauges) {
     auto& entry = families["crawler_" + snake_case(gauge.name)];
     entry.type = "gauge";
     entry.help = gauge.help;
-    entry.samples.push_back("{" + spider_label + "} " + number(json(gauge.value)));
+    entry.samples.push_back("{" + spider_label + "} " + sample_text(json(gauge.value)));
   }
   std::string text;
   for (const auto& [metric, entry] : families) {

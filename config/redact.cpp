@@ -6,6 +6,7 @@
 #include <set>
 #include <vector>
 
+#include "config/ascii.h"
 #include "config/settings.h"
 
 namespace crawler {
@@ -19,12 +20,6 @@ std::vector<std::string>& secrets() {
   return list;
 }
 
-std::string lower(std::string_view text) {
-  std::string out(text);
-  for (auto& c : out) c = char(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
-  return out;
-}
-
 // Names whose values are credentials wherever they appear: REDIS_PARAMS.password, an
 // Authorization header in DEFAULT_REQUEST_HEADERS, a token in FEEDS options.
 bool is_secret_name(std::string_view name) {
@@ -33,7 +28,7 @@ bool is_secret_name(std::string_view name) {
       "secret",   "token",         "api_key",
       "apikey",   "authorization", "proxy-authorization",
       "cookie",   "x-api-key"};
-  return names.contains(lower(name));
+  return names.contains(ascii_lower(name));
 }
 
 // Where the userinfo of the URL starting at `start` ends, with its password span; npos when

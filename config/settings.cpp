@@ -5,6 +5,7 @@
 #include <charconv>
 #include <cmath>
 
+#include "config/ascii.h"
 #include "config/inert_settings.h"
 
 namespace crawler {
@@ -405,13 +406,6 @@ std::string origin(std::string_view where, std::string_view key) {
   return std::string(where) + "." + std::string(key);
 }
 
-std::string lower(std::string_view text) {
-  std::string out(text);
-  std::transform(out.begin(), out.end(), out.begin(),
-                 [](unsigned char c) { return std::tolower(c); });
-  return out;
-}
-
 // Reads a command-line word as the declared type wants it.
 json parse_word(std::string_view text, setting_type type, const std::string& where) {
   auto fail = [&] {
@@ -420,7 +414,7 @@ json parse_word(std::string_view text, setting_type type, const std::string& whe
   };
   switch (type) {
     case boolean: {
-      std::string word = lower(text);
+      std::string word = ascii_lower(text);
       if (word == "true" || word == "1") return true;
       if (word == "false" || word == "0") return false;
       throw fail();

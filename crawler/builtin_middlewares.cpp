@@ -6,9 +6,9 @@
 
 #include "config/log.h"
 #include "config/redact.h"
+#include "config/ascii.h"
 #include "crawler/http_cache.h"
 #include "crawler/middleware.h"
-#include "crawler/parse/ascii.h"
 #include "crawler/parse/link_extractor.h"
 #include "crawler/parse/meta_refresh.h"
 #include "crawler/parse/plain_url.h"

@@ -6,7 +6,7 @@
 
 #include "config/settings.h"
 #include "crawler/detail/placeholders.h"
-#include "crawler/parse/ascii.h"
+#include "config/ascii.h"
 #include "crawler/parse/regex.h"
 #include "crawler/parse/sitemap.h"
 #include "scheduler/scheduler.h"

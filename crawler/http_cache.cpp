@@ -13,7 +13,7 @@
 #include <iterator>
 
 #include "config/log.h"
-#include "crawler/parse/ascii.h"
+#include "config/ascii.h"
 
 namespace crawler {
 namespace {

@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-#include "crawler/parse/ascii.h"
+#include "config/ascii.h"
 
 namespace crawler {
 namespace {

@@ -3,16 +3,10 @@
 #include <boost/url/parse.hpp>
 #include <boost/url/url.hpp>
 
+#include "config/ascii.h"
+
 namespace crawler {
 namespace {
-
-std::string lower(std::string_view text) {
-  std::string out(text);
-  for (auto& c : out) {
-    if (c >= 'A' && c <= 'Z') c = char(c - 'A' + 'a');
-  }
-  return out;
-}
 
 bool valid_header_name(std::string_view name) {
   if (name.empty()) return false;
@@ -50,15 +44,15 @@ request_secrets::request_secrets(const settings& settings) {
       throw settings_error("SENSITIVE_HEADERS[" + std::to_string(i) +
                            "]: must be a header name, got " + names[i].dump());
     }
-    sensitive_.push_back(lower(names[i].get<std::string>()));
+    sensitive_.push_back(ascii_lower(names[i].get<std::string>()));
   }
   for (const auto& [name, value] : settings.get("DEFAULT_REQUEST_HEADERS").items()) {
-    if (value.is_string()) from_settings_.emplace_back(lower(name), value.get<std::string>());
+    if (value.is_string()) from_settings_.emplace_back(ascii_lower(name), value.get<std::string>());
   }
 }
 
 bool request_secrets::is_secret(std::string_view name, std::string_view value) const {
-  auto key = lower(name);
+  auto key = ascii_lower(name);
   for (const auto& sensitive : sensitive_) {
     if (key == sensitive) return true;
   }

@@ -25,7 +25,7 @@ using crawler::fixtures::redis_cluster;
 using crawler::fixtures::redis_list;
 using crawler::fixtures::temp_dir;
 
-constexpr std::size_t pages = 300;
+constexpr std::size_t cluster_site_pages = 300;
 
 // A worker of the fleet on `cluster`: every key of the crawl is tagged {site}.
 std::unique_ptr<child_process> cluster_worker(const http_server& site, redis_cluster& cluster,
@@ -45,13 +45,13 @@ int crawl_node(const redis_cluster& cluster) {
 
 // Every page was fetched, and its item is in {site}:items exactly once; no lease is left.
 void expect_every_page_stored_once(const http_server& site, const redis_cluster& cluster) {
-  for (std::size_t page = 0; page < pages; ++page)
+  for (std::size_t page = 0; page < cluster_site_pages; ++page)
     ASSERT_GE(site.hits("/site/" + std::to_string(page)), 1u) << "page " << page << " was lost";
   std::multiset<std::string> items;
   for (const auto& item : redis_list(crawl_node(cluster), "{site}:items"))
     items.insert(nlohmann::json::parse(item)["url"].get<std::string>());
-  EXPECT_EQ(std::set<std::string>(items.begin(), items.end()).size(), pages);
-  EXPECT_EQ(items.size(), pages);
+  EXPECT_EQ(std::set<std::string>(items.begin(), items.end()).size(), cluster_site_pages);
+  EXPECT_EQ(items.size(), cluster_site_pages);
   EXPECT_EQ(redis_list(crawl_node(cluster), "{site}:requests:leased", "HKEYS").size(), 0u);
 }
 
@@ -60,7 +60,7 @@ void expect_every_page_stored_once(const http_server& site, const redis_cluster&
 TEST(fleet_on_a_cluster, three_workers_crawl_every_page_once_through_a_reshard_of_their_slot) {
   // 12 downloads at a time of 100 ms each: the crawl takes 2.5 s, time for the reshard to land in
   // its middle even on a loaded machine or under a sanitizer.
-  http_server site({.site_pages = pages, .page_delay_ms = 100});
+  http_server site({.site_pages = cluster_site_pages, .page_delay_ms = 100});
   redis_cluster cluster(3);
   temp_dir dir;
   // The crawl's slot first goes to a master whose own slots all come after it, so that the
@@ -79,22 +79,22 @@ TEST(fleet_on_a_cluster, three_workers_crawl_every_page_once_through_a_reshard_o
   cluster.reshard(before, after, 1);
   ASSERT_EQ(crawl_node(cluster), after);
   std::size_t fetched = 0;
-  for (std::size_t page = 0; page < pages; ++page)
+  for (std::size_t page = 0; page < cluster_site_pages; ++page)
     fetched += site.hits("/site/" + std::to_string(page)) > 0;
-  EXPECT_LT(fetched, pages) << "the reshard came after the crawl";
+  EXPECT_LT(fetched, cluster_site_pages) << "the reshard came after the crawl";
   for (auto& worker : workers) EXPECT_EQ(worker->wait(), 0) << worker->stderr_text();
-  for (std::size_t page = 0; page < pages; ++page)
+  for (std::size_t page = 0; page < cluster_site_pages; ++page)
     EXPECT_EQ(site.hits("/site/" + std::to_string(page)), 1u) << page;
   expect_every_page_stored_once(site, cluster);
   // The fleet's commands find its keys on the cluster too.
   child_process stats({crawler::fixtures::crawler_binary(), "stats", "site", "-s",
                        "REDIS_CLUSTER_NODES=" + cluster.seeds()});
   ASSERT_EQ(stats.wait(), 0) << stats.stderr_text();
-  EXPECT_EQ(nlohmann::json::parse(stats.stdout_text()).value("item_scraped_count", 0), pages);
+  EXPECT_EQ(nlohmann::json::parse(stats.stdout_text()).value("item_scraped_count", 0), cluster_site_pages);
 }
 
 TEST(fleet_on_a_cluster, workers_killed_mid_crawl_lose_nothing) {
-  http_server site({.site_pages = pages, .page_delay_ms = 50});
+  http_server site({.site_pages = cluster_site_pages, .page_delay_ms = 50});
   redis_cluster cluster(3);
   temp_dir dir;
   int started = 0;

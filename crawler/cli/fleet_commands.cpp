@@ -33,7 +33,7 @@ struct push_options {
   std::vector<std::string> overrides;
 };
 
-constexpr std::size_t batch_size = 1000;  // entries per round trip
+constexpr std::size_t entries_per_round_trip = 1000;
 
 // The settings of a fleet command: the defaults and each -s, with their secrets kept out of
 // whatever the command prints.
@@ -106,9 +106,9 @@ int run(const push_options& options) {
 
   redis_session session(settings);
   auto* client = &session.client();
-  for (std::size_t start = 0; start < entries.size(); start += batch_size) {
+  for (std::size_t start = 0; start < entries.size(); start += entries_per_round_trip) {
     redis::command command{type == "set" ? "SADD" : type == "zset" ? "ZADD" : "RPUSH", key};
-    auto end = std::min(entries.size(), start + batch_size);
+    auto end = std::min(entries.size(), start + entries_per_round_trip);
     for (auto entry = start; entry < end; ++entry) {
       if (type == "zset") command.push_back("0");  // equal scores: taken in byte order
       command.push_back(entries[entry]);
@@ -398,7 +398,7 @@ int requeue(const std::string& spider, const std::vector<std::string>& overrides
     std::size_t left = 0;  // at the head of this list: records that are not entries
     for (;;) {
       std::promise<requeue_result> answer;
-      queue.async_requeue(from, left, batch_size,
+      queue.async_requeue(from, left, entries_per_round_trip,
                           [&](std::exception_ptr error, requeue_result result) {
                             if (error) return answer.set_exception(error);
                             answer.set_value(std::move(result));

@@ -18,7 +18,7 @@
 #include "crawler/cli/detail/commands.h"
 #include "crawler/config_spider.h"
 #include "crawler/crawl_spider.h"
-#include "crawler/parse/ascii.h"
+#include "config/ascii.h"
 #include "crawler/parse/selector.h"
 #include "crawler/parse/selector_error.h"
 #include "crawler/run_crawl.h"

@@ -15,7 +15,7 @@
 
 #include "config/log.h"
 #include "config/redact.h"
-#include "crawler/parse/ascii.h"
+#include "config/ascii.h"
 
 namespace crawler::detail {
 namespace {

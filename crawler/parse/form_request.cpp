@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <set>
 
-#include "crawler/parse/ascii.h"
+#include "config/ascii.h"
 #include "request/canonical_url.h"
 #include "request/python_json.h"
 

@@ -9,7 +9,7 @@
 #include <cstring>
 #include <vector>
 
-#include "crawler/parse/ascii.h"
+#include "config/ascii.h"
 
 namespace crawler {
 namespace {

@@ -4,7 +4,7 @@
 #include <boost/url/parse.hpp>
 #include <unordered_set>
 
-#include "crawler/parse/ascii.h"
+#include "config/ascii.h"
 #include "crawler/parse/plain_url.h"
 #include "crawler/parse/regex.h"
 #include "request/canonical_url.h"

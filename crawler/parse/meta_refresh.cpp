@@ -4,7 +4,7 @@
 
 #include <cstdlib>
 
-#include "crawler/parse/ascii.h"
+#include "config/ascii.h"
 #include "crawler/parse/detail/entities.h"
 #include "crawler/parse/response.h"
 

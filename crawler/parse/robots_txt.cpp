@@ -4,7 +4,7 @@
 #include <charconv>
 #include <cmath>
 
-#include "crawler/parse/ascii.h"
+#include "config/ascii.h"
 #include "request/url_bytes.h"
 
 namespace crawler {

@@ -5,7 +5,7 @@
 #include <algorithm>
 
 #include "config/log.h"
-#include "crawler/parse/ascii.h"
+#include "config/ascii.h"
 #include "crawler/parse/detail/entities.h"
 #include "crawler/parse/robots_txt.h"
 

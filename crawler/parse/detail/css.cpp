@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cctype>
 
-#include "crawler/parse/ascii.h"
+#include "config/ascii.h"
 #include "crawler/parse/selector_error.h"
 
 namespace crawler::detail {

@@ -6,7 +6,7 @@
 #include <memory>
 #include <vector>
 
-#include "crawler/parse/ascii.h"
+#include "config/ascii.h"
 #include "crawler/parse/detail/tree_builder.h"
 
 namespace crawler::detail {

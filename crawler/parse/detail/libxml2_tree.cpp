@@ -9,22 +9,19 @@
 #include <mutex>
 #include <vector>
 
+#include "crawler/parse/detail/libxml2_text.h"
 #include "crawler/parse/detail/tree_builder.h"
 
 namespace crawler::detail {
 namespace {
 
-std::string_view text_of(const xmlChar* text) {
-  return text ? std::string_view(reinterpret_cast<const char*>(text)) : std::string_view();
-}
-
 // An attribute's value: its one text child as libxml2 leaves it, else its pieces joined.
 std::string_view attribute_value(const xmlAttr* attribute, tree_builder& builder) {
   const xmlNode* child = attribute->children;
   if (!child) return {};
-  if (!child->next && child->type == XML_TEXT_NODE) return text_of(child->content);
+  if (!child->next && child->type == XML_TEXT_NODE) return libxml2_text(child->content);
   std::string joined;
-  for (; child; child = child->next) joined += text_of(child->content);
+  for (; child; child = child->next) joined += libxml2_text(child->content);
   return builder.own(std::move(joined));
 }
 
@@ -59,19 +56,19 @@ void build_with_libxml2(const std::string& utf8, tree_builder& builder) {
     stack.pop_back();
     switch (node->type) {
       case XML_ELEMENT_NODE: {
-        auto* element = builder.add_element(parent, text_of(node->name));
+        auto* element = builder.add_element(parent, libxml2_text(node->name));
         for (const xmlAttr* attribute = node->properties; attribute; attribute = attribute->next) {
-          builder.add_attribute(text_of(attribute->name), attribute_value(attribute, builder));
+          builder.add_attribute(libxml2_text(attribute->name), attribute_value(attribute, builder));
         }
         push_children(node, element);
         break;
       }
       case XML_TEXT_NODE:
       case XML_CDATA_SECTION_NODE:  // the body of <script> and <style>: text, as Gumbo's
-        builder.add_leaf(parent, html_node::kind::text, text_of(node->content));
+        builder.add_leaf(parent, html_node::kind::text, libxml2_text(node->content));
         break;
       case XML_COMMENT_NODE:
-        builder.add_leaf(parent, html_node::kind::comment, text_of(node->content));
+        builder.add_leaf(parent, html_node::kind::comment, libxml2_text(node->content));
         break;
       default:  // the doctype, processing instructions
         break;

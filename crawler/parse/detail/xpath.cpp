@@ -14,6 +14,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "crawler/parse/detail/libxml2_text.h"
 #include "crawler/parse/selector_error.h"
 
 namespace crawler::detail {
@@ -132,10 +133,6 @@ std::string python_float(double value) {
   return text;
 }
 
-std::string text_of(const xmlChar* content) {
-  return content ? std::string(reinterpret_cast<const char*>(content)) : std::string();
-}
-
 // libxml2's own words for what is wrong, kept for the error (its default handler prints to
 // stderr, from whichever thread).
 void remember_error(void* where, xmlErrorPtr error) {
@@ -167,14 +164,14 @@ void has_class(xmlXPathParserContextPtr parser, int arguments) {
       return;
     }
     xmlChar* name = xmlXPathPopString(parser);
-    wanted.emplace_back(text_of(name));
+    wanted.emplace_back(libxml2_text(name));
     xmlFree(name);
   }
   xmlNodePtr node = parser->context->node;
   std::string classes;
   if (node && node->type == XML_ELEMENT_NODE) {
     xmlChar* value = xmlGetProp(node, reinterpret_cast<const xmlChar*>("class"));
-    classes = " " + text_of(value) + " ";
+    classes = " " + std::string(libxml2_text(value)) + " ";
     xmlFree(value);
   }
   for (auto& c : classes) {
@@ -225,11 +222,11 @@ std::vector<xpath_result> evaluate_xpath(const html_document& document, const ht
             break;
           case XML_TEXT_NODE:
           case XML_CDATA_SECTION_NODE:
-            string(text_of(node->content));
+            string(std::string(libxml2_text(node->content)));
             break;
           case XML_ATTRIBUTE_NODE: {
             xmlChar* value = xmlNodeGetContent(node);
-            string(text_of(value));
+            string(std::string(libxml2_text(value)));
             xmlFree(value);
             break;
           }
@@ -246,7 +243,7 @@ std::vector<xpath_result> evaluate_xpath(const html_document& document, const ht
       string(python_float(result->floatval));
       break;
     case XPATH_STRING:
-      string(text_of(result->stringval));
+      string(std::string(libxml2_text(result->stringval)));
       break;
     default:
       invalid(query, "its result is not a node-set, number, boolean or string");
