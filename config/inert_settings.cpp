@@ -8,22 +8,15 @@ namespace {
 // What a Scrapy project's settings.py most often holds that means nothing here. Advice shared by
 // several names is written once.
 constexpr std::string_view python_code =
-    "Python code does not run here; a C++ component is added in code (crawler/run_crawl.h's "
-    "crawl_options)";
+    "Python code does not run here; a C++ component is registered by name and enabled from "
+    "settings (crawler/components.h)";
 constexpr std::string_view no_telnet =
     "there is no telnet console; the progress line (PROGRESS), METRICS_PORT and `crawler status` "
     "show a running crawl";
-constexpr std::string_view downloader_middlewares =
-    "Python middlewares do not run here: a C++ downloader middleware is added in code "
-    "(crawler/middleware.h), and the built-in ones are switched by their own settings "
-    "(COOKIES_ENABLED, RETRY_ENABLED, REDIRECT_ENABLED, HTTPCACHE_ENABLED, ...)";
-constexpr std::string_view spider_middlewares =
-    "Python middlewares do not run here: a C++ spider middleware is added in code "
-    "(crawler/middleware.h), and the built-in ones are switched by their own settings "
-    "(DEPTH_LIMIT, REFERER_ENABLED, URLLENGTH_LIMIT, HTTPERROR_ALLOWED_CODES, ...)";
 constexpr std::string_view extensions =
-    "Python extensions do not run here; the built-in ones are switched by their own settings "
-    "(CLOSESPIDER_*, MEMUSAGE_*, AUTOTHROTTLE_ENABLED, LOGSTATS_INTERVAL)";
+    "the built-in extensions are switched by their own settings (CLOSESPIDER_*, MEMUSAGE_*, "
+    "AUTOTHROTTLE_ENABLED, LOGSTATS_INTERVAL); C++ ones are enabled by EXTENSIONS "
+    "(crawler/components.h)";
 constexpr std::string_view modules =
     "spiders are compiled in (`crawler list`) or crawl files (`crawler run FILE.json`)";
 constexpr std::string_view event_loop =
@@ -39,11 +32,6 @@ constexpr inert_setting inert_table[] = {
     {"TELNETCONSOLE_HOST", no_telnet},
     {"TELNETCONSOLE_USERNAME", no_telnet},
     {"TELNETCONSOLE_PASSWORD", no_telnet},
-    {"DOWNLOADER_MIDDLEWARES", downloader_middlewares},
-    {"DOWNLOADER_MIDDLEWARES_BASE", downloader_middlewares},
-    {"SPIDER_MIDDLEWARES", spider_middlewares},
-    {"SPIDER_MIDDLEWARES_BASE", spider_middlewares},
-    {"EXTENSIONS", extensions},
     {"EXTENSIONS_BASE", extensions},
     {"ITEM_PIPELINES_BASE", python_code},
     {"CONCURRENT_ITEMS",

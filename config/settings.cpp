@@ -289,8 +289,33 @@ const std::vector<setting_spec>& table() {
        "How REDIS_PIPELINE writes items: unset or json.dumps, as scrapy-redis's default."},
       {"REDIS_ENCODING", string, "utf-8", "The encoding of Redis strings: utf-8 only."},
       {"ITEM_PIPELINES", dict, json::object(),
-       "Python pipelines by class path; scrapy_redis.pipelines.RedisPipeline turns on "
-       "REDIS_PIPELINE (C++ pipelines are added in code, pipeline.h)."},
+       "Item pipelines by registered name -> order, lowest first (crawler/components.h); "
+       "scrapy_redis.pipelines.RedisPipeline turns on REDIS_PIPELINE."},
+      {"DOWNLOADER_MIDDLEWARES", dict, json::object(),
+       "Downloader middlewares by registered name -> order, over DOWNLOADER_MIDDLEWARES_BASE; "
+       "null leaves one out."},
+      {"DOWNLOADER_MIDDLEWARES_BASE", dict,
+       json{{"scrapy.downloadermiddlewares.offsite.OffsiteMiddleware", 50},
+            {"scrapy.downloadermiddlewares.httpauth.HttpAuthMiddleware", 300},
+            {"scrapy.downloadermiddlewares.defaultheaders.DefaultHeadersMiddleware", 400},
+            {"scrapy.downloadermiddlewares.useragent.UserAgentMiddleware", 500},
+            {"scrapy.downloadermiddlewares.retry.RetryMiddleware", 550},
+            {"scrapy.downloadermiddlewares.redirect.MetaRefreshMiddleware", 580},
+            {"scrapy.downloadermiddlewares.redirect.RedirectMiddleware", 600},
+            {"scrapy.downloadermiddlewares.httpcache.HttpCacheMiddleware", 900}},
+       "The built-in downloader middlewares and their orders, as Scrapy's."},
+      {"SPIDER_MIDDLEWARES", dict, json::object(),
+       "Spider middlewares by registered name -> order, over SPIDER_MIDDLEWARES_BASE; null "
+       "leaves one out."},
+      {"SPIDER_MIDDLEWARES_BASE", dict,
+       json{{"scrapy.spidermiddlewares.httperror.HttpErrorMiddleware", 50},
+            {"scrapy.spidermiddlewares.offsite.OffsiteMiddleware", 500},
+            {"scrapy.spidermiddlewares.referer.RefererMiddleware", 700},
+            {"scrapy.spidermiddlewares.urllength.UrlLengthMiddleware", 800},
+            {"scrapy.spidermiddlewares.depth.DepthMiddleware", 900}},
+       "The built-in spider middlewares and their orders, as Scrapy's."},
+      {"EXTENSIONS", dict, json::object(),
+       "Extensions by registered name -> order (crawler/components.h)."},
       {"REDIS_START_URLS_BATCH_SIZE",
        integer,
        0,
@@ -661,13 +686,6 @@ std::vector<std::string> settings::warnings() const {
       lines.push_back(std::string(inert.name) +
                       " has no effect here: " + std::string(inert.instead));
     }
-  }
-  for (const auto& [name, order] : get("ITEM_PIPELINES").items()) {
-    if (name == "scrapy_redis.pipelines.RedisPipeline" || order.is_null()) continue;
-    lines.push_back("ITEM_PIPELINES: \"" + name +
-                    "\" is a Python class and does not run here; C++ pipelines are added in "
-                    "code (crawler/pipeline.h), and scrapy_redis.pipelines.RedisPipeline is "
-                    "built in (REDIS_PIPELINE)");
   }
   return lines;
 }

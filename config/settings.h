@@ -118,8 +118,8 @@ class settings {
   void declare(std::string_view name, nlohmann::json default_value, std::string_view where);
 
   /// What the crawl says once at start about what it was given and will not use: a line for each
-  /// Scrapy setting that means nothing here (inert_settings.h), and for each Python class in
-  /// ITEM_PIPELINES, each naming what to use instead. Empty when there is nothing to say.
+  /// Scrapy setting that means nothing here (inert_settings.h), naming what to use instead. Empty
+  /// when there is nothing to say.
   std::vector<std::string> warnings() const;
 
  private:

@@ -566,40 +566,79 @@ class depth_middleware : public spider_middleware {
 
 }  // namespace
 
-std::vector<std::unique_ptr<downloader_middleware>> default_downloader_middlewares(
-    const settings& settings, stats& stats, const spider& spider) {
-  std::vector<std::unique_ptr<downloader_middleware>> chain;
-  chain.push_back(std::make_unique<offsite_redirect_middleware>(spider, stats));
-  chain.push_back(std::make_unique<http_auth_middleware>(spider));
-  chain.push_back(std::make_unique<default_headers_middleware>(settings));
-  chain.push_back(std::make_unique<user_agent_middleware>(settings));
-  if (settings.get_bool("RETRY_ENABLED")) {
-    chain.push_back(std::make_unique<retry_middleware>(settings, stats));
-  }
-  // Responses come back through the chain in reverse: 3xx redirects are handled first.
-  if (settings.get_bool("METAREFRESH_ENABLED")) {
-    chain.push_back(std::make_unique<meta_refresh_middleware>(settings, stats));
-  }
-  if (settings.get_bool("REDIRECT_ENABLED")) {
-    chain.push_back(std::make_unique<redirect_middleware>(settings, stats));
-  }
-  if (settings.get_bool("HTTPCACHE_ENABLED")) {
-    chain.push_back(std::make_unique<http_cache_middleware>(settings, stats, spider));
-  }
-  return chain;
+// Each built-in under Scrapy's class path; its order is in the _BASE settings' defaults
+// (config/settings.cpp), and its own switch (RETRY_ENABLED, ...) still holds.
+void register_builtin_middlewares() {
+  static const bool registered = [] {
+    auto downloader = [](std::string name, component_factory<downloader_middleware> make) {
+      register_component<downloader_middleware>("scrapy.downloadermiddlewares." + name,
+                                                std::move(make));
+    };
+    auto spider = [](std::string name, component_factory<spider_middleware> make) {
+      register_component<spider_middleware>("scrapy.spidermiddlewares." + name, std::move(make));
+    };
+    using made_downloader = std::unique_ptr<downloader_middleware>;
+    using made_spider = std::unique_ptr<spider_middleware>;
+    downloader("offsite.OffsiteMiddleware", [](crawl_context& crawl) -> made_downloader {
+      return std::make_unique<offsite_redirect_middleware>(crawl.spider, crawl.stats);
+    });
+    downloader("httpauth.HttpAuthMiddleware", [](crawl_context& crawl) -> made_downloader {
+      return std::make_unique<http_auth_middleware>(crawl.spider);
+    });
+    downloader("defaultheaders.DefaultHeadersMiddleware",
+               [](crawl_context& crawl) -> made_downloader {
+                 return std::make_unique<default_headers_middleware>(crawl.settings);
+               });
+    downloader("useragent.UserAgentMiddleware", [](crawl_context& crawl) -> made_downloader {
+      return std::make_unique<user_agent_middleware>(crawl.settings);
+    });
+    downloader("retry.RetryMiddleware", [](crawl_context& crawl) -> made_downloader {
+      if (!crawl.settings.get_bool("RETRY_ENABLED")) return nullptr;
+      return std::make_unique<retry_middleware>(crawl.settings, crawl.stats);
+    });
+    // Responses come back through the chain in reverse: 3xx redirects (600) before meta
+    // refreshes (580).
+    downloader("redirect.MetaRefreshMiddleware", [](crawl_context& crawl) -> made_downloader {
+      if (!crawl.settings.get_bool("METAREFRESH_ENABLED")) return nullptr;
+      return std::make_unique<meta_refresh_middleware>(crawl.settings, crawl.stats);
+    });
+    downloader("redirect.RedirectMiddleware", [](crawl_context& crawl) -> made_downloader {
+      if (!crawl.settings.get_bool("REDIRECT_ENABLED")) return nullptr;
+      return std::make_unique<redirect_middleware>(crawl.settings, crawl.stats);
+    });
+    downloader("httpcache.HttpCacheMiddleware", [](crawl_context& crawl) -> made_downloader {
+      if (!crawl.settings.get_bool("HTTPCACHE_ENABLED")) return nullptr;
+      return std::make_unique<http_cache_middleware>(crawl.settings, crawl.stats, crawl.spider);
+    });
+    spider("httperror.HttpErrorMiddleware", [](crawl_context& crawl) -> made_spider {
+      return std::make_unique<http_error_middleware>(crawl.settings, crawl.stats);
+    });
+    spider("offsite.OffsiteMiddleware", [](crawl_context& crawl) -> made_spider {
+      return std::make_unique<offsite_middleware>(crawl.spider, crawl.stats);
+    });
+    spider("referer.RefererMiddleware", [](crawl_context& crawl) -> made_spider {
+      if (!crawl.settings.get_bool("REFERER_ENABLED")) return nullptr;
+      return std::make_unique<referer_middleware>();
+    });
+    spider("urllength.UrlLengthMiddleware", [](crawl_context& crawl) -> made_spider {
+      return std::make_unique<url_length_middleware>(crawl.settings, crawl.stats);
+    });
+    spider("depth.DepthMiddleware", [](crawl_context& crawl) -> made_spider {
+      return std::make_unique<depth_middleware>(crawl.settings, crawl.stats);
+    });
+    // scrapy-redis's pipeline is REDIS_PIPELINE, which the fleet's scheduler runs
+    // (scheduler_factory.cpp turns the one into the other): nothing to build here.
+    register_component<item_pipeline>(
+        "scrapy_redis.pipelines.RedisPipeline",
+        [](crawl_context&) -> std::unique_ptr<item_pipeline> { return nullptr; });
+    return true;
+  }();
+  (void)registered;
 }
 
-std::vector<std::unique_ptr<spider_middleware>> default_spider_middlewares(const settings& settings,
-                                                                           stats& stats,
-                                                                           const spider& spider) {
-  std::vector<std::unique_ptr<spider_middleware>> chain;
-  chain.push_back(std::make_unique<scheme_middleware>(scheme_policy(settings), stats));
-  chain.push_back(std::make_unique<http_error_middleware>(settings, stats));
-  chain.push_back(std::make_unique<offsite_middleware>(spider, stats));
-  if (settings.get_bool("REFERER_ENABLED")) chain.push_back(std::make_unique<referer_middleware>());
-  chain.push_back(std::make_unique<url_length_middleware>(settings, stats));
-  chain.push_back(std::make_unique<depth_middleware>(settings, stats));
-  return chain;
+std::unique_ptr<spider_middleware> scheme_spider_middleware(const settings& settings,
+                                                            stats& stats) {
+  return std::make_unique<scheme_middleware>(scheme_policy(settings), stats);
 }
 
 }  // namespace crawler

@@ -13,17 +13,18 @@
 
 #include "config/settings.h"
 #include "config/stats.h"
+#include "crawler/components.h"
 #include "crawler/middleware.h"
 #include "crawler/spider.h"
 
 namespace crawler {
 
-/// The built-in downloader middlewares the settings enable, in process_request order.
-std::vector<std::unique_ptr<downloader_middleware>> default_downloader_middlewares(
-    const settings& settings, stats& stats, const spider& spider);
-/// The built-in spider middlewares, in process_spider_input order.
-std::vector<std::unique_ptr<spider_middleware>> default_spider_middlewares(const settings& settings,
-                                                                           stats& stats,
-                                                                           const spider& spider);
+/// Registers the built-in middlewares (components.h) under Scrapy's class paths, once; the
+/// engine and `crawler components` call it before they look components up.
+void register_builtin_middlewares();
+
+/// The check of DOWNLOAD_SCHEMES on what callbacks yield (scheme_policy.h): not a component, so
+/// no setting can leave it out; the engine puts it first, where it sees their final output.
+std::unique_ptr<spider_middleware> scheme_spider_middleware(const settings& settings, stats& stats);
 
 }  // namespace crawler

@@ -69,15 +69,25 @@ engine::engine(asio::io_context& io, const settings& settings, stats& stats, spi
       html_limits_{std::size_t(settings.get_int("HTML_MAX_SIZE")),
                    std::size_t(settings.get_int("HTML_MAX_DEPTH"))},
       html_parser_(parser_named_in(settings)),
-      downloader_middlewares_(default_downloader_middlewares(settings, stats, spider)),
-      spider_middlewares_(default_spider_middlewares(settings, stats, spider)),
       feeds_(
           std::make_unique<feed_exporter>(settings, stats, feed_exporter::parameters_for(spider))),
+      idle_timer_(io),
       closespider_timer_(io),
       item_limit_(settings.get_int("CLOSESPIDER_ITEMCOUNT")),
       page_limit_(settings.get_int("CLOSESPIDER_PAGECOUNT")),
       error_limit_(settings.get_int("CLOSESPIDER_ERRORCOUNT")),
       flush_feeds_per_page_(settings.has("JOBDIR")) {
+  // Built by name from the settings, built-ins included, in their orders (components.h). The
+  // scheme check stays first whatever they say: it keeps pages from leading to local files.
+  register_builtin_middlewares();
+  crawl_context context{settings, stats, signals_, spider, *this};
+  downloader_middlewares_ = build_components<downloader_middleware>(context);
+  spider_middlewares_.push_back(scheme_spider_middleware(settings, stats));
+  for (auto& middleware : build_components<spider_middleware>(context)) {
+    spider_middlewares_.push_back(std::move(middleware));
+  }
+  pipelines_ = build_components<item_pipeline>(context);
+  extensions_ = build_components<extension>(context);
   if (settings.get_bool("ROBOTSTXT_OBEY")) {
     robots_ = std::make_unique<robots_gate>(
         settings, stats,
@@ -149,6 +159,7 @@ void engine::open() {
     } catch (...) {
       return fail_startup(std::current_exception());
     }
+    signals_.send(signals::spider_opened{spider_});
     logger_->info("Spider opened");
     for (auto& action : when_opened_) action();
     if (phase_ == phase::opening) phase_ = phase::running;
@@ -177,6 +188,11 @@ void engine::open() {
     for (auto& middleware : spider_middlewares_) middleware->process_start_requests(start);
     for (auto& item : start.items) {
       if (auto processed = process_item(std::move(item), nullptr)) export_item(*processed);
+    }
+    if (signals_.connected<signals::request_scheduled>()) {
+      for (const auto& request : start.requests) {
+        signals_.send(signals::request_scheduled{request, spider_});
+      }
     }
     store({.requests = std::move(start.requests)});
     pump();
@@ -250,6 +266,7 @@ void engine::pump() {
 }
 
 void engine::download(request request) {
+  idle_held_ = false;  // crawling again: the next idle is a new one
   auto downloaded = [this](download_result result) { on_downloaded(std::move(result)); };
   if (!robots_ || !robots_gate::applies_to(request)) return send(std::move(request), downloaded);
   robots_->check(std::move(request), [this, downloaded](crawler::request request, bool allowed) {
@@ -278,7 +295,10 @@ void engine::send(request request, downloader::completion done) {
     answered->error_type = "IgnoreRequest";
     answered->error_message = ignored.what();
   }
-  if (!answered) return downloader_->fetch(std::move(request), std::move(done));
+  if (!answered) {
+    signals_.send(signals::request_reached_downloader{request, spider_});
+    return downloader_->fetch(std::move(request), std::move(done));
+  }
   // Completed on the loop, never inside the caller (the robots gate may be mid-call); counted
   // as held until then so the spider cannot go idle with the callback or errback still to run.
   ++answered_here_;
@@ -415,6 +435,7 @@ void engine::deliver(response response) {
 // when one turned it away (then its failure is handled and the page counted).
 bool engine::admit(response& response) {
   stats_.inc_value("response_received_count");
+  signals_.send(signals::response_received{response, response.request, spider_});
   if (logger_->should_log(spdlog::level::debug)) {
     // Scrapy's form: flags as a Python list after the referer, " ['cached']".
     std::string flags;
@@ -477,6 +498,7 @@ void engine::settle_callback(const callback_outcome& outcome, const response& re
     logger_->error("Spider error processing {} (referer: {})\n{}: {}", response.request.describe(),
                    referer_of(response.request), outcome.type, outcome.message);
     stats_.inc_value("spider_exceptions/" + outcome.type);
+    signals_.send(signals::spider_error{outcome.type, outcome.message, response, spider_});
     count_error();
   }
   process_output(out, &response, response.request);
@@ -501,12 +523,19 @@ void engine::handle_failure(failure failure) {
   process_output(out, failure.response ? &*failure.response : nullptr, failure.request);
 }
 
+// What a callback yielded goes through the spider middlewares from the last to the first, as
+// Scrapy runs process_spider_output by decreasing order.
 void engine::process_output(output& out, const response* from, const request& page) {
-  for (auto& middleware : spider_middlewares_) {
+  for (auto it = spider_middlewares_.rbegin(); it != spider_middlewares_.rend(); ++it) {
     if (from) {
-      middleware->process_spider_output(*from, out);
+      (*it)->process_spider_output(*from, out);
     } else {
-      middleware->process_start_requests(out);
+      (*it)->process_start_requests(out);
+    }
+  }
+  if (signals_.connected<signals::request_scheduled>()) {
+    for (const auto& request : out.requests) {
+      signals_.send(signals::request_scheduled{request, spider_});
     }
   }
   // A fleet worker exports a page's items once its outcome is stored: if it stalled past its
@@ -516,7 +545,7 @@ void engine::process_output(output& out, const response* from, const request& pa
   for (auto& item : out.items) {
     auto processed = process_item(std::move(item), from);
     if (!processed) continue;
-    if (export_now) export_item(*processed);
+    if (export_now) export_item(*processed, from);
     outcome.items.push_back(std::move(*processed));
   }
   // With JOBDIR the page is marked done in the journal next: its items must be in the feeds
@@ -539,11 +568,13 @@ std::optional<crawler::item> engine::process_item(crawler::item item, const resp
       stats_.inc_value("item_dropped_reasons_count/DropItem");
       logger_->warn("Dropped: {}\n{}", dropped.what(),
                     item.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+      signals_.send(signals::item_dropped{item, from, dropped.what(), spider_});
       return std::nullopt;
     } catch (const std::exception& error) {
       logger_->error("Error processing {}\n{}: {}",
                      item.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
                      type_name(error), error.what());
+      signals_.send(signals::item_error{item, from, error.what(), spider_});
       return std::nullopt;
     }
   }
@@ -555,9 +586,10 @@ std::optional<crawler::item> engine::process_item(crawler::item item, const resp
   return item;
 }
 
-void engine::export_item(const crawler::item& item) {
+void engine::export_item(const crawler::item& item, const response* from) {
   if (!feeds_->export_item(item)) feed_failed();
   stats_.inc_value("item_scraped_count");
+  signals_.send(signals::item_scraped{item, from, spider_});
   ++items_;
   if (item_limit_ > 0 && items_ == item_limit_) begin_close("closespider_itemcount");
 }
@@ -577,11 +609,47 @@ void engine::check_idle() {
   if (pumping_ || pending_stores_ > 0 || downloader_->active() > 0) return;
   if (held_outside_downloader() > 0) return;
   if (phase_ == phase::running && !scheduler_->has_pending_requests()) {
+    if (!idle_lets_close()) return;
     close_reason_ = "finished";
     finish();
   } else if (phase_ == phase::closing) {
     finish();
   }
+}
+
+// Scrapy's _spider_idle: the spider stays open when a handler scheduled requests (they are on
+// their way through the dupefilter now) or threw dont_close_spider; then, as Scrapy's heartbeat
+// does, spider_idle is sent again in 5 seconds if nothing else woke the engine.
+bool engine::idle_lets_close() {
+  if (!signals_.connected<signals::spider_idle>()) return true;
+  if (idle_held_) return false;  // until the heartbeat, or until something is crawled
+  bool close = signals_.send(signals::spider_idle{spider_});
+  // A handler may have scheduled requests (stored, perhaps downloading already) or closed the
+  // spider itself.
+  if (phase_ != phase::running) return false;
+  bool still_idle = pending_stores_ == 0 && downloader_->active() == 0 &&
+                    held_outside_downloader() == 0 && !scheduler_->has_pending_requests();
+  if (!still_idle) return false;
+  if (close) return true;
+  idle_held_ = true;
+  idle_timer_.expires_after(std::chrono::seconds(5));
+  idle_timer_.async_wait([this](boost::system::error_code error) {
+    if (error) return;
+    idle_held_ = false;
+    check_idle();
+  });
+  return false;
+}
+
+void engine::crawl(request request) {
+  if (signals_.connected<signals::request_scheduled>()) {
+    signals_.send(signals::request_scheduled{request, spider_});
+  }
+  store({.requests = {std::move(request)}});
+}
+
+void engine::close_spider(std::string reason) {
+  begin_close(reason);
 }
 
 void engine::close(std::string reason) {
@@ -628,6 +696,7 @@ void engine::force_close(std::string reason) {
 void engine::finish() {
   phase_ = phase::closed;
   closespider_timer_.cancel();
+  idle_timer_.cancel();
   scheduler_->async_close([this](std::exception_ptr error) {
     if (error) {
       try {
@@ -650,6 +719,7 @@ void engine::finish() {
     } catch (const std::exception& e) {
       logger_->error("Error in {}.closed(): {}", spider_.name(), e.what());
     }
+    signals_.send(signals::spider_closed{spider_, close_reason_});
     stats_.set_value("finish_reason", close_reason_);
     stats_.set_value("finish_time", utc_timestamp());
     stats_.set_value(

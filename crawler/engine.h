@@ -8,8 +8,9 @@
 // It pulls from the scheduler while the downloader has room, runs the downloader middlewares,
 // hands responses through the spider middlewares to the request's callback, sends the requests a
 // callback yields back to the scheduler (a page's requests as one batch) and its items through the
-// pipelines to the feeds. The spider is idle, and closes with "finished", when nothing is queued,
-// nothing is downloading and no batch is waiting for the dupefilter.
+// pipelines to the feeds. The spider is idle when nothing is queued, nothing is downloading and no
+// batch is waiting for the dupefilter; it then sends spider_idle (signals.h) and closes with
+// "finished" unless a handler scheduled requests or threw dont_close_spider.
 //
 // close(reason) stops taking requests from the queue and lets downloads in flight finish; their
 // responses are still parsed and what they yield is still queued (and saved with JOBDIR).
@@ -40,23 +41,32 @@
 
 #include "config/settings.h"
 #include "config/stats.h"
+#include "crawler/components.h"
 #include "crawler/downloader.h"
 #include "crawler/feeds.h"
 #include "crawler/middleware.h"
 #include "crawler/pipeline.h"
 #include "crawler/robots_gate.h"
 #include "crawler/scheme_policy.h"
+#include "crawler/signals.h"
 #include "crawler/spider.h"
 #include "scheduler/scheduler.h"
 
 namespace crawler {
 
-class engine {
+class engine : public crawl_engine {
  public:
-  /// Builds the scheduler, dupefilter, downloader, middlewares and feeds from `settings`. Throws
-  /// settings_error for a setting none of them can use.
+  /// Builds the scheduler, dupefilter, downloader, feeds and the components the settings enable
+  /// (components.h) from `settings`. Throws settings_error for a setting none of them can use.
   engine(boost::asio::io_context& io, const settings& settings, stats& stats, spider& spider);
-  ~engine();
+  ~engine() override;
+
+  /// The crawl's signals (signals.h): connect before run().
+  signal_bus& signals() { return signals_; }
+  /// Schedules `request` through the dupefilter (Scrapy's engine.crawl). On the loop only.
+  void crawl(request request) override;
+  /// Closes the spider with `reason`, as close() does. On the loop only.
+  void close_spider(std::string reason) override;
 
   void add_pipeline(std::unique_ptr<item_pipeline> pipeline);
   void add_downloader_middleware(std::unique_ptr<downloader_middleware> middleware);
@@ -112,13 +122,15 @@ class engine {
   // The item as the pipelines left it, or nullopt when one dropped it.
   std::optional<crawler::item> process_item(crawler::item item, const response* from);
   // Writes a processed item to the feeds and counts it (item_scraped_count).
-  void export_item(const crawler::item& item);
+  void export_item(const crawler::item& item, const response* from = nullptr);
   // Whether the items of the page that holds `lease` are exported once its outcome is stored
   // rather than as they come (scheduler::items_wait_for_store).
   bool items_wait_for_store(const std::string& lease) const;
   // Hands a page's outcome to the scheduler, and exports its items once stored when they wait.
   void store(page_outcome outcome);
   void check_idle();
+  // Whether spider_idle's handlers let the spider close (nothing scheduled, none objected).
+  bool idle_lets_close();
   void begin_close(const std::string& reason);
   // Puts requests the downloader gave back (`were`: "in flight", ...) back in the queue.
   void restore_unsent(std::vector<request> requests, std::string_view were);
@@ -143,6 +155,10 @@ class engine {
   std::vector<std::unique_ptr<spider_middleware>> spider_middlewares_;
   std::vector<std::unique_ptr<item_pipeline>> pipelines_;
   std::unique_ptr<feed_exporter> feeds_;
+  signal_bus signals_;
+  std::vector<std::unique_ptr<extension>> extensions_;
+  boost::asio::steady_timer idle_timer_;  // asks spider_idle again while a handler keeps it open
+  bool idle_held_ = false;                // a handler threw dont_close_spider: wait for the timer
   boost::asio::steady_timer closespider_timer_;
   std::vector<std::function<void()>> when_opened_;
 

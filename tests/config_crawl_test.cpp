@@ -428,7 +428,6 @@ TEST(crawler_run, scrapy_only_settings_warn_and_the_files_own_settings_are_decla
   auto document = json::parse(R"json({
     "user_settings": {"MYPROJECT_PAGES": 10},
     "settings": {"TELNETCONSOLE_ENABLED": false, "CONCURRENT_ITEMS": 50, "MYPROJECT_PAGES": 20,
-                 "ITEM_PIPELINES": {"myproject.pipelines.Clean": 300},
                  "SPIDER_MODULES": ["myproject.spiders"], "LOG_LEVEL": "INFO"},
     "spider": {"name": "carried", "rules": [{"follow": true}]}
   })json");
@@ -441,9 +440,7 @@ TEST(crawler_run, scrapy_only_settings_warn_and_the_files_own_settings_are_decla
   for (const char* line :
        {"WARNING: TELNETCONSOLE_ENABLED has no effect here: there is no telnet console",
         "WARNING: TELNETCONSOLE_PORT has no effect here", "WARNING: CONCURRENT_ITEMS has no effect",
-        "WARNING: SPIDER_MODULES has no effect here: spiders are compiled in",
-        "WARNING: ITEM_PIPELINES: \"myproject.pipelines.Clean\" is a Python class and does not "
-        "run here"}) {
+        "WARNING: SPIDER_MODULES has no effect here: spiders are compiled in"}) {
     auto at = log.find(line);
     EXPECT_NE(at, std::string::npos) << line << "\n" << log;
     EXPECT_EQ(log.find(line, at + 1), std::string::npos) << "said twice: " << line;

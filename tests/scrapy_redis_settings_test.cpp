@@ -84,7 +84,7 @@ TEST(scrapy_redis_settings, its_dupefilter_class_path_brings_its_fingerprint_and
   EXPECT_EQ(from_file.get_string("DUPEFILTER_CLASS"), "redis_set");
 }
 
-TEST(scrapy_redis_settings, its_redis_pipeline_stores_items_and_a_python_pipeline_is_named) {
+TEST(scrapy_redis_settings, its_redis_pipeline_stores_items) {
   EXPECT_FALSE(crawler::stores_items_in_redis(with({})));
   crawler::settings settings;
   settings.merge_json({{"ITEM_PIPELINES", {{"scrapy_redis.pipelines.RedisPipeline", 300}}}});
@@ -95,11 +95,6 @@ TEST(scrapy_redis_settings, its_redis_pipeline_stores_items_and_a_python_pipelin
                         {{"myproject.pipelines.Clean", 100},
                          {"scrapy_redis.pipelines.RedisPipeline", 300}}}});
   EXPECT_TRUE(crawler::stores_items_in_redis(settings));
-  EXPECT_EQ(settings.warnings(),
-            std::vector<std::string>{
-                "ITEM_PIPELINES: \"myproject.pipelines.Clean\" is a Python class and does not "
-                "run here; C++ pipelines are added in code (crawler/pipeline.h), and "
-                "scrapy_redis.pipelines.RedisPipeline is built in (REDIS_PIPELINE)"});
   EXPECT_NE(error_of([] {
               crawler::stores_items_in_redis(
                   with({"REDIS_PIPELINE=true", "REDIS_ITEMS_SERIALIZER=myproject.dumps"}));

@@ -137,12 +137,12 @@ TEST(settings, every_numeric_default_is_inside_its_own_range) {
 TEST(settings, scrapy_settings_without_effect_here_are_warnings_not_errors) {
   settings s;
   s.merge_json({{"TELNETCONSOLE_ENABLED", false},
-                {"DOWNLOADER_MIDDLEWARES", {{"myproject.middlewares.Proxy", 543}}},
+                {"ITEM_PIPELINES_BASE", {{"myproject.pipelines.Clean", 300}}},
                 {"SPIDER_MODULES", {"myproject.spiders"}},
                 {"CONCURRENT_ITEMS", 100}},
                "settings");
   s.set_from_string("TELNETCONSOLE_ENABLED=False");
-  s.set_from_string("EXTENSIONS={\"scrapy.extensions.telnet.TelnetConsole\": null}");
+  s.set_from_string("EXTENSIONS_BASE={\"scrapy.extensions.telnet.TelnetConsole\": null}");
   auto warnings = s.warnings();
   ASSERT_EQ(warnings.size(), 5u);  // TELNETCONSOLE_ENABLED once, though set twice
   EXPECT_EQ(warnings[0],
@@ -152,10 +152,10 @@ TEST(settings, scrapy_settings_without_effect_here_are_warnings_not_errors) {
     return std::count_if(warnings.begin(), warnings.end(),
                          [&](const std::string& line) { return line.starts_with(start); });
   };
-  EXPECT_EQ(said("DOWNLOADER_MIDDLEWARES has no effect here: Python middlewares do not run"), 1);
+  EXPECT_EQ(said("ITEM_PIPELINES_BASE has no effect here: Python code does not run here"), 1);
   EXPECT_EQ(said("SPIDER_MODULES has no effect here: spiders are compiled in"), 1);
   EXPECT_EQ(said("CONCURRENT_ITEMS has no effect here: item pipelines are C++ calls"), 1);
-  EXPECT_EQ(said("EXTENSIONS has no effect here"), 1);
+  EXPECT_EQ(said("EXTENSIONS_BASE has no effect here"), 1);
   EXPECT_TRUE(settings{}.warnings().empty());
   // Only the exact names pass: a typo of ours is still refused.
   EXPECT_EQ(error_of([&] { s.set_from_string("CONCURENT_REQUESTS=3"); }),

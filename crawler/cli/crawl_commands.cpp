@@ -8,10 +8,13 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "config/redact.h"
+#include "crawler/builtin_middlewares.h"
 #include "crawler/cli/detail/commands.h"
+#include "crawler/components.h"
 #include "crawler/config_spider.h"
 #include "crawler/crawl_spider.h"
 #include "crawler/feeds.h"
@@ -398,6 +401,29 @@ void add_crawl_commands(CLI::App& app, int& exit_status) {
   CLI::App* list = app.add_subcommand("list", "List the spiders compiled in");
   list->callback([] {
     for (const auto* entry : registered_spiders()) std::cout << entry->name << '\n';
+  });
+
+  CLI::App* components = app.add_subcommand(
+      "components",
+      "List the pipelines, middlewares and extensions registered, by the setting that enables them");
+  components->callback([] {
+    register_builtin_middlewares();
+    settings defaults;
+    auto print = [&]<class Component>(std::type_identity<Component>) {
+      auto setting = std::string(component_kind<Component>::setting);
+      std::cout << setting << '\n';
+      auto base = component_kind<Component>::base;
+      auto orders = base.empty() ? nlohmann::json::object() : defaults.get(base);
+      for (const auto& name : registered_components<Component>()) {
+        std::cout << "  " << name;
+        if (orders.contains(name)) std::cout << "  " << orders[name].dump() << " (" << base << ")";
+        std::cout << '\n';
+      }
+    };
+    print(std::type_identity<item_pipeline>{});
+    print(std::type_identity<downloader_middleware>{});
+    print(std::type_identity<spider_middleware>{});
+    print(std::type_identity<extension>{});
   });
 
   struct fetch_options {

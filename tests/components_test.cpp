@@ -1,0 +1,355 @@
+// Components by name and signals (crawler/components.h, crawler/signals.h), used as a Scrapy user
+// would: pipelines, middlewares and extensions registered in C++ by a program of one's own built
+// on crawler::cli::main, and enabled from a crawl file's settings.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "crawler/cli/main.h"
+#include "crawler/components.h"
+#include "http_server.h"
+#include "redis_server.h"
+
+namespace {
+
+using crawler::fixtures::http_server;
+using crawler::fixtures::temp_dir;
+using json = nlohmann::json;
+
+// Upper-cases each item's title and counts what it did in the crawl's stats.
+class uppercase_title : public crawler::item_pipeline {
+ public:
+  explicit uppercase_title(crawler::crawl_context& crawl) : stats_(crawl.stats) {}
+  void process_item(crawler::item& item, crawler::spider&) override {
+    auto title = item.value("title", std::string());
+    for (auto& c : title) c = char(std::toupper(static_cast<unsigned char>(c)));
+    item["title"] = title;
+    stats_.inc_value("uppercase_title/items");
+  }
+
+ private:
+  crawler::stats& stats_;
+};
+CRAWLER_REGISTER_ITEM_PIPELINE(uppercase_title, "tests.UppercaseTitle");
+
+// Appends its name to the item's "seen_by": the order pipelines ran in.
+class mark_a : public crawler::item_pipeline {
+  void process_item(crawler::item& item, crawler::spider&) override { item["seen_by"].push_back("a"); }
+};
+CRAWLER_REGISTER_ITEM_PIPELINE(mark_a, "tests.MarkA");
+class mark_b : public crawler::item_pipeline {
+  void process_item(crawler::item& item, crawler::spider&) override { item["seen_by"].push_back("b"); }
+};
+CRAWLER_REGISTER_ITEM_PIPELINE(mark_b, "tests.MarkB");
+
+// Drops the item of page 1, so item_dropped has something to tell.
+class drop_page_one : public crawler::item_pipeline {
+  void process_item(crawler::item& item, crawler::spider&) override {
+    if (item.value("url", std::string()).ends_with("/site/1")) {
+      throw crawler::drop_item("page one");
+    }
+  }
+};
+CRAWLER_REGISTER_ITEM_PIPELINE(drop_page_one, "tests.DropPageOne");
+
+// Says in the stats whether the User-Agent header was set when its process_request ran: at 543 it
+// comes after UserAgentMiddleware (500), at 450 before it.
+class user_agent_witness : public crawler::downloader_middleware {
+ public:
+  explicit user_agent_witness(crawler::crawl_context& crawl) : stats_(crawl.stats) {}
+  void process_request(crawler::request& request) override {
+    bool set = !crawler::find_header(request.headers, "User-Agent").empty();
+    stats_.inc_value(set ? "witness/user_agent_set" : "witness/user_agent_unset");
+  }
+
+ private:
+  crawler::stats& stats_;
+};
+CRAWLER_REGISTER_DOWNLOADER_MIDDLEWARE(user_agent_witness, "tests.UserAgentWitness");
+
+// Says whether the requests a callback yielded carried DepthMiddleware's meta "depth" when its
+// process_spider_output saw them: at 950 it sees them before DepthMiddleware (900), at 850 after,
+// as Scrapy runs process_spider_output from the highest order down.
+class depth_witness : public crawler::spider_middleware {
+ public:
+  explicit depth_witness(crawler::crawl_context& crawl) : stats_(crawl.stats) {}
+  void process_spider_output(const crawler::response&, crawler::output& out) override {
+    for (const auto& request : out.requests) {
+      stats_.inc_value(request.meta.contains("depth") ? "witness/depth_set" : "witness/depth_unset");
+    }
+  }
+
+ private:
+  crawler::stats& stats_;
+};
+CRAWLER_REGISTER_SPIDER_MIDDLEWARE(depth_witness, "tests.DepthWitness");
+
+// Counts signals into the stats, as an extension of Scrapy's would.
+class signal_counter : public crawler::extension {
+ public:
+  explicit signal_counter(crawler::crawl_context& crawl) {
+    auto& stats = crawl.stats;
+    namespace signals = crawler::signals;
+    crawl.signals.connect<signals::spider_opened>(
+        [&stats](const signals::spider_opened&) { stats.inc_value("signals/spider_opened"); });
+    crawl.signals.connect<signals::response_received>(
+        [&stats](const signals::response_received&) {
+          stats.inc_value("signals/response_received");
+        });
+    crawl.signals.connect<signals::item_scraped>([&stats](const signals::item_scraped& scraped) {
+      stats.inc_value("signals/item_scraped");
+      if (scraped.response) stats.inc_value("signals/item_scraped_with_response");
+    });
+    crawl.signals.connect<signals::item_dropped>([&stats](const signals::item_dropped& dropped) {
+      stats.inc_value("signals/item_dropped/" + std::string(dropped.reason));
+    });
+    crawl.signals.connect<signals::request_scheduled>(
+        [&stats](const signals::request_scheduled&) {
+          stats.inc_value("signals/request_scheduled");
+        });
+    crawl.signals.connect<signals::spider_closed>([&stats](const signals::spider_closed& closed) {
+      stats.set_value("signals/spider_closed", std::string(closed.reason));
+    });
+  }
+};
+CRAWLER_REGISTER_EXTENSION(signal_counter, "tests.SignalCounter");
+
+// On each spider_idle, schedules the next of three more pages (scrapy-redis's way of feeding a
+// spider that would otherwise close), then lets it close.
+class feed_when_idle : public crawler::extension {
+ public:
+  explicit feed_when_idle(crawler::crawl_context& crawl) {
+    auto base = crawl.settings.get_string("TEST_FEED_BASE");
+    crawl.signals.connect<crawler::signals::spider_idle>(
+        [this, base, &engine = crawl.engine, &stats = crawl.stats](
+            const crawler::signals::spider_idle&) {
+          stats.inc_value("feed_when_idle/idle");
+          if (fed_ == 3) return;
+          crawler::request next;
+          next.url = base + "/site/" + std::to_string(10 + fed_++);
+          engine.crawl(next);
+        });
+  }
+
+ private:
+  int fed_ = 0;
+};
+CRAWLER_REGISTER_EXTENSION(feed_when_idle, "tests.FeedWhenIdle");
+
+// Keeps the spider open through its first spider_idle, then lets it close.
+class hold_open_once : public crawler::extension {
+ public:
+  explicit hold_open_once(crawler::crawl_context& crawl) {
+    crawl.signals.connect<crawler::signals::spider_idle>(
+        [this, &stats = crawl.stats](const crawler::signals::spider_idle&) {
+          auto now = std::chrono::steady_clock::now();
+          if (idles_++ == 0) {
+            first_ = now;
+            throw crawler::dont_close_spider();
+          }
+          stats.set_value("hold_open_once/seconds_open_after_idle",
+                          std::chrono::duration<double>(now - first_).count());
+        });
+  }
+
+ private:
+  int idles_ = 0;
+  std::chrono::steady_clock::time_point first_;
+};
+CRAWLER_REGISTER_EXTENSION(hold_open_once, "tests.HoldOpenOnce");
+
+struct crawl_run {
+  int status;
+  json stats;
+  std::vector<json> items;
+};
+
+// `crawler run FILE.json` through crawler::cli::main, in this process, where the components above
+// are registered: a crawl file with `settings` over a spider of `pages` pages of `server`.
+crawl_run run_crawl_file(const http_server& server, json settings, std::size_t pages = 3) {
+  temp_dir dir;
+  json document = {
+      {"settings", std::move(settings)},
+      {"user_settings", {{"TEST_FEED_BASE", ""}}},
+      {"spider",
+       {{"name", "components"},
+        {"start_urls", {server.url("/site/0")}},
+        {"rules", {{{"allow", {"/site/[0-" + std::to_string(pages - 1) + "]$"}},
+                    {"callback", "page"},
+                    {"follow", true}}}},
+        {"callbacks", {{"page", {{"fields", {{"url", "$url"}, {"title", "title::text"}}}}}}}}}};
+  document["settings"]["LOG_LEVEL"] = "WARNING";
+  auto file = (dir.path() / "crawl.json").string();
+  std::ofstream(file) << document.dump();
+  auto items_path = (dir.path() / "items.jsonl").string();
+  auto stats_path = (dir.path() / "stats.json").string();
+  std::vector<std::string> args{"crawler", "run",        file, "-o", items_path,
+                                "-s",      "STATS_FILE=" + stats_path};
+  std::vector<char*> argv;
+  for (auto& arg : args) argv.push_back(arg.data());
+  crawl_run result{crawler::cli::main(int(argv.size()), argv.data()), json::object(), {}};
+  if (std::filesystem::exists(stats_path)) result.stats = json::parse(std::ifstream(stats_path));
+  std::ifstream items(items_path);
+  for (std::string line; std::getline(items, line);) result.items.push_back(json::parse(line));
+  return result;
+}
+
+TEST(components, a_pipeline_registered_in_cpp_is_enabled_from_a_crawl_files_item_pipelines) {
+  http_server server({.site_pages = 3});
+  auto run = run_crawl_file(server, {{"ITEM_PIPELINES", {{"tests.UppercaseTitle", 300}}}});
+  ASSERT_EQ(run.status, 0);
+  // Pages 0, 1 and 2, by the rule (the start request, sent with dont_filter, left no fingerprint:
+  // page 0 comes again as a link, as in Scrapy).
+  ASSERT_EQ(run.items.size(), 3u);
+  for (const auto& item : run.items) {
+    EXPECT_TRUE(item["title"].get<std::string>().starts_with("PAGE ")) << item.dump();
+  }
+  EXPECT_EQ(run.stats.value("uppercase_title/items", 0), 3);
+}
+
+TEST(components, pipelines_run_lowest_order_first_and_null_leaves_one_out) {
+  http_server server({.site_pages = 2});
+  auto run = run_crawl_file(server, {{"ITEM_PIPELINES", {{"tests.MarkA", 200}, {"tests.MarkB", 100}}}}, 2);
+  ASSERT_EQ(run.status, 0);
+  ASSERT_EQ(run.items.size(), 2u);
+  EXPECT_EQ(run.items[0]["seen_by"], json({"b", "a"}));
+  run = run_crawl_file(server, {{"ITEM_PIPELINES", {{"tests.MarkA", 100}, {"tests.MarkB", 200}}}}, 2);
+  ASSERT_EQ(run.items.size(), 2u);
+  EXPECT_EQ(run.items[0]["seen_by"], json({"a", "b"}));
+
+  run = run_crawl_file(server, {{"ITEM_PIPELINES", {{"tests.MarkA", 200}, {"tests.MarkB", nullptr}}}}, 2);
+  ASSERT_EQ(run.items.size(), 2u);
+  EXPECT_EQ(run.items[0]["seen_by"], json({"a"}));
+}
+
+TEST(components, a_name_no_one_registered_is_an_error_naming_the_registered_ones) {
+  http_server server({.site_pages = 2});
+  testing::internal::CaptureStderr();
+  auto run = run_crawl_file(server, {{"ITEM_PIPELINES", {{"myproject.pipelines.Clean", 300}}}});
+  auto log = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(run.status, 2);
+  EXPECT_NE(log.find("ITEM_PIPELINES[\"myproject.pipelines.Clean\"]: no item pipeline is "
+                     "registered as \"myproject.pipelines.Clean\""),
+            std::string::npos)
+      << log;
+  EXPECT_NE(log.find("tests.UppercaseTitle"), std::string::npos) << log;
+  EXPECT_EQ(server.hits("/site/0"), 0u) << "nothing is fetched when a component is missing";
+
+  testing::internal::CaptureStderr();
+  run = run_crawl_file(server, {{"EXTENSIONS", {{"tests.SignalCounter", "high"}}}});
+  log = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(run.status, 2);
+  EXPECT_NE(log.find("EXTENSIONS[\"tests.SignalCounter\"]: the order must be an integer"),
+            std::string::npos)
+      << log;
+}
+
+TEST(components, crawler_components_lists_every_registered_name_under_its_setting) {
+  std::vector<std::string> args{"crawler", "components"};
+  std::vector<char*> argv;
+  for (auto& arg : args) argv.push_back(arg.data());
+  testing::internal::CaptureStdout();
+  ASSERT_EQ(crawler::cli::main(int(argv.size()), argv.data()), 0);
+  auto listed = testing::internal::GetCapturedStdout();
+  auto pipelines = listed.find("ITEM_PIPELINES\n");
+  auto downloader = listed.find("DOWNLOADER_MIDDLEWARES\n");
+  ASSERT_NE(pipelines, std::string::npos) << listed;
+  ASSERT_NE(downloader, std::string::npos) << listed;
+  auto ours = listed.find("  tests.UppercaseTitle\n");
+  EXPECT_TRUE(ours > pipelines && ours < downloader) << listed;
+  EXPECT_NE(listed.find("  scrapy.downloadermiddlewares.retry.RetryMiddleware  550 "
+                        "(DOWNLOADER_MIDDLEWARES_BASE)\n"),
+            std::string::npos)
+      << listed;
+  EXPECT_NE(listed.find("EXTENSIONS\n  tests.FeedWhenIdle\n"), std::string::npos) << listed;
+}
+
+TEST(components, a_builtin_middleware_set_to_null_in_downloader_middlewares_is_left_out) {
+  http_server server;
+  temp_dir dir;
+  auto crawl = [&](json settings) {
+    json document = {{"settings", std::move(settings)},
+                     {"spider", {{"name", "retries"}, {"start_urls", {server.url("/status/503")}}}}};
+    document["settings"]["LOG_LEVEL"] = "ERROR";
+    document["settings"]["RETRY_TIMES"] = 2;
+    auto file = (dir.path() / "crawl.json").string();
+    std::ofstream(file) << document.dump();
+    std::string stats_path = (dir.path() / "stats.json").string();
+    std::vector<std::string> args{"crawler", "run", file, "-s", "STATS_FILE=" + stats_path};
+    std::vector<char*> argv;
+    for (auto& arg : args) argv.push_back(arg.data());
+    EXPECT_EQ(crawler::cli::main(int(argv.size()), argv.data()), 0);
+    return json::parse(std::ifstream(stats_path));
+  };
+  auto with_retries = crawl(json::object());
+  EXPECT_EQ(with_retries.value("retry/count", 0), 2);
+  EXPECT_EQ(server.hits("/status/503"), 3u);
+  auto without = crawl(
+      {{"DOWNLOADER_MIDDLEWARES", {{"scrapy.downloadermiddlewares.retry.RetryMiddleware", nullptr}}}});
+  EXPECT_FALSE(without.contains("retry/count")) << without.dump(1);
+  EXPECT_EQ(server.hits("/status/503"), 4u);
+}
+
+TEST(components, a_downloader_middleware_of_ones_own_runs_among_the_builtins_by_its_order) {
+  http_server server({.site_pages = 2});
+  auto after = run_crawl_file(server, {{"DOWNLOADER_MIDDLEWARES", {{"tests.UserAgentWitness", 543}}}}, 2);
+  ASSERT_EQ(after.status, 0);
+  EXPECT_EQ(after.stats.value("witness/user_agent_set", 0), 3);
+  EXPECT_FALSE(after.stats.contains("witness/user_agent_unset"));
+  auto before = run_crawl_file(server, {{"DOWNLOADER_MIDDLEWARES", {{"tests.UserAgentWitness", 450}}}}, 2);
+  EXPECT_EQ(before.stats.value("witness/user_agent_unset", 0), 3);
+  EXPECT_FALSE(before.stats.contains("witness/user_agent_set"));
+}
+
+TEST(components, a_spider_middleware_sees_a_callbacks_output_after_those_of_higher_order) {
+  http_server server({.site_pages = 2});
+  auto after = run_crawl_file(server, {{"SPIDER_MIDDLEWARES", {{"tests.DepthWitness", 850}}}}, 2);
+  ASSERT_EQ(after.status, 0);
+  EXPECT_GT(after.stats.value("witness/depth_set", 0), 0);
+  EXPECT_FALSE(after.stats.contains("witness/depth_unset"));
+  auto before = run_crawl_file(server, {{"SPIDER_MIDDLEWARES", {{"tests.DepthWitness", 950}}}}, 2);
+  EXPECT_GT(before.stats.value("witness/depth_unset", 0), 0);
+  EXPECT_FALSE(before.stats.contains("witness/depth_set"));
+}
+
+TEST(signals, an_extension_hears_what_the_crawl_does) {
+  http_server server({.site_pages = 3});
+  auto run = run_crawl_file(server, {{"EXTENSIONS", {{"tests.SignalCounter", 500}}},
+                                     {"ITEM_PIPELINES", {{"tests.DropPageOne", 300}}}});
+  ASSERT_EQ(run.status, 0);
+  const auto& stats = run.stats;
+  EXPECT_EQ(stats.value("signals/spider_opened", 0), 1);
+  EXPECT_EQ(stats.value("signals/response_received", 0), stats.value("response_received_count", -1));
+  EXPECT_EQ(stats.value("signals/item_scraped", 0), 2);  // pages 0 and 2; page 1's was dropped
+  EXPECT_EQ(stats.value("signals/item_scraped_with_response", 0), 2);
+  EXPECT_EQ(stats.value("signals/item_dropped/page one", 0), 1);
+  // The start request and each link a page yielded (before the dupefilter).
+  EXPECT_GE(stats.value("signals/request_scheduled", 0), 3);
+  EXPECT_EQ(stats.value("signals/spider_closed", std::string()), "finished");
+}
+
+TEST(signals, a_spider_idle_handler_keeps_the_spider_open_by_scheduling_requests) {
+  http_server server({.site_pages = 20});
+  auto run = run_crawl_file(server, {{"EXTENSIONS", {{"tests.FeedWhenIdle", 500}}},
+                                     {"TEST_FEED_BASE", server.url("")}});
+  ASSERT_EQ(run.status, 0);
+  for (int page : {10, 11, 12}) EXPECT_EQ(server.hits("/site/" + std::to_string(page)), 1u) << page;
+  EXPECT_EQ(run.stats.value("feed_when_idle/idle", 0), 4);  // three fed, the fourth let it close
+  EXPECT_EQ(run.stats.value("finish_reason", std::string()), "finished");
+}
+
+TEST(signals, dont_close_spider_holds_the_spider_open_until_spider_idle_is_sent_again) {
+  http_server server({.site_pages = 2});
+  auto run = run_crawl_file(server, {{"EXTENSIONS", {{"tests.HoldOpenOnce", 500}}}}, 2);
+  ASSERT_EQ(run.status, 0);
+  // Scrapy's engine asks again on its 5-second heartbeat.
+  EXPECT_GE(run.stats.value("hold_open_once/seconds_open_after_idle", 0.0), 4.9);
+  EXPECT_EQ(run.stats.value("finish_reason", std::string()), "finished");
+}
+
+}  // namespace
