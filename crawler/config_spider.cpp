@@ -7,6 +7,7 @@
 #include "config/settings.h"
 #include "crawler/detail/placeholders.h"
 #include "config/ascii.h"
+#include "crawler/parse/processors.h"
 #include "crawler/parse/regex.h"
 #include "crawler/parse/sitemap.h"
 #include "scheduler/scheduler.h"
@@ -141,7 +142,42 @@ struct field {
   std::string css;  // the CSS selector or XPath expression
   bool all = false;
   std::shared_ptr<const re2::RE2> re;  // null: none
+  // "input" and "output", as an item loader's: empty when the file gives none.
+  processors::processor input, output;
 };
+
+// "input": value functions by name, as MapCompose(remove_tags, str.strip) applies them.
+processors::processor read_input(const json& spec, const std::string& where) {
+  std::vector<processors::value_function> functions;
+  auto names = get_strings(spec, where, "input");
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    auto function = processors::value_function_named(names[i]);
+    if (!function) {
+      auto known = processors::value_function_names();
+      std::string message = "unknown function \"" + names[i] + "\"";
+      if (auto best = nearest_name(names[i], known); !best.empty()) {
+        message += " (did you mean \"" + std::string(best) + "\"?)";
+      }
+      std::string listed;
+      for (auto name : known) listed += (listed.empty() ? "" : ", ") + std::string(name);
+      fail(index(child(where, "input"), i), message + "; the functions are " + listed);
+    }
+    functions.push_back(std::move(*function));
+  }
+  return processors::map_compose(std::move(functions));
+}
+
+// "output": "TakeFirst", "Identity", "Join" or {"Join": separator}, as Scrapy's processors.
+processors::processor read_output(const json& output, const std::string& where) {
+  if (output == "TakeFirst") return processors::take_first();
+  if (output == "Identity") return processors::identity();
+  if (output == "Join") return processors::join();
+  if (output.is_object() && output.size() == 1 && output.contains("Join")) {
+    if (!output["Join"].is_string()) fail(child(where, "Join"), "must be a string");
+    return processors::join(output["Join"].get<std::string>());
+  }
+  fail(where, "must be \"TakeFirst\", \"Identity\", \"Join\" or {\"Join\": separator}");
+}
 
 field read_field(const std::string& name, const json& spec, const std::string& where) {
   field result{name};
@@ -166,12 +202,19 @@ field read_field(const std::string& name, const json& spec, const std::string& w
       return result;
     }
   } else if (spec.is_object()) {
-    check_keys(spec, where, {"css", "xpath", "all", "re"});
+    check_keys(spec, where, {"css", "xpath", "all", "re", "input", "output"});
     bool xpath = spec.contains("xpath");
     if (xpath == spec.contains("css")) fail(where, "needs one of \"css\" and \"xpath\"");
     css = get_string(spec, where, xpath ? "xpath" : "css", true);
     if (xpath) result.source = field::kind::xpath;
     result.all = get_bool(spec, where, "all", false);
+    if (spec.contains("input")) result.input = read_input(spec, where);
+    if (spec.contains("output")) {
+      if (spec.contains("all")) {
+        fail(child(where, "all"), "does not go with \"output\" (\"output\": \"Identity\" keeps every value)");
+      }
+      result.output = read_output(spec["output"], child(where, "output"));
+    }
     if (auto re = get_string(spec, where, "re", false); !re.empty()) {
       try {
         result.re = compile_regex(re);
@@ -185,7 +228,7 @@ field read_field(const std::string& name, const json& spec, const std::string& w
   } else {
     fail(where,
          "must be a CSS selector, an XPath expression, $url/$status/$depth, or {\"css\" or "
-         "\"xpath\": ..., \"all\", \"re\"}");
+         "\"xpath\": ..., \"all\", \"re\", \"input\", \"output\"}");
   }
   if (looks_like_xpath(css)) result.source = field::kind::xpath;
   check_selector(css, where, result.source == field::kind::xpath);
@@ -220,7 +263,15 @@ json extract(const field& spec, const response& response) {
     } else {
       values.push_back(std::move(text));
     }
-    if (!spec.all && !values.empty()) break;
+    // With processors, every match goes through them, as an item loader's add_css.
+    if (!spec.all && !spec.input && !spec.output && !values.empty()) break;
+  }
+  if (spec.input || spec.output) {
+    auto collected = spec.input ? spec.input(processors::value(values)) : processors::value(values);
+    auto output = spec.output ? spec.output
+                  : spec.all  ? processors::identity()
+                              : processors::take_first();
+    return json(output(collected));
   }
   if (spec.all) return values;
   return values.empty() ? json(nullptr) : values.front();

@@ -26,7 +26,10 @@
 // match's text, trimmed) or an XPath expression (a string that can only be XPath, "//h1/text()",
 // or {"xpath": ...}), {"css" or "xpath", "all": true} for every match, {..., "re"} for a regex's
 // first match (every match with "all"), or $url, $status, $depth. A field with no match is null;
-// the item is still exported, its fields in the file's order.
+// the item is still exported, its fields in the file's order. A field may clean its values as an
+// item loader does (item_loader.h): "input" names functions each match goes through
+// (["remove_tags", "strip", "replace_escape_chars"], as MapCompose), and "output" makes the
+// field of them ("TakeFirst", the default; "Identity", a list; "Join" or {"Join": ", "}).
 //
 // Everything is checked before anything is fetched: unknown keys (with a suggestion), wrong types,
 // invalid regexes and selectors, callbacks that do not exist, each setting's value. Every problem

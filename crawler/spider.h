@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "crawler/parse/form_request.h"
+#include "crawler/parse/item_loader.h"
 #include "crawler/parse/response.h"
 #include "crawler/parse/selector.h"
 #include "request/item.h"

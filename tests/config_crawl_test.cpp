@@ -280,6 +280,50 @@ TEST(crawler_run, item_fields_keep_the_crawl_files_order_in_every_feed_format) {
       << slurp(out("items.xml"));
 }
 
+// A field cleans its values as an item loader does: "input" functions on each match (as
+// MapCompose), "output" making the field of them (TakeFirst, Identity, Join).
+TEST(crawler_run, fields_clean_their_values_with_input_and_output_processors) {
+  http_server server({.pages = {{"/book", "<h1>  A <b>Light</b> in the Attic </h1>"
+                                          "<ul><li> poetry </li><li>classics</li></ul>"
+                                          "<p>  </p><p> first words </p>"}}});
+  temp_dir dir;
+  auto path = (dir.path() / "crawl.json").string();
+  std::ofstream(path) << R"json({
+    "spider": {
+      "name": "cleaned",
+      "start_urls": [")json" << server.url("/book") << R"json("],
+      "callbacks": {"parse_start_url": {"fields": {
+        "title": {"css": "h1", "input": ["remove_tags", "strip"]},
+        "tags": {"css": "li::text", "input": ["strip"], "output": {"Join": ", "}},
+        "all_tags": {"css": "li::text", "input": ["strip"], "output": "Identity"},
+        "summary": {"css": "p::text", "input": ["strip"]}}}}
+    }
+  })json";
+  auto items = (dir.path() / "items.jsonl").string();
+  child_process run({crawler_binary(), "run", path, "-o", items, "--nolog"});
+  ASSERT_EQ(run.wait(), 0) << run.stderr_text();
+  std::ifstream in(items);
+  std::string line;
+  std::getline(in, line);
+  // "summary": the first match is blank; TakeFirst, the default output, skips the "" it becomes.
+  EXPECT_EQ(line, R"({"title":"A Light in the Attic","tags":"poetry, classics",)"
+                  R"("all_tags":["poetry","classics"],"summary":"first words"})");
+}
+
+TEST(crawl_config, a_fields_processors_are_checked_by_name) {
+  auto document = books_config();
+  auto& fields = document["spider"]["callbacks"]["page"]["fields"];
+  fields["title"] = {{"css", "h1"}, {"input", {"strip", "remove_tag"}}};
+  EXPECT_EQ(error_of(document),
+            "spider.callbacks.page.fields.title.input[1]: unknown function \"remove_tag\" (did "
+            "you mean \"remove_tags\"?); the functions are strip, remove_tags, "
+            "replace_escape_chars");
+  fields["title"] = {{"css", "h1"}, {"output", "First"}};
+  EXPECT_EQ(error_of(document),
+            "spider.callbacks.page.fields.title.output: must be \"TakeFirst\", \"Identity\", "
+            "\"Join\" or {\"Join\": separator}");
+}
+
 // A Scrapy user's XPath works in a crawl file: the books example with every field and the
 // catalogue rule written in XPath gives the items the CSS one gives.
 TEST(crawler_run, the_books_example_in_xpath_gives_the_items_of_the_css_one) {

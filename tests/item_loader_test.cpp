@@ -1,0 +1,124 @@
+// Items with declared fields, item loaders and processors (crawler/parse/item_loader.h), held to
+// what Scrapy's ItemLoader and itemloaders.processors return for the same page (the expected
+// values were printed by Scrapy 2.8 with itemloaders and w3lib on Debian 12).
+#include <gtest/gtest.h>
+
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "crawler/parse/item_loader.h"
+
+namespace {
+
+namespace p = crawler::processors;
+using value = p::value;
+
+crawler::response page(std::string body) {
+  crawler::response response;
+  response.url = response.request.url = "http://books.example/1";
+  response.body = std::move(body);
+  response.headers.emplace_back("Content-Type", "text/html; charset=utf-8");
+  return response;
+}
+
+const std::string book_page =
+    "<html><body>\n"
+    "<h1>  A <b>Light</b> in the Attic\xc2\xa0 </h1>\n"
+    "<p class=\"price\">  \xc2\xa3" "51.77 </p>\n"
+    "<ul class=\"tags\"><li><a> poetry </a></li><li><a>classics</a></li><li><a>  </a></li></ul>\n"
+    "<p class=\"desc\">Line one\n\tline two</p>\n"
+    "</body></html>";
+
+const crawler::item_type book("Book", {{"title", {.input = p::map_compose({p::remove_tags, p::strip})}},
+                                       {"price"},
+                                       {"tags", {.output = p::join(", ")}},
+                                       {"description"},
+                                       {"isbn"}});
+
+TEST(item_loader, trims_joins_and_takes_the_first_value_as_scrapys_does) {
+  auto response = page(book_page);
+  crawler::item_loader loader(book, response);
+  loader.default_output = p::take_first();
+  loader.add_css("title", "h1");
+  loader.add_css("price", "p.price::text", {p::map_compose({p::strip})});
+  loader.add_css("tags", "ul.tags a::text", {p::map_compose({p::strip})});
+  loader.add_css("description", "p.desc::text", {p::map_compose({p::replace_escape_chars})});
+  loader.add_css("isbn", ".isbn::text");  // nothing matches: the field is left out
+  EXPECT_EQ(loader.get_collected_values("tags"), value({"poetry", "classics", ""}));
+  EXPECT_EQ(loader.load_item().dump(),
+            R"({"title":"A Light in the Attic","price":"£51.77","tags":"poetry, classics, ",)"
+            R"("description":"Line oneline two"})");
+}
+
+TEST(item_loader, a_field_the_item_type_does_not_declare_is_an_error_naming_it) {
+  crawler::item_loader loader(book);
+  try {
+    loader.add_value("pirce", "12");
+    FAIL() << "an undeclared field was taken";
+  } catch (const std::invalid_argument& error) {
+    EXPECT_STREQ(error.what(), "Book does not support field: pirce");
+  }
+  EXPECT_THROW(book.check({{"title", "x"}, {"pirce", "12"}}), std::invalid_argument);
+  EXPECT_NO_THROW(book.check({{"title", "x"}, {"price", "12"}}));
+}
+
+TEST(item_loader, the_loaders_processors_for_a_field_win_over_the_types_and_the_defaults) {
+  crawler::item_loader loader(book);
+  loader.add_value("price", value({"", "12", "13"}));
+  EXPECT_EQ(loader.get_output_value("price"), value({"", "12", "13"}));  // identity by default
+  loader.default_output = p::take_first();
+  EXPECT_EQ(loader.get_output_value("price"), "12");
+  loader.field_processors("price", {.output = p::join("|")});
+  EXPECT_EQ(loader.get_output_value("price"), "|12|13");
+  loader.field_processors("tags", {.output = p::take_first()});
+  loader.add_value("tags", value({"a", "b"}));
+  EXPECT_EQ(loader.get_output_value("tags"), "a");  // over the type's join(", ")
+  loader.replace_value("price", "14");
+  EXPECT_EQ(loader.get_output_value("price"), "14");
+}
+
+TEST(item_loader, a_loader_over_one_element_selects_under_it) {
+  auto response = page(R"(<div class="quote"><span>One</span><small> Ann </small></div>)"
+                       R"(<div class="quote"><span>Two</span><small>Bob</small></div>)");
+  const crawler::item_type quote("Quote", {{"text"}, {"author", {.input = p::map_compose({p::strip})}}});
+  std::vector<std::string> loaded;
+  for (const auto& element : response.css("div.quote")) {
+    crawler::item_loader loader(quote, element);
+    loader.default_output = p::take_first();
+    loader.add_css("text", "span::text");
+    loader.add_xpath("author", "./small/text()");
+    loaded.push_back(loader.load_item().dump());
+  }
+  EXPECT_EQ(loaded, (std::vector<std::string>{R"({"text":"One","author":"Ann"})",
+                                              R"({"text":"Two","author":"Bob"})"}));
+}
+
+TEST(processors, map_compose_flattens_lists_and_drops_nulls_and_compose_stops_at_null) {
+  auto twice_or_drop = [](const value& v) -> value {
+    if (v == "drop") return nullptr;
+    return value::array({v, v});
+  };
+  EXPECT_EQ(p::map_compose({twice_or_drop, p::strip})(value({" a ", "drop", "b"})),
+            value({"a", "a", "b", "b"}));
+  EXPECT_EQ(p::map_compose({p::strip})("  one value  "), value({"one value"}));
+  EXPECT_EQ(p::take_first()(value({nullptr, "", "x", "y"})), "x");
+  EXPECT_EQ(p::take_first()(value::array()), nullptr);
+  EXPECT_EQ(p::join()(value({"a", "b"})), "a b");
+  auto first_with_bang = p::compose({p::take_first(), [](const value& v) -> value {
+                                        return v.get<std::string>() + "!";
+                                      }});
+  EXPECT_EQ(first_with_bang(value({"", "x"})), "x!");
+  EXPECT_EQ(first_with_bang(value({""})), nullptr);  // stopped at take_first's null
+}
+
+TEST(processors, strip_and_remove_tags_return_what_python_and_w3lib_return) {
+  // str.strip() removes Unicode whitespace (no-break space, ideographic space), not other bytes.
+  EXPECT_EQ(p::strip("\xc2\xa0\t a b \xe3\x80\x80\n"), "a b");
+  EXPECT_EQ(p::strip("\xc3\xa9t\xc3\xa9"), "\xc3\xa9t\xc3\xa9");
+  EXPECT_EQ(p::strip(12), 12);
+  EXPECT_EQ(p::remove_tags("a <b>b</b> <br/> < c > </ d> <x\ny>z</x>"), "a b  < c > </ d> z");
+  EXPECT_EQ(p::replace_escape_chars("a\nb\tc\rd"), "abcd");
+}
+
+}  // namespace
