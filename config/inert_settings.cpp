@@ -24,7 +24,9 @@ constexpr std::string_view event_loop =
 constexpr std::string_view dns_cache =
     "libcurl keeps its own name cache for the crawl; DNS_TIMEOUT bounds a lookup";
 constexpr std::string_view tls = "TLS is libcurl's (OpenSSL), with certificates not verified";
-constexpr std::string_view feed_storage = "feeds are written to local files only (-o, FEEDS)";
+constexpr std::string_view feed_storage =
+    "feeds go to local files and standard output; a storage for another URI scheme is "
+    "registered in C++ (crawler/feed_storage.h)";
 
 constexpr inert_setting inert_table[] = {
     {"TELNETCONSOLE_ENABLED", no_telnet},

@@ -14,6 +14,7 @@
 
 #include "config/log.h"
 #include "crawler/detail/placeholders.h"
+#include "crawler/feed_storage.h"
 #include "crawler/spider.h"
 
 namespace crawler {
@@ -73,34 +74,6 @@ std::string csv_field(const crawler::item& value) {
     quoted += c;
   }
   return quoted + '"';
-}
-
-// The file's size up to and including its last newline, and its whole size.
-std::pair<std::uintmax_t, std::uintmax_t> whole_lines_size(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  in.seekg(0, std::ios::end);
-  auto size = std::streamoff(in.tellg());
-  if (size <= 0) return {0, 0};
-  std::streamoff keep = size;
-  char c = 0;
-  while (keep > 0) {
-    in.seekg(keep - 1);
-    in.get(c);
-    if (c == '\n') break;
-    --keep;
-  }
-  return {std::uintmax_t(keep), std::uintmax_t(size)};
-}
-
-// A feed appended to must end with a whole line: a crawl killed mid-write leaves a cut-short
-// last line, which the next run's first item would merge into. It is dropped, with a warning
-// (its item is crawled again: its page was not done).
-void drop_torn_tail(const std::string& path) {
-  auto [keep, size] = whole_lines_size(path);
-  if (keep == size) return;
-  std::filesystem::resize_file(path, keep);
-  get_logger("feedexport")
-      ->warn("{}: dropped its last {} bytes, a line cut short by a crash", path, size - keep);
 }
 
 // What one feed writes: FEEDS.<uri>'s options over the FEED_EXPORT_* settings.
@@ -191,30 +164,11 @@ class feed_exporter::feed {
         fields_(options.fields),
         ensure_ascii_(options.ensure_ascii),
         indent_(format_ == "json" && options.indent > 0 ? options.indent : -1),
-        flushed_per_page_(flushed_per_page) {
-    if (path_ == "stdout:") {
-      // What the crawl prints goes to stderr: standard output is the feed's alone. Opened anew
-      // (appending), so a pipe or a file it was redirected to gets the feed as it is written.
-      stdout_ = true;
-      out_.open("/dev/stdout", std::ios::app);
-      if (!out_) throw std::runtime_error("stdout: cannot open standard output for the feed");
-      if (format_ == "json") out_ << '[';
-      if (format_ == "xml") out_ << "<?xml version=\"1.0\" encoding=\"utf-8\"?>\n<items>\n";
-      return;
-    }
-    // Two arrays in one file would not be JSON, nor two documents XML.
-    bool overwrite = options.overwrite || format_ == "json" || format_ == "xml";
-    if (auto parent = std::filesystem::path(path_).parent_path(); !parent.empty()) {
-      std::filesystem::create_directories(parent);
-    }
-    bool existing = !overwrite && std::filesystem::is_regular_file(path_) &&
-                    std::filesystem::file_size(path_) > 0;
-    if (existing) drop_torn_tail(path_);
-    out_.open(path_, overwrite ? std::ios::trunc : std::ios::app);
-    if (!out_) throw std::runtime_error(path_ + ": cannot open the feed for writing");
-    std::error_code no_size;  // a device such as /dev/full: none to go back to
-    whole_size_ = std::filesystem::file_size(path_, no_size);
-    header_written_ = existing;  // appending to a CSV that already has its header row
+        // Two arrays in one file would not be JSON, nor two documents XML.
+        storage_(open_feed_storage(
+            {path_, options.overwrite || format_ == "json" || format_ == "xml", flushed_per_page})),
+        out_(storage_->stream()) {
+    header_written_ = storage_->continues_existing();  // a CSV that already has its header row
     if (format_ == "json") out_ << '[';
     if (format_ == "xml") out_ << "<?xml version=\"1.0\" encoding=\"utf-8\"?>\n<items>\n";
   }
@@ -234,40 +188,30 @@ class feed_exporter::feed {
     return check();
   }
 
-  // A failed write may have put part of a line on the disk (all of it that fit). With JOBDIR the
-  // file goes back to its size at the last flush that succeeded, the end of a page that is done
-  // (the items after it come again with their pages, crawled again by the resume); without, to
-  // its last whole line.
+  // What a failed write left is the storage's to undo (a file is cut back to whole items).
   bool check() {
     if (out_ || failed_) return !failed_;
     failed_ = true;
     auto reason = std::strerror(errno);
     get_logger("feedexport")->error("Cannot write the {} feed {}: {}", format_, path_, reason);
-    out_.close();  // now: later, closing would write the rest of its buffer after the cut
-    if (stdout_) return false;  // a pipe cannot be cut back
-    std::error_code ignored;
-    std::filesystem::resize_file(
-        path_, flushed_per_page_ ? whole_size_ : whole_lines_size(path_).first, ignored);
+    storage_->after_failed_write();
     return false;
   }
 
   bool flush() {
     out_.flush();
     if (!check()) return false;
-    if (stdout_) return true;
-    std::error_code error;
-    if (auto size = std::filesystem::file_size(path_, error); !error) whole_size_ = size;
-    return true;
+    return storage_->flush();
   }
 
   bool close(stats& stats) {
     if (format_ == "json") out_ << (count_ ? "\n]\n" : "]\n");
     if (format_ == "xml") out_ << "</items>";
-    out_.close();
+    bool stored = !failed_ && out_ && storage_->store();
     auto log = get_logger("feedexport");
     // Scrapy's storage class names, as its stats key them.
-    std::string storage = stdout_ ? "StdoutFeedStorage" : "FileFeedStorage";
-    if (!out_) {
+    auto storage = std::string(storage_->stats_name());
+    if (!stored) {
       log->error("Error storing {} feed ({} items) in: {}", format_, count_, path_);
       stats.inc_value("feedexport/failed_count/" + storage);
       return false;
@@ -343,16 +287,14 @@ class feed_exporter::feed {
 
   std::string path_;
   std::string format_;
-  std::ofstream out_;
   std::vector<std::string> fields_;  // the columns of a CSV; what JSON writes, when given
   bool ensure_ascii_;
   int indent_;  // nlohmann's: -1 writes an item on one line
+  std::unique_ptr<feed_storage> storage_;
+  std::ostream& out_;  // the storage's stream
   bool header_written_ = false;
   bool failed_ = false;
   std::size_t count_ = 0;
-  bool flushed_per_page_;          // JOBDIR: flush() ends each page's items
-  bool stdout_ = false;            // "stdout:": standard output, never resized
-  std::uintmax_t whole_size_ = 0;  // the file's size at the last flush that succeeded
 };
 
 struct feed_exporter::batched {
@@ -372,9 +314,6 @@ feed_exporter::feed_exporter(const settings& settings, stats& stats,
     feed_options feed;
     feed.uri = uri.starts_with("file://") ? uri.substr(7) : uri;
     feed.path = expand_uri(feed.uri, batch_parameters(parameters, 1));
-    if (feed.path.find("://") != std::string::npos) {
-      throw settings_error(where + ": only local files are supported as feed storage");
-    }
     feed.format = options.value("format", format_for_extension(feed.path));
     if (feed.format == "jsonl" || feed.format == "jl") feed.format = "jsonlines";
     if (feed.format != "jsonlines" && feed.format != "json" && feed.format != "csv" &&
@@ -415,8 +354,12 @@ feed_exporter::feed_exporter(const settings& settings, stats& stats,
     }
     auto opened = std::make_unique<batched>(
         batched{std::move(feed), parameters, settings.has("JOBDIR"), nullptr});
-    opened->current =
-        std::make_unique<feed_exporter::feed>(opened->options, opened->flushed_per_page);
+    try {
+      opened->current =
+          std::make_unique<feed_exporter::feed>(opened->options, opened->flushed_per_page);
+    } catch (const std::invalid_argument& no_storage) {
+      throw settings_error(where + ": " + no_storage.what());
+    }
     batches_.push_back(std::move(opened));
   }
 }

@@ -7,6 +7,9 @@
 //   crawler crawl books -o items.data:jsonl    # the format named after the colon, as Scrapy's
 //   crawler crawl books -o - | jq .title       # standard output (jsonlines; -o -:csv for CSV)
 //
+// Where a feed goes follows from its URI's scheme (feed_storage.h): a local file for a path or
+// file://, standard output for stdout:, and any storage registered in C++ for another scheme.
+//
 // Formats: jsonlines (.jsonl, .jl), json (.json: one array), csv (.csv: a header row from the
 // first item's fields, lists joined with commas), xml (.xml: Scrapy's XmlItemExporter, byte for
 // byte). Files are appended to unless "overwrite" is true, as Scrapy's file storage; a .json or

@@ -7,8 +7,11 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <regex>
+#include <sstream>
 
+#include "crawler/feed_storage.h"
 #include "crawler/feeds.h"
 #include "crawler/spider.h"
 #include "redis_server.h"
@@ -228,4 +231,77 @@ TEST(feed_export, a_batched_feed_whose_uri_names_no_batch_is_refused) {
                   "URI, a file per batch");
   }
   EXPECT_FALSE(std::filesystem::exists(uri));
+}
+
+namespace {
+
+// A storage of one's own, as an S3 or FTP one would be: the bytes kept aside until the feed is
+// stored, then "uploaded" (here, to a map; the "broken" scheme's upload fails).
+std::map<std::string, std::string>& uploaded() {
+  static std::map<std::string, std::string> files;
+  return files;
+}
+
+class memory_storage : public crawler::feed_storage {
+ public:
+  explicit memory_storage(const crawler::feed_target& target) : uri_(target.uri) {}
+  std::ostream& stream() override { return buffer_; }
+  bool store() override {
+    if (uri_.starts_with("broken://")) return false;
+    uploaded()[uri_] = buffer_.str();
+    return true;
+  }
+  std::string_view stats_name() const override { return "MemoryFeedStorage"; }
+
+ private:
+  std::string uri_;
+  std::ostringstream buffer_;
+};
+CRAWLER_REGISTER_FEED_STORAGE(memory_storage, "memory");
+
+class broken_storage : public memory_storage {
+  using memory_storage::memory_storage;
+};
+CRAWLER_REGISTER_FEED_STORAGE(broken_storage, "broken");
+
+}  // namespace
+
+TEST(feed_export, a_storage_registered_for_a_scheme_gets_the_feed_when_it_is_stored) {
+  crawler::settings settings;
+  settings.set_from_string(R"(FEEDS={"memory://bucket/%(name)s.jsonl": {}})");
+  crawler::stats stats;
+  crawler::feed_exporter feeds(settings, stats, {{"name", "books"}});
+  ASSERT_TRUE(feeds.export_item(first_item));
+  ASSERT_TRUE(feeds.export_item(second_item));
+  EXPECT_FALSE(uploaded().contains("memory://bucket/books.jsonl")) << "stored before the end";
+  ASSERT_TRUE(feeds.close());
+  EXPECT_EQ(uploaded()["memory://bucket/books.jsonl"],
+            R"({"n":3,"title":"Caf\u00e9 \u2615","url":"http://x/"})" "\n"
+            R"({"url":"u2"})" "\n");
+  EXPECT_EQ(stats.get_value("feedexport/success_count/MemoryFeedStorage").value_or(0), 1);
+}
+
+TEST(feed_export, a_storage_that_cannot_store_fails_the_feed_and_counts_it) {
+  crawler::settings settings;
+  settings.set_from_string(R"(FEEDS={"broken://bucket/items.jsonl": {}})");
+  crawler::stats stats;
+  crawler::feed_exporter feeds(settings, stats, {});
+  ASSERT_TRUE(feeds.export_item(first_item));
+  EXPECT_FALSE(feeds.close());
+  EXPECT_EQ(stats.get_value("feedexport/failed_count/MemoryFeedStorage").value_or(0), 1);
+}
+
+TEST(feed_export, a_uri_whose_scheme_has_no_storage_is_refused_naming_the_registered_ones) {
+  crawler::settings settings;
+  settings.set_from_string(R"(FEEDS={"s3://bucket/items.jsonl": {}})");
+  crawler::stats stats;
+  try {
+    crawler::feed_exporter feeds(settings, stats, {});
+    FAIL() << "an s3:// feed was taken with no storage for it";
+  } catch (const crawler::settings_error& error) {
+    EXPECT_EQ(std::string(error.what()),
+              "FEEDS.s3://bucket/items.jsonl: no feed storage is registered for \"s3\" URIs "
+              "(registered: broken, file, memory, stdout); one is registered in C++ with "
+              "CRAWLER_REGISTER_FEED_STORAGE (crawler/feed_storage.h)");
+  }
 }

@@ -1,0 +1,182 @@
+#include "crawler/feed_storage.h"
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <stdexcept>
+#include <utility>
+
+#include "config/log.h"
+
+namespace crawler {
+
+feed_storage::~feed_storage() = default;
+
+bool feed_storage::flush() {
+  stream().flush();
+  return bool(stream());
+}
+
+namespace {
+
+// The file's size up to and including its last newline, and its whole size.
+std::pair<std::uintmax_t, std::uintmax_t> whole_lines_size(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  in.seekg(0, std::ios::end);
+  auto size = std::streamoff(in.tellg());
+  if (size <= 0) return {0, 0};
+  std::streamoff keep = size;
+  char c = 0;
+  while (keep > 0) {
+    in.seekg(keep - 1);
+    in.get(c);
+    if (c == '\n') break;
+    --keep;
+  }
+  return {std::uintmax_t(keep), std::uintmax_t(size)};
+}
+
+// A feed appended to must end with a whole line: a crawl killed mid-write leaves a cut-short
+// last line, which the next run's first item would merge into. It is dropped, with a warning
+// (its item is crawled again: its page was not done).
+void drop_torn_tail(const std::string& path) {
+  auto [keep, size] = whole_lines_size(path);
+  if (keep == size) return;
+  std::filesystem::resize_file(path, keep);
+  get_logger("feedexport")
+      ->warn("{}: dropped its last {} bytes, a line cut short by a crash", path, size - keep);
+}
+
+// Scrapy's FileFeedStorage: a local file, appended to unless the feed overwrites it.
+class file_storage : public feed_storage {
+ public:
+  explicit file_storage(const feed_target& target)
+      : path_(target.uri.starts_with("file://") ? target.uri.substr(7) : target.uri),
+        flushed_per_page_(target.flushed_per_page) {
+    if (auto parent = std::filesystem::path(path_).parent_path(); !parent.empty()) {
+      std::filesystem::create_directories(parent);
+    }
+    existing_ = !target.overwrite && std::filesystem::is_regular_file(path_) &&
+                std::filesystem::file_size(path_) > 0;
+    if (existing_) drop_torn_tail(path_);
+    out_.open(path_, target.overwrite ? std::ios::trunc : std::ios::app);
+    if (!out_) throw std::runtime_error(path_ + ": cannot open the feed for writing");
+    std::error_code no_size;  // a device such as /dev/full: none to go back to
+    whole_size_ = std::filesystem::file_size(path_, no_size);
+  }
+
+  std::ostream& stream() override { return out_; }
+  bool continues_existing() const override { return existing_; }
+
+  bool flush() override {
+    if (!feed_storage::flush()) return false;
+    std::error_code error;
+    if (auto size = std::filesystem::file_size(path_, error); !error) whole_size_ = size;
+    return true;
+  }
+
+  // A failed write may have put part of a line on the disk (all of it that fit). With JOBDIR the
+  // file goes back to its size at the last flush that succeeded, the end of a page that is done
+  // (the items after it come again with their pages, crawled again by the resume); without, to
+  // its last whole line.
+  void after_failed_write() override {
+    out_.close();  // now: later, closing would write the rest of its buffer after the cut
+    std::error_code ignored;
+    std::filesystem::resize_file(
+        path_, flushed_per_page_ ? whole_size_ : whole_lines_size(path_).first, ignored);
+  }
+
+  bool store() override {
+    out_.close();
+    return bool(out_);
+  }
+  std::string_view stats_name() const override { return "FileFeedStorage"; }
+
+ private:
+  std::string path_;
+  std::ofstream out_;
+  bool flushed_per_page_;
+  bool existing_ = false;
+  std::uintmax_t whole_size_ = 0;  // the file's size at the last flush that succeeded
+};
+
+// Scrapy's StdoutFeedStorage. What the crawl prints goes to stderr: standard output is the
+// feed's alone. Opened anew (appending), so a pipe or a file it was redirected to gets the feed
+// as it is written; a pipe cannot be cut back after a failed write.
+class stdout_storage : public feed_storage {
+ public:
+  explicit stdout_storage(const feed_target&) {
+    out_.open("/dev/stdout", std::ios::app);
+    if (!out_) throw std::runtime_error("stdout: cannot open standard output for the feed");
+  }
+  std::ostream& stream() override { return out_; }
+  void after_failed_write() override { out_.close(); }
+  bool store() override {
+    out_.close();
+    return bool(out_);
+  }
+  std::string_view stats_name() const override { return "StdoutFeedStorage"; }
+
+ private:
+  std::ofstream out_;
+};
+
+std::mutex& storages_mutex() {
+  static std::mutex mutex;
+  return mutex;
+}
+
+// The built-ins are in the table from its first use, whichever comes first of a registration
+// and a lookup.
+std::map<std::string, feed_storage_factory, std::less<>>& storages() {
+  static std::map<std::string, feed_storage_factory, std::less<>> table{
+      {"file", [](const feed_target& target) -> std::unique_ptr<feed_storage> {
+         return std::make_unique<file_storage>(target);
+       }},
+      {"stdout", [](const feed_target& target) -> std::unique_ptr<feed_storage> {
+         return std::make_unique<stdout_storage>(target);
+       }}};
+  return table;
+}
+
+}  // namespace
+
+bool register_feed_storage(std::string scheme, feed_storage_factory make) {
+  std::lock_guard lock(storages_mutex());
+  storages().insert_or_assign(std::move(scheme), std::move(make));
+  return true;
+}
+
+std::vector<std::string> registered_feed_storages() {
+  std::lock_guard lock(storages_mutex());
+  std::vector<std::string> schemes;
+  for (const auto& [scheme, make] : storages()) schemes.push_back(scheme);
+  return schemes;
+}
+
+std::string feed_uri_scheme(std::string_view uri) {
+  if (uri == "stdout:") return "stdout";
+  auto separator = uri.find("://");
+  return separator == std::string_view::npos ? "file" : std::string(uri.substr(0, separator));
+}
+
+std::unique_ptr<feed_storage> open_feed_storage(const feed_target& target) {
+  auto scheme = feed_uri_scheme(target.uri);
+  feed_storage_factory make;
+  {
+    std::lock_guard lock(storages_mutex());
+    if (auto found = storages().find(scheme); found != storages().end()) make = found->second;
+  }
+  if (!make) {
+    std::string known;
+    for (const auto& each : registered_feed_storages()) known += (known.empty() ? "" : ", ") + each;
+    throw std::invalid_argument("no feed storage is registered for \"" + scheme +
+                                "\" URIs (registered: " + known +
+                                "); one is registered in C++ with CRAWLER_REGISTER_FEED_STORAGE "
+                                "(crawler/feed_storage.h)");
+  }
+  return make(target);
+}
+
+}  // namespace crawler
