@@ -27,6 +27,11 @@ void read_csv(std::string_view text, const csv_options& options,
     auto end_of_line = [&] {
       if (c == '\r' && i + 1 < text.size() && text[i + 1] == '\n') ++i;
     };
+    auto end_row = [&] {
+      end_field();
+      end_of_line();
+      end_record();
+    };
     switch (state) {
       case state::start_record:
         if (newline) {  // a blank line: a row of no fields
@@ -42,9 +47,7 @@ void read_csv(std::string_view text, const csv_options& options,
         } else if (c == options.delimiter) {
           end_field();
         } else if (newline) {
-          end_field();
-          end_of_line();
-          end_record();
+          end_row();
         } else {
           field += c;
           state = state::in_field;
@@ -55,9 +58,7 @@ void read_csv(std::string_view text, const csv_options& options,
           end_field();
           state = state::start_field;
         } else if (newline) {
-          end_field();
-          end_of_line();
-          end_record();
+          end_row();
         } else {
           field += c;
         }
@@ -78,9 +79,7 @@ void read_csv(std::string_view text, const csv_options& options,
           end_field();
           state = state::start_field;
         } else if (newline) {
-          end_field();
-          end_of_line();
-          end_record();
+          end_row();
         } else {  // "a"b: the rest of the field goes on unquoted
           field += c;
           state = state::in_field;
