@@ -169,34 +169,43 @@ struct crawl_run {
   std::vector<json> items;
 };
 
-// `crawler run FILE.json` through crawler::cli::main, in this process, where the components above
-// are registered: a crawl file with `settings` over a spider of `pages` pages of `server`.
-crawl_run run_crawl_file(const http_server& server, json settings, std::size_t pages = 3) {
+// The `crawler` program through crawler::cli::main, in this process, where the components above
+// are registered: `args` after the program's name.
+int crawler_main(std::vector<std::string> args) {
+  args.insert(args.begin(), "crawler");
+  std::vector<char*> argv;
+  for (auto& arg : args) argv.push_back(arg.data());
+  return crawler::cli::main(int(argv.size()), argv.data());
+}
+
+// `crawler run FILE.json` of `document`, with its items and stats.
+crawl_run run_crawl_document(json document) {
   temp_dir dir;
-  json document = {
-      {"settings", std::move(settings)},
-      {"user_settings", {{"TEST_FEED_BASE", ""}}},
-      {"spider",
-       {{"name", "components"},
-        {"start_urls", {server.url("/site/0")}},
-        {"rules", {{{"allow", {"/site/[0-" + std::to_string(pages - 1) + "]$"}},
-                    {"callback", "page"},
-                    {"follow", true}}}},
-        {"callbacks", {{"page", {{"fields", {{"url", "$url"}, {"title", "title::text"}}}}}}}}}};
-  document["settings"]["LOG_LEVEL"] = "WARNING";
+  document["user_settings"]["TEST_FEED_BASE"] = "";
+  if (!document["settings"].contains("LOG_LEVEL")) document["settings"]["LOG_LEVEL"] = "WARNING";
   auto file = (dir.path() / "crawl.json").string();
   std::ofstream(file) << document.dump();
   auto items_path = (dir.path() / "items.jsonl").string();
   auto stats_path = (dir.path() / "stats.json").string();
-  std::vector<std::string> args{"crawler", "run",        file, "-o", items_path,
-                                "-s",      "STATS_FILE=" + stats_path};
-  std::vector<char*> argv;
-  for (auto& arg : args) argv.push_back(arg.data());
-  crawl_run result{crawler::cli::main(int(argv.size()), argv.data()), json::object(), {}};
+  crawl_run result{crawler_main({"run", file, "-o", items_path, "-s", "STATS_FILE=" + stats_path}),
+                   json::object(), {}};
   if (std::filesystem::exists(stats_path)) result.stats = json::parse(std::ifstream(stats_path));
   std::ifstream items(items_path);
   for (std::string line; std::getline(items, line);) result.items.push_back(json::parse(line));
   return result;
+}
+
+// A crawl file with `settings` over a spider of `pages` pages of `server`, each an item.
+crawl_run run_crawl_file(const http_server& server, json settings, std::size_t pages = 3) {
+  return run_crawl_document(
+      {{"settings", std::move(settings)},
+       {"spider",
+        {{"name", "components"},
+         {"start_urls", {server.url("/site/0")}},
+         {"rules", {{{"allow", {"/site/[0-" + std::to_string(pages - 1) + "]$"}},
+                     {"callback", "page"},
+                     {"follow", true}}}},
+         {"callbacks", {{"page", {{"fields", {{"url", "$url"}, {"title", "title::text"}}}}}}}}}});
 }
 
 TEST(components, a_pipeline_registered_in_cpp_is_enabled_from_a_crawl_files_item_pipelines) {
@@ -250,11 +259,8 @@ TEST(components, a_name_no_one_registered_is_an_error_naming_the_registered_ones
 }
 
 TEST(components, crawler_components_lists_every_registered_name_under_its_setting) {
-  std::vector<std::string> args{"crawler", "components"};
-  std::vector<char*> argv;
-  for (auto& arg : args) argv.push_back(arg.data());
   testing::internal::CaptureStdout();
-  ASSERT_EQ(crawler::cli::main(int(argv.size()), argv.data()), 0);
+  ASSERT_EQ(crawler_main({"components"}), 0);
   auto listed = testing::internal::GetCapturedStdout();
   auto pipelines = listed.find("ITEM_PIPELINES\n");
   auto downloader = listed.find("DOWNLOADER_MIDDLEWARES\n");
@@ -271,20 +277,14 @@ TEST(components, crawler_components_lists_every_registered_name_under_its_settin
 
 TEST(components, a_builtin_middleware_set_to_null_in_downloader_middlewares_is_left_out) {
   http_server server;
-  temp_dir dir;
   auto crawl = [&](json settings) {
-    json document = {{"settings", std::move(settings)},
-                     {"spider", {{"name", "retries"}, {"start_urls", {server.url("/status/503")}}}}};
-    document["settings"]["LOG_LEVEL"] = "ERROR";
-    document["settings"]["RETRY_TIMES"] = 2;
-    auto file = (dir.path() / "crawl.json").string();
-    std::ofstream(file) << document.dump();
-    std::string stats_path = (dir.path() / "stats.json").string();
-    std::vector<std::string> args{"crawler", "run", file, "-s", "STATS_FILE=" + stats_path};
-    std::vector<char*> argv;
-    for (auto& arg : args) argv.push_back(arg.data());
-    EXPECT_EQ(crawler::cli::main(int(argv.size()), argv.data()), 0);
-    return json::parse(std::ifstream(stats_path));
+    settings["LOG_LEVEL"] = "ERROR";
+    settings["RETRY_TIMES"] = 2;
+    auto run = run_crawl_document(
+        {{"settings", std::move(settings)},
+         {"spider", {{"name", "retries"}, {"start_urls", {server.url("/status/503")}}}}});
+    EXPECT_EQ(run.status, 0);
+    return run.stats;
   };
   auto with_retries = crawl(json::object());
   EXPECT_EQ(with_retries.value("retry/count", 0), 2);
