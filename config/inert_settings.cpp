@@ -28,6 +28,9 @@ constexpr std::string_view feed_storage =
     "feeds go to local files and standard output; a storage for another URI scheme is "
     "registered in C++ (crawler/feed_storage.h)";
 
+constexpr std::string_view images_as_files =
+    "the ImagesPipeline stores images as downloaded: no thumbnails, no size filter";
+
 constexpr inert_setting inert_table[] = {
     {"TELNETCONSOLE_ENABLED", no_telnet},
     {"TELNETCONSOLE_PORT", no_telnet},
@@ -37,8 +40,12 @@ constexpr inert_setting inert_table[] = {
     {"EXTENSIONS_BASE", extensions},
     {"ITEM_PIPELINES_BASE", python_code},
     {"CONCURRENT_ITEMS",
-     "item pipelines are C++ calls made one item at a time as the callback yields them, on the "
-     "crawl's one thread; there is nothing to run side by side"},
+     "items go through the pipelines as the callback yields them, on the crawl's one thread; "
+     "those an async pipeline holds (files to download) wait side by side, their pages counted "
+     "in CONCURRENT_REQUESTS"},
+    {"IMAGES_THUMBS", images_as_files},
+    {"IMAGES_MIN_HEIGHT", images_as_files},
+    {"IMAGES_MIN_WIDTH", images_as_files},
     {"SPIDER_MODULES", modules},
     {"NEWSPIDER_MODULE", modules},
     {"COMMANDS_MODULE", modules},

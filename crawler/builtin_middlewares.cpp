@@ -7,6 +7,7 @@
 #include "config/log.h"
 #include "config/redact.h"
 #include "config/ascii.h"
+#include "crawler/files_pipeline.h"
 #include "crawler/http_cache.h"
 #include "crawler/middleware.h"
 #include "crawler/parse/link_extractor.h"
@@ -626,6 +627,16 @@ void register_builtin_middlewares() {
     spider("depth.DepthMiddleware", [](crawl_context& crawl) -> made_spider {
       return std::make_unique<depth_middleware>(crawl.settings, crawl.stats);
     });
+    register_component<item_pipeline>(
+        "scrapy.pipelines.files.FilesPipeline",
+        [](crawl_context& crawl) -> std::unique_ptr<item_pipeline> {
+          return std::make_unique<files_pipeline>(crawl, "FILES");
+        });
+    register_component<item_pipeline>(
+        "scrapy.pipelines.images.ImagesPipeline",
+        [](crawl_context& crawl) -> std::unique_ptr<item_pipeline> {
+          return std::make_unique<files_pipeline>(crawl, "IMAGES");
+        });
     // scrapy-redis's pipeline is REDIS_PIPELINE, which the fleet's scheduler runs
     // (scheduler_factory.cpp turns the one into the other): nothing to build here.
     register_component<item_pipeline>(

@@ -40,6 +40,7 @@
 
 #include "config/settings.h"
 #include "config/stats.h"
+#include "crawler/download_result.h"
 #include "crawler/middleware.h"
 #include "crawler/pipeline.h"
 #include "crawler/signals.h"
@@ -57,6 +58,12 @@ class crawl_engine {
   virtual void crawl(crawler::request request) = 0;
   /// Closes the spider with `reason` (Scrapy's engine.close_spider).
   virtual void close_spider(std::string reason) = 0;
+  /// Downloads `request` past the scheduler and the spider (Scrapy's engine.download): through
+  /// the downloader middlewares (retries, redirects, the HTTP cache) and the downloader's per-site
+  /// politeness, then calls `done` on the loop with the outcome. A close lets the download finish;
+  /// force_close answers it at once with error_type "CancelledError".
+  virtual void download(crawler::request request,
+                        std::function<void(download_result)> done) = 0;
 };
 
 /// What a component is built with: the crawl's settings, stats, signals, spider and engine.

@@ -48,6 +48,14 @@ std::string referer_of(const request& request) {
   return referer.empty() ? "None" : std::string(referer);
 }
 
+// Marks a component's download (engine::download) with its id, in its meta: the downloader may
+// give it back with the other requests it holds, and a close must answer it, not queue it.
+constexpr const char* component_download_key = "_component_download";
+
+bool is_component_download(const request& request) {
+  return request.meta.contains(component_download_key);
+}
+
 // What the spider's callbacks would parse: HTML, XML, or a body that does not say.
 bool is_markup(const response& response) {
   auto type = response.header("Content-Type");
@@ -87,6 +95,8 @@ engine::engine(asio::io_context& io, const settings& settings, stats& stats, spi
     spider_middlewares_.push_back(std::move(middleware));
   }
   pipelines_ = build_components<item_pipeline>(context);
+  pipelines_wait_ = std::any_of(pipelines_.begin(), pipelines_.end(),
+                                [](const auto& pipeline) { return pipeline->waits(); });
   extensions_ = build_components<extension>(context);
   if (settings.get_bool("ROBOTSTXT_OBEY")) {
     robots_ = std::make_unique<robots_gate>(
@@ -121,6 +131,7 @@ engine::engine(asio::io_context& io, const settings& settings, stats& stats, spi
 engine::~engine() = default;
 
 void engine::add_pipeline(std::unique_ptr<item_pipeline> pipeline) {
+  pipelines_wait_ = pipelines_wait_ || pipeline->waits();
   pipelines_.push_back(std::move(pipeline));
 }
 void engine::add_downloader_middleware(std::unique_ptr<downloader_middleware> middleware) {
@@ -186,8 +197,12 @@ void engine::open() {
       return fail_startup(std::current_exception());
     }
     for (auto& middleware : spider_middlewares_) middleware->process_start_requests(start);
-    for (auto& item : start.items) {
-      if (auto processed = process_item(std::move(item), nullptr)) export_item(*processed);
+    if (pipelines_wait_ && !start.items.empty()) {
+      process_items_later(std::move(start.items), nullptr, nullptr, {}, true);
+    } else {
+      for (auto& item : start.items) {
+        if (auto processed = process_item(std::move(item), nullptr)) export_item(*processed);
+      }
     }
     if (signals_.connected<signals::request_scheduled>()) {
       for (const auto& request : start.requests) {
@@ -371,7 +386,8 @@ void engine::on_downloaded(download_result result) {
 // a crawl that downloaded on meanwhile would keep more pages half done (refetched after a crash,
 // held in memory while the store is away) than CONCURRENT_REQUESTS says.
 std::size_t engine::held_outside_downloader() const {
-  return (robots_ ? robots_->waiting() : 0) + parsing_ + answered_here_ + pending_stores_;
+  return (robots_ ? robots_->waiting() : 0) + parsing_ + answered_here_ + pending_stores_ +
+         pages_in_pipelines_;
 }
 
 std::size_t engine::queued() const {
@@ -542,15 +558,22 @@ void engine::process_output(output& out, const response* from, const request& pa
   // lease, the page is another worker's, whose items they are (and whose feed has them).
   bool export_now = !items_wait_for_store(page.lease);
   page_outcome outcome{.lease = page.lease, .requests = std::move(out.requests)};
+  if (pipelines_wait_ && !out.items.empty()) {
+    return process_items_later(std::move(out.items), from, &page, std::move(outcome), export_now);
+  }
   for (auto& item : out.items) {
     auto processed = process_item(std::move(item), from);
     if (!processed) continue;
     if (export_now) export_item(*processed, from);
     outcome.items.push_back(std::move(*processed));
   }
+  finish_page(std::move(outcome), page, !out.items.empty());
+}
+
+void engine::finish_page(page_outcome outcome, const request& page, bool had_items) {
   // With JOBDIR the page is marked done in the journal next: its items must be in the feeds
   // first, or a crash in between would lose them for good.
-  if (flush_feeds_per_page_ && !out.items.empty() && !feeds_->flush()) {
+  if (flush_feeds_per_page_ && had_items && !feeds_->flush()) {
     // Its items did not all reach the feed, so the page is not done: it goes back to the queue,
     // which JOBDIR saves for the resume to crawl it again.
     feed_failed();
@@ -561,29 +584,160 @@ void engine::process_output(output& out, const response* from, const request& pa
 
 std::optional<crawler::item> engine::process_item(crawler::item item, const response* from) {
   for (auto& pipeline : pipelines_) {
-    try {
-      pipeline->process_item(item, spider_);
-    } catch (const drop_item& dropped) {
-      stats_.inc_value("item_dropped_count");
-      stats_.inc_value("item_dropped_reasons_count/DropItem");
-      logger_->warn("Dropped: {}\n{}", dropped.what(),
-                    item.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
-      signals_.send(signals::item_dropped{item, from, dropped.what(), spider_});
-      return std::nullopt;
-    } catch (const std::exception& error) {
-      logger_->error("Error processing {}\n{}: {}",
-                     item.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
-                     type_name(error), error.what());
-      signals_.send(signals::item_error{item, from, error.what(), spider_});
-      return std::nullopt;
-    }
+    if (!passes(*pipeline, item, from)) return std::nullopt;
   }
+  log_scraped(item, from);
+  return item;
+}
+
+bool engine::passes(item_pipeline& pipeline, crawler::item& item, const response* from) {
+  try {
+    pipeline.process_item(item, spider_);
+    return true;
+  } catch (...) {
+    report_stopped(item, from, std::current_exception());
+    return false;
+  }
+}
+
+void engine::report_stopped(const crawler::item& item, const response* from,
+                            std::exception_ptr error) {
+  try {
+    std::rethrow_exception(error);
+  } catch (const drop_item& dropped) {
+    stats_.inc_value("item_dropped_count");
+    stats_.inc_value("item_dropped_reasons_count/DropItem");
+    logger_->warn("Dropped: {}\n{}", dropped.what(),
+                  item.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+    signals_.send(signals::item_dropped{item, from, dropped.what(), spider_});
+  } catch (const std::exception& failed) {
+    logger_->error("Error processing {}\n{}: {}",
+                   item.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
+                   type_name(failed), failed.what());
+    signals_.send(signals::item_error{item, from, failed.what(), spider_});
+  } catch (...) {
+    logger_->error("Error processing {}\nan exception that is not a std::exception",
+                   item.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+    signals_.send(signals::item_error{item, from, "unknown exception", spider_});
+  }
+}
+
+void engine::log_scraped(const crawler::item& item, const response* from) const {
   if (logger_->should_log(spdlog::level::debug)) {
     logger_->debug("Scraped from {}\n{}",
                    from ? "<" + std::to_string(from->status) + " " + from->url + ">" : "start",
                    item.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
   }
-  return item;
+}
+
+// A page's items, each in its slot, while a pipeline that waits holds some of them. The response
+// is a copy: the callback's is gone by the time the last item is through.
+struct engine::page_items {
+  std::shared_ptr<const response> from;
+  std::optional<request> page;  // none for the start requests' items
+  page_outcome outcome;
+  bool export_now = true;
+  std::vector<std::optional<crawler::item>> items;
+  std::size_t waiting = 0;
+};
+
+void engine::process_items_later(std::vector<crawler::item> items, const response* from,
+                                 const request* page, page_outcome outcome, bool export_now) {
+  auto held = std::make_shared<page_items>();
+  if (from) held->from = std::make_shared<const response>(*from);
+  if (page) held->page = *page;
+  held->outcome = std::move(outcome);
+  held->export_now = export_now;
+  held->items.resize(items.size());
+  held->waiting = items.size();
+  ++pages_in_pipelines_;
+  for (std::size_t slot = 0; slot < items.size(); ++slot) {
+    run_pipelines(std::move(items[slot]), slot, 0, held);
+  }
+}
+
+// From pipeline `next` on: plain pipelines in turn, until one that waits takes the item.
+void engine::run_pipelines(crawler::item item, std::size_t slot, std::size_t next,
+                           const std::shared_ptr<page_items>& held) {
+  const response* from = held->from.get();
+  for (; next < pipelines_.size(); ++next) {
+    auto& pipeline = *pipelines_[next];
+    if (!pipeline.waits()) {
+      if (!passes(pipeline, item, from)) return item_through(held, slot, std::nullopt);
+      continue;
+    }
+    pipeline.process_item_async(
+        std::move(item), spider_,
+        [this, held, slot, next](crawler::item item, std::exception_ptr error) {
+          if (error) {
+            report_stopped(item, held->from.get(), error);
+            return item_through(held, slot, std::nullopt);
+          }
+          run_pipelines(std::move(item), slot, next + 1, held);
+        });
+    return;
+  }
+  log_scraped(item, from);
+  item_through(held, slot, std::move(item));
+}
+
+void engine::item_through(const std::shared_ptr<page_items>& held, std::size_t slot,
+                          std::optional<crawler::item> item) {
+  held->items[slot] = std::move(item);
+  if (--held->waiting > 0) return;
+  --pages_in_pipelines_;
+  const response* from = held->from.get();
+  if (forced_ && held->page && !held->page->lease.empty()) {
+    // force_close cancelled what the pipelines waited for (files): the page is not done, and
+    // goes back to the queue with its lease, to be crawled again on resume; its items are not
+    // exported, so none is exported twice.
+    logger_->info("Put {} back in the queue: its items were still in the item pipelines",
+                  held->page->describe());
+    scheduler_->restore(*held->page);
+    return pump();
+  }
+  for (auto& through : held->items) {
+    if (!through) continue;
+    if (held->export_now) export_item(*through, from);
+    held->outcome.items.push_back(std::move(*through));
+  }
+  if (held->page) {
+    finish_page(std::move(held->outcome), *held->page, !held->items.empty());
+  } else {
+    store(std::move(held->outcome));
+  }
+  pump();
+}
+
+void engine::download(request request, std::function<void(download_result)> done) {
+  auto id = next_component_download_++;
+  request.meta[component_download_key] = id;
+  component_downloads_.emplace(id, std::move(done));
+  send_component_download(std::move(request));
+}
+
+void engine::send_component_download(request request) {
+  send(std::move(request),
+       [this](download_result result) { on_component_downloaded(std::move(result)); });
+}
+
+void engine::on_component_downloaded(download_result result) {
+  if (phase_ == phase::closed) return;
+  if (auto next = process_download(result)) {
+    send_component_download(std::move(*next));
+  } else {
+    auto id = result.request.meta.find(component_download_key);
+    auto found = id == result.request.meta.end() || !id->is_number_unsigned()
+                     ? component_downloads_.end()
+                     : component_downloads_.find(id->get<std::uint64_t>());
+    if (found != component_downloads_.end()) {
+      auto done = std::move(found->second);
+      component_downloads_.erase(found);
+      result.request.meta.erase(component_download_key);
+      done(std::move(result));
+    }
+  }
+  pump();
 }
 
 void engine::export_item(const crawler::item& item, const response* from) {
@@ -671,8 +825,29 @@ void engine::begin_close(const std::string& reason) {
 
 // What the downloader gave back goes to the queue, with what waits for a robots.txt download.
 // A robots.txt download itself belongs to no spider: it is dropped.
-void engine::restore_unsent(std::vector<request> requests, std::string_view were) {
+void engine::restore_unsent(std::vector<request> requests, std::string_view were, bool forced) {
   std::erase_if(requests, robots_gate::is_robots_request);
+  // A component's download was never the queue's: a close lets it finish (a page's items wait on
+  // it), a forced one answers it as cancelled, on the loop's next turn.
+  auto downloads = std::stable_partition(requests.begin(), requests.end(),
+                                         [](const request& r) { return !is_component_download(r); });
+  for (auto it = downloads; it != requests.end(); ++it) {
+    if (!forced) {
+      downloader_->fetch(std::move(*it), [this](download_result result) {
+        on_component_downloaded(std::move(result));
+      });
+      continue;
+    }
+    download_result cancelled{std::move(*it)};
+    cancelled.error_type = "CancelledError";
+    cancelled.error_message = "the spider was force-closed before the download ended";
+    ++answered_here_;
+    asio::post(io_, [this, cancelled = std::move(cancelled)]() mutable {
+      --answered_here_;
+      on_component_downloaded(std::move(cancelled));
+    });
+  }
+  requests.erase(downloads, requests.end());
   if (robots_) {
     for (auto& request : robots_->take_waiting()) requests.push_back(std::move(request));
   }
@@ -685,7 +860,8 @@ void engine::restore_unsent(std::vector<request> requests, std::string_view were
 void engine::force_close(std::string reason) {
   asio::post(io_, [this, reason = std::move(reason)] {
     if (phase_ == phase::closed) return;
-    restore_unsent(downloader_->abort_all(), "in flight");
+    forced_ = true;
+    restore_unsent(downloader_->abort_all(), "in flight", true);
     if (phase_ != phase::closing) close_reason_ = reason;
     phase_ = phase::closing;
     scheduler_->begin_close();

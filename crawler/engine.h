@@ -32,6 +32,7 @@
 #include <chrono>
 #include <exception>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <set>
@@ -67,6 +68,8 @@ class engine : public crawl_engine {
   void crawl(request request) override;
   /// Closes the spider with `reason`, as close() does. On the loop only.
   void close_spider(std::string reason) override;
+  /// Downloads `request` for a component (components.h). On the loop only.
+  void download(request request, std::function<void(download_result)> done) override;
 
   void add_pipeline(std::unique_ptr<item_pipeline> pipeline);
   void add_downloader_middleware(std::unique_ptr<downloader_middleware> middleware);
@@ -121,6 +124,24 @@ class engine : public crawl_engine {
   void process_output(output& out, const response* from, const request& page);
   // The item as the pipelines left it, or nullopt when one dropped it.
   std::optional<crawler::item> process_item(crawler::item item, const response* from);
+  // Whether `pipeline` passed `item` on; when it did not, says why (drop or error).
+  bool passes(item_pipeline& pipeline, crawler::item& item, const response* from);
+  void report_stopped(const crawler::item& item, const response* from, std::exception_ptr error);
+  void log_scraped(const crawler::item& item, const response* from) const;
+  // With a pipeline that waits (pipeline.h): a page's items on their way through the pipelines.
+  struct page_items;
+  void process_items_later(std::vector<crawler::item> items, const response* from,
+                           const request* page, page_outcome outcome, bool export_now);
+  void run_pipelines(crawler::item item, std::size_t slot, std::size_t next,
+                     const std::shared_ptr<page_items>& held);
+  void item_through(const std::shared_ptr<page_items>& held, std::size_t slot,
+                    std::optional<crawler::item> item);
+  // Hands a page's outcome on once its items are through the pipelines (`had_items`: some were
+  // yielded, so JOBDIR writes them through first).
+  void finish_page(page_outcome outcome, const request& page, bool had_items);
+  // Component downloads (download()): sent, answered, and given back by a close.
+  void send_component_download(request request);
+  void on_component_downloaded(download_result result);
   // Writes a processed item to the feeds and counts it (item_scraped_count).
   void export_item(const crawler::item& item, const response* from = nullptr);
   // Whether the items of the page that holds `lease` are exported once its outcome is stored
@@ -132,8 +153,9 @@ class engine : public crawl_engine {
   // Whether spider_idle's handlers let the spider close (nothing scheduled, none objected).
   bool idle_lets_close();
   void begin_close(const std::string& reason);
-  // Puts requests the downloader gave back (`were`: "in flight", ...) back in the queue.
-  void restore_unsent(std::vector<request> requests, std::string_view were);
+  // Puts requests the downloader gave back (`were`: "in flight", ...) back in the queue. A
+  // component's download is sent again, or with `forced` answered as cancelled.
+  void restore_unsent(std::vector<request> requests, std::string_view were, bool forced = false);
   void finish();
   void count_page();
   void count_error();
@@ -175,6 +197,12 @@ class engine : public crawl_engine {
   bool flush_feeds_per_page_;  // JOBDIR: a page's items reach the OS before it is marked done
   std::size_t parsing_ = 0;
   std::size_t answered_here_ = 0;  // a downloader middleware ignored or answered, not yet handed on
+  bool pipelines_wait_ = false;     // some pipeline is an async_item_pipeline
+  std::size_t pages_in_pipelines_ = 0;
+  bool forced_ = false;  // force_close was called: pages still in the pipelines go back to the queue
+  // What components asked download() for, by the id their request's meta carries.
+  std::map<std::uint64_t, std::function<void(download_result)>> component_downloads_;
+  std::uint64_t next_component_download_ = 0;
   // Last, so it is joined before anything its jobs could touch is destroyed.
   // With spider.parses_html or concurrent_callbacks.
   std::unique_ptr<boost::asio::thread_pool> parsers_;

@@ -13,10 +13,13 @@
 #include "crawler/cli/main.h"
 #include "crawler/components.h"
 #include "http_server.h"
+#include "in_process_crawl.h"
 #include "redis_server.h"
 
 namespace {
 
+using crawler::fixtures::crawl_run;
+using crawler::fixtures::crawler_main;
 using crawler::fixtures::http_server;
 using crawler::fixtures::temp_dir;
 using json = nlohmann::json;
@@ -163,36 +166,11 @@ class hold_open_once : public crawler::extension {
 };
 CRAWLER_REGISTER_EXTENSION(hold_open_once, "tests.HoldOpenOnce");
 
-struct crawl_run {
-  int status;
-  json stats;
-  std::vector<json> items;
-};
-
-// The `crawler` program through crawler::cli::main, in this process, where the components above
-// are registered: `args` after the program's name.
-int crawler_main(std::vector<std::string> args) {
-  args.insert(args.begin(), "crawler");
-  std::vector<char*> argv;
-  for (auto& arg : args) argv.push_back(arg.data());
-  return crawler::cli::main(int(argv.size()), argv.data());
-}
-
-// `crawler run FILE.json` of `document`, with its items and stats.
+// `crawler run FILE.json` of `document`, with its items and stats; TEST_FEED_BASE declared for
+// feed_when_idle.
 crawl_run run_crawl_document(json document) {
-  temp_dir dir;
   document["user_settings"]["TEST_FEED_BASE"] = "";
-  if (!document["settings"].contains("LOG_LEVEL")) document["settings"]["LOG_LEVEL"] = "WARNING";
-  auto file = (dir.path() / "crawl.json").string();
-  std::ofstream(file) << document.dump();
-  auto items_path = (dir.path() / "items.jsonl").string();
-  auto stats_path = (dir.path() / "stats.json").string();
-  crawl_run result{crawler_main({"run", file, "-o", items_path, "-s", "STATS_FILE=" + stats_path}),
-                   json::object(), {}};
-  if (std::filesystem::exists(stats_path)) result.stats = json::parse(std::ifstream(stats_path));
-  std::ifstream items(items_path);
-  for (std::string line; std::getline(items, line);) result.items.push_back(json::parse(line));
-  return result;
+  return crawler::fixtures::run_crawl_document(std::move(document));
 }
 
 // A crawl file with `settings` over a spider of `pages` pages of `server`, each an item.

@@ -154,7 +154,7 @@ TEST(settings, scrapy_settings_without_effect_here_are_warnings_not_errors) {
   };
   EXPECT_EQ(said("ITEM_PIPELINES_BASE has no effect here: Python code does not run here"), 1);
   EXPECT_EQ(said("SPIDER_MODULES has no effect here: spiders are compiled in"), 1);
-  EXPECT_EQ(said("CONCURRENT_ITEMS has no effect here: item pipelines are C++ calls"), 1);
+  EXPECT_EQ(said("CONCURRENT_ITEMS has no effect here: items go through the pipelines as the callback"), 1);
   EXPECT_EQ(said("EXTENSIONS_BASE has no effect here"), 1);
   EXPECT_TRUE(settings{}.warnings().empty());
   // Only the exact names pass: a typo of ours is still refused.
