@@ -136,8 +136,19 @@ std::string sniff_encoding(std::string_view body, std::string_view content_type)
   if (auto charset = charset_parameter(content_type); !charset.empty()) {
     return canonical_encoding(charset);
   }
-  // <meta charset="..."> or <meta http-equiv="Content-Type" content="...; charset=...">.
+  // <meta charset="..."> or <meta http-equiv="Content-Type" content="...; charset=...">, or an
+  // XML declaration's encoding="..." (w3lib reads both).
   auto head = ascii_lower(body.substr(0, 1024));
+  if (head.starts_with("<?xml")) {
+    auto declaration = std::string_view(head).substr(0, head.find("?>"));
+    if (auto at = declaration.find("encoding"); at != std::string_view::npos) {
+      // Read as a charset= parameter, which it is but for its name.
+      auto value = "charset" + std::string(declaration.substr(at + 8));
+      if (auto encoding = charset_parameter(value); !encoding.empty()) {
+        return canonical_encoding(encoding);
+      }
+    }
+  }
   for (std::size_t at = head.find("<meta"); at != std::string::npos;
        at = head.find("<meta", at + 5)) {
     auto end = head.find('>', at);
@@ -148,6 +159,22 @@ std::string sniff_encoding(std::string_view body, std::string_view content_type)
     }
   }
   return "utf-8";
+}
+
+void html_document::register_namespace(std::string prefix, std::string uri) const {
+  std::lock_guard lock(namespaces_mutex_);
+  for (auto& [known, known_uri] : namespaces_) {
+    if (known == prefix) {
+      known_uri = std::move(uri);
+      return;
+    }
+  }
+  namespaces_.emplace_back(std::move(prefix), std::move(uri));
+}
+
+std::vector<std::pair<std::string, std::string>> html_document::registered_namespaces() const {
+  std::lock_guard lock(namespaces_mutex_);
+  return namespaces_;
 }
 
 std::string decode_to_utf8(std::string_view body, std::string_view encoding) {

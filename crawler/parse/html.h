@@ -24,6 +24,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace crawler {
@@ -43,7 +44,7 @@ enum class html_parser : std::uint8_t { gumbo, libxml2 };
 html_parser html_parser_named(std::string_view name);
 
 struct html_attribute {
-  std::string_view name;   // lower-case
+  std::string_view name;   // lower-case; in an XML document as written ("xml:lang", "href")
   std::string_view value;  // entities decoded
 };
 
@@ -53,7 +54,10 @@ struct html_node {
   enum class kind : std::uint8_t { document, element, text, comment, cdata };
 
   kind type = kind::element;
-  std::string_view name;  // an element's lower-case name
+  // An element's lower-case name. In an XML document its name as written when it is in no
+  // namespace, else "{namespace URI}local-name", as lxml's tag: a CSS type selector matches
+  // neither case-folded nor across namespaces, as in Scrapy.
+  std::string_view name;
   std::string_view text;  // the content of text, comment and cdata nodes, entities decoded
   std::span<const html_attribute> attributes;
   const html_node* parent = nullptr;
@@ -109,6 +113,13 @@ class html_document {
                                                     std::string_view content_type = {},
                                                     const html_limits& limits = {},
                                                     html_parser parser = html_parser::gumbo);
+  /// Decodes and parses `body` as XML (Scrapy's XmlResponse, parsel's type="xml"): libxml2's XML
+  /// parser, recovering from errors, with no network, no DTD and no entity expansion; names keep
+  /// their case and namespaces. The encoding also comes from an <?xml encoding="..."?>
+  /// declaration. Throws page_too_complex as parse() does.
+  static std::shared_ptr<const html_document> parse_xml(std::string_view body,
+                                                        std::string_view content_type = {},
+                                                        const html_limits& limits = {});
   ~html_document() = default;
   html_document(const html_document&) = delete;
   html_document& operator=(const html_document&) = delete;
@@ -119,6 +130,14 @@ class html_document {
   const std::string& encoding() const { return encoding_; }
   /// The body as UTF-8, as it was parsed (node positions point into it).
   const std::string& text() const { return utf8_; }
+  /// Whether the document was parsed as XML (parse_xml).
+  bool is_xml() const { return xml_document_ != nullptr; }
+
+  /// Lets XPath queries on this document name `uri` by `prefix` (parsel's register_namespace),
+  /// beside the prefixes the document declares itself. Thread-safe.
+  void register_namespace(std::string prefix, std::string uri) const;
+  /// The prefixes register_namespace added, in the order they came.
+  std::vector<std::pair<std::string, std::string>> registered_namespaces() const;
 
  private:
   friend class detail::tree_builder;
@@ -131,6 +150,11 @@ class html_document {
   std::vector<html_attribute> attributes_;
   std::deque<std::string> strings_;  // names and values the parser's own output does not hold
   std::shared_ptr<const void> parser_output_;  // what the nodes' strings point into
+  // An XML document's libxml2 tree (owned by parser_output_), which XPath runs on directly: its
+  // namespaces are what parsel's XPath sees.
+  void* xml_document_ = nullptr;
+  mutable std::mutex namespaces_mutex_;
+  mutable std::vector<std::pair<std::string, std::string>> namespaces_;
   // libxml2's copy of the tree for XPath (detail/xpath.cpp), built on the first XPath query.
   mutable std::once_flag xpath_built_;
   mutable std::shared_ptr<const void> xpath_tree_;

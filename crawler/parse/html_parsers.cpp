@@ -31,10 +31,10 @@ html_parser html_parser_named(std::string_view name) {
   throw std::invalid_argument("unknown HTML parser \"" + std::string(name) + "\"; known: " + known);
 }
 
-std::shared_ptr<const html_document> html_document::parse(std::string_view body,
-                                                          std::string_view content_type,
-                                                          const html_limits& limits,
-                                                          html_parser parser) {
+namespace {
+
+// Before any parser sees it: a page over its budgets is refused.
+void check_limits(std::string_view body, const html_limits& limits) {
   if (body.size() > limits.max_bytes) {
     throw page_too_complex("too_large", "the page is " + std::to_string(body.size()) +
                                             " bytes, more than HTML_MAX_SIZE (" +
@@ -45,6 +45,15 @@ std::shared_ptr<const html_document> html_document::parse(std::string_view body,
                                            " deep, more than HTML_MAX_DEPTH (" +
                                            std::to_string(limits.max_depth) + ")");
   }
+}
+
+}  // namespace
+
+std::shared_ptr<const html_document> html_document::parse(std::string_view body,
+                                                          std::string_view content_type,
+                                                          const html_limits& limits,
+                                                          html_parser parser) {
+  check_limits(body, limits);
   std::shared_ptr<html_document> document(new html_document);
   document->encoding_ = sniff_encoding(body, content_type);
   document->utf8_ = decode_to_utf8(body, document->encoding_);
@@ -52,6 +61,19 @@ std::shared_ptr<const html_document> html_document::parse(std::string_view body,
   for (const auto& entry : parsers) {
     if (entry.parser == parser) entry.build(document->utf8_, builder);
   }
+  builder.finish();
+  return document;
+}
+
+std::shared_ptr<const html_document> html_document::parse_xml(std::string_view body,
+                                                              std::string_view content_type,
+                                                              const html_limits& limits) {
+  check_limits(body, limits);
+  std::shared_ptr<html_document> document(new html_document);
+  document->encoding_ = sniff_encoding(body, content_type);
+  document->utf8_ = decode_to_utf8(body, document->encoding_);
+  detail::tree_builder builder(*document);
+  detail::build_xml_with_libxml2(document->utf8_, builder);
   builder.finish();
   return document;
 }

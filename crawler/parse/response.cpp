@@ -4,6 +4,7 @@
 #include <boost/url/url.hpp>
 #include <cctype>
 
+#include "config/ascii.h"
 #include "crawler/parse/plain_url.h"
 #include "request/url_bytes.h"
 
@@ -84,9 +85,60 @@ std::string response::urljoin(std::string_view link) const {
   return crawler::urljoin(base_url(), link);
 }
 
+namespace {
+
+enum class response_type { html, xml, undecided };
+
+// Scrapy's ResponseTypes.from_content_type, for what decides between HTML and XML.
+response_type type_of_content(std::string_view content_type) {
+  auto mime = ascii_lower(content_type.substr(0, content_type.find(';')));
+  auto begin = mime.find_first_not_of(" \t");
+  if (begin == std::string::npos) return response_type::undecided;
+  mime = mime.substr(begin, mime.find_last_not_of(" \t") + 1 - begin);
+  if (mime == "application/xhtml+xml" || mime == "application/vnd.wap.xhtml+xml") {
+    return response_type::html;
+  }
+  if (mime == "application/xml" || mime == "text/xml" || mime.ends_with("+xml")) {
+    return response_type::xml;
+  }
+  // text/html, and the types Scrapy reads as text (text/*, JSON, JavaScript): parsed as HTML.
+  if (mime.starts_with("text/") || mime.find("json") != std::string::npos ||
+      mime.find("javascript") != std::string::npos) {
+    return response_type::html;
+  }
+  return response_type::undecided;  // application/octet-stream, ...: as if there were none
+}
+
+// Scrapy's from_filename, over the URL's path: the extensions of XML types.
+response_type type_of_url(std::string_view url) {
+  url = url.substr(0, url.find_first_of("?#"));
+  auto dot = url.rfind('.');
+  if (dot == std::string_view::npos || url.find('/', dot) != std::string_view::npos) {
+    return response_type::undecided;
+  }
+  auto extension = ascii_lower(url.substr(dot));
+  if (extension == ".xml" || extension == ".rss" || extension == ".atom" || extension == ".rdf") {
+    return response_type::xml;
+  }
+  return response_type::undecided;
+}
+
+}  // namespace
+
+bool response::is_xml() const {
+  auto type = type_of_content(header("Content-Type"));
+  if (type == response_type::undecided) type = type_of_url(url);
+  if (type != response_type::undecided) return type == response_type::xml;
+  // Scrapy's from_body: "<html>" before "<?xml" in the first 5000 bytes.
+  auto head = ascii_lower(std::string_view(body).substr(0, 5000));
+  return head.find("<html>") == std::string::npos && head.find("<?xml") != std::string::npos;
+}
+
 const std::shared_ptr<const html_document>& response::document() const {
-  if (!document_)
-    document_ = html_document::parse(body, header("Content-Type"), parse_limits, parser);
+  if (!document_) {
+    document_ = is_xml() ? html_document::parse_xml(body, header("Content-Type"), parse_limits)
+                         : html_document::parse(body, header("Content-Type"), parse_limits, parser);
+  }
   return document_;
 }
 

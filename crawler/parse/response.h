@@ -69,9 +69,15 @@ struct response {
   /// A request for `link` (resolved with urljoin) whose response goes to `callback`.
   crawler::request follow(std::string_view link, std::string callback = {}) const;
 
-  /// The body parsed as HTML, on first use; later calls share the same tree. Throws
-  /// page_too_complex when the page is over parse_limits; the engine then skips the page with a
-  /// warning and the stat html/skipped_count.
+  /// Whether this is an XML response (Scrapy's XmlResponse), by Scrapy's rules: a Content-Type
+  /// of XML (application/xml, text/xml, RSS, Atom, RDF, or another +xml but XHTML's); without a
+  /// Content-Type that says, a URL ending in .xml, .rss, .atom or .rdf; else a body that starts
+  /// (in its first 5000 bytes) with "<?xml" and holds no "<html>".
+  bool is_xml() const;
+  /// The body parsed, on first use, as XML when is_xml() (html_document::parse_xml: names keep
+  /// their case and namespaces), else as HTML with `parser`; later calls share the same tree.
+  /// Throws page_too_complex when the page is over parse_limits; the engine then skips the page
+  /// with a warning and the stat html/skipped_count.
   const std::shared_ptr<const html_document>& document() const;
   /// `query` over the page (see selector.h). Throws selector_error for a bad selector.
   selector_list css(std::string_view query) const { return select(document(), query); }
@@ -79,6 +85,11 @@ struct response {
   selector_list xpath(std::string_view query) const { return select_xpath(document(), query); }
   /// The URL relative links resolve against: the page's <base href> if it has one, else url.
   const std::string& base_url() const;
+  /// Lets this page's XPath queries name `uri` by `prefix` (parsel's
+  /// response.selector.register_namespace). An XML document's own prefixes need no registering.
+  void register_namespace(std::string prefix, std::string uri) const {
+    document()->register_namespace(std::move(prefix), std::move(uri));
+  }
 
  private:
   mutable std::shared_ptr<const html_document> document_;

@@ -262,7 +262,7 @@ selector_list evaluate_xpath(const std::shared_ptr<const html_document>& documen
 }  // namespace
 
 selector_list select(const std::shared_ptr<const html_document>& document, std::string_view query) {
-  auto group = detail::parse_selector_group(query);
+  auto group = detail::parse_selector_group(query, detail::kind_of(*document));
   selector_list out;
   walk(group, document->root(), document, out);
   return out;
@@ -309,14 +309,19 @@ selector_list selector_list::xpath(std::string_view query) const {
 }
 
 selector_list selector::css(std::string_view query) const {
-  auto group = detail::parse_selector_group(query);
+  if (!node_) {
+    detail::parse_selector_group(query);  // a bad selector fails on a string too
+    return {};
+  }
+  auto group = detail::parse_selector_group(query, detail::kind_of(*document_));
   selector_list out;
-  if (node_) walk(group, node_, document_, out);
+  walk(group, node_, document_, out);
   return out;
 }
 
 std::string selector::get() const {
   if (!node_) return text_;
+  if (document_->is_xml()) return detail::xml_markup(*document_, node_);
   std::string html;
   serialize(node_, html);
   return html;
@@ -385,10 +390,17 @@ std::map<std::string, std::string> selector_list::attrib() const {
 }
 
 selector_list selector_list::css(std::string_view query) const {
-  auto group = detail::parse_selector_group(query);
+  auto html_group = detail::parse_selector_group(query);
+  std::optional<std::vector<detail::complex_selector>> xml_group;  // compiled when needed
   selector_list out;
   for (const auto& item : *this) {
-    if (item.node()) walk(group, item.node(), item.document(), out);
+    if (!item.node()) continue;
+    const auto* group = &html_group;
+    if (item.document()->is_xml()) {
+      if (!xml_group) xml_group = detail::parse_selector_group(query, detail::document_kind::xml);
+      group = &*xml_group;
+    }
+    walk(*group, item.node(), item.document(), out);
   }
   return out;
 }

@@ -16,7 +16,8 @@ bool is_name_char(char c) {
 
 class parser {
  public:
-  explicit parser(std::string_view query) : query_(query) {}
+  parser(std::string_view query, document_kind kind)
+      : query_(query), fold_names_(kind == document_kind::html) {}
 
   std::vector<complex_selector> group() {
     std::vector<complex_selector> selectors;
@@ -134,7 +135,7 @@ class parser {
     } else if (name == "attr") {
       expect('(');
       skip_space();
-      selector.attr_name = ascii_lower(identifier("an attribute name"));
+      selector.attr_name = spelled(identifier("an attribute name"));
       skip_space();
       expect(')');
       selector.pseudo = pseudo_element::attr;
@@ -151,7 +152,7 @@ class parser {
     if (accept('*')) {
       any = true;
     } else if (is_name_char(peek()) || peek() == '\\') {
-      result.tag = ascii_lower(identifier("an element name"));
+      result.tag = spelled(identifier("an element name"));
       any = true;
     }
     while (!at_end()) {
@@ -181,7 +182,7 @@ class parser {
   attribute_test attribute() {
     attribute_test test;
     skip_space();
-    test.name = ascii_lower(identifier("an attribute name"));
+    test.name = spelled(identifier("an attribute name"));
     skip_space();
     if (accept(']')) return test;
     char op = peek();
@@ -296,7 +297,13 @@ class parser {
   }
 
   static constexpr int max_not_depth = 32;
+  // An element or attribute name as the document spells its own: HTML's case-folded, XML's as is.
+  std::string spelled(std::string identifier) const {
+    return fold_names_ ? ascii_lower(identifier) : identifier;
+  }
+
   std::string_view query_;
+  bool fold_names_;
   std::size_t pos_ = 0;
   int not_depth_ = 0;
 };
@@ -434,8 +441,8 @@ bool matches_left(const complex_selector& selector, std::size_t index, const htm
 
 }  // namespace
 
-std::vector<complex_selector> parse_selector_group(std::string_view query) {
-  return parser(query).group();
+std::vector<complex_selector> parse_selector_group(std::string_view query, document_kind kind) {
+  return parser(query, kind).group();
 }
 
 bool matches(const complex_selector& selector, const html_node* element) {

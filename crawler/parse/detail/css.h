@@ -11,7 +11,7 @@
 namespace crawler::detail {
 
 struct attribute_test {
-  std::string name;  // lower-case
+  std::string name;  // lower-case in HTML
   char op = 0;       // 0: exists; '=', '~', '|', '^', '$', '*'
   std::string value;
   bool ignore_case = false;
@@ -26,7 +26,7 @@ struct nth_test {
 };
 
 struct compound {
-  std::string tag;  // lower-case; empty: any element
+  std::string tag;  // lower-case in HTML; empty: any element
   std::vector<std::string> ids;
   std::vector<std::string> classes;
   std::vector<attribute_test> attributes;
@@ -47,8 +47,17 @@ struct complex_selector {
   bool descendant_or_self = false;
 };
 
+/// Which names a selector is compiled for: HTML's, case-insensitive (the selector's are
+/// lower-cased, as the page's are), or XML's, matched as written (cssselect's GenericTranslator).
+enum class document_kind { html, xml };
+
 /// A comma-separated group. Throws selector_error naming the selector and position.
-std::vector<complex_selector> parse_selector_group(std::string_view query);
+std::vector<complex_selector> parse_selector_group(std::string_view query,
+                                                   document_kind kind = document_kind::html);
+
+inline document_kind kind_of(const html_document& document) {
+  return document.is_xml() ? document_kind::xml : document_kind::html;
+}
 
 /// Whether `element` matches `selector`, ignoring its pseudo-element (false for other nodes).
 bool matches(const complex_selector& selector, const html_node* element);

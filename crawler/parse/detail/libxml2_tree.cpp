@@ -25,6 +25,52 @@ std::string_view attribute_value(const xmlAttr* attribute, tree_builder& builder
   return builder.own(std::move(joined));
 }
 
+// How a walk names what it adds: as libxml2 leaves it (HTML), or with namespaces (XML).
+enum class naming { html, xml };
+
+// lxml's tag for a name in a namespace: "{URI}local".
+std::string_view name_of(const xmlChar* name, const xmlNs* ns, naming naming, tree_builder& builder) {
+  if (naming == naming::html || !ns || !ns->href) return libxml2_text(name);
+  return builder.own("{" + std::string(libxml2_text(ns->href)) + "}" +
+                     std::string(libxml2_text(name)));
+}
+
+// Document order, with an explicit stack: a hostile page can nest as deep as it likes. With
+// naming::xml each libxml2 node added points back at its html_node (_private), for XPath.
+void walk(xmlDocPtr parsed, tree_builder& builder, naming naming) {
+  std::vector<std::pair<xmlNode*, html_node*>> stack;  // (node, its parent)
+  auto push_children = [&stack](xmlNode* node, html_node* parent) {
+    for (xmlNode* child = node->last; child; child = child->prev) stack.emplace_back(child, parent);
+  };
+  push_children(reinterpret_cast<xmlNode*>(parsed), builder.root());
+  while (!stack.empty()) {
+    auto [node, parent] = stack.back();
+    stack.pop_back();
+    html_node* added = nullptr;
+    switch (node->type) {
+      case XML_ELEMENT_NODE: {
+        added = builder.add_element(parent, name_of(node->name, node->ns, naming, builder));
+        for (const xmlAttr* attribute = node->properties; attribute; attribute = attribute->next) {
+          builder.add_attribute(name_of(attribute->name, attribute->ns, naming, builder),
+                                attribute_value(attribute, builder));
+        }
+        push_children(node, added);
+        break;
+      }
+      case XML_TEXT_NODE:
+      case XML_CDATA_SECTION_NODE:  // the body of <script> and <style>, or XML's CDATA: text
+        added = builder.add_leaf(parent, html_node::kind::text, libxml2_text(node->content));
+        break;
+      case XML_COMMENT_NODE:
+        added = builder.add_leaf(parent, html_node::kind::comment, libxml2_text(node->content));
+        break;
+      default:  // the doctype, processing instructions, entity references
+        break;
+    }
+    if (added && naming == naming::xml) node->_private = added;
+  }
+}
+
 }  // namespace
 
 void build_with_libxml2(const std::string& utf8, tree_builder& builder) {
@@ -41,39 +87,24 @@ void build_with_libxml2(const std::string& utf8, tree_builder& builder) {
                           XML_PARSE_HUGE;
   htmlDocPtr parsed = htmlReadMemory(utf8.data(), int(utf8.size()), nullptr, "UTF-8", options);
   if (!parsed) return;  // nothing libxml2 could read: an empty document, as parsel's
-  std::shared_ptr<xmlDoc> document(parsed, &xmlFreeDoc);
-  builder.keep(document);
+  builder.keep(std::shared_ptr<xmlDoc>(parsed, &xmlFreeDoc));
+  walk(parsed, builder, naming::html);
+}
 
-  // Document order, with an explicit stack: a hostile page can nest as deep as it likes.
-  std::vector<std::pair<const xmlNode*, html_node*>> stack;  // (node, its parent)
-  auto push_children = [&stack](const xmlNode* node, html_node* parent) {
-    const xmlNode* last = node->last;
-    for (const xmlNode* child = last; child; child = child->prev) stack.emplace_back(child, parent);
-  };
-  push_children(reinterpret_cast<const xmlNode*>(parsed), builder.root());
-  while (!stack.empty()) {
-    auto [node, parent] = stack.back();
-    stack.pop_back();
-    switch (node->type) {
-      case XML_ELEMENT_NODE: {
-        auto* element = builder.add_element(parent, libxml2_text(node->name));
-        for (const xmlAttr* attribute = node->properties; attribute; attribute = attribute->next) {
-          builder.add_attribute(libxml2_text(attribute->name), attribute_value(attribute, builder));
-        }
-        push_children(node, element);
-        break;
-      }
-      case XML_TEXT_NODE:
-      case XML_CDATA_SECTION_NODE:  // the body of <script> and <style>: text, as Gumbo's
-        builder.add_leaf(parent, html_node::kind::text, libxml2_text(node->content));
-        break;
-      case XML_COMMENT_NODE:
-        builder.add_leaf(parent, html_node::kind::comment, libxml2_text(node->content));
-        break;
-      default:  // the doctype, processing instructions
-        break;
-    }
-  }
+void build_xml_with_libxml2(const std::string& utf8, tree_builder& builder) {
+  static std::once_flag initialised;
+  std::call_once(initialised, [] { xmlInitParser(); });
+  // As parsel's XML parser (lxml's XMLParser with recover=True, resolve_entities=False): no
+  // entity is expanded (no "billion laughs"), no DTD or anything else is loaded, nothing from the
+  // network. The bytes are UTF-8 already: the declaration's encoding must not decode them again.
+  constexpr int options = XML_PARSE_RECOVER | XML_PARSE_NOERROR | XML_PARSE_NOWARNING |
+                          XML_PARSE_NONET | XML_PARSE_COMPACT | XML_PARSE_IGNORE_ENC |
+                          XML_PARSE_HUGE;
+  xmlDocPtr parsed = xmlReadMemory(utf8.data(), int(utf8.size()), nullptr, "UTF-8", options);
+  if (!parsed) return;
+  builder.keep(std::shared_ptr<xmlDoc>(parsed, &xmlFreeDoc));
+  builder.set_xml_document(parsed);
+  walk(parsed, builder, naming::xml);
 }
 
 }  // namespace crawler::detail

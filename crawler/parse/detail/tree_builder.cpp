@@ -30,10 +30,11 @@ void tree_builder::add_attribute(std::string_view name, std::string_view value) 
   document_.attributes_.push_back({name, value});
 }
 
-void tree_builder::add_leaf(html_node* parent, html_node::kind type, std::string_view text) {
+html_node* tree_builder::add_leaf(html_node* parent, html_node::kind type,
+                                  std::string_view text) {
   html_node leaf{type};
   leaf.text = text;
-  append(parent, leaf);
+  return append(parent, leaf);
 }
 
 std::string_view tree_builder::own(std::string text) {
@@ -42,6 +43,10 @@ std::string_view tree_builder::own(std::string text) {
 
 void tree_builder::keep(std::shared_ptr<const void> output) {
   document_.parser_output_ = std::move(output);
+}
+
+void tree_builder::set_xml_document(void* xml_document) {
+  document_.xml_document_ = xml_document;
 }
 
 void tree_builder::finish() {

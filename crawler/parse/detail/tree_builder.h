@@ -24,11 +24,13 @@ class tree_builder {
   /// An attribute of the element added last.
   void add_attribute(std::string_view name, std::string_view value);
   /// A text, comment or cdata node, the last child of `parent`.
-  void add_leaf(html_node* parent, html_node::kind type, std::string_view text);
+  html_node* add_leaf(html_node* parent, html_node::kind type, std::string_view text);
   /// A copy of `text` the document owns (a name lower-cased, a value joined from pieces).
   std::string_view own(std::string text);
   /// Keeps the parser's output alive with the document.
   void keep(std::shared_ptr<const void> output);
+  /// Marks the document as XML, `xml_document` (a libxml2 xmlDoc that keep() holds) its tree.
+  void set_xml_document(void* xml_document);
   /// Points every element at its attributes; the document is whole after this.
   void finish();
 
@@ -43,5 +45,8 @@ class tree_builder {
 /// The parsers of the registry in html_parsers.cpp: each parses `utf8` into `builder`.
 void build_with_gumbo(const std::string& utf8, tree_builder& builder);
 void build_with_libxml2(const std::string& utf8, tree_builder& builder);
+/// parse_xml's parser: libxml2's XML parser; each element's libxml2 node points back at ours
+/// (_private), for XPath.
+void build_xml_with_libxml2(const std::string& utf8, tree_builder& builder);
 
 }  // namespace crawler::detail

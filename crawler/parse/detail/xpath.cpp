@@ -6,6 +6,7 @@
 #include <libxml/xpath.h>
 #include <libxml/xpathInternals.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <memory>
@@ -21,22 +22,36 @@ namespace crawler::detail {
 
 class xpath_tree {
  public:
-  explicit xpath_tree(const html_document& document) {
+  // `xml`: an XML document's own libxml2 tree, whose nodes point at ours already; null for an
+  // HTML page, whose tree is copied.
+  xpath_tree(const html_document& document, xmlDocPtr xml) : owned_(!xml) {
     static std::once_flag initialised;
     std::call_once(initialised, [] { xmlInitParser(); });
-    doc_ = htmlNewDocNoDtD(nullptr, nullptr);
-    if (!doc_) throw std::bad_alloc();
-    nodes_.emplace(document.root(), reinterpret_cast<xmlNodePtr>(doc_));
-    build(document.root());
+    if (xml) {
+      doc_ = xml;
+      nodes_.emplace(document.root(), reinterpret_cast<xmlNodePtr>(doc_));
+      index_xml();
+    } else {
+      doc_ = htmlNewDocNoDtD(nullptr, nullptr);
+      if (!doc_) throw std::bad_alloc();
+      nodes_.emplace(document.root(), reinterpret_cast<xmlNodePtr>(doc_));
+      build(document.root());
+    }
     // Numbers each element in document order (in its content field, which elements do not use),
     // so sorting a node-set is a comparison, not a walk.
     xmlXPathOrderDocElems(doc_);
   }
-  ~xpath_tree() { xmlFreeDoc(doc_); }
+  ~xpath_tree() {
+    if (owned_) xmlFreeDoc(doc_);
+  }
   xpath_tree(const xpath_tree&) = delete;
   xpath_tree& operator=(const xpath_tree&) = delete;
 
   xmlDocPtr doc() const { return doc_; }
+  /// The prefixes an XML document declares, each with its first URI.
+  const std::vector<std::pair<std::string, std::string>>& declared_namespaces() const {
+    return declared_;
+  }
   xmlNodePtr node_of(const html_node* node) const {
     auto found = nodes_.find(node);
     return found == nodes_.end() ? nullptr : found->second;
@@ -110,13 +125,43 @@ class xpath_tree {
     }
   }
 
+  // Our node of each libxml2 node the parse pointed back from, and the prefixes declared.
+  void index_xml() {
+    std::vector<xmlNodePtr> stack{xmlDocGetRootElement(doc_)};
+    for (xmlNodePtr child = doc_->children; child; child = child->next) {
+      if (child->type == XML_COMMENT_NODE && child->_private) {
+        nodes_.emplace(static_cast<const html_node*>(child->_private), child);
+      }
+    }
+    while (!stack.empty()) {
+      xmlNodePtr node = stack.back();
+      stack.pop_back();
+      if (!node) continue;
+      if (node->_private) nodes_.emplace(static_cast<const html_node*>(node->_private), node);
+      if (node->type != XML_ELEMENT_NODE) continue;
+      for (xmlNsPtr ns = node->nsDef; ns; ns = ns->next) {
+        if (!ns->prefix || !ns->href) continue;
+        std::string prefix(libxml2_text(ns->prefix));
+        if (std::none_of(declared_.begin(), declared_.end(),
+                         [&](const auto& known) { return known.first == prefix; })) {
+          declared_.emplace_back(std::move(prefix), std::string(libxml2_text(ns->href)));
+        }
+      }
+      for (xmlNodePtr child = node->last; child; child = child->prev) stack.push_back(child);
+    }
+  }
+
+  bool owned_;
   xmlDocPtr doc_ = nullptr;
   std::unordered_map<const html_node*, xmlNodePtr> nodes_;
+  std::vector<std::pair<std::string, std::string>> declared_;
 };
 
 const xpath_tree& xpath_tree_of(const html_document& document) {
-  std::call_once(document.xpath_built_,
-                 [&] { document.xpath_tree_ = std::make_shared<const xpath_tree>(document); });
+  std::call_once(document.xpath_built_, [&] {
+    document.xpath_tree_ = std::make_shared<const xpath_tree>(
+        document, static_cast<xmlDocPtr>(document.xml_document_));
+  });
   return *static_cast<const xpath_tree*>(document.xpath_tree_.get());
 }
 
@@ -203,6 +248,14 @@ std::vector<xpath_result> evaluate_xpath(const html_document& document, const ht
   evaluation->userData = &message;
   evaluation->node = tree.node_of(context);
   xmlXPathRegisterFunc(evaluation.get(), reinterpret_cast<const xmlChar*>("has-class"), has_class);
+  // parsel knows only the prefixes registered on the selector; the document's own are known
+  // here too, so "//g:price" works on a feed that declares g without a register_namespace.
+  auto register_prefix = [&](const std::string& prefix, const std::string& uri) {
+    xmlXPathRegisterNs(evaluation.get(), reinterpret_cast<const xmlChar*>(prefix.c_str()),
+                       reinterpret_cast<const xmlChar*>(uri.c_str()));
+  };
+  for (const auto& [prefix, uri] : tree.declared_namespaces()) register_prefix(prefix, uri);
+  for (const auto& [prefix, uri] : document.registered_namespaces()) register_prefix(prefix, uri);
   if (!evaluation->node) return {};
   std::string expression(query);
   std::unique_ptr<xmlXPathObject, object_deleter> result(xmlXPathEvalExpression(
@@ -249,6 +302,25 @@ std::vector<xpath_result> evaluate_xpath(const html_document& document, const ht
       invalid(query, "its result is not a node-set, number, boolean or string");
   }
   return out;
+}
+
+std::string xml_markup(const html_document& document, const html_node* node) {
+  xmlNodePtr xml = xpath_tree_of(document).node_of(node);
+  if (!xml) return {};
+  std::unique_ptr<xmlBuffer, void (*)(xmlBufferPtr)> buffer(xmlBufferCreate(), &xmlBufferFree);
+  if (!buffer) throw std::bad_alloc();
+  // An element is written from a copy of its own: copied out of its tree, it declares the
+  // namespaces it uses that its ancestors declared, as lxml's tostring writes a sub-element.
+  std::unique_ptr<xmlDoc, void (*)(xmlDocPtr)> scratch(nullptr, &xmlFreeDoc);
+  if (xml->type == XML_ELEMENT_NODE) {
+    scratch.reset(xmlNewDoc(reinterpret_cast<const xmlChar*>("1.0")));
+    xmlNodePtr copy = scratch ? xmlDocCopyNode(xml, scratch.get(), 1) : nullptr;
+    if (!copy) throw std::bad_alloc();
+    xmlDocSetRootElement(scratch.get(), copy);
+    xml = copy;
+  }
+  if (xmlNodeDump(buffer.get(), xml->doc, xml, 0, 0) < 0) return {};
+  return std::string(libxml2_text(xmlBufferContent(buffer.get())));
 }
 
 // Compiling alone lets "count(" through (libxml2 finds it out when evaluating): the expression is

@@ -32,6 +32,10 @@ struct xpath_result {
 std::vector<xpath_result> evaluate_xpath(const html_document& document, const html_node* context,
                                          std::string_view query);
 
+/// The markup of `node` of an XML document as libxml2 writes it (parsel's get() on XML), or ""
+/// for a node the document's libxml2 tree does not hold.
+std::string xml_markup(const html_document& document, const html_node* node);
+
 /// Compiles `query` without a document (for config validation). Throws selector_error.
 void validate_xpath(std::string_view query);
 
