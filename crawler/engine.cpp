@@ -162,6 +162,7 @@ void engine::fail_startup(std::exception_ptr error) {
 void engine::open() {
   stats_.set_value("start_time", utc_timestamp());
   started_ = std::chrono::steady_clock::now();
+  if (signals_.connected<signals::request_dropped>()) scheduler_->report_dropped_requests();
   scheduler_->async_open([this](std::exception_ptr error) {
     if (error) return fail_startup(error);
     try {
@@ -249,6 +250,9 @@ void engine::store(page_outcome outcome) {
   bool export_when_stored = items_wait_for_store(outcome.lease);
   ++pending_stores_;
   scheduler_->async_store(std::move(outcome), [this, export_when_stored](stored_outcome stored) {
+    for (const auto& dropped : stored.dropped) {
+      signals_.send(signals::request_dropped{dropped, spider_});
+    }
     if (export_when_stored && stored.settled) {
       for (const auto& item : stored.items) export_item(item);
       // Written through now: after a kill -9 the feed holds the items of the pages whose

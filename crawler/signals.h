@@ -120,7 +120,17 @@ struct item_error {
   crawler::spider& spider;
 };
 
-inline constexpr std::size_t count = 10;
+/// The scheduler dropped a request as a duplicate (the dupefilter had seen it): Scrapy sends it
+/// when enqueue_request refuses one. With SCHEDULER=redis, for the duplicates the fleet's
+/// dupefilter answered this worker.
+struct request_dropped {
+  static constexpr std::size_t id = 10;
+  static constexpr std::string_view name = "request_dropped";
+  const crawler::request& request;
+  crawler::spider& spider;
+};
+
+inline constexpr std::size_t count = 11;
 
 }  // namespace signals
 

@@ -156,7 +156,8 @@ void memory_scheduler::do_store(page_outcome outcome,
     accepted.push_back(std::move(request));
   }
   if (fingerprints.empty()) {
-    auto queued = queue_new(accepted, {}, {}, {}, parent_lease, false);
+    std::vector<request> none_dropped;
+    auto queued = queue_new(accepted, {}, {}, {}, parent_lease, false, none_dropped);
     return std::move(handler)(nullptr,
                               stored_outcome{.queued = queued, .items = std::move(outcome.items)},
                               page_outcome{});
@@ -191,11 +192,11 @@ void memory_scheduler::do_store(page_outcome outcome,
           return std::move(handler)(error, stored_outcome{}, std::move(outcome));
         }
         check_dupefilter_record();
-        auto queued =
-            queue_new(batch, flags, fingerprints, positions, outcome.lease, journaled_ahead);
-        std::move(handler)(nullptr,
-                           stored_outcome{.queued = queued, .items = std::move(outcome.items)},
-                           page_outcome{});
+        stored_outcome stored;
+        stored.queued = queue_new(batch, flags, fingerprints, positions, outcome.lease,
+                                  journaled_ahead, stored.dropped);
+        stored.items = std::move(outcome.items);
+        std::move(handler)(nullptr, std::move(stored), page_outcome{});
       });
 }
 
@@ -203,7 +204,8 @@ std::size_t memory_scheduler::queue_new(std::vector<request>& requests,
                                         const dedup::seen_flags& flags,
                                         const std::vector<dedup::fingerprint>& fingerprints,
                                         const std::vector<std::size_t>& filtered_positions,
-                                        const std::string& parent_lease, bool journaled_ahead) {
+                                        const std::string& parent_lease, bool journaled_ahead,
+                                        std::vector<request>& dropped) {
   // Mark duplicates first: flags[i] (fingerprints[i]) belongs to requests[filtered_positions[i]].
   // A page whose links were being checked at a crash gets no verdict from the dupefilter, which
   // may have recorded them just before it: its link is a duplicate when the journal holds its
@@ -227,6 +229,7 @@ std::size_t memory_scheduler::queue_new(std::vector<request>& requests,
       if (journaled_ahead) journal_->done(requests[i].lease);
       auto referer = find_header(requests[i].headers, "Referer");
       dupefilter_->log(requests[i].describe(), referer.empty() ? "None" : referer);
+      if (report_dropped_) dropped.push_back(std::move(requests[i]));
       continue;
     }
     if (journal_ && !journaled_ahead) journal_->queued(requests[i]);

@@ -64,7 +64,8 @@ class memory_scheduler final : public scheduler {
   std::size_t queue_new(std::vector<request>& requests, const dedup::seen_flags& flags,
                         const std::vector<dedup::fingerprint>& fingerprints,
                         const std::vector<std::size_t>& filtered_positions,
-                        const std::string& parent_lease, bool journaled_ahead);
+                        const std::string& parent_lease, bool journaled_ahead,
+                        std::vector<request>& dropped);
   void commit_journal();
   void check_dupefilter_record();
   void jobdir_failed(const std::string& why);

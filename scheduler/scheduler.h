@@ -100,6 +100,8 @@ struct stored_outcome {
   bool settled = true;
   /// The outcome's items, handed back.
   std::vector<crawler::item> items;
+  /// The requests the dupefilter dropped, when report_dropped_requests() asked for them.
+  std::vector<crawler::request> dropped;
 };
 
 class scheduler {
@@ -193,6 +195,10 @@ class scheduler {
   /// that reason.
   void on_fatal(std::function<void(const std::string& reason)> fatal) { fatal_ = std::move(fatal); }
 
+  /// From now on, stored_outcome::dropped holds the requests the dupefilter dropped (the engine
+  /// asks when something listens to request_dropped); otherwise they are let go at once.
+  void report_dropped_requests() { report_dropped_ = true; }
+
   /// The crawl is closing: outcomes waiting through an outage get their last try now, and from
   /// now on one that cannot be stored is kept unchecked instead of waiting.
   void begin_close();
@@ -228,6 +234,7 @@ class scheduler {
   crawler::stats& stats_;
   dedup::fingerprint_scheme scheme_;
   std::shared_ptr<spdlog::logger> logger_;
+  bool report_dropped_ = false;  // report_dropped_requests() was called
 
  private:
   class waiting_outcomes;  // scheduler.cpp

@@ -115,6 +115,13 @@ class signal_counter : public crawler::extension {
         [&stats](const signals::request_scheduled&) {
           stats.inc_value("signals/request_scheduled");
         });
+    crawl.signals.connect<signals::request_dropped>(
+        [&stats](const signals::request_dropped& dropped) {
+          stats.inc_value("signals/request_dropped");
+          if (dropped.request.url.find("/site/") != std::string::npos) {
+            stats.inc_value("signals/request_dropped_site_page");
+          }
+        });
     crawl.signals.connect<signals::spider_closed>([&stats](const signals::spider_closed& closed) {
       stats.set_value("signals/spider_closed", std::string(closed.reason));
     });
@@ -308,7 +315,29 @@ TEST(signals, an_extension_hears_what_the_crawl_does) {
   EXPECT_EQ(stats.value("signals/item_dropped/page one", 0), 1);
   // The start request and each link a page yielded (before the dupefilter).
   EXPECT_GE(stats.value("signals/request_scheduled", 0), 3);
+  // Each duplicate the dupefilter filtered, with the request itself.
+  EXPECT_GT(stats.value("signals/request_dropped", 0), 0) << stats.dump();
+  EXPECT_EQ(stats.value("signals/request_dropped", 0), stats.value("dupefilter/filtered", -1));
+  EXPECT_EQ(stats.value("signals/request_dropped_site_page", 0),
+            stats.value("signals/request_dropped", -1));
   EXPECT_EQ(stats.value("signals/spider_closed", std::string()), "finished");
+}
+
+TEST(signals, a_fleet_worker_hears_request_dropped_for_the_duplicates_redis_answered) {
+  http_server server({.site_pages = 3});
+  crawler::fixtures::redis_server redis;
+  auto run = run_crawl_file(server, {{"EXTENSIONS", {{"tests.SignalCounter", 500}}},
+                                     {"SCHEDULER", "redis"},
+                                     {"DUPEFILTER_CLASS", "redis_set"},
+                                     {"MAX_IDLE_TIME_BEFORE_CLOSE", 1},
+                                     {"REDIS_URL", redis.url()}});
+  ASSERT_EQ(run.status, 0);
+  const auto& stats = run.stats;
+  EXPECT_GT(stats.value("signals/request_dropped", 0), 0) << stats.dump();
+  EXPECT_EQ(stats.value("signals/request_dropped", 0), stats.value("dupefilter/filtered", -1))
+      << stats.dump();
+  EXPECT_EQ(stats.value("signals/request_dropped_site_page", 0),
+            stats.value("signals/request_dropped", -1));
 }
 
 TEST(signals, a_spider_idle_handler_keeps_the_spider_open_by_scheduling_requests) {

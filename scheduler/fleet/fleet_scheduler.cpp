@@ -936,10 +936,12 @@ void fleet_scheduler::do_store(page_outcome outcome,
           logger_->error("Dropped {}: its URL cannot be fingerprinted",
                          kept->requests[position].describe());
         }
+        std::vector<request> dropped;
         for (auto position : result.duplicate_positions) {
-          const auto& duplicate = kept->requests[position];
+          auto& duplicate = kept->requests[position];
           auto referer = find_header(duplicate.headers, "Referer");
           dupefilter_->log(duplicate.describe(), referer.empty() ? "None" : referer);
+          if (report_dropped_) dropped.push_back(std::move(duplicate));
         }
         if (result.queued) {
           stats_.inc_value("scheduler/enqueued/redis", std::int64_t(result.queued));
@@ -948,7 +950,8 @@ void fleet_scheduler::do_store(page_outcome outcome,
         std::move(handler)(nullptr,
                            stored_outcome{.queued = result.queued,
                                           .settled = lease.empty() || result.settled,
-                                          .items = std::move(kept->items)},
+                                          .items = std::move(kept->items),
+                                          .dropped = std::move(dropped)},
                            page_outcome{});
         // A worker that just queued work need not wait out its idle backoff; with the host
         // frontier, a settled page is room for the next host's turn.
