@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 #include <mutex>
+#include <type_traits>
 #include <nlohmann/json.hpp>
 
 namespace crawler {
@@ -56,6 +57,25 @@ std::string joined(const std::vector<std::string>& names) {
 }  // namespace
 
 template <class Component>
+std::vector<std::string> registered_components();
+
+namespace {
+
+// The error for a name no one registered, naming the ones registered.
+template <class Component>
+std::string unregistered(const std::string& name) {
+  using kind = component_kind<Component>;
+  auto setting = kind::setting;
+  return std::string(setting) + "[\"" + name + "\"]: no " + std::string(kind::what) +
+         " is registered as \"" + name + "\" (registered: " +
+         joined(registered_components<Component>()) +
+         "); a C++ one is registered with CRAWLER_REGISTER_" +
+         std::string(setting.substr(0, setting.size() - 1)) + " (crawler/components.h)";
+}
+
+}  // namespace
+
+template <class Component>
 bool register_component(std::string name, component_factory<Component> make) {
   std::lock_guard lock(registry_mutex());
   registry<Component>().insert_or_assign(std::move(name), std::move(make));
@@ -83,17 +103,32 @@ std::vector<std::unique_ptr<Component>> build_components(crawl_context& crawl) {
       auto found = registry<Component>().find(name);
       if (found != registry<Component>().end()) make = found->second;
     }
-    if (!make) {
-      throw settings_error(std::string(setting) + "[\"" + name + "\"]: no " +
-                           std::string(kind::what) + " is registered as \"" + name +
-                           "\" (registered: " + joined(registered_components<Component>()) +
-                           "); a C++ one is registered with CRAWLER_REGISTER_" +
-                           std::string(setting.substr(0, setting.size() - 1)) +
-                           " (crawler/components.h)");
-    }
+    if (!make) throw settings_error(unregistered<Component>(name));
     if (auto component = make(crawl)) built.push_back(std::move(component));
   }
   return built;
+}
+
+std::vector<std::string> component_problems(const settings& settings) {
+  std::vector<std::string> problems;
+  auto check = [&]<class Component>(std::type_identity<Component>) {
+    using kind = component_kind<Component>;
+    try {
+      auto known = registered_components<Component>();
+      for (const auto& [order, name] : enabled(settings, kind::setting, kind::base)) {
+        if (!std::binary_search(known.begin(), known.end(), name)) {
+          problems.push_back(unregistered<Component>(name));
+        }
+      }
+    } catch (const settings_error& error) {
+      problems.push_back(error.what());
+    }
+  };
+  check(std::type_identity<item_pipeline>{});
+  check(std::type_identity<downloader_middleware>{});
+  check(std::type_identity<spider_middleware>{});
+  check(std::type_identity<extension>{});
+  return problems;
 }
 
 template bool register_component<item_pipeline>(std::string, component_factory<item_pipeline>);

@@ -102,6 +102,11 @@ std::vector<std::string> registered_components();
 template <class Component>
 std::vector<std::unique_ptr<Component>> build_components(crawl_context& crawl);
 
+/// Every problem build_components would stop at, over the four settings, a line each: names no
+/// one registered, orders that are not integers (`crawler check`). Register the built-ins first
+/// (register_builtin_middlewares).
+std::vector<std::string> component_problems(const settings& settings);
+
 /// What the settings call each kind of component: the setting that enables them, the one that
 /// lists the built-ins with their orders ("" when there are none), and its name in errors.
 template <class Component>

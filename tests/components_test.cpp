@@ -221,6 +221,39 @@ TEST(components, pipelines_run_lowest_order_first_and_null_leaves_one_out) {
   EXPECT_EQ(run.items[0]["seen_by"], json({"a"}));
 }
 
+TEST(components, crawler_check_names_each_component_no_one_registered) {
+  temp_dir dir;
+  auto file = (dir.path() / "crawl.json").string();
+  auto write = [&](json settings) {
+    std::ofstream(file) << json{{"settings", std::move(settings)},
+                                {"spider", {{"name", "checked"}, {"start_urls", {"http://example.org/"}}}}}
+                               .dump();
+  };
+  write({{"ITEM_PIPELINES", {{"tests.UppercaseTitle", 300}, {"myproject.Clean", 400}}},
+         {"EXTENSIONS", {{"myproject.Stats", 500}}},
+         {"DOWNLOADER_MIDDLEWARES", {{"tests.UserAgentWitness", "soon"}}}});
+  testing::internal::CaptureStderr();
+  EXPECT_EQ(crawler_main({"check", file}), 1);
+  auto log = testing::internal::GetCapturedStderr();
+  EXPECT_NE(log.find("settings.ITEM_PIPELINES[\"myproject.Clean\"]: no item pipeline is registered"),
+            std::string::npos)
+      << log;
+  EXPECT_NE(log.find("settings.EXTENSIONS[\"myproject.Stats\"]: no extension is registered"),
+            std::string::npos)
+      << log;
+  EXPECT_NE(log.find("settings.DOWNLOADER_MIDDLEWARES[\"tests.UserAgentWitness\"]: the order must be "
+                     "an integer"),
+            std::string::npos)
+      << log;
+  EXPECT_EQ(log.find("tests.UppercaseTitle\"]"), std::string::npos) << "registered: no problem";
+
+  write({{"ITEM_PIPELINES", {{"tests.UppercaseTitle", 300},
+                             {"scrapy.pipelines.files.FilesPipeline", 1}}}});
+  testing::internal::CaptureStdout();
+  EXPECT_EQ(crawler_main({"check", file}), 0);
+  EXPECT_NE(testing::internal::GetCapturedStdout().find("OK"), std::string::npos);
+}
+
 TEST(components, a_name_no_one_registered_is_an_error_naming_the_registered_ones) {
   http_server server({.site_pages = 2});
   testing::internal::CaptureStderr();

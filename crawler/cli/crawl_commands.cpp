@@ -385,6 +385,14 @@ void add_crawl_commands(CLI::App& app, int& exit_status) {
     try {
       auto config = load_crawl_config_file(*check_file, arguments_by_name(*check_arguments));
       const auto& spider = *config.spider;
+      // Components by name: what `crawler run` of this file would stop at before fetching.
+      register_builtin_middlewares();
+      auto problems = component_problems(settings_for(spider, {}, config.settings));
+      if (!problems.empty()) {
+        for (const auto& problem : problems) std::cerr << "settings." << problem << '\n';
+        exit_status = 1;
+        return;
+      }
       std::cout << *check_file << ": OK: spider \"" << spider.name() << "\", "
                 << counted(spider.start_urls.size(), "start URL") << ", "
                 << counted(spider.rules.size(), "rule") << "\n";
