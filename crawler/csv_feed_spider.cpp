@@ -29,8 +29,7 @@ void csv_feed_spider::parse(const response& response, output& out) {
              output results;
              parse_row(response, row, results);
              process_results(response, results);
-             for (auto& request : results.requests) out.request(std::move(request));
-             for (auto& item : results.items) out.item(std::move(item));
+             out.append(std::move(results));
            });
 }
 

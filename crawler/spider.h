@@ -56,6 +56,11 @@ class output {
                   std::string callback = {});
   /// Exports `item` (a JSON object) through the item pipelines and feeds.
   void item(crawler::item item) { items.push_back(std::move(item)); }
+  /// What `more` yielded, after what this holds (a feed spider's node or row at a time).
+  void append(output&& more) {
+    for (auto& request : more.requests) requests.push_back(std::move(request));
+    for (auto& item : more.items) items.push_back(std::move(item));
+  }
 
   std::vector<crawler::request> requests;
   std::vector<crawler::item> items;

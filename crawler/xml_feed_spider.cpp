@@ -41,8 +41,7 @@ void xml_feed_spider::parse(const response& page, output& out) {
     output results;
     parse_node(adapted, node, results);
     process_results(adapted, results);
-    for (auto& request : results.requests) out.request(std::move(request));
-    for (auto& item : results.items) out.item(std::move(item));
+    out.append(std::move(results));
   }
 }
 

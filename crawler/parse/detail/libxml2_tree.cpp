@@ -71,12 +71,25 @@ void walk(xmlDocPtr parsed, tree_builder& builder, naming naming) {
   }
 }
 
+// libxml2 must be initialised once before threads parse with it (the engine's parser pool).
+void initialise_once() {
+  static std::once_flag initialised;
+  std::call_once(initialised, [] { xmlInitParser(); });
+}
+
+// The document libxml2 parsed, kept with ours and walked into it; none (nothing libxml2 could
+// read) leaves an empty document, as parsel's.
+void adopt(xmlDocPtr parsed, tree_builder& builder, naming naming) {
+  if (!parsed) return;
+  builder.keep(std::shared_ptr<xmlDoc>(parsed, &xmlFreeDoc));
+  if (naming == naming::xml) builder.set_xml_document(parsed);
+  walk(parsed, builder, naming);
+}
+
 }  // namespace
 
 void build_with_libxml2(const std::string& utf8, tree_builder& builder) {
-  // libxml2 must be initialised once before threads parse with it (the engine's parser pool).
-  static std::once_flag initialised;
-  std::call_once(initialised, [] { xmlInitParser(); });
+  initialise_once();
   // As lxml's HTMLParser: recover from every error, never touch the network; the bytes are
   // UTF-8 already, so a <meta charset> must not make libxml2 decode them again. XML_PARSE_HUGE:
   // without it libxml2 stops reading at 256 levels of nesting and drops the rest of the page
@@ -85,26 +98,20 @@ void build_with_libxml2(const std::string& utf8, tree_builder& builder) {
   constexpr int options = HTML_PARSE_RECOVER | HTML_PARSE_NOERROR | HTML_PARSE_NOWARNING |
                           HTML_PARSE_NONET | HTML_PARSE_COMPACT | HTML_PARSE_IGNORE_ENC |
                           XML_PARSE_HUGE;
-  htmlDocPtr parsed = htmlReadMemory(utf8.data(), int(utf8.size()), nullptr, "UTF-8", options);
-  if (!parsed) return;  // nothing libxml2 could read: an empty document, as parsel's
-  builder.keep(std::shared_ptr<xmlDoc>(parsed, &xmlFreeDoc));
-  walk(parsed, builder, naming::html);
+  adopt(htmlReadMemory(utf8.data(), int(utf8.size()), nullptr, "UTF-8", options), builder,
+        naming::html);
 }
 
 void build_xml_with_libxml2(const std::string& utf8, tree_builder& builder) {
-  static std::once_flag initialised;
-  std::call_once(initialised, [] { xmlInitParser(); });
+  initialise_once();
   // As parsel's XML parser (lxml's XMLParser with recover=True, resolve_entities=False): no
   // entity is expanded (no "billion laughs"), no DTD or anything else is loaded, nothing from the
   // network. The bytes are UTF-8 already: the declaration's encoding must not decode them again.
   constexpr int options = XML_PARSE_RECOVER | XML_PARSE_NOERROR | XML_PARSE_NOWARNING |
                           XML_PARSE_NONET | XML_PARSE_COMPACT | XML_PARSE_IGNORE_ENC |
                           XML_PARSE_HUGE;
-  xmlDocPtr parsed = xmlReadMemory(utf8.data(), int(utf8.size()), nullptr, "UTF-8", options);
-  if (!parsed) return;
-  builder.keep(std::shared_ptr<xmlDoc>(parsed, &xmlFreeDoc));
-  builder.set_xml_document(parsed);
-  walk(parsed, builder, naming::xml);
+  adopt(xmlReadMemory(utf8.data(), int(utf8.size()), nullptr, "UTF-8", options), builder,
+        naming::xml);
 }
 
 }  // namespace crawler::detail
