@@ -59,9 +59,10 @@ class crawl_engine {
   /// Closes the spider with `reason` (Scrapy's engine.close_spider).
   virtual void close_spider(std::string reason) = 0;
   /// Downloads `request` past the scheduler and the spider (Scrapy's engine.download): through
-  /// the downloader middlewares (retries, redirects, the HTTP cache) and the downloader's per-site
-  /// politeness, then calls `done` on the loop with the outcome. A close lets the download finish;
-  /// force_close answers it at once with error_type "CancelledError".
+  /// the robots.txt gate (ROBOTSTXT_OBEY), the downloader middlewares (retries, redirects, the
+  /// HTTP cache) and the downloader's per-site politeness, then calls `done` on the loop with the
+  /// outcome. A close lets a download the downloader holds finish; force_close, or a close while
+  /// it waits for robots.txt, answers it with error_type "CancelledError".
   virtual void download(crawler::request request,
                         std::function<void(download_result)> done) = 0;
 };

@@ -691,10 +691,10 @@ void engine::item_through(const std::shared_ptr<page_items>& held, std::size_t s
   if (--held->waiting > 0) return;
   --pages_in_pipelines_;
   const response* from = held->from.get();
-  if (forced_ && held->page && !held->page->lease.empty()) {
-    // force_close cancelled what the pipelines waited for (files): the page is not done, and
-    // goes back to the queue with its lease, to be crawled again on resume; its items are not
-    // exported, so none is exported twice.
+  if (downloads_cancelled_ && held->page && !held->page->lease.empty()) {
+    // The close cancelled downloads the pipelines waited for (files), perhaps this page's: the
+    // page is not done, and goes back to the queue with its lease, to be crawled again on resume;
+    // its items are not exported, so none is exported twice.
     logger_->info("Put {} back in the queue: its items were still in the item pipelines",
                   held->page->describe());
     scheduler_->restore(*held->page);
@@ -713,11 +713,25 @@ void engine::item_through(const std::shared_ptr<page_items>& held, std::size_t s
   pump();
 }
 
+// Through the robots.txt gate too, as Scrapy's RobotsTxtMiddleware sees engine.download's.
 void engine::download(request request, std::function<void(download_result)> done) {
   auto id = next_component_download_++;
   request.meta[component_download_key] = id;
   component_downloads_.emplace(id, std::move(done));
-  send_component_download(std::move(request));
+  if (!robots_ || !robots_gate::applies_to(request)) {
+    return send_component_download(std::move(request));
+  }
+  robots_->check(std::move(request), [this](crawler::request request, bool allowed) {
+    if (allowed) {
+      send_component_download(std::move(request));
+    } else {
+      download_result forbidden{std::move(request)};
+      forbidden.error_type = "IgnoreRequest";
+      forbidden.error_message = "Forbidden by robots.txt";
+      answer_component_download(std::move(forbidden));
+    }
+    pump();
+  });
 }
 
 void engine::send_component_download(request request) {
@@ -730,18 +744,36 @@ void engine::on_component_downloaded(download_result result) {
   if (auto next = process_download(result)) {
     send_component_download(std::move(*next));
   } else {
-    auto id = result.request.meta.find(component_download_key);
-    auto found = id == result.request.meta.end() || !id->is_number_unsigned()
-                     ? component_downloads_.end()
-                     : component_downloads_.find(id->get<std::uint64_t>());
-    if (found != component_downloads_.end()) {
-      auto done = std::move(found->second);
-      component_downloads_.erase(found);
-      result.request.meta.erase(component_download_key);
-      done(std::move(result));
-    }
+    answer_component_download(std::move(result));
   }
   pump();
+}
+
+void engine::answer_component_download(download_result result) {
+  auto id = result.request.meta.find(component_download_key);
+  auto found = id == result.request.meta.end() || !id->is_number_unsigned()
+                   ? component_downloads_.end()
+                   : component_downloads_.find(id->get<std::uint64_t>());
+  if (found == component_downloads_.end()) return;
+  auto done = std::move(found->second);
+  component_downloads_.erase(found);
+  result.request.meta.erase(component_download_key);
+  done(std::move(result));
+}
+
+// Answered on the loop's next turn (the close that cancels it is mid-call), without the
+// downloader middlewares: a retry of it would only be cancelled again.
+void engine::cancel_component_download(request request) {
+  downloads_cancelled_ = true;
+  download_result cancelled{std::move(request)};
+  cancelled.error_type = "CancelledError";
+  cancelled.error_message = "the spider closed before the download ended";
+  ++answered_here_;
+  asio::post(io_, [this, cancelled = std::move(cancelled)]() mutable {
+    --answered_here_;
+    answer_component_download(std::move(cancelled));
+    pump();
+  });
 }
 
 void engine::export_item(const crawler::item& item, const response* from) {
@@ -831,29 +863,29 @@ void engine::begin_close(const std::string& reason) {
 // A robots.txt download itself belongs to no spider: it is dropped.
 void engine::restore_unsent(std::vector<request> requests, std::string_view were, bool forced) {
   std::erase_if(requests, robots_gate::is_robots_request);
-  // A component's download was never the queue's: a close lets it finish (a page's items wait on
-  // it), a forced one answers it as cancelled, on the loop's next turn.
+  // A component's download was never the queue's: a close lets one the downloader held finish (a
+  // page's items wait on it); one still waiting for robots.txt, whose download the close drops,
+  // or any with force_close, is answered as cancelled.
   auto downloads = std::stable_partition(requests.begin(), requests.end(),
                                          [](const request& r) { return !is_component_download(r); });
   for (auto it = downloads; it != requests.end(); ++it) {
-    if (!forced) {
+    if (forced) {
+      cancel_component_download(std::move(*it));
+    } else {
       downloader_->fetch(std::move(*it), [this](download_result result) {
         on_component_downloaded(std::move(result));
       });
-      continue;
     }
-    download_result cancelled{std::move(*it)};
-    cancelled.error_type = "CancelledError";
-    cancelled.error_message = "the spider was force-closed before the download ended";
-    ++answered_here_;
-    asio::post(io_, [this, cancelled = std::move(cancelled)]() mutable {
-      --answered_here_;
-      on_component_downloaded(std::move(cancelled));
-    });
   }
   requests.erase(downloads, requests.end());
   if (robots_) {
-    for (auto& request : robots_->take_waiting()) requests.push_back(std::move(request));
+    for (auto& request : robots_->take_waiting()) {
+      if (is_component_download(request)) {
+        cancel_component_download(std::move(request));
+      } else {
+        requests.push_back(std::move(request));
+      }
+    }
   }
   for (auto& request : requests) scheduler_->restore(std::move(request));
   if (!requests.empty()) {
@@ -864,7 +896,6 @@ void engine::restore_unsent(std::vector<request> requests, std::string_view were
 void engine::force_close(std::string reason) {
   asio::post(io_, [this, reason = std::move(reason)] {
     if (phase_ == phase::closed) return;
-    forced_ = true;
     restore_unsent(downloader_->abort_all(), "in flight", true);
     if (phase_ != phase::closing) close_reason_ = reason;
     phase_ = phase::closing;

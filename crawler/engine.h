@@ -142,6 +142,8 @@ class engine : public crawl_engine {
   // Component downloads (download()): sent, answered, and given back by a close.
   void send_component_download(request request);
   void on_component_downloaded(download_result result);
+  void answer_component_download(download_result result);
+  void cancel_component_download(request request);
   // Writes a processed item to the feeds and counts it (item_scraped_count).
   void export_item(const crawler::item& item, const response* from = nullptr);
   // Whether the items of the page that holds `lease` are exported once its outcome is stored
@@ -199,7 +201,8 @@ class engine : public crawl_engine {
   std::size_t answered_here_ = 0;  // a downloader middleware ignored or answered, not yet handed on
   bool pipelines_wait_ = false;     // some pipeline is an async_item_pipeline
   std::size_t pages_in_pipelines_ = 0;
-  bool forced_ = false;  // force_close was called: pages still in the pipelines go back to the queue
+  // A close cancelled component downloads: pages still in the pipelines go back to the queue.
+  bool downloads_cancelled_ = false;
   // What components asked download() for, by the id their request's meta carries.
   std::map<std::uint64_t, std::function<void(download_result)>> component_downloads_;
   std::uint64_t next_component_download_ = 0;

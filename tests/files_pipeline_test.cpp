@@ -228,6 +228,27 @@ TEST(files_pipeline, a_file_that_cannot_be_had_is_left_out_and_logged) {
   EXPECT_EQ(read_file(other.path() / crawler::files_pipeline::file_path(moved)), "file 7");
 }
 
+// Scrapy's media requests pass RobotsTxtMiddleware: a file robots.txt forbids is not fetched.
+TEST(files_pipeline, obeys_robots_txt_as_the_crawl_does) {
+  auto options = catalog("<a class=file href=\"http://127.0.0.1:{port}/private/secret.pdf\">s</a>");
+  options.pages["/private/secret.pdf"] = "secret";
+  options.robots_txt = "User-agent: *\nDisallow: /private/\n";
+  http_server server(options);
+  temp_dir store;
+  testing::internal::CaptureStderr();
+  auto run = fixtures::run_crawl_document(catalog_crawl(
+      server, {{"FILES_STORE", store.path().string()}, {"ROBOTSTXT_OBEY", true}}, 1));
+  auto log = testing::internal::GetCapturedStderr();
+  ASSERT_EQ(run.status, 0);
+  ASSERT_EQ(run.items.size(), 1u);
+  EXPECT_EQ(run.items[0]["files"].size(), 10u);
+  EXPECT_EQ(server.hits("/private/secret.pdf"), 0u);
+  EXPECT_EQ(server.hits("/files/3.pdf"), 1u);
+  EXPECT_NE(log.find("/private/secret.pdf> referred in <None>: IgnoreRequest: Forbidden by robots.txt"),
+            std::string::npos)
+      << log;
+}
+
 TEST(files_pipeline, an_item_whose_file_urls_is_not_a_list_of_urls_is_an_item_error) {
   http_server server(catalog());
   temp_dir store;
