@@ -154,20 +154,21 @@ std::string files_pipeline::file_path(std::string_view url) {
 void files_pipeline::process_item_async(crawler::item item, spider&, item_done done) {
   std::vector<std::string> urls;
   if (auto named = item.find(urls_field_); named != item.end()) {
+    // The error is made before the item moves on: it quotes the item.
+    auto refuse = [&](const std::string& problem) {
+      auto error = std::make_exception_ptr(std::invalid_argument(problem));
+      done(std::move(item), error);
+    };
     if (!named->is_array()) {
-      return done(std::move(item),
-                  std::make_exception_ptr(std::invalid_argument(
-                      "the item's \"" + urls_field_ + "\" must be a list of URLs, got " +
-                      named->dump(-1, ' ', false, nlohmann::json::error_handler_t::replace))));
+      return refuse("the item's \"" + urls_field_ + "\" must be a list of URLs, got " +
+                    named->dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
     }
     for (std::size_t i = 0; i < named->size(); ++i) {
       const auto& url = (*named)[i];
       if (!url.is_string()) {
-        return done(std::move(item),
-                    std::make_exception_ptr(std::invalid_argument(
-                        "the item's \"" + urls_field_ + "\"[" + std::to_string(i) +
-                        "] must be a URL (a string), got " +
-                        url.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace))));
+        return refuse("the item's \"" + urls_field_ + "\"[" + std::to_string(i) +
+                      "] must be a URL (a string), got " +
+                      url.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
       }
       urls.push_back(url.get<std::string>());
     }

@@ -258,7 +258,7 @@ TEST(files_pipeline, an_item_whose_file_urls_is_not_a_list_of_urls_is_an_item_er
   testing::internal::CaptureStderr();
   auto run = fixtures::run_crawl_document(document);
   auto log = testing::internal::GetCapturedStderr();
-  ASSERT_EQ(run.status, 0);
+  ASSERT_EQ(run.status, 0) << log;
   EXPECT_TRUE(run.items.empty());
   EXPECT_NE(log.find("the item's \"file_urls\" must be a list of URLs, got \"http://127.0.0.1:"),
             std::string::npos)
