@@ -228,6 +228,26 @@ TEST(files_pipeline, a_file_that_cannot_be_had_is_left_out_and_logged) {
   EXPECT_EQ(read_file(other.path() / crawler::files_pipeline::file_path(moved)), "file 7");
 }
 
+// Files come through the downloader middlewares: the HTTP cache answers the second crawl's.
+TEST(files_pipeline, a_file_the_http_cache_answers_is_cached) {
+  http_server server(catalog());
+  temp_dir cache, first_store, second_store;
+  json settings = {{"HTTPCACHE_ENABLED", true}, {"HTTPCACHE_DIR", cache.path().string()}};
+  settings["FILES_STORE"] = first_store.path().string();
+  auto first = fixtures::run_crawl_document(catalog_crawl(server, settings, 1));
+  ASSERT_EQ(first.status, 0);
+  EXPECT_EQ(first.stats.value("file_status_count/downloaded", 0), 10);
+  settings["FILES_STORE"] = second_store.path().string();
+  auto second = fixtures::run_crawl_document(catalog_crawl(server, settings, 1));
+  ASSERT_EQ(second.status, 0);
+  ASSERT_EQ(second.items.size(), 1u);
+  EXPECT_EQ(second.stats.value("file_status_count/cached", 0), 10) << second.stats.dump();
+  EXPECT_EQ(second.items[0]["files"][0]["status"], "cached");
+  EXPECT_EQ(server.hits("/files/3.pdf"), 1u);
+  EXPECT_EQ(read_file(second_store.path() / second.items[0]["files"][3]["path"].get<std::string>()),
+            "file 3");
+}
+
 // Scrapy's media requests pass RobotsTxtMiddleware: a file robots.txt forbids is not fetched.
 TEST(files_pipeline, obeys_robots_txt_as_the_crawl_does) {
   auto options = catalog("<a class=file href=\"http://127.0.0.1:{port}/private/secret.pdf\">s</a>");
