@@ -31,6 +31,7 @@
 // last (downloader), responses first and their output last (spider); pipelines run lowest first.
 #pragma once
 
+#include <boost/asio/any_io_executor.hpp>
 #include <functional>
 #include <memory>
 #include <string>
@@ -74,6 +75,9 @@ struct crawl_context {
   signal_bus& signals;
   crawler::spider& spider;
   crawl_engine& engine;
+  /// The crawl's loop, on which every hook runs: for a component that waits on a timer or on a
+  /// client of its own (an async_item_pipeline calls `done` from a handler posted here).
+  boost::asio::any_io_executor executor;
 };
 
 /// A component that only listens: it connects to signals when it is built (Scrapy's extensions).

@@ -88,7 +88,7 @@ engine::engine(asio::io_context& io, const settings& settings, stats& stats, spi
   // Built by name from the settings, built-ins included, in their orders (components.h). The
   // scheme check stays first whatever they say: it keeps pages from leading to local files.
   register_builtin_middlewares();
-  crawl_context context{settings, stats, signals_, spider, *this};
+  crawl_context context{settings, stats, signals_, spider, *this, io.get_executor()};
   downloader_middlewares_ = build_components<downloader_middleware>(context);
   spider_middlewares_.push_back(scheme_spider_middleware(settings, stats));
   for (auto& middleware : build_components<spider_middleware>(context)) {

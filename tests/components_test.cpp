@@ -3,6 +3,7 @@
 // on crawler::cli::main, and enabled from a crawl file's settings.
 #include <gtest/gtest.h>
 
+#include <boost/asio/steady_timer.hpp>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -91,6 +92,25 @@ class depth_witness : public crawler::spider_middleware {
   crawler::stats& stats_;
 };
 CRAWLER_REGISTER_SPIDER_MIDDLEWARE(depth_witness, "tests.DepthWitness");
+
+// Holds each item 300 ms on a timer of the crawl's loop before passing it on, as a pipeline that
+// waits for a database would.
+class slow_pipeline : public crawler::async_item_pipeline {
+ public:
+  explicit slow_pipeline(crawler::crawl_context& crawl) : executor_(crawl.executor) {}
+  void process_item_async(crawler::item item, crawler::spider&, crawler::item_done done) override {
+    auto timer = std::make_shared<boost::asio::steady_timer>(executor_, std::chrono::milliseconds(300));
+    timer->async_wait([timer, item = std::move(item), done = std::move(done)](
+                          boost::system::error_code) mutable {
+      item["held"] = true;
+      done(std::move(item), nullptr);
+    });
+  }
+
+ private:
+  boost::asio::any_io_executor executor_;
+};
+CRAWLER_REGISTER_ITEM_PIPELINE(slow_pipeline, "tests.SlowPipeline");
 
 // Counts signals into the stats, as an extension of Scrapy's would.
 class signal_counter : public crawler::extension {
@@ -204,6 +224,23 @@ TEST(components, a_pipeline_registered_in_cpp_is_enabled_from_a_crawl_files_item
     EXPECT_TRUE(item["title"].get<std::string>().starts_with("PAGE ")) << item.dump();
   }
   EXPECT_EQ(run.stats.value("uppercase_title/items", 0), 3);
+}
+
+// A page whose items an async pipeline holds is in flight: the spider does not close under it,
+// and with CONCURRENT_REQUESTS 1 the next page waits for it.
+TEST(components, a_page_waits_for_its_items_in_an_async_pipeline) {
+  http_server server({.site_pages = 3});
+  auto run = run_crawl_file(server, {{"ITEM_PIPELINES", {{"tests.SlowPipeline", 300},
+                                                         {"tests.UppercaseTitle", 400}}},
+                                     {"CONCURRENT_REQUESTS", 1}});
+  ASSERT_EQ(run.status, 0);
+  ASSERT_EQ(run.items.size(), 3u) << "an item still held when the spider closed would be lost";
+  for (const auto& item : run.items) {
+    EXPECT_EQ(item["held"], true);
+    EXPECT_TRUE(item["title"].get<std::string>().starts_with("PAGE ")) << "the pipeline after it ran";
+  }
+  // Three pages' items held 300 ms each, one page at a time.
+  EXPECT_GE(run.stats.value("elapsed_time_seconds", 0.0), 0.9) << run.stats.dump();
 }
 
 TEST(components, pipelines_run_lowest_order_first_and_null_leaves_one_out) {
