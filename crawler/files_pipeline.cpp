@@ -140,6 +140,7 @@ files_pipeline::files_pipeline(crawl_context& crawl, std::string_view prefix)
       result_field_(crawl.settings.get_string(std::string(prefix) + "_RESULT_FIELD")),
       expires_days_(crawl.settings.get_double(std::string(prefix) + "_EXPIRES")),
       allow_redirects_(crawl.settings.get_bool("MEDIA_ALLOW_REDIRECTS")),
+      schemes_(crawl.settings),
       logger_(get_logger(prefix == "IMAGES" ? "images" : "files")) {}
 
 std::string files_pipeline::file_path(std::string_view url) {
@@ -199,6 +200,12 @@ void files_pipeline::finish(item_files& held) {
 }
 
 void files_pipeline::want(const std::string& url, file_wanted wanted) {
+  if (!schemes_.fetches_remote(url)) {
+    logger_->warn("File (refused-scheme): Not downloading <GET {}>: the files pipeline fetches "
+                  "only the remote schemes of DOWNLOAD_SCHEMES",
+                  url);
+    return wanted(std::nullopt);
+  }
   dedup::fingerprint key;
   try {
     key = dedup::request_fingerprint("GET", url);

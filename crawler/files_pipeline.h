@@ -26,6 +26,10 @@
 // The ImagesPipeline is the same with the IMAGES_* settings ("image_urls" -> "images"); images are
 // stored as downloaded, under their URL's extension: no conversion to JPEG and no thumbnails.
 //
+// The URLs come from crawled pages, which are untrusted: only a scheme the crawl fetches and that
+// is not local is fetched (a page naming file:///etc/passwd gets a WARNING, not the file), even on
+// a crawl of file:// pages, since the pipeline does not know which page an item came from.
+//
 // A file is written beside its place and renamed into it, so a killed crawl never leaves half a
 // file that the next one would take as up to date; what is found in the store is only trusted as
 // a regular file (not a link or a folder).
@@ -44,6 +48,7 @@
 #include "config/stats.h"
 #include "crawler/components.h"
 #include "crawler/pipeline.h"
+#include "crawler/scheme_policy.h"
 #include "request/fingerprint.h"
 
 namespace crawler {
@@ -92,6 +97,7 @@ class files_pipeline : public async_item_pipeline {
   std::string urls_field_, result_field_;
   double expires_days_;
   bool allow_redirects_;
+  scheme_policy schemes_;
   std::shared_ptr<spdlog::logger> logger_;
   std::unordered_map<dedup::fingerprint, file_state> files_;
 };

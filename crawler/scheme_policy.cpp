@@ -46,6 +46,10 @@ bool scheme_policy::fetches(std::string_view url) const {
   return std::find(schemes_.begin(), schemes_.end(), scheme) != schemes_.end();
 }
 
+bool scheme_policy::fetches_remote(std::string_view url) const {
+  return fetches(url) && !is_local(url_scheme(url));
+}
+
 bool scheme_policy::may_follow(std::string_view from, std::string_view to) const {
   if (!fetches(to)) return false;
   auto target = url_scheme(to);

@@ -32,6 +32,9 @@ class scheme_policy {
 
   /// True when `url`'s scheme is one the crawl fetches.
   bool fetches(std::string_view url) const;
+  /// True when the crawl fetches `url` and it is not local: what a URL a page's content names may
+  /// be when the page it came from is not known (an item's file_urls).
+  bool fetches_remote(std::string_view url) const;
   /// True when a page at `from` may lead, by a link or a redirect, to `to`.
   bool may_follow(std::string_view from, std::string_view to) const;
   /// The list as libcurl's CURLOPT_PROTOCOLS_STR spells it: "http,https,file".

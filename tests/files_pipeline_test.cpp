@@ -269,6 +269,30 @@ TEST(files_pipeline, obeys_robots_txt_as_the_crawl_does) {
       << log;
 }
 
+// An item's file URLs come from a crawled page: one naming a local file or a scheme the crawl does
+// not fetch gets a warning, not the file.
+TEST(files_pipeline, a_page_cannot_make_it_store_a_local_file) {
+  temp_dir secret_dir;
+  auto secret = secret_dir.path() / "secret.pdf";
+  std::ofstream(secret) << "the machine's own";
+  http_server server(catalog("<a class=file href=\"file://" + secret.string() +
+                             "\">s</a><a class=file href=\"gopher://127.0.0.1:6379/_x\">g</a>"));
+  temp_dir store;
+  testing::internal::CaptureStderr();
+  auto run = fixtures::run_crawl_document(
+      catalog_crawl(server, {{"FILES_STORE", store.path().string()}}, 1));
+  auto log = testing::internal::GetCapturedStderr();
+  ASSERT_EQ(run.status, 0) << log;
+  ASSERT_EQ(run.items.size(), 1u);
+  EXPECT_EQ(run.items[0]["files"].size(), 10u);
+  EXPECT_FALSE(fs::exists(store.path() / crawler::files_pipeline::file_path("file://" + secret.string())));
+  EXPECT_NE(log.find("File (refused-scheme): Not downloading <GET file://" + secret.string()),
+            std::string::npos)
+      << log;
+  EXPECT_NE(log.find("File (refused-scheme): Not downloading <GET gopher://"), std::string::npos)
+      << log;
+}
+
 TEST(files_pipeline, an_item_whose_file_urls_is_not_a_list_of_urls_is_an_item_error) {
   http_server server(catalog());
   temp_dir store;
