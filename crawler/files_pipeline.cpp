@@ -1,6 +1,5 @@
 #include "crawler/files_pipeline.h"
 
-#include <fcntl.h>
 #include <openssl/evp.h>
 #include <unistd.h>
 
@@ -10,13 +9,12 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
-#include <fstream>
-#include <iterator>
 #include <memory>
 #include <stdexcept>
 
 #include "config/ascii.h"
 #include "config/log.h"
+#include "crawler/detail/whole_file.h"
 
 namespace crawler {
 namespace {
@@ -80,35 +78,19 @@ std::string hex_digest(const EVP_MD* algorithm, std::string_view data) {
   return out;
 }
 
-std::string read_file(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::runtime_error("cannot read " + path.string());
-  std::string content{std::istreambuf_iterator<char>(in), {}};
-  if (in.bad()) throw std::runtime_error("cannot read " + path.string());
-  return content;
-}
-
 // Written beside its place and renamed into it: a reader (the next crawl) sees the whole file or
 // the one before.
 void replace_file(const fs::path& path, std::string_view content) {
   static std::atomic<unsigned> next_temporary{0};
   auto temporary = path;
   temporary += ".tmp" + std::to_string(::getpid()) + "-" + std::to_string(next_temporary++);
-  int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) throw std::runtime_error("cannot write " + temporary.string() + ": " + std::strerror(errno));
-  std::string_view left = content;
-  while (!left.empty()) {
-    auto written = ::write(fd, left.data(), left.size());
-    if (written < 0 && errno == EINTR) continue;
-    if (written <= 0) {
-      auto error = errno;
-      ::close(fd);
-      ::unlink(temporary.c_str());
-      throw std::runtime_error("cannot write " + temporary.string() + ": " + std::strerror(error));
-    }
-    left.remove_prefix(std::size_t(written));
+  try {
+    detail::write_whole_file(temporary, content, 0644);
+  } catch (...) {
+    ::unlink(temporary.c_str());
+    throw;
   }
-  if (::close(fd) != 0 || ::rename(temporary.c_str(), path.c_str()) != 0) {
+  if (::rename(temporary.c_str(), path.c_str()) != 0) {
     auto error = errno;
     ::unlink(temporary.c_str());
     throw std::runtime_error("cannot store " + path.string() + ": " + std::strerror(error));
@@ -254,7 +236,7 @@ files_pipeline::file_result files_pipeline::up_to_date(const std::string& url,
   if (age.count() > expires_days_) return std::nullopt;
   std::string checksum;
   try {
-    checksum = hex_digest(EVP_md5(), read_file(where));
+    checksum = hex_digest(EVP_md5(), detail::read_whole_file(where));
   } catch (const std::exception&) {
     return std::nullopt;  // unreadable: downloaded again, and replaced
   }

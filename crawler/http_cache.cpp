@@ -9,10 +9,9 @@
 #include <cerrno>
 #include <cstring>
 #include <chrono>
-#include <fstream>
-#include <iterator>
 
 #include "config/log.h"
+#include "crawler/detail/whole_file.h"
 #include "config/ascii.h"
 
 namespace crawler {
@@ -20,27 +19,10 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string read_whole(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::runtime_error("cannot read " + path.string());
-  return {std::istreambuf_iterator<char>(in), {}};
-}
-
 // The cache holds what the crawl sent and got: its files are its owner's only (0600), as are the
 // folders it makes (0700), whatever the umask.
 void write_whole(const fs::path& path, std::string_view content) {
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (fd < 0) throw std::runtime_error("cannot write " + path.string());
-  while (!content.empty()) {
-    auto written = ::write(fd, content.data(), content.size());
-    if (written < 0 && errno == EINTR) continue;
-    if (written <= 0) {
-      ::close(fd);
-      throw std::runtime_error("cannot write " + path.string());
-    }
-    content.remove_prefix(std::size_t(written));
-  }
-  if (::close(fd) != 0) throw std::runtime_error("cannot write " + path.string());
+  detail::write_whole_file(path, content, 0600);
 }
 
 void create_private_directories(const fs::path& path) {
@@ -138,13 +120,13 @@ std::optional<response> http_cache_middleware::answer(const request& request) {
                                                 std::chrono::duration<double>(expiration_seconds_));
   if (fresh) {
     try {
-      auto meta = nlohmann::json::parse(read_whole(entry / "meta"));
+      auto meta = nlohmann::json::parse(detail::read_whole_file(entry / "meta"));
       response cached;
       cached.url = meta.at("response_url").get<std::string>();
       cached.status = meta.at("status").get<int>();
       cached.protocol = meta.value("protocol", std::string());
-      cached.headers = parse_raw_headers(read_whole(entry / "response_headers"));
-      cached.body = read_whole(entry / "response_body");
+      cached.headers = parse_raw_headers(detail::read_whole_file(entry / "response_headers"));
+      cached.body = detail::read_whole_file(entry / "response_body");
       cached.request = request;
       cached.flags.push_back("cached");
       stats_.inc_value("httpcache/hit");
