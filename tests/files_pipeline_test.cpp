@@ -341,6 +341,11 @@ TEST(files_pipeline, the_images_pipeline_takes_its_own_settings) {
   EXPECT_EQ(run.items[0]["images"].size(), 10u);
   EXPECT_FALSE(run.items[0].contains("files"));
   EXPECT_EQ(run.stats.value("file_status_count/downloaded", 0), 10);
+  // Stored as downloaded, under the URL's own extension: no conversion to JPEG.
+  const auto& first = run.items[0]["images"][0];
+  EXPECT_EQ(first["path"], crawler::files_pipeline::file_path(first["url"].get<std::string>()));
+  EXPECT_TRUE(first["path"].get<std::string>().ends_with(".pdf"));
+  EXPECT_EQ(read_file(store.path() / first["path"].get<std::string>()), "file 0");
 }
 
 // Files still downloading when a second Ctrl-C stops the crawl at once: with JOBDIR the page that
