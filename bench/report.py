@@ -2,6 +2,7 @@
 """Turns what bench/run.sh measured (WORK) into OUT/report.md, results.json and two charts.
 
     report.py WORK OUT --pages N
+    report.py --summary OUT SHAPE...    (OUT/report.md: the shapes' OUT/SHAPE/results.json side by side)
 
 Each contender's pages come from nginx's access log of its run (WORK/logs/NAME.log, lines of
 "<epoch.millis> <status> <request URI>"), counted against the site's page set (WORK/expected.txt):
@@ -282,14 +283,85 @@ def charts(out, results, timelines):
     plt.close(fig)
 
 
+def site_description(work):
+    """What the site's pages are like: site_generator.py's shape.json, or the light shape's
+    figures for a run from before shapes."""
+    path = os.path.join(work, "shape.json")
+    if not os.path.exists(path):
+        return "light", "8-16 KB each, 20-40 links a page"
+    shape = json.load(open(path))
+    low, high = shape["page_kb"]
+    links_low, links_high = shape["links"]
+    return shape["shape"], (
+        f"{shape['shape']} pages: {low}-{high} KB each ({shape['mean_bytes'] / 1024:.1f} KB on "
+        f"average), {links_low}-{links_high} links a page ({shape['mean_links']:.0f} on average), "
+        f"{shape['mean_elements']:.0f} elements a page (markup {shape['markup']:g})")
+
+
+# The speed goals each shape is held to: (what, contender, results.json field, goal, how shown).
+GOALS = [
+    ("items crawl, Gumbo, pages/s vs Scrapy", "crawler-gumbo", "x_scrapy_pages_per_s", 25, "{:.1f}x"),
+    ("items crawl, libxml2, pages/s vs Scrapy", "crawler-libxml2", "x_scrapy_pages_per_s", 50, "{:.1f}x"),
+    ("items crawl, Gumbo, Scrapy's RSS / ours", "crawler-gumbo", "x_scrapy_rss", 3, "{:.2f}x"),
+    ("items crawl, libxml2, Scrapy's RSS / ours", "crawler-libxml2", "x_scrapy_rss", 3, "{:.2f}x"),
+    ("links only, share of wrk's requests/s", "crawler-links", "share_of_wrk", 0.20, "{:.1%}"),
+]
+
+
+def summary(out, shapes):
+    """OUT/report.md: each shape's figures against GOALS, and links to the shapes' reports."""
+    lines = [f"# Crawl benchmark, {os.path.basename(os.path.abspath(out))}", "",
+             f"- Machine: {machine()}; nginx (1 worker) shares it with each crawler.",
+             "- One run of `bench/run.sh` over " + str(len(shapes)) + " page shapes; each shape's "
+             "report has every contender, the charts and the one-core runs:"]
+    found = {}
+    for shape in shapes:
+        path = os.path.join(out, shape, "results.json")
+        if not os.path.exists(path):
+            lines.append(f"  - {shape}: no results (the run stopped before its report)")
+            continue
+        found[shape] = json.load(open(path))
+        lines.append(f"  - [{shape}]({shape}/report.md): {found[shape].get('site', shape)}")
+    lines += ["", "## Goals", "",
+              "| goal | " + " | ".join(found) + " |",
+              "|---|" + "---:|" * len(found)]
+    for what, contender, field, goal, shown in GOALS:
+        cells = []
+        for results in found.values():
+            entry = results["contenders"].get(contender, {})
+            value = entry.get(field)
+            if field == "share_of_wrk" and entry.get("pages_per_s") and results.get("wrk_requests_per_s"):
+                value = entry["pages_per_s"] / results["wrk_requests_per_s"]
+            if value is None or entry.get("void"):
+                cells.append("n/a")
+            else:
+                cells.append(shown.format(value) + (" ✓" if value >= goal else " ✗ (goal " + shown.format(goal) + ")"))
+        lines.append(f"| {what}, goal >= {shown.format(goal)} | " + " | ".join(cells) + " |")
+    lines += ["", "| contender, pages/s | " + " | ".join(found) + " |", "|---|" + "---:|" * len(found)]
+    for name in CRAWLS:
+        cells = [fmt(r["contenders"].get(name, {}).get("pages_per_s")) for r in found.values()]
+        if any(c != "-" for c in cells):
+            lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    wrk = [fmt(r.get("wrk_requests_per_s")) for r in found.values()]
+    lines.append("| wrk, requests/s | " + " | ".join(wrk) + " |")
+    with open(os.path.join(out, "report.md"), "w") as f:
+        f.write("\n".join(lines) + "\n")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("work")
-    parser.add_argument("out")
-    parser.add_argument("--pages", type=int, required=True)
+    parser.add_argument("work", help="run.sh's measurements, or with --summary OUT")
+    parser.add_argument("out", nargs="*", help="where the report goes, or with --summary the shapes")
+    parser.add_argument("--pages", type=int)
+    parser.add_argument("--summary", action="store_true")
     args = parser.parse_args()
-    work, out = args.work, args.out
+    if args.summary:
+        return summary(args.work, args.out)
+    if len(args.out) != 1 or args.pages is None:
+        parser.error("WORK OUT --pages N, or --summary OUT SHAPE...")
+    work, out = args.work, args.out[0]
     expected = set(open(os.path.join(work, "expected.txt")).read().split())
+    shape, site_text = site_description(work)
 
     results, timelines = {}, {}
     for name in CRAWLS + [c + "@1core" for c in CRAWLS if c.startswith("crawler")]:
@@ -331,10 +403,10 @@ def main():
             entry["x_scrapy_rss"] = base["rss_mib"] / entry["rss_mib"]
 
     repeats = max((e["runs"] for e in results.values()), default=1)
-    lines = [f"# Crawl benchmark, {os.path.basename(out)}", "",
+    lines = [f"# Crawl benchmark, {os.path.basename(os.path.dirname(os.path.abspath(out)))}, {shape} pages", "",
              f"- Machine: {machine()}; nginx (1 worker) shares it with each crawler.",
-             f"- Site: {len(expected):,} pages reachable from `/` (`bench/site_generator.py`, "
-             f"{args.pages:,} asked), 8-16 KB each, 20-40 links a page: relative spellings, repeats, "
+             f"- Site: {len(expected):,} pages reachable from `/` (`bench/site_generator.py "
+             f"--shape {shape}`, {args.pages:,} asked), {site_text}: relative spellings, repeats, "
              "fragments, query arguments in either order, other hosts, 404s, robots.txt-disallowed "
              "/private/.",
              f"- Versions: {version(['nginx', '-v'])}; {version(['/usr/bin/python3', '-m', 'scrapy', 'version'])}; "
@@ -465,7 +537,8 @@ def main():
     with open(os.path.join(out, "report.md"), "w") as f:
         f.write("\n".join(lines).rstrip() + "\n")
     with open(os.path.join(out, "results.json"), "w") as f:
-        json.dump({"site_pages": len(expected), "wrk_requests_per_s": wrk, "contenders": results}, f,
+        json.dump({"site_pages": len(expected), "site": site_text, "wrk_requests_per_s": wrk,
+                   "contenders": results}, f,
                   indent=1, sort_keys=True)
     charts(out, results, timelines)
 

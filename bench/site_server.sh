@@ -4,6 +4,7 @@
 #
 #   source "$here/site_server.sh"
 #   serve_site "$work" "$pages"       # sets $port and $start; WORK/expected.txt lists the pages
+#   serve_site "$work" "$pages" --shape heavy   # further arguments go to site_generator.py
 #   ... crawl ...
 #   take_access_log "$work" NAME      # moves what nginx logged since the last call to WORK/logs/NAME.log
 #   stop_site "$work"
@@ -16,12 +17,12 @@ free_port() {
 }
 
 serve_site() {
-  local work=$1 pages=$2
+  local work=$1 pages=$2; shift 2
   command -v nginx >/dev/null || { echo "needs nginx: apt-get install nginx-light" >&2; exit 1; }
   chmod 755 "$work"  # nginx workers drop root and must read the site
   port=$(free_port)
   python3 "$(dirname "${BASH_SOURCE[0]}")/site_generator.py" "$work" "$pages" \
-    --base "http://127.0.0.1:$port" >&2
+    --base "http://127.0.0.1:$port" "$@" >&2
   mkdir -p "$work/nginx" "$work/logs"
   cat > "$work/nginx.conf" <<CONF
 worker_processes 1;
