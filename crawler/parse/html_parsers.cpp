@@ -13,7 +13,7 @@ namespace {
 struct registered_parser {
   html_parser parser;
   std::string_view name;
-  void (*build)(const std::string& utf8, detail::tree_builder& builder);
+  detail::tree_builder::parser_function build;
 };
 constexpr registered_parser parsers[] = {
     {html_parser::gumbo, "gumbo", &detail::build_with_gumbo},
@@ -53,29 +53,36 @@ std::shared_ptr<const html_document> html_document::parse(std::string_view body,
                                                           std::string_view content_type,
                                                           const html_limits& limits,
                                                           html_parser parser) {
-  check_limits(body, limits);
-  std::shared_ptr<html_document> document(new html_document);
-  document->encoding_ = sniff_encoding(body, content_type);
-  document->utf8_ = decode_to_utf8(body, document->encoding_);
-  detail::tree_builder builder(*document);
   for (const auto& entry : parsers) {
-    if (entry.parser == parser) entry.build(document->utf8_, builder);
+    if (entry.parser == parser) {
+      return detail::tree_builder::build(body, content_type, limits, entry.build);
+    }
   }
-  builder.finish();
-  return document;
+  throw std::invalid_argument("unknown HTML parser " + std::to_string(int(parser)));
 }
 
 std::shared_ptr<const html_document> html_document::parse_xml(std::string_view body,
                                                               std::string_view content_type,
                                                               const html_limits& limits) {
+  return detail::tree_builder::build(body, content_type, limits, &detail::build_xml_with_libxml2);
+}
+
+namespace detail {
+
+std::shared_ptr<const html_document> tree_builder::build(std::string_view body,
+                                                         std::string_view content_type,
+                                                         const html_limits& limits,
+                                                         parser_function parse) {
   check_limits(body, limits);
   std::shared_ptr<html_document> document(new html_document);
   document->encoding_ = sniff_encoding(body, content_type);
   document->utf8_ = decode_to_utf8(body, document->encoding_);
-  detail::tree_builder builder(*document);
-  detail::build_xml_with_libxml2(document->utf8_, builder);
+  tree_builder builder(*document);
+  parse(document->utf8_, builder);
   builder.finish();
   return document;
 }
+
+}  // namespace detail
 
 }  // namespace crawler

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "config/ascii.h"
+#include "crawler/parse/detail/arena.h"
 #include "crawler/parse/detail/tree_builder.h"
 
 namespace crawler::detail {
@@ -14,39 +15,12 @@ namespace {
 
 // Gumbo allocates and frees one node, string or vector at a time: a tenth of its time went to
 // malloc and free, and as much again to freeing the tree node by node. Its allocations for one
-// document come from a few large blocks instead, all freed together with the document; what
-// Gumbo frees while parsing (grown buffers, token scratch) stays until then.
-struct gumbo_arena {
-  static constexpr std::size_t alignment = alignof(std::max_align_t);
-  std::vector<std::unique_ptr<std::byte[]>> blocks;
-  std::byte* next = nullptr;
-  std::size_t left = 0;
-  std::size_t block_size;
-
-  explicit gumbo_arena(std::size_t expected)
-      : block_size(std::max<std::size_t>(expected, 16 * 1024)) {}
-
-  void* allocate(std::size_t size) {
-    size = (size + alignment - 1) & ~(alignment - 1);
-    if (size > left) {
-      // Doubling blocks: a large page takes a handful of them.
-      auto bytes = std::max(size, block_size);
-      block_size *= 2;
-      blocks.emplace_back(new std::byte[bytes]);  // not zeroed: Gumbo writes before it reads
-      next = blocks.back().get();
-      left = bytes;
-    }
-    void* result = next;
-    next += size;
-    left -= size;
-    return result;
-  }
-
-  static void* gumbo_allocate(void* self, std::size_t size) {
-    return static_cast<gumbo_arena*>(self)->allocate(size);
-  }
-  static void gumbo_free(void*, void*) {}
-};
+// document come from an arena instead, freed with the document; what Gumbo frees while parsing
+// (grown buffers, token scratch) stays until then.
+void* gumbo_allocate(void* arena, std::size_t size) {
+  return static_cast<detail::arena*>(arena)->allocate(size);
+}
+void gumbo_free(void*, void*) {}
 
 // Gumbo's names are lower-case except SVG's adjusted ones (viewBox, foreignObject): selectors
 // compare lower-case names, as Gumbo's own lookups ignored case.
@@ -77,13 +51,13 @@ const GumboVector* children_of(const GumboNode* node) {
 
 void build_with_gumbo(const std::string& utf8, tree_builder& builder) {
   // About eight bytes of tree per byte of markup on catalogue pages.
-  auto arena = std::make_shared<gumbo_arena>(utf8.size() * 8);
+  auto arena = std::make_shared<detail::arena>(utf8.size() * 8);
   // Parse errors are not reported to users, and recording them is most of Gumbo's time on
   // real pages: stop collecting after none.
   GumboOptions options = kGumboDefaultOptions;
   options.max_errors = 0;
-  options.allocator = &gumbo_arena::gumbo_allocate;
-  options.deallocator = &gumbo_arena::gumbo_free;
+  options.allocator = &gumbo_allocate;
+  options.deallocator = &gumbo_free;
   options.userdata = arena.get();
   GumboOutput* output = gumbo_parse_with_options(&options, utf8.data(), utf8.size());
   // Text and names stay in the arena, which lives as long as the document; the arena frees the

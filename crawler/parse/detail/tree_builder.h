@@ -15,6 +15,16 @@ namespace crawler::detail {
 
 class tree_builder {
  public:
+  /// A parser's function: parses `utf8` into `builder`.
+  using parser_function = void (*)(const std::string& utf8, tree_builder& builder);
+
+  /// A document of `body` (checked against `limits`, decoded as `content_type` and the body say)
+  /// built by `parse`: what html_document::parse and parse_xml return.
+  static std::shared_ptr<const html_document> build(std::string_view body,
+                                                    std::string_view content_type,
+                                                    const html_limits& limits,
+                                                    parser_function parse);
+
   explicit tree_builder(html_document& document);
 
   /// The document node, the parent of the top-level nodes.
@@ -45,6 +55,9 @@ class tree_builder {
 /// The parsers of the registry in html_parsers.cpp: each parses `utf8` into `builder`.
 void build_with_gumbo(const std::string& utf8, tree_builder& builder);
 void build_with_libxml2(const std::string& utf8, tree_builder& builder);
+/// The same parse through libxml2's own DOM, walked into `builder`: what build_with_libxml2's
+/// events must build, for the tests and the fuzz target that compare the two.
+void build_with_libxml2_dom(const std::string& utf8, tree_builder& builder);
 /// parse_xml's parser: libxml2's XML parser; each element's libxml2 node points back at ours
 /// (_private), for XPath.
 void build_xml_with_libxml2(const std::string& utf8, tree_builder& builder);
