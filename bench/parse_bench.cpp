@@ -16,6 +16,7 @@
 #include <iterator>
 #include <vector>
 
+#include "crawler/parse/detail/tag_openings.h"
 #include "crawler/parse/href_scanner.h"
 #include "crawler/parse/link_extractor.h"
 #include "crawler/parse/response.h"
@@ -76,6 +77,15 @@ void depth_estimate(benchmark::State& state) {
   state.SetBytesProcessed(std::int64_t(state.iterations() * response.body.size()));
 }
 BENCHMARK(depth_estimate);
+
+// What the check costs on most pages: counting their '<', fewer than HTML_MAX_DEPTH's 2000,
+// which bounds the depth without the estimate.
+void depth_bound_by_tag_count(benchmark::State& state) {
+  auto response = make_response();
+  for (auto _ : state) benchmark::DoNotOptimize(crawler::detail::count_tag_openings(response.body));
+  state.SetBytesProcessed(std::int64_t(state.iterations() * response.body.size()));
+}
+BENCHMARK(depth_bound_by_tag_count);
 
 // HTML_PARSER: argument 0 is Gumbo (the default), 1 libxml2.
 crawler::html_parser parser_of(const benchmark::State& state) {

@@ -2,8 +2,11 @@
 #include <gtest/gtest.h>
 #include <pthread.h>
 
+#include <algorithm>
 #include <functional>
+#include <random>
 
+#include "crawler/parse/detail/tag_openings.h"
 #include "crawler/parse/html.h"
 #include "crawler/parse/link_extractor.h"
 #include "crawler/parse/response.h"
@@ -120,3 +123,18 @@ TEST(deep_page, the_depth_estimate_follows_what_html_nests) {
 }
 
 }  // namespace
+
+// The budget's first check counts a page's '<' eight bytes at a time: exactly, whatever the bytes
+// beside them (0xbc, '=' and '>' differ from '<' by one bit or one step) and the length.
+TEST(deep_page, the_count_of_tag_openings_is_exact_for_any_bytes) {
+  std::mt19937 random(7);
+  const std::string alphabet = std::string("<<<=>;|\xbc\x3c\x00\xff a", 13);
+  for (int i = 0; i < 2000; ++i) {
+    std::string markup(std::uniform_int_distribution<std::size_t>(0, 70)(random), ' ');
+    for (auto& c : markup) {
+      c = alphabet[std::uniform_int_distribution<std::size_t>(0, alphabet.size() - 1)(random)];
+    }
+    ASSERT_EQ(crawler::detail::count_tag_openings(markup),
+              std::size_t(std::count(markup.begin(), markup.end(), '<')));
+  }
+}

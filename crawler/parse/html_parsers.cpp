@@ -3,6 +3,7 @@
 // none of them.
 #include <string>
 
+#include "crawler/parse/detail/tag_openings.h"
 #include "crawler/parse/detail/tree_builder.h"
 #include "crawler/parse/html.h"
 
@@ -40,6 +41,7 @@ void check_limits(std::string_view body, const html_limits& limits) {
                                             " bytes, more than HTML_MAX_SIZE (" +
                                             std::to_string(limits.max_bytes) + ")");
   }
+  if (detail::count_tag_openings(body) <= limits.max_depth) return;
   if (auto depth = estimate_nesting_depth(body); depth > limits.max_depth) {
     throw page_too_complex("too_deep", "the page nests elements " + std::to_string(depth) +
                                            " deep, more than HTML_MAX_DEPTH (" +
