@@ -33,6 +33,7 @@ using crawler::fixtures::http_server;
 using crawler::fixtures::redis_list;
 using crawler::fixtures::redis_run;
 using crawler::fixtures::redis_server;
+using crawler::fixtures::wait_for_workers;
 using crawler::fixtures::temp_dir;
 
 constexpr std::size_t pages = 300;
@@ -167,7 +168,8 @@ TEST(fleet, a_redis_restarted_with_its_data_mid_crawl_loses_nothing) {
                                   "-s", "REDIS_PIPELINE=true"};
   auto first = fleet_worker(site, redis, dir.path() / "a.jsonl", "redis_set", logged);
   auto second = fleet_worker(site, redis, dir.path() / "b.jsonl", "redis_set", logged);
-  std::this_thread::sleep_for(500ms);
+  wait_for_workers(redis, 2);
+  std::this_thread::sleep_for(300ms);
   redis.stop();
   std::this_thread::sleep_for(1500ms);
   redis.start();
@@ -195,7 +197,8 @@ TEST(fleet, a_redis_gone_for_longer_than_redis_failure_timeout_closes_the_worker
   auto orphan = fleet_worker(
       site, redis, dir.path() / "a.jsonl", "redis_set",
       {"-s", "REDIS_FAILURE_TIMEOUT=1", "-s", "STATS_FILE=" + stats.string(), "-L", "ERROR"});
-  std::this_thread::sleep_for(500ms);
+  wait_for_workers(redis, 1);
+  std::this_thread::sleep_for(300ms);
   redis.stop();
   EXPECT_EQ(orphan->wait(std::chrono::seconds(20)), 1) << orphan->stderr_text();
   EXPECT_NE(orphan->stderr_text().find("(REDIS_FAILURE_TIMEOUT): closing"), std::string::npos)
@@ -216,7 +219,8 @@ TEST(fleet, a_paused_redis_past_the_command_timeout_loses_nothing) {
                    {"-s", "MAX_IDLE_TIME_BEFORE_CLOSE=4", "-s", "REDIS_PIPELINE=true", "-s",
                     "SCHEDULER_LEASE_TIME=2", "-s", "SCHEDULER_HEARTBEAT_INTERVAL=0.5", "-s",
                     R"(REDIS_PARAMS={"socket_timeout": 0.3, "socket_connect_timeout": 0.3})"});
-  std::this_thread::sleep_for(500ms);
+  wait_for_workers(redis, 1);
+  std::this_thread::sleep_for(300ms);
   redis.pause();
   std::this_thread::sleep_for(1500ms);
   redis.resume();
@@ -675,7 +679,10 @@ TEST(fleet, start_urls_are_taken_only_as_a_worker_has_room_for_them) {
     auto running = fleet_worker(site, redis, dir.path() / "items.jsonl", "redis_set",
                                 {"-s", "CONCURRENT_REQUESTS=" + std::to_string(concurrency),
                                  "-s", "REDIS_START_URLS_BATCH_SIZE=" + std::to_string(batch)});
-    std::this_thread::sleep_for(300ms);  // the first feeds, and the first downloads under way
+    // The first feeds, and the first downloads under way (600 ms each): timed from the first,
+    // since a worker under a sanitizer takes a while to start.
+    crawler::fixtures::wait_until([&] { return site.in_flight() >= 1; }, "a download under way");
+    std::this_thread::sleep_for(300ms);
     auto* context = redisConnect("127.0.0.1", redis.port());
     auto* reply = static_cast<redisReply*>(redisCommand(context, "LLEN site:start_urls"));
     EXPECT_EQ(reply->integer, left) << "CONCURRENT_REQUESTS=" << concurrency

@@ -20,6 +20,18 @@
 
 namespace {
 
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+constexpr bool under_sanitizer = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+constexpr bool under_sanitizer = true;
+#else
+constexpr bool under_sanitizer = false;
+#endif
+#else
+constexpr bool under_sanitizer = false;
+#endif
+
 using crawler::fixtures::child_process;
 using crawler::fixtures::crawler_binary;
 using crawler::fixtures::http_server;
@@ -104,9 +116,10 @@ TEST(host_frontier, three_workers_fetch_each_host_no_faster_than_download_delay_
   for (const auto& host : hosts) {
     EXPECT_EQ(host->total_hits(), 12u) << host->url("/");
     // On Redis's clock the turns are 200 ms apart; a worker's fetch follows its take within
-    // its own loop's latency, which the server sees as a ms or two either way (more on a
-    // loaded machine, or under a sanitizer): 10% is allowed for it.
-    EXPECT_GE(shortest_gap(*host), 0.18) << host->url("/");
+    // its own loop's latency, which the server sees as a ms or two either way: 10% is allowed
+    // for it, 20% under a sanitizer, whose workers were seen 23 ms late. Without the frontier
+    // the three workers fetch a host at once, gaps of a few ms.
+    EXPECT_GE(shortest_gap(*host), under_sanitizer ? 0.16 : 0.18) << host->url("/");
   }
 }
 
