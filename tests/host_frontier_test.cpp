@@ -117,9 +117,10 @@ TEST(host_frontier, three_workers_fetch_each_host_no_faster_than_download_delay_
     EXPECT_EQ(host->total_hits(), 12u) << host->url("/");
     // On Redis's clock the turns are 200 ms apart; a worker's fetch follows its take within
     // its own loop's latency, which the server sees as a ms or two either way: 10% is allowed
-    // for it, 20% under a sanitizer, whose workers were seen 23 ms late. Without the frontier
-    // the three workers fetch a host at once, gaps of a few ms.
-    EXPECT_GE(shortest_gap(*host), under_sanitizer ? 0.16 : 0.18) << host->url("/");
+    // for it. Under a sanitizer, with other suites running beside it, a worker was seen 42 ms
+    // late (158 ms between two fetches): 40% is allowed there, which still tells a paced host
+    // from one the three workers fetch at once, a few ms apart.
+    EXPECT_GE(shortest_gap(*host), under_sanitizer ? 0.12 : 0.18) << host->url("/");
   }
 }
 
