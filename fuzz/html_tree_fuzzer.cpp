@@ -13,9 +13,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   namespace detail = crawler::detail;
   std::string page(reinterpret_cast<const char*>(data), size);
   try {
-    auto events = fixtures::html_outline(*detail::tree_builder::build(
+    auto events = crawler::fixtures::html_outline(*detail::tree_builder::build(
         page, "text/html", {.max_bytes = 1 << 20, .max_depth = 512}, &detail::build_with_libxml2));
-    auto dom = fixtures::html_outline(*detail::tree_builder::build(
+    auto dom = crawler::fixtures::html_outline(*detail::tree_builder::build(
         page, "text/html", {.max_bytes = 1 << 20, .max_depth = 512},
         &detail::build_with_libxml2_dom));
     if (events != dom) {

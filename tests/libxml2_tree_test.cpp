@@ -14,7 +14,7 @@
 namespace {
 
 namespace detail = crawler::detail;
-using fixtures::html_outline;
+using crawler::fixtures::html_outline;
 
 std::string from_events(const std::string& page) {
   return html_outline(*detail::tree_builder::build(page, "text/html", {}, &detail::build_with_libxml2));

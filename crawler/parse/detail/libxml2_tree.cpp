@@ -104,7 +104,7 @@ constexpr int html_options = HTML_PARSE_RECOVER | HTML_PARSE_NOERROR | HTML_PARS
 // builds an xmlDoc from them, which the walk above would then copy into our tree and which would
 // be freed with the document: a third of a crawl's CPU on pages dense with markup. This handler
 // builds our tree from the same events, as SAX2.c builds its DOM, so the tree is the one the walk
-// of that DOM gives (libxml2_parsers_test pins it, and the html_tree_fuzzer):
+// of that DOM gives (tests/libxml2_tree_test.cpp pins it, and fuzz/html_tree_fuzzer.cpp):
 // - an element opened while none is open goes to the top level when nothing is there yet, else
 //   into the first top-level node if that is an element (the DOCTYPE, when there is one, is that
 //   first node, and is not an element);
