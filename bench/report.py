@@ -245,7 +245,7 @@ def ratio_cell(ratio, suffix=""):
     return "-" if ratio is None else f"{ratio:,.1f}x{suffix}"
 
 
-def charts(out, results, timelines):
+def charts(out, results, timelines, shape="light"):
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -259,7 +259,7 @@ def charts(out, results, timelines):
     right.barh(names, [results[n]["cpu_ms_per_page"] for n in names], color=colors)
     right.set_xlabel("CPU ms per page (lower is better)")
     right.invert_yaxis()
-    fig.suptitle("Crawling the benchmark site on loopback nginx")
+    fig.suptitle(f"Crawling the benchmark site ({shape} pages) on loopback nginx")
     fig.tight_layout()
     fig.savefig(os.path.join(out, "pages.png"), dpi=100)
     plt.close(fig)
@@ -540,7 +540,7 @@ def main():
         json.dump({"site_pages": len(expected), "site": site_text, "wrk_requests_per_s": wrk,
                    "contenders": results}, f,
                   indent=1, sort_keys=True)
-    charts(out, results, timelines)
+    charts(out, results, timelines, shape)
 
 
 if __name__ == "__main__":
