@@ -108,6 +108,14 @@ double shortest_gap(const http_server& host) {
   return gaps.empty() ? 1e9 : *std::min_element(gaps.begin(), gaps.end());
 }
 
+// The least gap a paced host may show between two fetches in its server's log. On the pacing
+// clock (Redis's, or the process's own) turns are 200 ms apart, and a fetch follows its turn
+// after the crawler's own latency, a ms or two either way: 10% is allowed for it. Under a
+// sanitizer, with other suites running beside it, fetches were seen up to 42 ms late (158 ms
+// apart in a fleet, 174 ms in one process): 40% there, still above an unpaced host's gaps (the
+// control below: under 100 ms, a few ms in practice).
+constexpr double least_paced_gap = under_sanitizer ? 0.12 : 0.18;
+
 TEST(host_frontier, three_workers_fetch_each_host_no_faster_than_download_delay_together) {
   auto hosts = eight_hosts(12);
   auto items = crawl_with_three_workers(start_urls(hosts), "host");
@@ -115,12 +123,7 @@ TEST(host_frontier, three_workers_fetch_each_host_no_faster_than_download_delay_
   for (const auto& [url, times] : items) EXPECT_EQ(times, 1) << url;
   for (const auto& host : hosts) {
     EXPECT_EQ(host->total_hits(), 12u) << host->url("/");
-    // On Redis's clock the turns are 200 ms apart; a worker's fetch follows its take within
-    // its own loop's latency, which the server sees as a ms or two either way: 10% is allowed
-    // for it. Under a sanitizer, with other suites running beside it, a worker was seen 42 ms
-    // late (158 ms between two fetches): 40% is allowed there, which still tells a paced host
-    // from one the three workers fetch at once, a few ms apart.
-    EXPECT_GE(shortest_gap(*host), under_sanitizer ? 0.12 : 0.18) << host->url("/");
+    EXPECT_GE(shortest_gap(*host), least_paced_gap) << host->url("/");
   }
 }
 
@@ -241,7 +244,9 @@ TEST(host_frontier, one_process_fetches_each_host_no_faster_than_download_delay)
   auto items = crawl_in_one_process(start_urls(hosts), "host");
   EXPECT_EQ(items.size(), 8u * 12);
   for (const auto& [url, times] : items) EXPECT_EQ(times, 1) << url;
-  for (const auto& host : hosts) EXPECT_GE(shortest_gap(*host), 0.18) << host->url("/");
+  for (const auto& host : hosts) {
+    EXPECT_GE(shortest_gap(*host), least_paced_gap) << host->url("/");
+  }
 }
 
 TEST(host_frontier, one_process_is_not_parked_by_a_slow_host) {
