@@ -785,7 +785,9 @@ TEST_P(status_with_persist, shows_live_workers_and_what_is_queued_and_in_flight)
       fleet_worker(site, redis, dir.path() / "items.jsonl", "redis_set",
                    {"-s", "MAX_IDLE_TIME_BEFORE_CLOSE=0", "-s", "SCHEDULER_HEARTBEAT_INTERVAL=0.2",
                     "-s", std::string("SCHEDULER_PERSIST=") + (GetParam() ? "true" : "false")});
-  std::this_thread::sleep_for(1500ms);
+  // Pages settled and their links queued (a worker under TSan had settled one page at 1.5 s).
+  crawler::fixtures::wait_until([&] { return site.total_hits() >= 6; }, "six pages fetched");
+  std::this_thread::sleep_for(300ms);
   child_process status({crawler_binary(), "status", "site", "-s", "REDIS_URL=" + redis.url()});
   ASSERT_EQ(status.wait(), 0) << status.stderr_text();
   auto screen = status.stdout_text();
