@@ -20,18 +20,6 @@
 
 namespace {
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-constexpr bool under_sanitizer = true;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-constexpr bool under_sanitizer = true;
-#else
-constexpr bool under_sanitizer = false;
-#endif
-#else
-constexpr bool under_sanitizer = false;
-#endif
-
 using crawler::fixtures::child_process;
 using crawler::fixtures::crawler_binary;
 using crawler::fixtures::http_server;
@@ -108,13 +96,20 @@ double shortest_gap(const http_server& host) {
   return gaps.empty() ? 1e9 : *std::min_element(gaps.begin(), gaps.end());
 }
 
-// The least gap a paced host may show between two fetches in its server's log. On the pacing
-// clock (Redis's, or the process's own) turns are 200 ms apart, and a fetch follows its turn
-// after the crawler's own latency, a ms or two either way: 10% is allowed for it. Under a
-// sanitizer, with other suites running beside it, fetches were seen up to 42 ms late (158 ms
-// apart in a fleet, 174 ms in one process): 40% there, still above an unpaced host's gaps (the
-// control below: under 100 ms, a few ms in practice).
-constexpr double least_paced_gap = under_sanitizer ? 0.12 : 0.18;
+double mean_gap(const http_server& host) {
+  return host.seconds_between_first_and_last() / double(host.total_hits() - 1);
+}
+
+// Whether `host`'s server log shows it paced at DOWNLOAD_DELAY = 0.2. On the pacing clock
+// (Redis's, or the process's own) turns are 200 ms apart, but a fetch reaches the server after
+// the crawler's own latency, which on a loaded machine varies by tens of ms (CI, eight suites on
+// two cores: single gaps of 158 to 176 ms, each beside a longer one). So the pace is pinned by
+// the mean gap, which that jitter moves by a few ms at most, and single gaps only by a floor
+// well above an unpaced host's (the control below: under 100 ms, a few ms in practice).
+void expect_paced_at_the_download_delay(const http_server& host) {
+  EXPECT_GE(mean_gap(host), 0.19) << host.url("/");
+  EXPECT_GE(shortest_gap(host), 0.12) << host.url("/");
+}
 
 TEST(host_frontier, three_workers_fetch_each_host_no_faster_than_download_delay_together) {
   auto hosts = eight_hosts(12);
@@ -123,7 +118,7 @@ TEST(host_frontier, three_workers_fetch_each_host_no_faster_than_download_delay_
   for (const auto& [url, times] : items) EXPECT_EQ(times, 1) << url;
   for (const auto& host : hosts) {
     EXPECT_EQ(host->total_hits(), 12u) << host->url("/");
-    EXPECT_GE(shortest_gap(*host), least_paced_gap) << host->url("/");
+    expect_paced_at_the_download_delay(*host);
   }
 }
 
@@ -245,7 +240,7 @@ TEST(host_frontier, one_process_fetches_each_host_no_faster_than_download_delay)
   EXPECT_EQ(items.size(), 8u * 12);
   for (const auto& [url, times] : items) EXPECT_EQ(times, 1) << url;
   for (const auto& host : hosts) {
-    EXPECT_GE(shortest_gap(*host), least_paced_gap) << host->url("/");
+    expect_paced_at_the_download_delay(*host);
   }
 }
 
