@@ -54,7 +54,9 @@ downloader::downloader(asio::any_io_executor executor, const settings& settings,
       options_(std::make_unique<detail::transfer_options>()),
       transfers_(std::make_unique<detail::curl_transfers>(
           executor, stats, settings.get_bool("COOKIES_ENABLED"),
-          std::size_t(settings.get_int("COOKIES_MAX_JARS")))),
+          std::size_t(settings.get_int("COOKIES_MAX_JARS")),
+          // As many as curl keeps itself while CONCURRENT_REQUESTS transfers run.
+          4 * std::max<std::size_t>(1, std::size_t(settings.get_int("CONCURRENT_REQUESTS"))))),
       logger_(get_logger("downloader")) {
   options_->timeout_seconds = settings.get_double("DOWNLOAD_TIMEOUT");
   options_->connect_timeout_seconds = settings.get_double("DNS_TIMEOUT");

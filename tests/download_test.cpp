@@ -144,6 +144,41 @@ TEST(crawl, an_unfiltered_redirect_loop_stops_at_redirect_max_times) {
   EXPECT_EQ(server.hits("/loop/a") + server.hits("/loop/b"), 6u);
 }
 
+// Eight slow pages at once, then twelve quick ones one at a time, then eight slow ones at once.
+struct eight_then_one_then_eight : crawler::spider {
+  static constexpr int chain = 12;
+  explicit eight_then_one_then_eight(const http_server& server)
+      : spider("eight_then_one_then_eight"), server(server) {}
+  void start_requests(crawler::output& out) override { wave(out, "a"); }
+  void parse(const crawler::response&, crawler::output& out) override {
+    ++responses;
+    if (responses >= 8 && responses < 8 + chain) {
+      out.request(get(server.url("/echo?step=" + std::to_string(responses))));
+    } else if (responses == 8 + chain) {
+      wave(out, "b");
+    }
+  }
+  void wave(crawler::output& out, const std::string& name) {
+    for (int i = 0; i < 8; ++i) {
+      out.request(get(server.url("/slow?ms=200&wave=" + name + "&i=" + std::to_string(i))));
+    }
+  }
+  const http_server& server;
+  int responses = 0;
+};
+
+// Scrapy's connection pool keeps a connection alive while it is idle; curl's own cache shrinks
+// to four connections per transfer under way, so a crawl that ran one transfer for a while
+// reconnected to a site it had eight connections to (a fleet worker between takes did, every
+// fourth page).
+TEST(crawl, connections_stay_open_for_reuse_while_fewer_transfers_run) {
+  http_server server;
+  eight_then_one_then_eight spider(server);
+  crawl(spider, {"CONCURRENT_REQUESTS=8", "CONCURRENT_REQUESTS_PER_DOMAIN=8"});
+  EXPECT_EQ(spider.responses, 8 + eight_then_one_then_eight::chain + 8);
+  EXPECT_EQ(server.connections_accepted(), 8u);
+}
+
 TEST(crawl, a_slow_response_times_out_after_download_timeout) {
   http_server server;
   recording_spider spider({get(server.url("/slow?ms=3000"))});

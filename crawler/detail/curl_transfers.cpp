@@ -125,7 +125,7 @@ struct curl_transfers::state : std::enable_shared_from_this<state> {
   std::unordered_map<CURL*, std::unique_ptr<transfer>> transfers;
   std::vector<CURL*> idle_handles;
 
-  void open(bool share_cookies, std::size_t jar_limit) {
+  void open(bool share_cookies, std::size_t jar_limit, std::size_t kept_connections) {
     cookies = share_cookies;
     max_jars = jar_limit;
     global_init();
@@ -142,6 +142,11 @@ struct curl_transfers::state : std::enable_shared_from_this<state> {
     curl_multi_setopt(multi, CURLMOPT_SOCKETDATA, this);
     curl_multi_setopt(multi, CURLMOPT_TIMERFUNCTION, &state::on_timer);
     curl_multi_setopt(multi, CURLMOPT_TIMERDATA, this);
+    // curl's own default keeps 4 connections per transfer under way, so a crawl that runs fewer
+    // transfers for a moment (a fleet worker between takes, a host frontier waiting for a turn)
+    // closed the connections it was about to need again: a fleet worker reconnected to its site
+    // every fourth page. A fixed size keeps them.
+    curl_multi_setopt(multi, CURLMOPT_MAXCONNECTS, long(kept_connections));
   }
 
   void close() {
@@ -604,9 +609,9 @@ struct curl_transfers::state : std::enable_shared_from_this<state> {
 };
 
 curl_transfers::curl_transfers(asio::any_io_executor executor, stats& stats, bool cookies,
-                               std::size_t max_jars)
+                               std::size_t max_jars, std::size_t kept_connections)
     : state_(std::make_shared<state>(executor, stats)) {
-  state_->open(cookies, max_jars);
+  state_->open(cookies, max_jars, kept_connections);
 }
 
 curl_transfers::~curl_transfers() {

@@ -41,9 +41,10 @@ using transfer_done = std::function<void(download_result, double latency_seconds
 class curl_transfers {
  public:
   /// `cookies`: a cookie jar for the crawl, and one more for each meta "cookiejar" key, at most
-  /// `max_jars` of those (COOKIES_ENABLED, COOKIES_MAX_JARS); or none.
+  /// `max_jars` of those (COOKIES_ENABLED, COOKIES_MAX_JARS); or none. Up to `kept_connections`
+  /// idle connections are kept open for reuse, the least recently used closed first.
   curl_transfers(boost::asio::any_io_executor executor, stats& stats, bool cookies,
-                 std::size_t max_jars);
+                 std::size_t max_jars, std::size_t kept_connections);
   /// Releases every socket and curl handle; pending waits complete as cancelled and do nothing.
   ~curl_transfers();
   curl_transfers(const curl_transfers&) = delete;
