@@ -45,17 +45,15 @@ run() {
   local label=$1 count=$2; shift 2
   redis-cli -p "$redis_port" flushall > /dev/null
   redis-cli -p "$redis_port" config resetstat > /dev/null
-  local begin end
-  begin=$(date +%s.%N)
   workers=()
   for i in $(seq "$count"); do worker "$label-$i" "$@"; done
   wait "${workers[@]}"
-  end=$(date +%s.%N)
+  take_access_log "$work" "$label"
   redis-cli -p "$redis_port" info commandstats > "$work/$label.commandstats"
   redis-cli -p "$redis_port" info cpu > "$work/$label.cpu"
-  python3 - "$label" "$count" "$begin" "$end" "$work" <<'PY'
+  python3 - "$label" "$count" "$work" <<'PY'
 import glob, json, re, sys
-label, count, begin, end, work = sys.argv[1], int(sys.argv[2]), *map(float, sys.argv[3:5]), sys.argv[5]
+label, count, work = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 pages = sum(json.load(open(f)).get("response_received_count", 0)
             for f in glob.glob(f"{work}/{label}-*.stats.json"))
 stats = open(f"{work}/{label}.commandstats").read()
@@ -64,9 +62,10 @@ commands = sum(calls.values()) - calls.get("config", 0) - calls.get("info", 0) -
 scripts = calls.get("eval", 0) + calls.get("evalsha", 0)
 cpu = open(f"{work}/{label}.cpu").read()
 redis_cpu = sum(float(v) for v in re.findall(r"used_cpu_(?:sys|user):([\d.]+)", cpu))
-wall = end - begin
-# A redis worker waits MAX_IDLE_TIME_BEFORE_CLOSE (1 s) for more work before it closes: left out.
-active = wall - (1.0 if label.startswith("redis") else 0.0)
+# The crawl's time is the server's, from its first request to its last: a worker's start and
+# its close (a redis worker waits MAX_IDLE_TIME_BEFORE_CLOSE for more work) are left out.
+times = [float(line.split()[0]) for line in open(f"{work}/logs/{label}.log")]
+active = max(times) - min(times)
 rate = pages / active
 open(f"{work}/{label}.rate", "w").write(str(rate))
 print(f"{label:16s} {count} worker(s): {pages:6d} pages in {active:6.2f} s = {rate:7.0f} pages/s; "
@@ -91,7 +90,7 @@ import sys
 work = sys.argv[1]
 rate = lambda name: float(open(f"{work}/{name}.rate").read())
 print(f"SCHEDULER=redis with one worker: {rate('redis') / rate('memory'):.2f}x the memory "
-      f"scheduler's pages/s (the 1 s MAX_IDLE_TIME_BEFORE_CLOSE wait left out)")
+      f"scheduler's pages/s (each from the server's first request to its last)")
 print(f"Signed entries (SCHEDULER_SIGNING_KEY): {rate('redis-signed') / rate('redis'):.2f}x the "
       f"unsigned worker's pages/s")
 print(f"scrapy-redis's pickled form (SCHEDULER_SERIALIZER=scrapy_redis.picklecompat): "
