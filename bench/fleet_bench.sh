@@ -2,9 +2,9 @@
 # Fleet benchmark: the same site crawled by one `crawler crawl site` with the memory scheduler
 # (the baseline) and by 1 (also with signed entries, and in scrapy-redis's pickled form), 2 and 4
 # workers with SCHEDULER=redis, all
-# against one redis-server and a static site served by nginx on loopback. Prints pages/s, the
-# ratio to the baseline, and what Redis saw per crawled page (INFO commandstats: commands, script
-# calls, Redis CPU).
+# against one redis-server and a static site served by nginx on loopback, three rounds
+# interleaved. Prints each run's pages/s and what Redis saw per crawled page (INFO commandstats:
+# commands, script calls, Redis CPU), then the medians and their ratios.
 #
 #   bash bench/fleet_bench.sh [BUILD_DIR] [PAGES]        # defaults: build 5000
 set -euo pipefail
@@ -45,6 +45,8 @@ run() {
   local label=$1 count=$2; shift 2
   redis-cli -p "$redis_port" flushall > /dev/null
   redis-cli -p "$redis_port" config resetstat > /dev/null
+  # Redis's CPU counters cover its whole life (RESETSTAT leaves them): read before and after.
+  redis-cli -p "$redis_port" info cpu > "$work/$label.cpu-before"
   workers=()
   for i in $(seq "$count"); do worker "$label-$i" "$@"; done
   wait "${workers[@]}"
@@ -60,35 +62,47 @@ stats = open(f"{work}/{label}.commandstats").read()
 calls = {m[0]: int(m[1]) for m in re.findall(r"cmdstat_(\w+):calls=(\d+)", stats)}
 commands = sum(calls.values()) - calls.get("config", 0) - calls.get("info", 0) - calls.get("flushall", 0)
 scripts = calls.get("eval", 0) + calls.get("evalsha", 0)
-cpu = open(f"{work}/{label}.cpu").read()
-redis_cpu = sum(float(v) for v in re.findall(r"used_cpu_(?:sys|user):([\d.]+)", cpu))
+def cpu_seconds(path):
+    return sum(float(v) for v in re.findall(r"used_cpu_(?:sys|user):([\d.]+)", open(path).read()))
+redis_cpu = cpu_seconds(f"{work}/{label}.cpu") - cpu_seconds(f"{work}/{label}.cpu-before")
 # The crawl's time is the server's, from its first request to its last: a worker's start and
 # its close (a redis worker waits MAX_IDLE_TIME_BEFORE_CLOSE for more work) are left out.
 times = [float(line.split()[0]) for line in open(f"{work}/logs/{label}.log")]
 active = max(times) - min(times)
 rate = pages / active
 open(f"{work}/{label}.rate", "w").write(str(rate))
-print(f"{label:16s} {count} worker(s): {pages:6d} pages in {active:6.2f} s = {rate:7.0f} pages/s; "
+print(f"{label:18s} {count} worker(s): {pages:6d} pages in {active:6.2f} s = {rate:7.0f} pages/s; "
       f"Redis per page: {commands / pages:5.2f} commands, {scripts / pages:5.2f} scripts; "
       f"Redis CPU {redis_cpu / pages * 1000:6.3f} s per 1000 pages")
 PY
 }
 
-run memory 1
-run redis 1 -s SCHEDULER=redis -s MAX_IDLE_TIME_BEFORE_CLOSE=1
-# The same worker with signed entries (SCHEDULER_SIGNING_KEY): an HMAC per entry written and read.
-SCHEDULER_SIGNING_KEY=fleet-bench-signing-key-0123456789 \
-  run redis-signed 1 -s SCHEDULER=redis -s MAX_IDLE_TIME_BEFORE_CLOSE=1
-# The same worker on scrapy-redis's queue form (a pickle per entry written and read), with its
-# dupefilter's fingerprint: what a worker on a scrapy-redis fleet's keys costs.
-run redis-pickled 1 -s SCHEDULER=scrapy_redis.scheduler.Scheduler \
-  -s DUPEFILTER_CLASS=scrapy_redis.dupefilter.RFPDupeFilter -s MAX_IDLE_TIME_BEFORE_CLOSE=1
-run redis-2-workers 2 -s SCHEDULER=redis -s MAX_IDLE_TIME_BEFORE_CLOSE=1
-run redis-4-workers 4 -s SCHEDULER=redis -s MAX_IDLE_TIME_BEFORE_CLOSE=1
+# Each kind of run three times, interleaved, and its median: the first crawl of a fresh site
+# runs at about half the speed of the next ones (nginx and the page cache warming up), and this
+# machine's speed drifts between runs.
+for round in 1 2 3; do
+  run "memory~$round" 1
+  run "redis~$round" 1 -s SCHEDULER=redis -s MAX_IDLE_TIME_BEFORE_CLOSE=1
+  # The same worker with signed entries (SCHEDULER_SIGNING_KEY): an HMAC per entry written and
+  # read.
+  SCHEDULER_SIGNING_KEY=fleet-bench-signing-key-0123456789 \
+    run "redis-signed~$round" 1 -s SCHEDULER=redis -s MAX_IDLE_TIME_BEFORE_CLOSE=1
+  # The same worker on scrapy-redis's queue form (a pickle per entry written and read), with its
+  # dupefilter's fingerprint: what a worker on a scrapy-redis fleet's keys costs.
+  run "redis-pickled~$round" 1 -s SCHEDULER=scrapy_redis.scheduler.Scheduler \
+    -s DUPEFILTER_CLASS=scrapy_redis.dupefilter.RFPDupeFilter -s MAX_IDLE_TIME_BEFORE_CLOSE=1
+  run "redis-2-workers~$round" 2 -s SCHEDULER=redis -s MAX_IDLE_TIME_BEFORE_CLOSE=1
+  run "redis-4-workers~$round" 4 -s SCHEDULER=redis -s MAX_IDLE_TIME_BEFORE_CLOSE=1
+done
 python3 - "$work" <<'PY'
-import sys
+import statistics, sys
 work = sys.argv[1]
-rate = lambda name: float(open(f"{work}/{name}.rate").read())
+def rate(name):
+    rates = [float(open(f"{work}/{name}~{r}.rate").read()) for r in (1, 2, 3)]
+    return statistics.median(rates)
+for name in ("memory", "redis", "redis-signed", "redis-pickled", "redis-2-workers",
+             "redis-4-workers"):
+    print(f"median of three, {name:16s} {rate(name):7.0f} pages/s")
 print(f"SCHEDULER=redis with one worker: {rate('redis') / rate('memory'):.2f}x the memory "
       f"scheduler's pages/s (each from the server's first request to its last)")
 print(f"Signed entries (SCHEDULER_SIGNING_KEY): {rate('redis-signed') / rate('redis'):.2f}x the "
