@@ -63,6 +63,8 @@ class downloader {
 
   /// Requests accepted and not yet completed (waiting in slots or transferring).
   std::size_t active() const { return active_; }
+  /// CONCURRENT_REQUESTS.
+  std::size_t concurrency() const { return total_concurrency_; }
   /// True when the engine should not hand over more requests: CONCURRENT_REQUESTS reached,
   /// counting `held_elsewhere` requests the engine holds on their way here (robots.txt waits).
   bool needs_backout(std::size_t held_elsewhere = 0) const {

@@ -2,6 +2,7 @@
 
 #include <cxxabi.h>
 
+#include <algorithm>
 #include <boost/asio/post.hpp>
 #include <boost/url/parse.hpp>
 #include <chrono>
@@ -274,7 +275,7 @@ void engine::pump() {
   pumping_ = true;
   do {
     pump_again_ = false;
-    while (phase_ == phase::running && !downloader_->needs_backout(held_outside_downloader())) {
+    while (phase_ == phase::running && !downloader_->needs_backout(holding_download_slots())) {
       auto next = scheduler_->next_request();
       if (!next) break;
       download(std::move(*next));
@@ -386,12 +387,20 @@ void engine::on_downloaded(download_result result) {
   pump();
 }
 
-// A page holds its concurrency slot until its outcome is stored: storing may be a round trip, and
-// a crawl that downloaded on meanwhile would keep more pages half done (refetched after a crash,
-// held in memory while the store is away) than CONCURRENT_REQUESTS says.
 std::size_t engine::held_outside_downloader() const {
   return (robots_ ? robots_->waiting() : 0) + parsing_ + answered_here_ + pending_stores_ +
          pages_in_pipelines_;
+}
+
+// A page holds its download slot while it waits for robots.txt, is parsed and goes through the
+// pipelines. Storing its outcome may be a round trip (a fleet worker's settle, a Redis
+// dupefilter's check): up to CONCURRENT_REQUESTS pages wait for theirs without a slot, so
+// downloads go on meanwhile, as Scrapy's downloader frees a slot once the response is in. Past
+// that they hold slots again, so no more than twice CONCURRENT_REQUESTS pages are ever half done
+// (fetched again after a crash, held in memory while Redis is away).
+std::size_t engine::holding_download_slots() const {
+  auto storing_with_slots = pending_stores_ - std::min(pending_stores_, downloader_->concurrency());
+  return held_outside_downloader() - pending_stores_ + storing_with_slots;
 }
 
 std::size_t engine::queued() const {

@@ -20,7 +20,9 @@
 // gate (robots_gate.h) before the downloader middlewares; requests it holds count as in flight.
 // For a spider that parses_html, HTML responses are parsed on a pool of worker threads (one per
 // core) before the spider middlewares and the callback run on the loop; they count as in flight
-// too, and so does a page until what it yielded is through the dupefilter. A spider with
+// too, and so does a page until what it yielded is through the dupefilter (stored: a round trip
+// with a Redis dupefilter or a fleet's queue), but up to CONCURRENT_REQUESTS pages waiting for
+// their store leave their download slot to the next request. A spider with
 // concurrent_callbacks has the callbacks of its 2xx HTML pages run on the pool (parsing or not),
 // after the spider middlewares' process_spider_input on the loop; what they yield comes back to
 // the loop.
@@ -116,6 +118,8 @@ class engine : public crawl_engine {
   static callback_outcome call_spider(spider& spider, const response& response, output& out);
   void settle_callback(const callback_outcome& outcome, const response& response, output& out);
   std::size_t held_outside_downloader() const;
+  // Of those, the ones that hold a download slot.
+  std::size_t holding_download_slots() const;
   void check_start_request(const request& request) const;
   void handle_failure(failure failure);
   void run_callback(const response& response);

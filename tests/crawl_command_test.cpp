@@ -488,6 +488,35 @@ INSTANTIATE_TEST_SUITE_P(redis_dupefilters, redis_resume,
                          testing::Values("redis_set", "redis_bitmap"),
                          [](const auto& info) { return info.param; });
 
+// Storing a page's outcome may wait on Redis (here its dupefilter, whose answers are held from
+// the first fetch on): up to CONCURRENT_REQUESTS pages wait for theirs without a download slot,
+// as Scrapy's downloader frees a slot once the response is in, so two more pages are fetched
+// meanwhile, and no more.
+TEST(crawler_command, pages_waiting_for_their_store_free_up_to_concurrent_requests_slots) {
+  redis_server redis;
+  reply_holding_relay relay(redis.port());
+  http_server server({.site_pages = 100, .page_delay_ms = 1500});
+  std::string starts;
+  for (int page = 0; page < 10; ++page) {
+    starts += (page ? " " : "") + server.url("/site/" + std::to_string(page));
+  }
+  child_process crawl({crawler_binary(), "crawl", "site", "-a", "start=" + starts, "-s",
+                       "CONCURRENT_REQUESTS=2", "-s", "DUPEFILTER_CLASS=redis_set", "-s",
+                       "REDIS_URL=redis://127.0.0.1:" + std::to_string(relay.port()), "--nolog"});
+  // The start requests have passed the dupefilter once the first two are being fetched.
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (server.total_hits() < 2 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  relay.hold_replies();
+  // Those two end after 1.5 s and wait for their store; the next two are fetched at once and
+  // end after 3 s; then every slot is held. 5 s leaves a slow build time to show a fifth.
+  std::this_thread::sleep_for(std::chrono::milliseconds(5000));
+  EXPECT_EQ(server.total_hits(), 4u);
+  crawl.signal(SIGKILL);
+  crawl.wait();
+}
+
 TEST(crawler_command, an_unknown_spider_is_one_line_naming_the_known_ones) {
   child_process crawl({crawler_binary(), "crawl", "nosuch"});
   EXPECT_EQ(crawl.wait(), 2);
