@@ -430,8 +430,12 @@ TEST(crawler_command, a_queue_whose_segments_fail_stops_the_crawl_and_the_resume
     child_process crawl(site.argv(1, settings));
     site.wait_for_hits(30);
     ASSERT_TRUE(std::filesystem::is_directory(segments));
-    std::filesystem::remove_all(segments);
+    // Moved aside in one step, then removed: removing it in place raced the crawl writing its
+    // next segment into it ("Directory not empty", under TSan).
+    auto aside = site.dir.path() / "job" / "queue-segments-aside";
+    std::filesystem::rename(segments, aside);
     std::ofstream(segments) << "a file where the folder was";
+    std::filesystem::remove_all(aside);
     EXPECT_EQ(crawl.wait(), 1) << crawl.stderr_text();
     EXPECT_NE(crawl.stderr_text().find("Spider closed (queue_segments_failed)"), std::string::npos)
         << crawl.stderr_text();
