@@ -366,8 +366,8 @@ TEST_P(resume, kill_9_at_ten_random_instants_loses_nothing) {
   auto fetched = site.fetches();
   EXPECT_EQ(fetched.lost, std::vector<std::size_t>{}) << "lost after " << kills << " kills";
   auto fetched_again = fetched.again;
-  // At a kill, at most CONCURRENT_REQUESTS downloads and as many pages being parsed were in
-  // flight.
+  // At a kill, at most CONCURRENT_REQUESTS downloads (pages being parsed hold their slots) and as
+  // many pages waiting for their store were in flight.
   EXPECT_LE(fetched_again, std::size_t(kills) * 2 * 4) << kills << " kills";
   std::cout << kills << " kills: " << fetched_again << " pages fetched again\n";
 }
@@ -479,7 +479,7 @@ TEST_P(redis_resume, a_kill_after_redis_recorded_links_the_journal_lacks_loses_n
   EXPECT_EQ(site.fetches().lost, std::vector<std::size_t>{});
   auto fetched_again = site.fetches().again;
   // Again: the pages fetched while Redis's answers were held, and those in flight when the hold
-  // began (CONCURRENT_REQUESTS downloads and as many pages being parsed).
+  // began (CONCURRENT_REQUESTS downloads and as many pages waiting for their store).
   EXPECT_LE(fetched_again, killed_at - held_at + 2 * 4);
   std::cout << fetched_again << " pages fetched again, " << killed_at - held_at
             << " fetched while held\n";
@@ -508,10 +508,7 @@ TEST(crawler_command, pages_waiting_for_their_store_free_up_to_concurrent_reques
                        "CONCURRENT_REQUESTS=2", "-s", "DUPEFILTER_CLASS=redis_set", "-s",
                        "REDIS_URL=redis://127.0.0.1:" + std::to_string(relay.port()), "--nolog"});
   // The start requests have passed the dupefilter once the first two are being fetched.
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  while (server.total_hits() < 2 && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
+  crawler::fixtures::wait_until([&] { return server.total_hits() >= 2; }, "two pages asked for");
   relay.hold_replies();
   // Those two end after 1.5 s and wait for their store; the next two are fetched at once and
   // end after 3 s; then every slot is held. 5 s leaves a slow build time to show a fifth.

@@ -145,7 +145,8 @@ TEST_P(killed_workers, lose_nothing_and_refetch_only_what_the_dead_held) {
   for (std::size_t page = 0; page < pages; ++page) {
     fetched_twice += site.hits("/site/" + std::to_string(page)) - 1;
   }
-  // A killed worker held at most its batch and its downloads: 2 x CONCURRENT_REQUESTS.
+  // A killed worker had fetched and not settled at most its downloads and as many pages waiting
+  // for their settle (engine.h): 2 x CONCURRENT_REQUESTS. Its batch taken ahead was not fetched.
   EXPECT_LE(fetched_twice, std::size_t(kills * 2 * 4));
   RecordProperty("fetched_twice", int(fetched_twice));
   std::cout << "pages fetched twice after " << kills << " kills: " << fetched_twice << "\n";
@@ -794,9 +795,10 @@ TEST_P(status_with_persist, shows_live_workers_and_what_is_queued_and_in_flight)
   EXPECT_NE(screen.find("workers: 1 alive"), std::string::npos) << screen;
   std::smatch leased;
   ASSERT_TRUE(std::regex_search(screen, leased, std::regex(R"(in flight \(leased\): (\d+))")));
-  // Its 4 downloads, and at most a batch of 4 taken ahead.
+  // Its 4 downloads, and at most a batch of 4 taken ahead and 4 pages waiting for their settle
+  // (which leave their download slots to the next requests: engine.h).
   EXPECT_GE(std::stoi(leased[1]), 4) << screen;
-  EXPECT_LE(std::stoi(leased[1]), 8) << screen;
+  EXPECT_LE(std::stoi(leased[1]), 12) << screen;
   EXPECT_EQ(screen.find("queued: 0 "), std::string::npos) << screen;  // links wait
   // The same, for Prometheus: the fleet's gauges and summed stats, which promtool accepts.
   child_process metrics({crawler_binary(), "status", "site", "--metrics", "-s",
@@ -811,7 +813,7 @@ TEST_P(status_with_persist, shows_live_workers_and_what_is_queued_and_in_flight)
   // A moment after the screen above, the worker may be between a settle and its next take (seen
   // under ASan: 3): the gauge is exported with what is leased then.
   EXPECT_GE(std::stoi(leased[1]), 1) << exposition;
-  EXPECT_LE(std::stoi(leased[1]), 8) << exposition;
+  EXPECT_LE(std::stoi(leased[1]), 12) << exposition;
   auto file = dir.path() / "metrics.txt";
   std::ofstream(file) << exposition;
   child_process promtool({"/usr/bin/promtool", "check", "metrics"}, file);

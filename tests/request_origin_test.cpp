@@ -330,8 +330,8 @@ TEST(push_only_workers, a_crawl_file_without_start_urls_waits_for_pushed_urls) {
 
 // The fleet as people run it: workers started from a crawl file with no start_urls, URLs pushed
 // once they run, and a worker that keeps dying (SIGKILL every 1.5 s, restarted at once). Every page
-// is crawled and stored once; what is fetched twice is bounded by what the dead held: each held at
-// most its batch and its downloads, 2 x CONCURRENT_REQUESTS.
+// is crawled and stored once; what is fetched twice is bounded by what the dead had fetched and
+// not settled: its downloads and as many pages waiting for their settle, 2 x CONCURRENT_REQUESTS.
 TEST(push_only_workers, three_with_one_killed_every_second_and_a_half_crawl_every_page) {
   constexpr std::size_t pages = 3000;
   http_server site({.site_pages = pages, .page_delay_ms = 30});
