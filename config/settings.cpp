@@ -285,6 +285,12 @@ const std::vector<setting_spec>& table() {
        "then it goes to <queue>:dead (crawler status shows them, crawler requeue puts them "
        "back). 0: no limit.",
        any_count},
+      {"SCHEDULER_SHARDS", integer, 1,
+       "SCHEDULER=redis: shards of the fleet's queue and dupefilter, each with its own keys "
+       "(<spider>:<i>:requests ...; on a Redis Cluster its own hash slot); a request's shard "
+       "follows from its host. 1 keeps one set of keys. Every worker of a fleet must give the "
+       "same number.",
+       {1, 1024}},
       {"SCHEDULER_PERSIST", boolean, false, "Keep the Redis queue and dupefilter at close."},
       {"SCHEDULER_FLUSH_ON_START", boolean, false,
        "Delete the Redis queue and dupefilter at open (once per fleet with SCHEDULER=redis)."},

@@ -49,8 +49,9 @@ std::string fleet_key(const scheduler_context& context, const char* setting) {
 
 // On a Redis Cluster a script runs only when its keys share a hash slot, and the fleet's scripts
 // take from the queue, mark the dupefilter, move start URLs and store items together: every key
-// of the crawl must lie in the slot of the spider's tagged name.
-void check_cluster_slot(const scheduler_context& context, const std::string& filter_key) {
+// a shard's scripts touch must lie in the slot of its tagged name (with one shard, the spider's).
+void check_cluster_slot(const scheduler_context& context, const std::vector<std::string>& shards,
+                        const std::vector<std::unique_ptr<dedup::rfp_dupefilter>>& dupefilters) {
   if (context.settings.get("REDIS_CLUSTER_NODES").empty()) return;
   if (redis_queue_order_from(context.settings) == "host") {
     // A cluster checks the keys a script declares before running it, but a key the script
@@ -61,22 +62,44 @@ void check_cluster_slot(const scheduler_context& context, const std::string& fil
         "(REDIS_CLUSTER_NODES): its scripts reach per-host queues they cannot name in advance, "
         "which a reshard of the crawl's slot would fail halfway; use priority, fifo or lifo there");
   }
-  auto home = key_spider_name(context.settings, context.spider_name);
-  auto slot = redis::key_slot(home);
-  std::vector<std::pair<std::string, std::string>> keys{
-      {"SCHEDULER_QUEUE_KEY", fleet_key(context, "SCHEDULER_QUEUE_KEY")},
-      {"REDIS_START_URLS_KEY", fleet_key(context, "REDIS_START_URLS_KEY")},
-      {"REDIS_ITEMS_KEY", fleet_key(context, "REDIS_ITEMS_KEY")},
-      {"the dupefilter's key", filter_key}};
-  for (const auto& [setting, key] : keys) {
-    if (redis::hash_tag(key) && redis::key_slot(key) == slot) continue;
-    throw settings_error("settings." + setting + ": \"" + key +
-                         "\" does not lie in the crawl's hash slot (" + std::to_string(slot) +
-                         ", the slot of " + home +
-                         "): on a Redis Cluster the fleet's scripts touch its keys together, so "
-                         "each must carry %(spider)s (written " + home + " there) or the tag " +
-                         home);
+  for (std::size_t shard = 0; shard < shards.size(); ++shard) {
+    const auto& home = shards[shard];
+    auto slot = redis::key_slot(home);
+    auto key_of = [&](const char* setting) {
+      return spider_key(context.settings.get_string(setting), home);
+    };
+    std::vector<std::pair<std::string, std::string>> keys{
+        {"SCHEDULER_QUEUE_KEY", key_of("SCHEDULER_QUEUE_KEY")},
+        {"REDIS_ITEMS_KEY", key_of("REDIS_ITEMS_KEY")},
+        {"the dupefilter's key", dupefilters[shard]->marking()->key}};
+    // With shards, start URLs are pushed into their shards and then removed in steps of their
+    // own: only one shard's scripts read the start key.
+    if (shards.size() == 1) {
+      keys.emplace_back("REDIS_START_URLS_KEY", key_of("REDIS_START_URLS_KEY"));
+    }
+    for (const auto& [setting, key] : keys) {
+      if (redis::hash_tag(key) && redis::key_slot(key) == slot) continue;
+      throw settings_error("settings." + setting + ": \"" + key +
+                           "\" does not lie in the crawl's hash slot (" + std::to_string(slot) +
+                           ", the slot of " + home +
+                           "): on a Redis Cluster the fleet's scripts touch its keys together, "
+                           "so each must carry %(spider)s (written " + home + " there) or the tag " +
+                           home);
+    }
   }
+}
+
+// The settings a shard's dupefilter is built from: BLOOMFILTER_CAPACITY is the crawl's, and each
+// of n shards holds its share of the URLs.
+std::unique_ptr<settings> shard_settings(const settings& crawl, std::size_t shards) {
+  auto copy = std::make_unique<settings>(crawl);
+  auto capacity = crawl.get_int("BLOOMFILTER_CAPACITY");
+  if (capacity > 0) {
+    copy->set("BLOOMFILTER_CAPACITY",
+              (capacity + std::int64_t(shards) - 1) / std::int64_t(shards),
+              "BLOOMFILTER_CAPACITY / SCHEDULER_SHARDS");
+  }
+  return copy;
 }
 
 }  // namespace
@@ -92,30 +115,93 @@ std::unique_ptr<scheduler> fleet_scheduler::create(const scheduler_context& cont
   auto client = context.redis
                     ? context.redis
                     : redis::client::create(context.executor, redis::endpoint_from(settings));
-  auto dupefilter = dedup::make_dupefilter(
-      {settings, context.stats, context.spider_name, context.executor, client});
-  if (!dupefilter->marking()) {
-    throw settings_error("SCHEDULER=redis needs a dupefilter the fleet shares: DUPEFILTER_CLASS=" +
-                         std::string(dupefilter->backend()) +
-                         " is local to one worker (use redis_set, redis_bitmap or redisbloom)");
+  auto shards = shard_spider_names(settings, context.spider_name);
+  if (shards.size() > 1 && redis_queue_form_from(settings) == queue_entry_form::pickle) {
+    throw settings_error(
+        "SCHEDULER_SHARDS: scrapy-redis's workers (SCHEDULER_SERIALIZER "
+        "scrapy_redis.picklecompat) know one queue key, not " + std::to_string(shards.size()) +
+        " shards; a fleet shared with them keeps SCHEDULER_SHARDS = 1");
   }
-  check_cluster_slot(context, dupefilter->marking()->key);
+  std::unique_ptr<crawler::settings> shared_out;
+  if (shards.size() > 1) shared_out = shard_settings(settings, shards.size());
+  std::vector<std::unique_ptr<dedup::rfp_dupefilter>> dupefilters;
+  for (std::size_t shard = 0; shard < shards.size(); ++shard) {
+    // Named as its shard's fleet: its keys are the shard's (<spider>:<i>:dupefilter ...).
+    auto name = shards.size() == 1 ? context.spider_name
+                                   : context.spider_name + ":" + std::to_string(shard);
+    dupefilters.push_back(dedup::make_dupefilter(
+        {shared_out ? *shared_out : settings, context.stats, name, context.executor, client}));
+    if (!dupefilters.back()->marking()) {
+      throw settings_error(
+          "SCHEDULER=redis needs a dupefilter the fleet shares: DUPEFILTER_CLASS=" +
+          std::string(dupefilters.back()->backend()) +
+          " is local to one worker (use redis_set, redis_bitmap or redisbloom)");
+    }
+  }
+  check_cluster_slot(context, shards, dupefilters);
   std::optional<entry_signer> signer;
   try {
     signer = entry_signer::from_environment();
   } catch (const std::invalid_argument& error) {
     throw settings_error(error.what());
   }
-  return std::unique_ptr<scheduler>(
-      new fleet_scheduler(context, std::move(dupefilter), std::move(client), std::move(signer)));
+  return std::unique_ptr<scheduler>(new fleet_scheduler(context, std::move(dupefilters),
+                                                         std::move(shared_out), std::move(client),
+                                                         std::move(signer)));
 }
 
+namespace {
+
+// Shard i's options: its keys are those of a fleet of the spider shards[i] (items too on a
+// cluster, where a shard's settle may touch only its own slot; one Redis keeps one items list,
+// so its readers need not know of shards).
+std::vector<redis_queue_options> shard_options(const scheduler_context& context,
+                                               const std::vector<std::string>& shards,
+                                               std::optional<entry_signer> signer) {
+  const auto& settings = context.settings;
+  redis_queue_options fleet{
+      .order = redis_queue_order_from(settings),
+      .form = redis_queue_form_from(settings),
+      .worker = new_worker_id(),
+      .lease = milliseconds_of(settings, "SCHEDULER_LEASE_TIME"),
+      .items_key = fleet_key(context, "REDIS_ITEMS_KEY"),
+      .start_urls_key = fleet_key(context, "REDIS_START_URLS_KEY"),
+      .start_urls_type = start_urls_type_from(settings),
+      .max_entry_size = std::size_t(settings.get_int("SCHEDULER_MAX_ENTRY_SIZE")),
+      .max_deliveries = std::size_t(settings.get_int("SCHEDULER_MAX_DELIVERIES")),
+      .signer = std::move(signer),
+      .secrets = request_secrets(settings),
+      .host_limit = std::size_t(
+          std::max<std::int64_t>(0, settings.get_int("CONCURRENT_REQUESTS_PER_DOMAIN"))),
+      .host_delay = milliseconds_of(settings, "DOWNLOAD_DELAY"),
+      .randomize_delay = settings.get_bool("RANDOMIZE_DOWNLOAD_DELAY")};
+  bool cluster = !settings.get("REDIS_CLUSTER_NODES").empty();
+  std::vector<redis_queue_options> options;
+  for (const auto& shard : shards) {
+    options.push_back(fleet);
+    options.back().key = spider_key(settings.get_string("SCHEDULER_QUEUE_KEY"), shard);
+    if (cluster) options.back().items_key = spider_key(settings.get_string("REDIS_ITEMS_KEY"), shard);
+  }
+  return options;
+}
+
+std::vector<const dedup::redis_marking*> markings_of(
+    const std::vector<std::unique_ptr<dedup::rfp_dupefilter>>& dupefilters) {
+  std::vector<const dedup::redis_marking*> markings;
+  for (const auto& dupefilter : dupefilters) markings.push_back(dupefilter->marking());
+  return markings;
+}
+
+}  // namespace
+
 fleet_scheduler::fleet_scheduler(const scheduler_context& context,
-                                 std::unique_ptr<dedup::rfp_dupefilter> dupefilter,
+                                 std::vector<std::unique_ptr<dedup::rfp_dupefilter>> dupefilters,
+                                 std::unique_ptr<settings> shard_settings,
                                  std::shared_ptr<redis::client> client,
                                  std::optional<entry_signer> signer)
     : scheduler(context),
-      dupefilter_(std::move(dupefilter)),
+      shard_settings_(std::move(shard_settings)),
+      dupefilters_(std::move(dupefilters)),
       client_(client),
       spider_(context.spider_name),
       queue_key_(fleet_key(context, "SCHEDULER_QUEUE_KEY")),
@@ -123,23 +209,9 @@ fleet_scheduler::fleet_scheduler(const scheduler_context& context,
       stats_key_(key_spider_name(context.settings, context.spider_name) + ":stats"),
       workers_key_(key_spider_name(context.settings, context.spider_name) + ":workers"),
       queue_(client,
-             {.key = queue_key_,
-              .order = redis_queue_order_from(context.settings),
-              .form = redis_queue_form_from(context.settings),
-              .worker = new_worker_id(),
-              .lease = milliseconds_of(context.settings, "SCHEDULER_LEASE_TIME"),
-              .items_key = fleet_key(context, "REDIS_ITEMS_KEY"),
-              .start_urls_key = start_urls_key_,
-              .start_urls_type = start_urls_type_from(context.settings),
-              .max_entry_size = std::size_t(context.settings.get_int("SCHEDULER_MAX_ENTRY_SIZE")),
-              .max_deliveries = std::size_t(context.settings.get_int("SCHEDULER_MAX_DELIVERIES")),
-              .signer = std::move(signer),
-              .secrets = request_secrets(context.settings),
-              .host_limit =
-                  std::size_t(std::max<std::int64_t>(
-                      0, context.settings.get_int("CONCURRENT_REQUESTS_PER_DOMAIN"))),
-              .host_delay = milliseconds_of(context.settings, "DOWNLOAD_DELAY"),
-              .randomize_delay = context.settings.get_bool("RANDOMIZE_DOWNLOAD_DELAY")}),
+             shard_options(context, shard_spider_names(context.settings, context.spider_name),
+                           std::move(signer)),
+             markings_of(dupefilters_)),
       batch_size_(std::size_t(context.settings.get_int("CONCURRENT_REQUESTS"))),
       start_urls_batch_(context.settings.get_int("REDIS_START_URLS_BATCH_SIZE") > 0
                             ? std::size_t(context.settings.get_int("REDIS_START_URLS_BATCH_SIZE"))
@@ -202,37 +274,83 @@ local function live_worker(workers, drop_dead)
 end
 )lua";
 
+// What a flush checks and deletes in a queue's keys. held_leases(deadlines): nil, or {leases
+// whose deadline has not passed, seconds until the last one}: a worker alive but not heard from
+// (paused, or its line deleted) holds them, and nothing may be flushed. delete_host_queues: the
+// host frontier's per-host queues, named by the two sorted sets that list every host with one.
+constexpr const char* flush_lua = R"lua(
+local function held_leases(deadlines)
+  local t = redis.call('TIME')
+  local now = tonumber(t[1]) + tonumber(t[2]) / 1e6
+  local held = redis.call('ZCOUNT', deadlines, '(' .. string.format('%d', now * 1000), '+inf')
+  if held == 0 then return nil end
+  local last = redis.call('ZRANGE', deadlines, -1, -1, 'WITHSCORES')
+  return {held, math.ceil((tonumber(last[2]) - now * 1000) / 1000)}
+end
+local function delete_host_queues(prefix, hosts, busy)
+  if not prefix then return end
+  for _, listed in ipairs({hosts, busy}) do
+    for _, host in ipairs(redis.call('ZRANGE', listed, 0, -1)) do
+      redis.call('DEL', prefix .. host)
+    end
+  end
+end
+)lua";
+
 // SCHEDULER_FLUSH_ON_START for a fleet: the first worker of a crawl flushes, the ones that join
 // it do not. "First" is decided in Redis, in one step: when no worker has a fresh heartbeat in
 // <spider>:workers, the queue, its leases, the dupefilter and the stats go, and this worker's line
 // is written, so a second worker starting a moment later finds a live one and flushes nothing.
-// A lease whose deadline has not passed is a worker's too, alive but not heard from (paused, or
-// its line deleted): then nothing is flushed, and the worker stops.
+// Leases that have not expired (held_leases) refuse the flush, and the worker stops.
 // KEYS fleet_keys() (workers, queue, leased, deadlines first), then the other keys to delete;
 // ARGV this worker, its record, and for the host frontier the prefix of its per-host queues and
 // the two sorted sets that name every host with one. Returns 1 when it flushed, 0 when it joined
-// a live fleet, and {leases held, seconds until the last deadline} when it refused.
-const std::string flush_once_script = std::string(live_worker_lua) + R"lua(
+// a live fleet, and held_leases' answer when it refused.
+const std::string flush_once_script = std::string(live_worker_lua) + flush_lua + R"lua(
 if live_worker(KEYS[1], false) then
   write_worker(KEYS[1], ARGV[1], ARGV[2])
   return 0
 end
-local now = redis_now()
-local held = redis.call('ZCOUNT', KEYS[4], '(' .. string.format('%d', now * 1000), '+inf')
-if held > 0 then
-  local last = redis.call('ZRANGE', KEYS[4], -1, -1, 'WITHSCORES')
-  return {held, math.ceil((tonumber(last[2]) - now * 1000) / 1000)}
-end
-if ARGV[3] then
-  for _, listed in ipairs({ARGV[4], ARGV[5]}) do
-    for _, host in ipairs(redis.call('ZRANGE', listed, 0, -1)) do
-      redis.call('DEL', ARGV[3] .. host)
-    end
-  end
-end
+local held = held_leases(KEYS[4])
+if held then return held end
+delete_host_queues(ARGV[3], ARGV[4], ARGV[5])
 redis.call('DEL', unpack(KEYS))
 write_worker(KEYS[1], ARGV[1], ARGV[2])
 return 1
+)lua";
+
+// With shards no script may reach every key on a cluster, so the first step decides alone, in
+// the fleet's own slot: KEYS workers, then the fleet's keys beside it to delete (stats, the
+// fleet's :bad and :dead); ARGV this worker, its record. Returns 1 when this worker is first (its
+// line written, those keys gone), 0 when it joined a live fleet.
+const std::string claim_flush_script = std::string(live_worker_lua) + R"lua(
+if live_worker(KEYS[1], false) then
+  write_worker(KEYS[1], ARGV[1], ARGV[2])
+  return 0
+end
+redis.call('DEL', unpack(KEYS, 2))
+write_worker(KEYS[1], ARGV[1], ARGV[2])
+return 1
+)lua";
+
+// Then each shard, in its own slot: KEYS its deadlines, then its keys to delete; ARGV as
+// flush_once_script's third to fifth. Returns 1, or held_leases' answer when it refused.
+const std::string flush_shard_script = std::string(flush_lua) + R"lua(
+local held = held_leases(KEYS[1])
+if held then return held end
+delete_host_queues(ARGV[1], ARGV[2], ARGV[3])
+redis.call('DEL', unpack(KEYS))
+return 1
+)lua";
+
+// The number of shards a fleet shares its requests out among, written by the first worker of
+// more than one shard (one shard leaves it unset: the keys of releases before shards). KEYS the
+// number's key, the epoch of the one-shard queue on the same keys; ARGV this worker's number.
+// Returns 'one' when a fleet of one shard is there, else the number the fleet has.
+constexpr const char* claim_shards_script = R"lua(
+if redis.call('EXISTS', KEYS[2]) == 1 then return 'one' end
+redis.call('SET', KEYS[1], ARGV[1], 'NX')
+return redis.call('GET', KEYS[1])
 )lua";
 
 // A worker's heartbeat: its line in <spider>:workers (write_worker). A line that is not a
@@ -291,43 +409,28 @@ void fleet_scheduler::do_open(asio::any_completion_handler<done_signature> handl
           queue_.async_join_epoch([this, alive = alive_, shared](std::exception_ptr error) {
             if (!*alive) return;
             if (error) return std::move(*shared)(error);
-            open_dupefilter(std::move(*shared));
+            open_dupefilters(0, shared);
           });
         },
         shared);
   };
   if (!flush_on_start_) return check_then_open();
+  if (queue_.size() > 1) return flush_shards(check_then_open, shared);
+  const auto& queue = queue_.shard(0);
   auto keys = fleet_keys();
-  keys.push_back(queue_key_ + ":bad");
-  keys.push_back(queue_key_ + ":dead");
-  keys.push_back(stats_key_);
-  keys.push_back(queue_.epoch_key());
+  keys.insert(keys.end(), {queue_key_ + ":bad", queue_key_ + ":dead", queue_key_ + ":shards",
+                           stats_key_, queue.epoch_key()});
   redis::command flush{"EVAL", flush_once_script, std::to_string(keys.size())};
   flush.insert(flush.end(), keys.begin(), keys.end());
-  flush.push_back(queue_.worker());
+  flush.push_back(queue.worker());
   flush.push_back(worker_record());
-  if (const auto& frontier = queue_.host_frontier_keys(); !frontier.empty()) {
+  if (const auto& frontier = queue.host_frontier_keys(); !frontier.empty()) {
     flush.insert(flush.end(), {queue_key_ + ":host:", frontier[0], frontier[1]});
   }
   client_->async_command(std::move(flush), [this, alive = alive_, shared, check_then_open](
                                                std::exception_ptr error, redis::reply answer) {
     if (!*alive) return;
-    if (!error && answer.is_error()) {
-      error = std::make_exception_ptr(
-          std::runtime_error("SCHEDULER_FLUSH_ON_START: flushing the fleet's keys at " +
-                             client_->where().address() + " failed: " + answer.str));
-    }
-    if (!error && answer.elements.size() == 2) {
-      error = std::make_exception_ptr(std::runtime_error(
-          "SCHEDULER_FLUSH_ON_START: not flushing the fleet at " + client_->where().address() +
-          ": " + queue_key_ + ":leased holds " + std::to_string(answer.elements[0].integer) +
-          " leases that have not expired (the last in " +
-          std::to_string(answer.elements[1].integer) +
-          " s), though no worker has a fresh heartbeat in " + workers_key_ +
-          ": a worker holding them may be paused or starting. Flushing would throw away "
-          "requests it holds. Start again once they expire, or stop every worker and delete "
-          "the keys yourself"));
-    }
+    error = flush_problem(error, answer, queue_key_ + ":leased");
     if (error) return std::move(*shared)(error);
     if (answer.integer == 1) {
       logger_->info("Flushed the fleet's queue, dupefilter and stats (SCHEDULER_FLUSH_ON_START)");
@@ -337,6 +440,83 @@ void fleet_scheduler::do_open(asio::any_completion_handler<done_signature> handl
           "without flushing");
     }
     check_then_open();
+  });
+}
+
+std::exception_ptr fleet_scheduler::flush_problem(std::exception_ptr error,
+                                                  const redis::reply& answer,
+                                                  const std::string& leased) const {
+  if (error) return error;
+  if (answer.is_error()) {
+    return std::make_exception_ptr(
+        std::runtime_error("SCHEDULER_FLUSH_ON_START: flushing the fleet's keys at " +
+                           client_->where().address() + " failed: " + answer.str));
+  }
+  if (answer.elements.size() != 2) return nullptr;
+  return std::make_exception_ptr(std::runtime_error(
+      "SCHEDULER_FLUSH_ON_START: not flushing the fleet at " + client_->where().address() +
+      ": " + leased + " holds " + std::to_string(answer.elements[0].integer) +
+      " leases that have not expired (the last in " + std::to_string(answer.elements[1].integer) +
+      " s), though no worker has a fresh heartbeat in " + workers_key_ +
+      ": a worker holding them may be paused or starting. Flushing would throw away "
+      "requests it holds. Start again once they expire, or stop every worker and delete "
+      "the keys yourself"));
+}
+
+// With shards: this worker claims the flush in the fleet's own slot (claim_flush_script), then
+// flushes each shard in its slot (flush_shard_script). A worker that joins between the two steps
+// joined shards that are then flushed under it: it stops with redis_state_lost (their epochs are
+// gone), and started again, crawls on.
+void fleet_scheduler::flush_shards(
+    std::function<void()> then,
+    std::shared_ptr<asio::any_completion_handler<done_signature>> fail) {
+  redis::command claim{"EVAL",
+                       claim_flush_script,
+                       "6",
+                       workers_key_,
+                       stats_key_,
+                       queue_key_ + ":bad",
+                       queue_key_ + ":dead",
+                       queue_key_ + ":shards",
+                       queue_key_ + ":epoch",  // of a fleet of one shard on these keys
+                       queue_.worker(),
+                       worker_record()};
+  client_->async_command(std::move(claim), [this, alive = alive_, then = std::move(then), fail](
+                                               std::exception_ptr error, redis::reply answer) {
+    if (!*alive) return;
+    error = flush_problem(error, answer, workers_key_);
+    if (error) return std::move(*fail)(error);
+    if (answer.integer != 1) {
+      logger_->info(
+          "SCHEDULER_FLUSH_ON_START: workers of this crawl are running; joined them "
+          "without flushing");
+      return then();
+    }
+    std::vector<redis::command> flushes;
+    for (std::size_t i = 0; i < queue_.size(); ++i) {
+      const auto& shard = queue_.shard(i);
+      auto keys = shard_keys(i);
+      keys.insert(keys.begin(), shard.key() + ":deadlines");
+      keys.insert(keys.end(), {shard.key() + ":bad", shard.key() + ":dead", shard.epoch_key()});
+      redis::command flush{"EVAL", flush_shard_script, std::to_string(keys.size())};
+      flush.insert(flush.end(), keys.begin(), keys.end());
+      if (const auto& frontier = shard.host_frontier_keys(); !frontier.empty()) {
+        flush.insert(flush.end(), {shard.key() + ":host:", frontier[0], frontier[1]});
+      }
+      flushes.push_back(std::move(flush));
+    }
+    client_->async_pipeline(std::move(flushes), [this, alive = alive_, then, fail](
+                                                    std::exception_ptr error,
+                                                    std::vector<redis::reply> answers) {
+      if (!*alive) return;
+      for (std::size_t i = 0; !error && i < answers.size(); ++i) {
+        error = flush_problem(nullptr, answers[i], queue_.shard(i).key() + ":leased");
+      }
+      if (error) return std::move(*fail)(error);
+      logger_->info("Flushed the fleet's {} shards and its stats (SCHEDULER_FLUSH_ON_START)",
+                    queue_.size());
+      then();
+    });
   });
 }
 
@@ -366,37 +546,47 @@ void fleet_scheduler::check_key_types(
   // <queue>:count: finding them is finding a fleet of the other SCHEDULER_QUEUE_CLASS.
   bool hosts = queue_.order() == "host";
   auto queue_type = hosts ? "none" : queue_.order() == "priority" ? "zset" : "list";
-  const auto& start_type = queue_.start_urls_type();
-  std::vector<std::pair<std::string, std::string>> expected{{queue_key_, queue_type},
-                                                            {queue_key_ + ":count",
-                                                             hosts ? "string" : "none"},
-                                                            {queue_key_ + ":leased", "hash"},
-                                                            {queue_key_ + ":deadlines", "zset"},
-                                                            {queue_key_ + ":seq", "string"},
-                                                            {queue_.epoch_key(), "string"},
-                                                            {queue_key_ + ":bad", "list"},
-                                                            {queue_key_ + ":deliveries", "hash"},
-                                                            {queue_key_ + ":dead", "list"},
-                                                            {start_urls_key_, start_type},
-                                                            {queue_.items_key(), "list"},
-                                                            {stats_key_, "hash"},
-                                                            {workers_key_, "hash"}};
+  std::vector<std::pair<std::string, std::string>> expected{
+      {start_urls_key_, queue_.start_urls_type()}, {stats_key_, "hash"}, {workers_key_, "hash"},
+      {queue_key_ + ":bad", "list"}};
+  for (std::size_t i = 0; i < queue_.size(); ++i) {
+    const auto& key = queue_.shard(i).key();
+    expected.insert(expected.end(), {{key, queue_type},
+                                     {key + ":count", hosts ? "string" : "none"},
+                                     {key + ":leased", "hash"},
+                                     {key + ":deadlines", "zset"},
+                                     {key + ":seq", "string"},
+                                     {queue_.shard(i).epoch_key(), "string"},
+                                     {key + ":bad", "list"},
+                                     {key + ":deliveries", "hash"},
+                                     {key + ":dead", "list"},
+                                     {queue_.shard(i).items_key(), "list"}});
+  }
   std::vector<redis::command> types;
   for (const auto& [key, type] : expected) types.push_back({"TYPE", key});
   types.push_back({"INFO", "server"});
+  // Every worker must share the fleet's requests out among the same shards: the first to start
+  // writes their number beside the fleet's keys, one shard (today's keys) by leaving it unset.
+  auto shards_key = queue_key_ + ":shards";
+  if (queue_.size() > 1) {
+    types.push_back({"EVAL", claim_shards_script, "2", shards_key, queue_key_ + ":epoch",
+                     std::to_string(queue_.size())});
+  } else {
+    types.push_back({"GET", shards_key});
+  }
   client_->async_pipeline(
-      std::move(types), [this, alive = alive_, expected, then = std::move(then), fail](
-                            std::exception_ptr error, std::vector<redis::reply> replies) {
+      std::move(types), [this, alive = alive_, expected, shards_key, then = std::move(then),
+                         fail](std::exception_ptr error, std::vector<redis::reply> replies) {
         if (!*alive) return;
-        if (!error) error = version_problem(replies.back());
+        if (!error) error = version_problem(replies[expected.size()]);
         if (!error) {
-          for (std::size_t i = 0; i < replies.size() && i < expected.size(); ++i) {
+          for (std::size_t i = 0; i < expected.size(); ++i) {
             const auto& held = replies[i].str;
             if (held == "none" || held == expected[i].second) continue;
             if (expected[i].second == "none") {
               error = std::make_exception_ptr(std::runtime_error(
                   "redis at " + client_->where().address() + ": key " + expected[i].first +
-                  " holds a " + held + ": the queue " + queue_key_ +
+                  " holds a " + held + ": the queue " + queue_.shard(0).key() +
                   " was laid out for another SCHEDULER_QUEUE_CLASS than this worker's (" +
                   queue_.order() +
                   "). Give every worker the same one, or another SCHEDULER_QUEUE_KEY"));
@@ -408,6 +598,24 @@ void fleet_scheduler::check_key_types(
                 " (another program's key, or another SCHEDULER_QUEUE_CLASS?); delete it or "
                 "choose other key names"));
             break;
+          }
+        }
+        if (!error) {
+          const auto& stored = replies.back();
+          auto shards = std::to_string(queue_.size());
+          bool unset = stored.type == redis::reply::kind::nil;
+          if (stored.is_error() || (unset ? queue_.size() != 1 : stored.str != shards)) {
+            auto found = stored.is_error() ? quoted_for_log(stored.str, 200)
+                         : stored.str == "one"
+                             ? std::string("1 (its queue's epoch, ") + queue_key_ +
+                                   ":epoch, is there)"
+                         : unset ? std::string("1 (no ") + shards_key + ")"
+                                 : quoted_for_log(stored.str, 40) + " (in " + shards_key + ")";
+            error = std::make_exception_ptr(std::runtime_error(
+                "redis at " + client_->where().address() + ": the fleet's requests are shared "
+                "out among " + found + " shards, and this worker's SCHEDULER_SHARDS is " + shards +
+                ": workers that disagree would queue and crawl one URL once per shard count. "
+                "Give every worker the fleet's SCHEDULER_SHARDS, or another SCHEDULER_QUEUE_KEY"));
           }
         }
         if (error) return std::move(*fail)(error);
@@ -437,19 +645,23 @@ void fleet_scheduler::warn_if_evicting() {
       });
 }
 
-void fleet_scheduler::open_dupefilter(asio::any_completion_handler<done_signature> handler) {
-  dupefilter_->async_open(
-      [this, alive = alive_, handler = std::move(handler)](std::exception_ptr error) mutable {
-        if (!*alive) return;
-        if (!error) {
-          open_ = true;
-          warn_if_evicting();
-          idle_since_ = std::chrono::steady_clock::now();
-          heartbeat();
-          take_more();
-        }
-        std::move(handler)(error);
-      });
+// One shard's dupefilter after the other: each checks its own key and parameters.
+void fleet_scheduler::open_dupefilters(
+    std::size_t next, std::shared_ptr<asio::any_completion_handler<done_signature>> handler) {
+  if (next < dupefilters_.size()) {
+    return dupefilters_[next]->async_open(
+        [this, alive = alive_, next, handler](std::exception_ptr error) {
+          if (!*alive) return;
+          if (error) return std::move(*handler)(error);
+          open_dupefilters(next + 1, handler);
+        });
+  }
+  open_ = true;
+  warn_if_evicting();
+  idle_since_ = std::chrono::steady_clock::now();
+  heartbeat();
+  take_more();
+  std::move(*handler)(nullptr);
 }
 
 // Start URLs first, as many as this worker has room for beyond what the queue already holds (as
@@ -465,8 +677,8 @@ void fleet_scheduler::take_more() {
     return take_leased();
   }
   taking_ = true;
-  queue_.async_feed(std::min(start_urls_batch_, room - queue_.queued()), dupefilter_->marking(),
-                    scheme_, [this, alive = alive_](std::exception_ptr error, settle_result fed) {
+  queue_.async_feed(std::min(start_urls_batch_, room - queue_.queued()), scheme_,
+                    [this, alive = alive_](std::exception_ptr error, settle_result fed) {
                       if (!*alive) return;
                       if (stopped(error)) return;
                       if (error) {
@@ -565,7 +777,7 @@ void fleet_scheduler::count_set_asides() {
     logger_->warn(
         "Set aside {} records of the fleet's Redis that cannot be used; each is in {} "
         "(or {}:bad) with the reason",
-        set_aside, queue_key_ + ":bad", start_urls_key_);
+        set_aside, bad_keys(":bad"), start_urls_key_);
   }
   for (const auto& reason : queue_.set_aside_reasons_taken()) {
     logger_->warn("Set aside: {}", reason);
@@ -576,7 +788,7 @@ void fleet_scheduler::count_set_asides() {
         "Moved {} requests to {}: each was taken SCHEDULER_MAX_DELIVERIES times by workers that "
         "stopped before settling it (a page that kills its worker?). `crawler requeue {}` puts "
         "them back",
-        dead, queue_key_ + ":dead", spider_);
+        dead, bad_keys(":dead"), spider_);
   }
 }
 
@@ -696,19 +908,31 @@ void fleet_scheduler::after_empty_take() {
     idle_since_ = std::chrono::steady_clock::now();
     return;
   }
+  // Per shard, its queue, its leases and its epoch (on a cluster, each in its own slot); then
+  // the start URLs.
+  std::vector<redis::command> looks;
+  for (std::size_t i = 0; i < queue_.size(); ++i) {
+    const auto& shard = queue_.shard(i);
+    looks.push_back({"EXISTS", shard.queued_key()});
+    looks.push_back({"HLEN", shard.key() + ":leased"});
+    looks.push_back({"GET", shard.epoch_key()});
+  }
+  looks.push_back({"EXISTS", start_urls_key_});
   client_->async_pipeline(
-      {{"EXISTS", queue_.queued_key(), start_urls_key_},
-       {"HLEN", queue_key_ + ":leased"},
-       {"GET", queue_.epoch_key()}},
+      std::move(looks),
       [this, alive = alive_](std::exception_ptr error, std::vector<redis::reply> replies) {
-        if (!*alive || error || replies.size() != 3) return;
-        // An empty queue in a Redis that forgot the fleet is not a finished crawl.
-        if (replies[2].str != queue_.epoch()) {
-          stopped(std::make_exception_ptr(
-              queue_.epoch_lost(replies[2].str.empty() ? "is gone" : "is now " + replies[2].str)));
-          return;
+        if (!*alive || error || replies.size() != 3 * queue_.size() + 1) return;
+        bool fleet_idle = replies.back().integer == 0;
+        for (std::size_t i = 0; i < queue_.size(); ++i) {
+          const auto& epoch = replies[3 * i + 2].str;
+          // An empty queue in a Redis that forgot the fleet is not a finished crawl.
+          if (epoch != queue_.shard(i).epoch()) {
+            stopped(std::make_exception_ptr(queue_.shard(i).epoch_lost(
+                epoch.empty() ? "is gone" : "is now " + epoch)));
+            return;
+          }
+          fleet_idle = fleet_idle && replies[3 * i].integer == 0 && replies[3 * i + 1].integer == 0;
         }
-        bool fleet_idle = replies[0].integer == 0 && replies[1].integer == 0;
         auto now = std::chrono::steady_clock::now();
         if (!fleet_idle) {
           idle_since_ = now;
@@ -916,7 +1140,7 @@ void fleet_scheduler::do_store(page_outcome outcome,
   host_pace pace;
   if (auto found = paces_.find(kept->lease); found != paces_.end()) pace = found->second;
   queue_.async_settle(
-      kept->lease, kept->requests, items, dupefilter_->marking(), scheme_,
+      kept->lease, kept->requests, items, scheme_,
       [this, alive = alive_, kept, shared](std::exception_ptr error, settle_result result) {
         if (!*alive) return;
         auto& handler = *shared;
@@ -940,7 +1164,7 @@ void fleet_scheduler::do_store(page_outcome outcome,
         for (auto position : result.duplicate_positions) {
           auto& duplicate = kept->requests[position];
           auto referer = find_header(duplicate.headers, "Referer");
-          dupefilter_->log(duplicate.describe(), referer.empty() ? "None" : referer);
+          dupefilters_[0]->log(duplicate.describe(), referer.empty() ? "None" : referer);
           if (report_dropped_) dropped.push_back(std::move(duplicate));
         }
         if (result.queued) {
@@ -982,7 +1206,7 @@ void fleet_scheduler::do_close(asio::any_completion_handler<done_signature> hand
                                   [this, alive = alive_, handler = std::move(handler)](
                                       std::exception_ptr, redis::reply) mutable {
                                     if (!*alive) return;
-                                    dupefilter_->async_close(std::move(handler));
+                                    close_dupefilters(std::move(handler));
                                   });
   }
   // What was taken and not crawled goes back to the queue now, not when its lease expires.
@@ -1014,37 +1238,109 @@ if redis.call('EXISTS', KEYS[2]) == 1 or redis.call('HLEN', KEYS[3]) > 0 then re
 return redis.call('DEL', unpack(KEYS))
 )lua";
 
-// The keys of the fleet's crawl state: <spider>:workers first, the queue second and its leases
-// third (fleet_done_script reads them), then the rest of the queue and the dupefilter's keys.
-std::vector<std::string> fleet_scheduler::fleet_keys() const {
-  std::vector<std::string> keys{workers_key_,           queue_.queued_key(),
-                                queue_key_ + ":leased", queue_key_ + ":deadlines",
-                                queue_key_ + ":seq",    queue_key_ + ":deliveries"};
-  for (const auto& key : queue_.host_frontier_keys()) {
-    if (key != queue_.queued_key()) keys.push_back(key);
+// With shards, whether a worker of the fleet is alive is asked in the fleet's slot first (1: one
+// is; dead lines dropped; KEYS workers), then each shard deletes its keys when nothing of it is
+// queued or leased (KEYS shard_keys(): the queue first, its leases second; -1 when it keeps
+// them). A worker starting between the two steps finds the shards gone and begins a new crawl.
+const std::string fleet_alive_script = std::string(live_worker_lua) + R"lua(
+return live_worker(KEYS[1], true) and 1 or 0
+)lua";
+const std::string shard_done_script = R"lua(
+if redis.call('EXISTS', KEYS[1]) == 1 or redis.call('HLEN', KEYS[2]) > 0 then return -1 end
+return redis.call('DEL', unpack(KEYS))
+)lua";
+
+std::vector<std::string> fleet_scheduler::shard_keys(std::size_t i) const {
+  const auto& shard = queue_.shard(i);
+  std::vector<std::string> keys{shard.queued_key(), shard.key() + ":leased",
+                                shard.key() + ":deadlines", shard.key() + ":seq",
+                                shard.key() + ":deliveries"};
+  for (const auto& key : shard.host_frontier_keys()) {
+    if (key != shard.queued_key()) keys.push_back(key);
   }
-  for (auto& key : dupefilter_->stored_keys()) keys.push_back(std::move(key));
+  for (auto& key : dupefilters_[i]->stored_keys()) keys.push_back(std::move(key));
   return keys;
+}
+
+// The keys of the fleet's crawl state, for one shard: <spider>:workers first, the queue second
+// and its leases third (fleet_done_script reads them), then the rest of the queue and the
+// dupefilter's keys.
+std::vector<std::string> fleet_scheduler::fleet_keys() const {
+  auto keys = shard_keys(0);
+  keys.insert(keys.begin(), workers_key_);
+  return keys;
+}
+
+std::string fleet_scheduler::bad_keys(const char* suffix) const {
+  if (queue_.size() == 1) return queue_key_ + suffix;
+  return queue_.shard(0).key() + suffix + " ... " + queue_.shard(queue_.size() - 1).key() + suffix;
 }
 
 void fleet_scheduler::leave_fleet(asio::any_completion_handler<done_signature> handler) {
   // This worker's line goes in any case: `crawler status` must not count a stopped worker.
   std::vector<redis::command> commands{{"HDEL", workers_key_, queue_.worker()}};
-  if (!persist_) {
+  if (!persist_ && queue_.size() == 1) {
     auto keys = fleet_keys();
     redis::command done{"EVAL", fleet_done_script, std::to_string(keys.size())};
     done.insert(done.end(), keys.begin(), keys.end());
     commands.push_back(std::move(done));
+  } else if (!persist_) {
+    commands.push_back({"EVAL", fleet_alive_script, "1", workers_key_});
   }
-  client_->async_pipeline(std::move(commands), [this, alive = alive_, handler = std::move(handler)](
+  auto shared = std::make_shared<asio::any_completion_handler<done_signature>>(std::move(handler));
+  client_->async_pipeline(std::move(commands), [this, alive = alive_, shared](
                                                    std::exception_ptr error,
-                                                   std::vector<redis::reply> replies) mutable {
+                                                   std::vector<redis::reply> replies) {
     if (!*alive) return;
-    if (!error && replies.size() == 2 && replies[1].integer >= 0) {
+    bool over = !error && replies.size() == 2 && !replies[1].is_error();
+    if (over && queue_.size() > 1 && replies[1].integer == 0) {
+      return delete_finished_shards([this, shared] { close_dupefilters(std::move(*shared)); });
+    }
+    if (over && queue_.size() == 1 && replies[1].integer >= 0) {
       logger_->info("The fleet's crawl is over: deleted its queue and dupefilter keys");
     }
-    dupefilter_->async_close(std::move(handler));
+    close_dupefilters(std::move(*shared));
   });
+}
+
+void fleet_scheduler::delete_finished_shards(std::function<void()> then) {
+  std::vector<redis::command> deletions;
+  for (std::size_t i = 0; i < queue_.size(); ++i) {
+    auto keys = shard_keys(i);
+    redis::command done{"EVAL", shard_done_script, std::to_string(keys.size())};
+    done.insert(done.end(), keys.begin(), keys.end());
+    deletions.push_back(std::move(done));
+  }
+  client_->async_pipeline(std::move(deletions), [this, alive = alive_, then = std::move(then)](
+                                                    std::exception_ptr error,
+                                                    std::vector<redis::reply> replies) {
+    if (!*alive) return;
+    bool all = !error && std::all_of(replies.begin(), replies.end(), [](const auto& reply) {
+      return !reply.is_error() && reply.integer >= 0;
+    });
+    if (!all) return then();
+    logger_->info("The fleet's crawl is over: deleted the queue and dupefilter keys of its {} shards",
+                  queue_.size());
+    // The shard count goes with them: the next crawl on these keys may choose another.
+    client_->async_command({"DEL", queue_key_ + ":shards"},
+                           [alive = alive_, then](std::exception_ptr, redis::reply) {
+                             if (*alive) then();
+                           });
+  });
+}
+
+void fleet_scheduler::close_dupefilters(asio::any_completion_handler<done_signature> handler) {
+  // Redis backends keep their keys at close (the scheduler decides): closing is bookkeeping,
+  // and each closes whatever the others said.
+  auto shared = std::make_shared<asio::any_completion_handler<done_signature>>(std::move(handler));
+  auto waiting = std::make_shared<std::size_t>(dupefilters_.size());
+  auto first_error = std::make_shared<std::exception_ptr>();
+  for (auto& dupefilter : dupefilters_) {
+    dupefilter->async_close([shared, waiting, first_error](std::exception_ptr error) {
+      if (error && !*first_error) *first_error = error;
+      if (--*waiting == 0) std::move(*shared)(*first_error);
+    });
+  }
 }
 
 }  // namespace crawler

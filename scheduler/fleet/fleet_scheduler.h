@@ -39,6 +39,7 @@
 #include "dedup/dupefilter.h"
 #include "redis/backoff.h"
 #include "scheduler/fleet/redis_queue.h"
+#include "scheduler/fleet/sharded_queue.h"
 #include "scheduler/scheduler.h"
 
 namespace crawler {
@@ -63,8 +64,9 @@ class fleet_scheduler final : public scheduler {
 
  private:
   fleet_scheduler(const scheduler_context& context,
-                  std::unique_ptr<dedup::rfp_dupefilter> dupefilter,
-                  std::shared_ptr<redis::client> client, std::optional<entry_signer> signer);
+                  std::vector<std::unique_ptr<dedup::rfp_dupefilter>> dupefilters,
+                  std::unique_ptr<settings> shard_settings, std::shared_ptr<redis::client> client,
+                  std::optional<entry_signer> signer);
 
   void do_open(asio::any_completion_handler<done_signature> handler) override;
   void do_store(page_outcome outcome,
@@ -76,7 +78,8 @@ class fleet_scheduler final : public scheduler {
                        std::shared_ptr<asio::any_completion_handler<done_signature>> fail);
   // Why this Redis is too old for the fleet's scripts (INFO server's answer), or null.
   std::exception_ptr version_problem(const redis::reply& info) const;
-  void open_dupefilter(asio::any_completion_handler<done_signature> handler);
+  void open_dupefilters(std::size_t next,
+                        std::shared_ptr<asio::any_completion_handler<done_signature>> handler);
   void warn_if_evicting();
   void take_more();
   void take_leased();
@@ -104,15 +107,32 @@ class fleet_scheduler final : public scheduler {
   void set_aside_here(long long count, const std::string& key);
   std::string worker_record() const;
   std::vector<std::string> fleet_keys() const;
+  // The shards' :bad (or :dead) lists, for a log line.
+  std::string bad_keys(const char* suffix) const;
+  // A shard's keys of the crawl's state: its queue's and its dupefilter's.
+  std::vector<std::string> shard_keys(std::size_t shard) const;
+  // SCHEDULER_FLUSH_ON_START and SCHEDULER_PERSIST=false for more than one shard, whose keys no
+  // one script may touch on a cluster: each in steps (fleet_scheduler.cpp says which).
+  void flush_shards(std::function<void()> then,
+                    std::shared_ptr<asio::any_completion_handler<done_signature>> fail);
+  void delete_finished_shards(std::function<void()> then);
+  // What a flush's answer says went wrong: an error, or leases of `leased` not yet expired.
+  std::exception_ptr flush_problem(std::exception_ptr error, const redis::reply& answer,
+                                   const std::string& leased) const;
+  void close_dupefilters(asio::any_completion_handler<done_signature> handler);
   // Adds what the counters gained since the last flush to the fleet's stats hash.
   void flush_stats(std::function<void()> then = {});
   void leave_fleet(asio::any_completion_handler<done_signature> handler);
 
-  std::unique_ptr<dedup::rfp_dupefilter> dupefilter_;
+  // What shard dupefilters are built from (BLOOMFILTER_CAPACITY shared out among them); null for
+  // one shard. Declared first: the dupefilters read it.
+  std::unique_ptr<settings> shard_settings_;
+  // One per shard (SCHEDULER_SHARDS), each with its shard's key.
+  std::vector<std::unique_ptr<dedup::rfp_dupefilter>> dupefilters_;
   std::shared_ptr<redis::client> client_;
   std::string spider_, queue_key_, start_urls_key_, stats_key_, workers_key_;
   std::map<std::string, std::int64_t> flushed_;  // the counters as last added to stats_key_
-  redis_queue queue_;
+  sharded_queue queue_;
   std::size_t batch_size_;
   std::size_t start_urls_batch_;  // REDIS_START_URLS_BATCH_SIZE
   std::chrono::milliseconds heartbeat_interval_;

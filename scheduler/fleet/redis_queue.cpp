@@ -475,20 +475,29 @@ void redis_queue::set_aside_taken(std::vector<std::string> leases_and_records,
              });
 }
 
-void redis_queue::async_feed(std::size_t count, const dedup::redis_marking* marking,
-                             dedup::fingerprint_scheme scheme, settle_handler done) {
+redis::command redis_queue::start_urls_read(std::size_t count) const {
   const auto& key = options_.start_urls_key;
-  redis::command read;
   // As scrapy-redis's RedisSpider reads them: any members of a set, a sorted set's highest
   // scores, a list's head.
-  if (options_.start_urls_type == "set") {
-    read = {"SRANDMEMBER", key, std::to_string(count)};
-  } else if (options_.start_urls_type == "zset") {
-    read = {"ZREVRANGE", key, "0", std::to_string(count - 1)};
-  } else {
-    read = {"LRANGE", key, "0", std::to_string(count - 1)};
+  if (options_.start_urls_type == "set") return {"SRANDMEMBER", key, std::to_string(count)};
+  if (options_.start_urls_type == "zset") {
+    return {"ZREVRANGE", key, "0", std::to_string(count - 1)};
   }
-  client_->async_command(std::move(read), [this, marking, scheme, done = std::move(done)](
+  return {"LRANGE", key, "0", std::to_string(count - 1)};
+}
+
+request redis_queue::read_start_url(std::string_view raw) const {
+  if (raw.size() > options_.max_entry_size) {
+    throw std::invalid_argument("an entry of " + std::to_string(raw.size()) +
+                                " bytes, over SCHEDULER_MAX_ENTRY_SIZE (" +
+                                std::to_string(options_.max_entry_size) + ")");
+  }
+  return start_request_from(raw, signer());
+}
+
+void redis_queue::async_feed(std::size_t count, const dedup::redis_marking* marking,
+                             dedup::fingerprint_scheme scheme, settle_handler done) {
+  client_->async_command(start_urls_read(count), [this, marking, scheme, done = std::move(done)](
                                               std::exception_ptr error, redis::reply answer) {
     if (!error && answer.is_error()) {
       error = std::make_exception_ptr(
@@ -503,12 +512,7 @@ void redis_queue::async_feed(std::size_t count, const dedup::redis_marking* mark
       const auto& raw = element.str;
       std::string body, mark, reason, host, priority = "0", dont_filter = "0";
       try {
-        if (raw.size() > options_.max_entry_size) {
-          throw std::invalid_argument("an entry of " + std::to_string(raw.size()) +
-                                      " bytes, over SCHEDULER_MAX_ENTRY_SIZE (" +
-                                      std::to_string(options_.max_entry_size) + ")");
-        }
-        auto start = start_request_from(raw, signer());
+        auto start = read_start_url(raw);
         if (marking && !start.dont_filter) mark = marking->argument(fingerprint_of(start, scheme));
         body = entry_body(start);
         host = pacing_host(start);

@@ -44,6 +44,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -200,6 +201,11 @@ class redis_queue {
   /// what was queued.
   void async_feed(std::size_t count, const dedup::redis_marking* marking,
                   dedup::fingerprint_scheme scheme, settle_handler done);
+  /// The command that reads up to `count` start URLs without removing them, as async_feed does.
+  redis::command start_urls_read(std::size_t count) const;
+  /// The request a start URL's entry stands for; throws std::invalid_argument naming what is
+  /// wrong (over max_entry_size, not a URL or JSON request, a bad signature).
+  request read_start_url(std::string_view raw) const;
   /// Puts leased requests back in the queue, not crawled; completes with how many.
   void async_release(const std::vector<std::string>& lease_ids, count_handler done);
   /// Puts up to `count` records of `from`, after its first `skip` (those an earlier call left),
@@ -234,6 +240,10 @@ class redis_queue {
   const std::string& worker() const { return options_.worker; }
   /// SCHEDULER_QUEUE_CLASS: priority, fifo or lifo.
   const std::string& order() const { return options_.order; }
+  /// SCHEDULER_QUEUE_KEY, as the options name it: the prefix of every key of the queue.
+  const std::string& key() const { return options_.key; }
+  /// REDIS_START_URLS_KEY, as the options name it.
+  const std::string& start_urls_key() const { return options_.start_urls_key; }
   /// The Redis type of the start URLs' key: list, set or zset.
   const std::string& start_urls_type() const { return options_.start_urls_type; }
   /// The key that exists exactly while requests are queued: the queue's, or the host frontier's
