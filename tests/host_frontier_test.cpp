@@ -4,11 +4,13 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <csignal>
 #include <fstream>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <numeric>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -53,16 +55,19 @@ std::string start_urls(const std::vector<std::unique_ptr<http_server>>& hosts,
   return starts;
 }
 
-// A fleet worker crawling from `starts`, writing its items to `feed`.
+// A fleet worker crawling from `starts`, writing its items to `feed`; `extra` settings last.
 std::unique_ptr<child_process> worker(const std::string& starts, const redis_server& redis,
                                       const std::filesystem::path& feed,
-                                      const std::string& queue_class) {
-  return std::make_unique<child_process>(std::vector<std::string>{
+                                      const std::string& queue_class,
+                                      const std::vector<std::string>& extra = {}) {
+  std::vector<std::string> argv{
       crawler_binary(), "crawl", "site", "-a", "start=" + starts, "-s", "SCHEDULER=redis", "-s",
       "SCHEDULER_QUEUE_CLASS=" + queue_class, "-s", "DUPEFILTER_CLASS=redis_set", "-s",
       "REDIS_URL=" + redis.url(), "-s", "MAX_IDLE_TIME_BEFORE_CLOSE=1", "-s",
       "DOWNLOAD_DELAY=0.2", "-s", "RANDOMIZE_DOWNLOAD_DELAY=False", "-s", "CONCURRENT_REQUESTS=4",
-      "-s", "CONCURRENT_REQUESTS_PER_DOMAIN=4", "-o", feed.string(), "--nolog"});
+      "-s", "CONCURRENT_REQUESTS_PER_DOMAIN=4", "-o", feed.string(), "--nolog"};
+  for (const auto& setting : extra) argv.insert(argv.end(), {"-s", setting});
+  return std::make_unique<child_process>(argv);
 }
 
 // Adds each item's URL in the jsonlines `feed` to `items`, counting repeats.
@@ -73,15 +78,19 @@ void count_items(const std::filesystem::path& feed, std::map<std::string, int>& 
   }
 }
 
-// Runs three workers to the end; returns how many times each page's item was written.
+// Runs three workers to the end on `redis` (one of its own when null); returns how many times
+// each page's item was written.
 std::map<std::string, int> crawl_with_three_workers(const std::string& starts,
-                                                    const std::string& queue_class) {
-  redis_server redis;
+                                                    const std::string& queue_class,
+                                                    const std::vector<std::string>& extra = {},
+                                                    const redis_server* on = nullptr) {
+  std::optional<redis_server> own;
+  const auto& redis = on ? *on : own.emplace();
   temp_dir dir;
   std::vector<std::unique_ptr<child_process>> fleet;
   for (int i = 0; i < 3; ++i) {
-    fleet.push_back(
-        worker(starts, redis, dir.path() / ("items-" + std::to_string(i) + ".jsonl"), queue_class));
+    fleet.push_back(worker(starts, redis, dir.path() / ("items-" + std::to_string(i) + ".jsonl"),
+                           queue_class, extra));
   }
   std::map<std::string, int> items;
   for (int i = 0; i < 3; ++i) {
@@ -261,3 +270,107 @@ TEST(host_frontier, one_process_is_not_parked_by_a_slow_host) {
 }
 
 }  // namespace
+
+// SCHEDULER_SHARDS: the same fleet with its queue and dupefilter in three shards.
+
+TEST(fleet_shards, three_workers_on_three_shards_crawl_each_page_once_each_host_paced_fleet_wide) {
+  auto hosts = eight_hosts(12);
+  redis_server redis;
+  auto items = crawl_with_three_workers(
+      start_urls(hosts), "host",
+      {"SCHEDULER_SHARDS=3", "DUPEFILTER_CLASS=redis_bitmap", "SCHEDULER_PERSIST=True"}, &redis);
+  EXPECT_EQ(items.size(), 8u * 12);
+  for (const auto& [url, times] : items) EXPECT_EQ(times, 1) << url;
+  for (const auto& host : hosts) {
+    EXPECT_EQ(host->total_hits(), 12u) << host->url("/");
+    expect_paced_at_the_download_delay(*host);
+  }
+  using crawler::fixtures::redis_run;
+  // Each shard's own Bloom bitmap with its parameters, none for the whole fleet; the shard count
+  // beside the fleet's keys.
+  for (int shard = 0; shard < 3; ++shard) {
+    auto key = "site:" + std::to_string(shard) + ":bloomfilter";
+    EXPECT_EQ(redis_run(redis.port(), {"TYPE", key}), std::vector<std::string>{"string"}) << key;
+    EXPECT_EQ(redis_run(redis.port(), {"TYPE", key + ":params"}),
+              std::vector<std::string>{"string"})
+        << key;
+  }
+  EXPECT_EQ(redis_run(redis.port(), {"TYPE", "site:bloomfilter"}),
+            std::vector<std::string>{"none"});
+  EXPECT_EQ(redis_run(redis.port(), {"GET", "site:requests:shards"}),
+            std::vector<std::string>{"3"});
+}
+
+TEST(fleet_shards, a_worker_killed_mid_crawl_loses_no_page_and_the_last_one_deletes_the_shards) {
+  auto hosts = eight_hosts(12, -1, 100);
+  // The crawl reaches the hosts' sites from one page of its own host that links to each: a link
+  // that lands in another shard than the hub's is pushed there by the hub's settle. (The hosts'
+  // 404 pages are start URLs only to make them allowed_domains of the `site` spider.)
+  std::string links, starts;
+  for (const auto& host : hosts) {
+    links += "<a href=\"" + host->url("/site/0") + "\">a host</a>";
+    starts += " " + host->url("/status/404");
+  }
+  http_server hub({.address = "127.0.0.10", .pages = {{"/hub", "<html><body>" + links}}});
+  redis_server redis;
+  temp_dir dir;
+  std::vector<std::string> sharded{"SCHEDULER_SHARDS=3", "SCHEDULER_LEASE_TIME=3",
+                                   "SCHEDULER_HEARTBEAT_INTERVAL=1", "DOWNLOAD_DELAY=0"};
+  std::vector<std::unique_ptr<child_process>> fleet;
+  for (int i = 0; i < 3; ++i) {
+    fleet.push_back(worker(hub.url("/hub") + starts, redis,
+                           dir.path() / ("items-" + std::to_string(i) + ".jsonl"), "priority",
+                           sharded));
+  }
+  auto fetched = [&] {
+    std::size_t sum = 0;
+    for (const auto& host : hosts) sum += host->total_hits();
+    return sum;
+  };
+  crawler::fixtures::wait_until([&] { return fetched() >= 30; }, "30 pages fetched");
+  fleet[0]->signal(SIGKILL);
+  fleet[0]->wait();
+  for (int i = 1; i < 3; ++i) EXPECT_EQ(fleet[i]->wait(), 0) << fleet[i]->stderr_text();
+  // Every page of every host fetched: what the killed worker held went back to its shard when
+  // its leases expired, and what it had pushed to other shards was kept.
+  for (const auto& host : hosts) {
+    for (int page = 0; page < 12; ++page) {
+      EXPECT_GE(host->hits("/site/" + std::to_string(page)), 1u)
+          << host->url("/site/" + std::to_string(page));
+    }
+  }
+  // SCHEDULER_PERSIST is off: the last worker deleted every shard's queue and dupefilter, and
+  // the shard count with them.
+  for (const auto& key : crawler::fixtures::redis_list(redis.port(), "*", "KEYS")) {
+    EXPECT_TRUE(key == "site:stats" || key.ends_with(":epoch")) << key;
+  }
+}
+
+TEST(fleet_shards, a_worker_of_another_shard_count_stops_before_it_starts_naming_it) {
+  auto hosts = eight_hosts(3);
+  temp_dir dir;
+  struct shape {
+    std::vector<std::string> fleet;  // what Redis holds: key, value
+    std::string shards, says;
+  };
+  for (const auto& [fleet, shards, says] :
+       {shape{{"site:requests:shards", "3"}, "2", "shared out among 3 (in site:requests:shards) "
+                                                  "shards, and this worker's SCHEDULER_SHARDS is 2"},
+        shape{{"site:requests:shards", "3"}, "1", "among 3 (in site:requests:shards) shards, and "
+                                                  "this worker's SCHEDULER_SHARDS is 1"},
+        shape{{"site:requests:epoch", "1f2e"}, "3",
+              "among 1 (its queue's epoch, site:requests:epoch, is there) shards, and this "
+              "worker's SCHEDULER_SHARDS is 3"}}) {
+    redis_server redis;
+    crawler::fixtures::redis_run(redis.port(), {"SET", fleet[0], fleet[1]});
+    auto late = worker(start_urls(hosts), redis, dir.path() / "items.jsonl", "priority",
+                       {"SCHEDULER_SHARDS=" + shards});
+    EXPECT_EQ(late->wait(), 2);
+    EXPECT_NE(late->stderr_text().find(says), std::string::npos) << late->stderr_text();
+    // Nothing of the other count was written.
+    EXPECT_EQ(crawler::fixtures::redis_run(redis.port(), {"GET", "site:requests:shards"}),
+              fleet[0] == "site:requests:shards" ? std::vector<std::string>{"3"}
+                                                 : std::vector<std::string>{});
+  }
+  for (const auto& host : hosts) EXPECT_EQ(host->total_hits(), 0u);
+}
