@@ -374,3 +374,37 @@ TEST(fleet_shards, a_worker_of_another_shard_count_stops_before_it_starts_naming
   }
   for (const auto& host : hosts) EXPECT_EQ(host->total_hits(), 0u);
 }
+
+TEST(fleet_shards, status_sums_the_shards_and_requeue_puts_a_dead_letter_back_in_its_shard) {
+  redis_server redis;
+  auto run = [&](std::vector<std::string> argv) {
+    argv.insert(argv.begin(), crawler_binary());
+    argv.insert(argv.end(), {"-s", "REDIS_URL=" + redis.url()});
+    child_process command(argv);
+    EXPECT_EQ(command.wait(), 0) << command.stderr_text();
+    return command.stdout_text();
+  };
+  // A fleet of three shards: one request queued in shards 0 and 2 each, a dead letter in shard 1;
+  // the operator's commands are given no SCHEDULER_SHARDS: Redis says how many.
+  using crawler::fixtures::redis_run;
+  redis_run(redis.port(), {"SET", "site:requests:shards", "3"});
+  redis_run(redis.port(), {"ZADD", "site:0:requests", "0",
+                           R"(0000000000000001|{"url":"http://a.test/1","v":1})"});
+  redis_run(redis.port(), {"ZADD", "site:2:requests", "0",
+                           R"(0000000000000002|{"url":"http://c.test/2","v":1})"});
+  redis_run(redis.port(),
+            {"RPUSH", "site:1:requests:dead",
+             std::string(R"({"deliveries":10,"key":"site:1:requests",)") +
+                 R"("reason":"taken 10 times","score":"-5"})" + "\n" +
+                 R"(0000000000000003|{"url":"http://b.test/3","v":1})"});
+  auto before = run({"status", "site"});
+  EXPECT_NE(before.find("queued: 2 "), std::string::npos) << before;
+  EXPECT_NE(before.find("dead letters: 1 "), std::string::npos) << before;
+  EXPECT_EQ(run({"requeue", "site"}), "Put 1 dead letters back where they were\n");
+  EXPECT_EQ(redis_run(redis.port(), {"ZRANGE", "site:1:requests", "0", "-1", "WITHSCORES"}),
+            (std::vector<std::string>{R"(0000000000000003|{"url":"http://b.test/3","v":1})",
+                                      "-5"}));
+  auto after = run({"status", "site"});
+  EXPECT_NE(after.find("queued: 3 "), std::string::npos) << after;
+  EXPECT_NE(after.find("dead letters: 0 "), std::string::npos) << after;
+}

@@ -3,6 +3,7 @@
 // (the fleet's summed counters), `crawler status NAME` (one screen on the fleet) and `crawler
 // requeue NAME [--bad]` (dead letters, or what workers set aside, back where they were).
 #include <algorithm>
+#include <charconv>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/use_future.hpp>
@@ -204,6 +205,32 @@ nlohmann::json stats_of(const redis::reply& hash) {
   return stats;
 }
 
+// The queue keys of the fleet's shards, as the fleet wrote their number beside its keys
+// (SCHEDULER_SHARDS; none written: one queue), so an operator's command needs no setting to
+// find them. A number that is not one is refused, naming the key.
+std::vector<std::string> fleet_queue_keys(const settings& settings, const std::string& spider,
+                                          redis::client& client) {
+  auto queue_of = [&](const std::string& name) {
+    return spider_key(settings.get_string("SCHEDULER_QUEUE_KEY"), key_spider_name(settings, name));
+  };
+  auto marker = queue_of(spider) + ":shards";
+  auto stored = client.async_command({"GET", marker}, asio::use_future).get();
+  if (stored.type == redis::reply::kind::nil) return {queue_of(spider)};
+  int shards = 0;
+  auto [end, problem] = std::from_chars(stored.str.data(), stored.str.data() + stored.str.size(),
+                                        shards);
+  if (stored.type != redis::reply::kind::string || problem != std::errc() ||
+      end != stored.str.data() + stored.str.size() || shards < 1 || shards > 1024) {
+    throw std::runtime_error(marker + " at " + client.where().address() + " holds " +
+                             quoted_for_log(stored.str, 40) +
+                             ", not the fleet's number of shards (1 to 1024)");
+  }
+  if (shards == 1) return {queue_of(spider)};
+  std::vector<std::string> keys;
+  for (int i = 0; i < shards; ++i) keys.push_back(queue_of(spider + ":" + std::to_string(i)));
+  return keys;
+}
+
 int print_stats(const std::string& name, const std::vector<std::string>& overrides) {
   auto settings = fleet_settings(overrides);
   auto spider = key_spider_name(settings, name);
@@ -282,6 +309,33 @@ int print_status(const std::string& spider, const std::vector<std::string>& over
       throw std::runtime_error("reading the fleet at " + client.where().address() + ": " +
                                reply.str);
     }
+  }
+  if (auto shards = fleet_queue_keys(settings, spider, client); shards.size() > 1) {
+    // The figures of a fleet in shards are their sums; its epoch, shard 0's.
+    std::vector<redis::command> looks;
+    for (const auto& key : shards) {
+      looks.push_back({"EVAL", size_script, "2", key, key + ":count"});
+      looks.push_back({"HLEN", key + ":leased"});
+      looks.push_back({"LLEN", key + ":dead"});
+      looks.push_back({"LLEN", key + ":bad"});
+    }
+    looks.push_back({"GET", shards[0] + ":epoch"});
+    auto sums = client.async_pipeline(std::move(looks), asio::use_future).get();
+    for (const auto& reply : sums) {
+      if (reply.is_error()) {
+        throw std::runtime_error("reading the fleet's shards at " + client.where().address() +
+                                 ": " + reply.str);
+      }
+    }
+    replies[1].integer = replies[2].integer = replies[6].integer = 0;
+    for (std::size_t i = 0; i < shards.size(); ++i) {
+      replies[1].integer += sums[4 * i].integer;
+      replies[2].integer += sums[4 * i + 1].integer;
+      replies[6].integer += sums[4 * i + 2].integer;
+      replies[7].integer += sums[4 * i + 3].integer;
+    }
+    replies[9] = sums.back();
+    queue = shards[0] + " ... " + shards.back();
   }
   auto workers = worker_lines(replies[0], seconds_of(replies[5]));
   // A count another program overwrote is shown as it is, not read as a number.
@@ -373,28 +427,46 @@ int requeue(const std::string& spider, const std::vector<std::string>& overrides
   redis_session session(settings);
   auto named = key_spider_name(settings, spider);
   auto queue_key = spider_key(settings.get_string("SCHEDULER_QUEUE_KEY"), named);
+  auto shard_keys = fleet_queue_keys(settings, spider, session.client());
   // The fleet's layout is what Redis holds: a host frontier's keys make it one, whatever
   // SCHEDULER_QUEUE_CLASS this command was given.
   auto order = redis_queue_order_from(settings);
-  auto frontier = session.client()
-                      .async_command({"EXISTS", queue_key + ":hosts", queue_key + ":busy",
-                                      queue_key + ":count", queue_key + ":inflight"},
-                                     asio::use_future)
-                      .get();
-  if (frontier.integer > 0) order = "host";
-  redis_queue queue(
-      session.shared_client(),
-      {.key = queue_key,
-       .order = order,
-       .form = redis_queue_form_from(settings),
-       .worker = "crawler-requeue",
-       .start_urls_key = spider_key(settings.get_string("REDIS_START_URLS_KEY"), named),
-       .start_urls_type = start_urls_type_from(settings)});
-  std::vector<set_aside_list> lists{set_aside_list::dead};
-  if (bad) lists = {set_aside_list::bad, set_aside_list::start_bad};
+  for (const auto& key : shard_keys) {
+    auto frontier = session.client()
+                        .async_command({"EXISTS", key + ":hosts", key + ":busy", key + ":count",
+                                        key + ":inflight"},
+                                       asio::use_future)
+                        .get();
+    if (frontier.integer > 0) order = "host";
+  }
+  auto queue_at = [&](const std::string& key) {
+    return redis_queue(
+        session.shared_client(),
+        {.key = key,
+         .order = order,
+         .form = redis_queue_form_from(settings),
+         .worker = "crawler-requeue",
+         .start_urls_key = spider_key(settings.get_string("REDIS_START_URLS_KEY"), named),
+         .start_urls_type = start_urls_type_from(settings)});
+  };
+  // Each shard's lists; the start URLs' :bad through the fleet's own queue key, which shares
+  // the start key's hash slot on a cluster.
+  std::vector<std::pair<std::string, set_aside_list>> lists;
+  for (const auto& key : shard_keys) {
+    if (bad) {
+      lists.emplace_back(key, set_aside_list::bad);
+    } else {
+      lists.emplace_back(key, set_aside_list::dead);
+    }
+  }
+  if (bad) {
+    if (shard_keys.size() > 1) lists.emplace_back(queue_key, set_aside_list::bad);
+    lists.emplace_back(queue_key, set_aside_list::start_bad);
+  }
   std::size_t requeued = 0;
   std::vector<std::string> unreadable;
-  for (auto from : lists) {
+  for (const auto& [key, from] : lists) {
+    auto queue = queue_at(key);
     std::size_t left = 0;  // at the head of this list: records that are not entries
     for (;;) {
       std::promise<requeue_result> answer;
@@ -414,6 +486,7 @@ int requeue(const std::string& spider, const std::vector<std::string>& overrides
             << " back where they were\n";
   if (unreadable.empty()) return 0;
   std::cout << "Left " << unreadable.size() << " records of " << queue_key
+            << (shard_keys.size() > 1 ? " (and its shards')" : "")
             << (bad ? ":bad and its start URLs' :bad" : ":dead")
             << " that are not entries of the queue or its start URLs:\n";
   for (const auto& record : unreadable) std::cout << "  " << record << '\n';
