@@ -138,3 +138,128 @@ TEST(fleet_on_a_cluster, push_names_the_tagged_key_and_what_a_cluster_cannot_run
   }
   EXPECT_EQ(site.hits("/site/0"), 0u);
 }
+
+// SCHEDULER_SHARDS on the cluster: six shards, each its own hash slot ({site:0} ... {site:5}),
+// spread over the masters; eight hosts (127.0.0.2 to .9) reached from a hub page on a ninth, so
+// that settles push links into other shards, on other masters.
+namespace {
+
+constexpr std::size_t shards = 6, host_pages = 30;
+
+struct many_hosts {
+  std::vector<std::unique_ptr<http_server>> hosts;
+  std::unique_ptr<http_server> hub;
+  std::string starts;  // the hub, and each host's 404 page (so it is an allowed domain)
+
+  explicit many_hosts(int delay_ms) {
+    std::string links;
+    for (int i = 0; i < 8; ++i) {
+      hosts.push_back(std::make_unique<http_server>(
+          http_server::options{.address = "127.0.0." + std::to_string(i + 2),
+                               .site_pages = host_pages,
+                               .page_delay_ms = delay_ms}));
+      links += "<a href=\"" + hosts.back()->url("/site/0") + "\">a host</a>";
+      starts += " " + hosts.back()->url("/status/404");
+    }
+    hub = std::make_unique<http_server>(http_server::options{
+        .address = "127.0.0.10", .pages = {{"/hub", "<html><body>" + links}}});
+    starts = hub->url("/hub") + starts;
+  }
+  std::size_t fetched() const {
+    std::size_t sum = 0;
+    for (const auto& host : hosts) sum += host->total_hits();
+    return sum;
+  }
+};
+
+std::unique_ptr<child_process> sharded_worker(const many_hosts& site, redis_cluster& cluster,
+                                              const std::filesystem::path& feed) {
+  return std::make_unique<child_process>(std::vector<std::string>{
+      crawler::fixtures::crawler_binary(), "crawl", "site", "-a", "start=" + site.starts, "-s",
+      "SCHEDULER=redis", "-s", "SCHEDULER_SHARDS=" + std::to_string(shards), "-s",
+      "DUPEFILTER_CLASS=redis_bitmap", "-s", "BLOOMFILTER_BIT=20", "-s",
+      "REDIS_CLUSTER_NODES=" + cluster.seeds(), "-s", "REDIS_PIPELINE=true", "-s",
+      "SCHEDULER_LEASE_TIME=2", "-s", "SCHEDULER_HEARTBEAT_INTERVAL=0.5", "-s",
+      "MAX_IDLE_TIME_BEFORE_CLOSE=2", "-s", "CONCURRENT_REQUESTS=4", "-o", feed.string(),
+      "--nolog"});
+}
+
+// Every page of every host fetched at least once, and its item stored once, in the items of its
+// host's shard; no shard holds a lease.
+void expect_every_page_stored_once(const many_hosts& site, const redis_cluster& cluster) {
+  for (const auto& host : site.hosts) {
+    for (std::size_t page = 0; page < host_pages; ++page) {
+      ASSERT_GE(host->hits("/site/" + std::to_string(page)), 1u)
+          << host->url("/site/" + std::to_string(page)) << " was lost";
+    }
+  }
+  std::multiset<std::string> items;
+  for (std::size_t shard = 0; shard < shards; ++shard) {
+    auto tag = "{site:" + std::to_string(shard) + "}";
+    auto node = cluster.owner_of(crawler::redis::key_slot(tag));
+    for (const auto& item : redis_list(node, tag + ":items")) {
+      items.insert(nlohmann::json::parse(item)["url"].get<std::string>());
+    }
+    EXPECT_EQ(redis_list(node, tag + ":requests:leased", "HKEYS").size(), 0u) << tag;
+  }
+  // The hub's item, and one per page of each host.
+  EXPECT_EQ(std::set<std::string>(items.begin(), items.end()).size(), 1 + 8 * host_pages);
+  EXPECT_EQ(items.size(), 1 + 8 * host_pages);
+}
+
+}  // namespace
+
+TEST(fleet_on_a_cluster, shards_spread_a_crawl_over_the_masters_and_a_reshard_of_one_loses_nothing) {
+  many_hosts site(100);
+  redis_cluster cluster(3);
+  temp_dir dir;
+  std::set<int> masters;
+  for (std::size_t shard = 0; shard < shards; ++shard) {
+    masters.insert(cluster.owner_of(crawler::redis::key_slot("{site:" + std::to_string(shard) + "}")));
+  }
+  EXPECT_GE(masters.size(), 2u) << "six shards' slots all on one master";
+  std::vector<std::unique_ptr<child_process>> workers;
+  for (int i = 0; i < 3; ++i) {
+    workers.push_back(
+        sharded_worker(site, cluster, dir.path() / ("items-" + std::to_string(i) + ".jsonl")));
+  }
+  crawler::fixtures::wait_until([&] { return site.fetched() >= 30; }, "the crawl under way");
+  // Shard 0's slot, keys and all, to another master, in the middle of the crawl.
+  int slot = crawler::redis::key_slot("{site:0}");
+  int owner = cluster.owner_of(slot);
+  int to = cluster.ports()[0] == owner ? cluster.ports()[1] : cluster.ports()[0];
+  cluster.begin_move(slot, to, {});
+  cluster.finish_move(slot, to);
+  ASSERT_EQ(cluster.owner_of(slot), to);
+  EXPECT_LT(site.fetched(), 8 * host_pages) << "the reshard came after the crawl";
+  for (auto& worker : workers) EXPECT_EQ(worker->wait(), 0) << worker->stderr_text();
+  for (const auto& host : site.hosts) {
+    for (std::size_t page = 0; page < host_pages; ++page) {
+      EXPECT_EQ(host->hits("/site/" + std::to_string(page)), 1u)
+          << host->url("/site/" + std::to_string(page));
+    }
+  }
+  expect_every_page_stored_once(site, cluster);
+}
+
+TEST(fleet_on_a_cluster, a_sharded_fleets_workers_killed_mid_crawl_lose_nothing) {
+  many_hosts site(50);
+  redis_cluster cluster(3);
+  temp_dir dir;
+  int started = 0;
+  auto start = [&] {
+    return sharded_worker(site, cluster,
+                          dir.path() / ("items-" + std::to_string(started++) + ".jsonl"));
+  };
+  auto survivor = start();
+  auto victim = start();
+  for (int kill = 0; kill < 3; ++kill) {
+    std::this_thread::sleep_for(400ms);
+    victim->signal(SIGKILL);
+    victim->wait();
+    victim = start();
+  }
+  EXPECT_EQ(survivor->wait(), 0) << survivor->stderr_text();
+  EXPECT_EQ(victim->wait(), 0) << victim->stderr_text();
+  expect_every_page_stored_once(site, cluster);
+}
