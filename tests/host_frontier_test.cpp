@@ -408,3 +408,28 @@ TEST(fleet_shards, status_sums_the_shards_and_requeue_puts_a_dead_letter_back_in
   EXPECT_NE(after.find("queued: 3 "), std::string::npos) << after;
   EXPECT_NE(after.find("dead letters: 0 "), std::string::npos) << after;
 }
+
+TEST(fleet_shards, redisbloom_reserves_each_shard_its_share_of_the_crawls_capacity) {
+  auto hosts = eight_hosts(4);
+  redis_server redis({.load_redisbloom = true});
+  auto items = crawl_with_three_workers(
+      start_urls(hosts), "priority",
+      {"SCHEDULER_SHARDS=3", "DUPEFILTER_CLASS=redisbloom", "BLOOMFILTER_CAPACITY=3000",
+       "SCHEDULER_PERSIST=True", "DOWNLOAD_DELAY=0"},
+      &redis);
+  EXPECT_EQ(items.size(), 8u * 4);
+  for (const auto& [url, times] : items) EXPECT_EQ(times, 1) << url;
+  const std::string capacity_of = R"lua(
+local info = redis.call('BF.INFO', KEYS[1])
+for i = 1, #info, 2 do
+  local label = type(info[i]) == 'table' and info[i].ok or info[i]  -- a status reply
+  if label == 'Capacity' then return tostring(info[i + 1]) end
+end
+)lua";
+  for (int shard = 0; shard < 3; ++shard) {
+    auto key = "site:" + std::to_string(shard) + ":bloomfilter";
+    EXPECT_EQ(crawler::fixtures::redis_run(redis.port(), {"EVAL", capacity_of, "1", key}),
+              std::vector<std::string>{"1000"})
+        << key;
+  }
+}
