@@ -433,3 +433,22 @@ end
         << key;
   }
 }
+
+TEST(fleet_shards, flush_on_start_empties_every_shard_once_for_the_fleet) {
+  auto hosts = eight_hosts(3);
+  redis_server redis;
+  temp_dir dir;
+  std::vector<std::string> kept{"SCHEDULER_SHARDS=3", "SCHEDULER_PERSIST=True",
+                                "DOWNLOAD_DELAY=0"};
+  auto first = worker(start_urls(hosts), redis, dir.path() / "first.jsonl", "priority", kept);
+  ASSERT_EQ(first->wait(), 0) << first->stderr_text();
+  // Kept: a second crawl on these keys finds every page seen.
+  auto again = worker(start_urls(hosts), redis, dir.path() / "again.jsonl", "priority", kept);
+  ASSERT_EQ(again->wait(), 0) << again->stderr_text();
+  for (const auto& host : hosts) EXPECT_EQ(host->total_hits(), 3u) << host->url("/");
+  // Flushed: every shard's queue and dupefilter went, so every page is crawled once more.
+  kept.push_back("SCHEDULER_FLUSH_ON_START=True");
+  auto flushed = worker(start_urls(hosts), redis, dir.path() / "flushed.jsonl", "priority", kept);
+  ASSERT_EQ(flushed->wait(), 0) << flushed->stderr_text();
+  for (const auto& host : hosts) EXPECT_EQ(host->total_hits(), 6u) << host->url("/");
+}
