@@ -5,6 +5,8 @@
 #   source "$here/site_server.sh"
 #   serve_site "$work" "$pages"       # sets $port and $start; WORK/expected.txt lists the pages
 #   serve_site "$work" "$pages" --shape heavy   # further arguments go to site_generator.py
+#   SITE_HOSTS=8 serve_site "$work" "$pages"     # the same site on 127.0.0.1 ... 127.0.0.8 too:
+#                                                # $starts lists each host's start URL
 #   ... crawl ...
 #   take_access_log "$work" NAME      # moves what nginx logged since the last call to WORK/logs/NAME.log
 #   stop_site "$work"
@@ -39,7 +41,7 @@ http {
   sendfile on;
   types { text/html html; text/css css; text/plain txt; application/xml xml; }
   server {
-    listen 127.0.0.1:$port;
+$(for host in $(seq "${SITE_HOSTS:-1}"); do echo "    listen 127.0.0.$host:$port;"; done)
     root $work/site;
     # A list page is one file whatever the order of its query arguments.
     location = /list { default_type text/html; try_files /list/\$arg_cat-\$arg_page.html =404; }
@@ -48,6 +50,8 @@ http {
 CONF
   nginx -c "$work/nginx.conf" -p "$work"
   start="http://127.0.0.1:$port/"
+  starts=$(for host in $(seq "${SITE_HOSTS:-1}"); do printf 'http://127.0.0.%s:%s/ ' "$host" "$port"; done)
+  starts=${starts% }
 }
 
 take_access_log() {
