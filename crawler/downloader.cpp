@@ -144,6 +144,17 @@ void downloader::set_crawl_delay(const std::string& host, double seconds) {
   }
 }
 
+std::string downloader::address_of(const request& request) const {
+  if (!slots_per_ip_ || request.meta.contains("download_slot")) return {};
+  auto host = slot_key(request);
+  auto address = addresses_.find(host);
+  if (address != addresses_.end()) return address->second == host ? "" : address->second;
+  // An address written as the host is its own, and never looked up.
+  boost::system::error_code not_ip;
+  asio::ip::make_address(host, not_ip);
+  return not_ip ? "" : host;
+}
+
 std::optional<double> downloader::delay_of(const request& request) const {
   auto key = slot_key(request);
   double delay = delay_;

@@ -82,6 +82,10 @@ class downloader {
   /// The delay the slot of `request` keeps now, when it is not DOWNLOAD_DELAY (a Crawl-delay,
   /// AutoThrottle's); nullopt when it is.
   std::optional<double> delay_of(const request& request) const;
+  /// With CONCURRENT_REQUESTS_PER_IP, the server address `request`'s slot is keyed by: the host
+  /// itself when it is an address, else once it was looked up; "" otherwise (without the
+  /// setting, a meta "download_slot", before the lookup, a host whose lookup failed).
+  std::string address_of(const request& request) const;
 
   /// Returns the requests still waiting in their slots (for a delay or a free transfer), which
   /// a graceful close puts back in the queue instead of waiting out DOWNLOAD_DELAY. Their

@@ -365,7 +365,8 @@ std::optional<request> engine::process_download(download_result& result) {
 void engine::on_downloaded(download_result result) {
   if (phase_ == phase::closed) return;
   if (scheduler_->paces_hosts()) {
-    host_pace pace{.delay = downloader_->delay_of(result.request)};
+    host_pace pace{.delay = downloader_->delay_of(result.request),
+                   .address = downloader_->address_of(result.request)};
     if (result.response) {
       pace.hold = detail::hold_asked(result.response->status,
                                      result.response->header("Retry-After"));

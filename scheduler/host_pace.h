@@ -30,6 +30,9 @@ struct host_pace {
   /// How long the host asked to be left alone, in seconds: a 429 or 503 answer's Retry-After
   /// (1 s without one). 0: it did not ask.
   double hold = 0;
+  /// The server address the downloader's slot holds the host under, with
+  /// CONCURRENT_REQUESTS_PER_IP; "" without it, or before the address is known.
+  std::string address;
 };
 
 }  // namespace crawler

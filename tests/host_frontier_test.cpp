@@ -452,3 +452,59 @@ TEST(fleet_shards, flush_on_start_empties_every_shard_once_for_the_fleet) {
   ASSERT_EQ(flushed->wait(), 0) << flushed->stderr_text();
   for (const auto& host : hosts) EXPECT_EQ(host->total_hits(), 6u) << host->url("/");
 }
+
+// CONCURRENT_REQUESTS_PER_IP: host names of one server share its limit across the fleet, once
+// workers have reported the server's address (before a host's first fetch its address is
+// unknown, as in Scrapy's DNS cache). Three spellings of 127.0.0.1, three workers.
+std::string slow_pages_of_three_spellings(const http_server& server, int each) {
+  std::string starts;
+  for (const char* host : {"127.0.0.1", "127.1", "127.0.1"}) {
+    for (int i = 0; i < each; ++i) {
+      starts += (starts.empty() ? "" : " ") + std::string("http://") + host + ":" +
+                std::to_string(server.port()) + "/slow?ms=150&i=" + std::to_string(i);
+    }
+  }
+  return starts;
+}
+
+// The fleet on `redis` learns the server's address: one page of each spelling, from another
+// server of 127.0.0.1 (the fleet paces hosts by name and address, not by port).
+void report_the_address(const redis_server& redis, const std::vector<std::string>& settings) {
+  http_server first;
+  crawl_with_three_workers(slow_pages_of_three_spellings(first, 1), "host", settings, &redis);
+  EXPECT_EQ(crawler::fixtures::redis_run(redis.port(), {"HVALS", "site:requests:addresses"}),
+            (std::vector<std::string>{"127.0.0.1", "127.0.0.1", "127.0.0.1"}));
+}
+
+TEST(host_frontier, concurrent_requests_per_ip_caps_one_servers_host_names_for_the_whole_fleet) {
+  redis_server redis;
+  std::vector<std::string> per_ip{"DOWNLOAD_DELAY=0", "SCHEDULER_PERSIST=True",
+                                  "CONCURRENT_REQUESTS_PER_IP=2"};
+  report_the_address(redis, per_ip);
+  http_server server;
+  auto items =
+      crawl_with_three_workers(slow_pages_of_three_spellings(server, 8), "host", per_ip, &redis);
+  EXPECT_EQ(items.size(), 24u);
+  EXPECT_EQ(server.most_in_flight(), 2u);
+  // The control: per domain, each spelling has its own two.
+  http_server per_domain;
+  crawl_with_three_workers(slow_pages_of_three_spellings(per_domain, 8), "host",
+                           {"DOWNLOAD_DELAY=0", "CONCURRENT_REQUESTS_PER_DOMAIN=2"});
+  EXPECT_GT(per_domain.most_in_flight(), 2u);
+}
+
+TEST(host_frontier, with_concurrent_requests_per_ip_the_delay_holds_per_server_for_the_fleet) {
+  redis_server redis;
+  std::vector<std::string> per_ip{"DOWNLOAD_DELAY=0.2", "SCHEDULER_PERSIST=True",
+                                  "CONCURRENT_REQUESTS_PER_IP=4"};
+  report_the_address(redis, per_ip);
+  http_server server;
+  crawl_with_three_workers(slow_pages_of_three_spellings(server, 4), "host", per_ip, &redis);
+  ASSERT_EQ(server.total_hits(), 12u);
+  expect_paced_at_the_download_delay(server);
+  // The control: per domain, three names of the server are paced apart, three at a time.
+  http_server per_domain;
+  crawl_with_three_workers(slow_pages_of_three_spellings(per_domain, 4), "host",
+                           {"DOWNLOAD_DELAY=0.2"});
+  EXPECT_LT(shortest_gap(per_domain), 0.1);
+}

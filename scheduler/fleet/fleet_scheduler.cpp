@@ -171,10 +171,14 @@ std::vector<redis_queue_options> shard_options(const scheduler_context& context,
       .max_deliveries = std::size_t(settings.get_int("SCHEDULER_MAX_DELIVERIES")),
       .signer = std::move(signer),
       .secrets = request_secrets(settings),
-      .host_limit = std::size_t(
-          std::max<std::int64_t>(0, settings.get_int("CONCURRENT_REQUESTS_PER_DOMAIN"))),
+      // As the downloader's slots: per server address with CONCURRENT_REQUESTS_PER_IP.
+      .host_limit = std::size_t(std::max<std::int64_t>(
+          0, settings.get_int("CONCURRENT_REQUESTS_PER_IP") > 0
+                 ? settings.get_int("CONCURRENT_REQUESTS_PER_IP")
+                 : settings.get_int("CONCURRENT_REQUESTS_PER_DOMAIN"))),
       .host_delay = milliseconds_of(settings, "DOWNLOAD_DELAY"),
-      .randomize_delay = settings.get_bool("RANDOMIZE_DOWNLOAD_DELAY")};
+      .randomize_delay = settings.get_bool("RANDOMIZE_DOWNLOAD_DELAY"),
+      .limit_by_address = settings.get_int("CONCURRENT_REQUESTS_PER_IP") > 0};
   bool cluster = !settings.get("REDIS_CLUSTER_NODES").empty();
   std::vector<redis_queue_options> options;
   for (const auto& shard : shards) {

@@ -128,8 +128,10 @@ redis_queue::redis_queue(std::shared_ptr<redis::client> client, redis_queue_opti
           "\"scrapy_redis.picklecompat\") is priority, fifo or lifo");
     }
     host_prefix_ = options_.key + ":host:";
-    host_keys_ = {options_.key + ":hosts", options_.key + ":busy", options_.key + ":inflight",
-                  options_.key + ":delays", options_.key + ":count"};
+    host_keys_ = {options_.key + ":hosts",     options_.key + ":busy",
+                  options_.key + ":inflight",  options_.key + ":delays",
+                  options_.key + ":addresses", options_.key + ":address_due",
+                  options_.key + ":parked",    options_.key + ":count"};
   }
   if (options_.worker.empty() || options_.worker.find('|') != std::string::npos) {
     throw std::invalid_argument("redis_queue: a worker id is required and holds no '|'");
@@ -306,9 +308,12 @@ std::string redis_queue::expected_type(const std::string& key,
   if (key == options_.start_urls_key) return options_.start_urls_type;
   if (key == options_.start_urls_key + ":bad") return "list";
   if (!host_keys_.empty()) {
-    if (key == host_keys_[0] || key == host_keys_[1]) return "zset";
-    if (key == host_keys_[2] || key == host_keys_[3]) return "hash";
-    if (key == host_keys_[4]) return "string";
+    if (key == host_keys_[0] || key == host_keys_[1] || key == host_keys_[6]) return "zset";
+    if (key == host_keys_[2] || key == host_keys_[3] || key == host_keys_[4] ||
+        key == host_keys_[5]) {
+      return "hash";
+    }
+    if (key == host_keys_[7]) return "string";
   }
   return "-";
 }
@@ -361,7 +366,8 @@ std::vector<std::string> redis_queue::take_arguments(std::size_t count) const {
       seed = std::to_string(std::uniform_int_distribution<int>(1, 1 << 30)(random));
     }
     args.insert(args.end(), {std::to_string(options_.host_limit),
-                             std::to_string(options_.host_delay.count()), std::move(seed)});
+                             std::to_string(options_.host_delay.count()), std::move(seed),
+                             options_.limit_by_address ? "1" : ""});
   }
   return args;
 }
@@ -665,7 +671,8 @@ void redis_queue::async_settle(const std::string& lease_id, const std::vector<re
                                 marking ? "1" : "",
                                 "0",
                                 pace.delay ? in_ms(*pace.delay) : "",
-                                pace.hold > 0 ? in_ms(pace.hold) : ""};
+                                pace.hold > 0 ? in_ms(pace.hold) : "",
+                                pace.address};
   std::size_t count = 0;
   std::vector<std::size_t> sent, unfingerprintable, known;  // positions in `children`
   std::vector<dedup::fingerprint> marked;  // what the dupefilter holds once this settle is stored

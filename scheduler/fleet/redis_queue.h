@@ -111,6 +111,11 @@ struct redis_queue_options {
   std::size_t host_limit = 8;
   std::chrono::milliseconds host_delay{0};
   bool randomize_delay = true;
+  /// CONCURRENT_REQUESTS_PER_IP above 0: host_limit is that, and it and the delay hold per server
+  /// address, for the hosts whose address a worker reported with a settle (host_pace::address);
+  /// a host's own name stands for it until then, as in Scrapy's downloader before its DNS cache
+  /// has the host.
+  bool limit_by_address = false;
 };
 
 /// A request taken from the queue: the lease that holds it, and the request.
@@ -251,8 +256,8 @@ class redis_queue {
   const std::string& queued_key() const {
     return host_keys_.empty() ? options_.key : host_keys_.back();
   }
-  /// The host frontier's keys besides the per-host queues (which Redis deletes once empty);
-  /// none for the other orders.
+  /// The host frontier's keys besides the per-host queues (which Redis deletes once empty), its
+  /// count last; none for the other orders.
   const std::vector<std::string>& host_frontier_keys() const { return host_keys_; }
   /// Where settle appends items (the option, or <key>:items when it is empty).
   const std::string& items_key() const { return items_key_; }

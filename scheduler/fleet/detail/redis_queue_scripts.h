@@ -19,7 +19,12 @@
 // limit, which takes pass over), <queue>:inflight (host -> its leased entries), <queue>:delays
 // (host -> its delay in ms where a worker found one other than DOWNLOAD_DELAY: a robots.txt
 // Crawl-delay, AutoThrottle) and <queue>:count (the entries queued in all; it exists exactly
-// while some are). Its leases are "<worker>|<score>@<host>|<entry>".
+// while some are). Its leases are "<worker>|<score>@<host>|<entry>". With
+// CONCURRENT_REQUESTS_PER_IP, hosts of one server share its limit and its delay:
+// <queue>:addresses (host -> the address workers reported for it), and <queue>:inflight and
+// <queue>:address_due (address -> the time it may next be fetched) count by address for those
+// hosts; <queue>:parked ("<address>|<host>", all scored 0) lists the hosts in :busy by the slot
+// whose limit put them there, so that the end of any lease of the address wakes them all.
 #pragma once
 
 namespace crawler::detail {
@@ -62,8 +67,9 @@ local host_prefix = table.remove(ARGV, 1)
 local host_keys = {}
 if host_prefix ~= '' then
   local n = #KEYS
-  host_keys = {hosts = KEYS[n - 4], busy = KEYS[n - 3], inflight = KEYS[n - 2],
-               delays = KEYS[n - 1], count = KEYS[n]}
+  host_keys = {hosts = KEYS[n - 7], busy = KEYS[n - 6], inflight = KEYS[n - 5],
+               delays = KEYS[n - 4], addresses = KEYS[n - 3], address_due = KEYS[n - 2],
+               parked = KEYS[n - 1], count = KEYS[n]}
 end
 if expected_epoch ~= '' then
   local current = redis.call('GET', epoch_key)
@@ -166,15 +172,49 @@ local function host_refused(queue, host, entry)
     reason = 'the key ' .. host_prefix .. host .. ' holds a ' ..
              redis.call('TYPE', host_prefix .. host).ok .. ', not the host\'s queue'}, entry))
 end
--- A leased entry of `host` is done with (settled, released, or its lease expired): one fewer in
--- flight, so a host that was at its limit is due again at its time.
-local function host_done(host)
-  local left = redis.pcall('HINCRBY', host_keys.inflight, host, -1)
-  if type(left) ~= 'number' or left <= 0 then redis.call('HDEL', host_keys.inflight, host) end
+-- The slot a host's fetches count in (CONCURRENT_REQUESTS_PER_IP): its server's address once a
+-- worker reported one with a settle, else the host's own name; and whether it was reported.
+local function slot_of(host)
+  local address = redis.call('HGET', host_keys.addresses, host)
+  if address then return address, true end
+  return host, false
+end
+-- A host at its limit waits in :busy; due again, at its time.
+local function wake(host)
   local due = redis.call('ZSCORE', host_keys.busy, host)
   if due then
     redis.call('ZREM', host_keys.busy, host)
     redis.call('ZADD', host_keys.hosts, due, host)
+  end
+end
+-- A leased entry of `host` is done with (settled, released, or its lease expired): one fewer in
+-- flight in its slot, so a host that was at its limit is due again at its time, and so are the
+-- hosts parked because their address was (:parked holds "<address>|<host>"; a take parks them
+-- again if it still is).
+local function host_done(host)
+  local slot = slot_of(host)
+  local left = redis.pcall('HINCRBY', host_keys.inflight, slot, -1)
+  if type(left) ~= 'number' or left <= 0 then redis.call('HDEL', host_keys.inflight, slot) end
+  wake(host)
+  local low, high = '[' .. slot .. '|', '[' .. slot .. '|\255'
+  local parked = redis.call('ZRANGEBYLEX', host_keys.parked, low, high)
+  if #parked == 0 then return end
+  for _, member in ipairs(parked) do wake(string.sub(member, #slot + 2)) end
+  redis.call('ZREMRANGEBYLEX', host_keys.parked, low, high)
+end
+-- The server address a worker's download found for `host` ('' : none reported). The first time,
+-- the host's leases under way move from its name's count to the address's, where their ends
+-- will be counted.
+local function set_address(host, address)
+  if address == '' or host == '' then return end
+  local known = redis.call('HGET', host_keys.addresses, host)
+  if known == address then return end
+  redis.call('HSET', host_keys.addresses, host, address)
+  if known then return end
+  local own = tonumber(redis.call('HGET', host_keys.inflight, host))
+  if own then
+    redis.call('HDEL', host_keys.inflight, host)
+    if own > 0 then redis.call('HINCRBY', host_keys.inflight, address, own) end
   end
 end
 -- What a worker's download of `host` said of its pace: the delay its downloader keeps for it
@@ -241,12 +281,15 @@ end
 // to `bad` instead, never to a worker. Each take of an entry is counted in `deliveries` until it
 // is settled; one taken max_deliveries times already (SCHEDULER_MAX_DELIVERIES; 0: no limit) is a
 // page that every worker taking it dies on: it goes to `dead`, with its score, not to a worker.
-// The host frontier (order 'host'; ARGV then also limit, delay_ms, seed) takes from the hosts
+// The host frontier (order 'host'; ARGV then also limit, delay_ms, seed, and by_address: '1'
+// when the limit and the delay hold per server address, CONCURRENT_REQUESTS_PER_IP, for the hosts
+// whose address is known) takes from the hosts
 // that are due, longest due first: one entry per host when its delay (<queue>:delays, else
 // delay_ms) is not 0, else as many as its fleet-wide limit (CONCURRENT_REQUESTS_PER_DOMAIN; 0:
 // none) leaves; each take puts the host's time off by its delay, times 0.5 to 1.5 drawn from
 // `seed` (RANDOMIZE_DOWNLOAD_DELAY; '': times 1), and a host that reaches its limit waits in
-// <queue>:busy until one of its leases ends. Its scores come back as "<score>@<host>".
+// <queue>:busy until one of its leases ends (of its address's, for a host parked by address).
+// Its scores come back as "<score>@<host>".
 // Returns {reclaimed, set aside, dead, entries left in the queue, ms until the next host is due
 // (-1: the other orders, or none), id, score, entry, ...}.
 inline constexpr const char* redis_queue_take = R"lua(
@@ -297,15 +340,25 @@ count_added()  -- before the takes below count down
 local taken = {}
 if order == 'host' then
   local limit, base_delay, seed = tonumber(ARGV[7]), tonumber(ARGV[8]), ARGV[9]
+  local by_address = ARGV[10] == '1'
   if seed ~= '' then math.randomseed(tonumber(seed)) end
   local due = redis.call('ZRANGEBYSCORE', host_keys.hosts, '-inf', now, 'LIMIT', 0, count)
   for _, host in ipairs(due) do
     if #taken >= count then break end
-    local running = tonumber(redis.call('HGET', host_keys.inflight, host)) or 0
+    local slot, grouped = host, false
+    if by_address then slot, grouped = slot_of(host) end
+    local running = tonumber(redis.call('HGET', host_keys.inflight, slot)) or 0
     local delay = tonumber(redis.call('HGET', host_keys.delays, host)) or base_delay
     local room = count - #taken
     if limit > 0 then room = math.min(room, limit - running) end
     if delay > 0 then room = math.min(room, 1) end
+    -- Another host of its address was fetched less than a delay ago: its turn is the address's.
+    local address_due = grouped and tonumber(redis.call('HGET', host_keys.address_due, slot))
+    local put_off = address_due and address_due > now
+    if put_off then
+      room = 0
+      redis.call('ZADD', host_keys.hosts, address_due, host)
+    end
     local popped = {}
     if room > 0 then
       popped = redis.pcall('ZPOPMIN', host_prefix .. host, room)
@@ -314,24 +367,31 @@ if order == 'host' then
     end
     local n = #popped / 2
     for i = 1, #popped, 2 do taken[#taken + 1] = {popped[i], popped[i + 1], host} end
-    if room > 0 and n == 0 then
+    if put_off then
+      -- Until its address is due, above.
+    elseif room > 0 and n == 0 then
       -- Ran out, and its time has come: nothing more to remember.
       redis.call('ZREM', host_keys.hosts, host)
     else
       local next_due = redis.call('ZSCORE', host_keys.hosts, host)
       if n > 0 then
         running = running + n
-        redis.call('HSET', host_keys.inflight, host, running)
+        redis.call('HSET', host_keys.inflight, slot, running)
         -- Gone at 0, so that it exists exactly while entries are queued, as the other orders'
         -- queue does.
         if redis.call('DECRBY', host_keys.count, n) <= 0 then redis.call('DEL', host_keys.count) end
         local wait = delay
         if seed ~= '' then wait = delay * (0.5 + math.random()) end
         next_due = now + math.floor(wait)
+        if grouped and delay > 0 then
+          redis.call('HSET', host_keys.address_due, slot, next_due)
+        end
       end
       if limit > 0 and running >= limit then
         redis.call('ZREM', host_keys.hosts, host)
         redis.call('ZADD', host_keys.busy, next_due, host)
+        -- Woken by the end of any lease of its address, not only of its own (it may hold none).
+        if by_address then redis.call('ZADD', host_keys.parked, 0, slot .. '|' .. host) end
       else
         redis.call('ZADD', host_keys.hosts, next_due, host)
       end
@@ -471,7 +531,8 @@ return released
 
 // settle: KEYS queue, leased, deadlines, seq, dupefilter, items, bad, deliveries;
 // ARGV order, worker, lease id ('' for none), filtering ('1', or '' for no dupefilter), child
-// count, the page's host's delay and hold in ms (set_pace; the host frontier's), then per child:
+// count, the page's host's delay and hold in ms (set_pace; the host frontier's), its server's
+// address (set_address; '' for none), then per child:
 // request JSON, priority, dont_filter ('1' or '0'), marking argument, host; then the items.
 // In one step: each child is marked seen and queued unless the dupefilter has seen it, the items
 // are appended, and the parent's lease is settled. So no URL is ever seen without being queued,
@@ -498,6 +559,7 @@ if lease_id ~= '' then
   redis.call('HDEL', leased, lease_id)
   redis.call('ZREM', deadlines, lease_id)
   if order == 'host' then
+    set_address(host, ARGV[8])
     host_done(host)
     set_pace(host, ARGV[6], ARGV[7])
   end
@@ -505,7 +567,7 @@ if lease_id ~= '' then
 end
 local queued, duplicates = 0, 0
 local flags = {}
-local at = 8
+local at = 9
 for _ = 1, children do
   if queue_new(queue, order, seq, filtering, filter, ARGV[at], ARGV[at + 1], ARGV[at + 2],
                ARGV[at + 3], ARGV[at + 4]) then
