@@ -77,8 +77,12 @@ class downloader {
 
   /// The scheduler paces hosts (scheduler::paces_hosts()): slots start downloads without waiting
   /// a delay, though they keep the delay DOWNLOAD_DELAY, AutoThrottle and Crawl-delay make, for
-  /// delay_of() to report.
-  void leave_delays_to_scheduler() { scheduler_paces_ = true; }
+  /// delay_of() to report. With CONCURRENT_REQUESTS_PER_IP, only when it paces `by_address`
+  /// too: else the slots, one per address, keep waiting their delay, which no host's pace
+  /// covers.
+  void leave_delays_to_scheduler(bool by_address) {
+    scheduler_paces_ = !slots_per_ip_ || by_address;
+  }
   /// The delay the slot of `request` keeps now, when it is not DOWNLOAD_DELAY (a Crawl-delay,
   /// AutoThrottle's); nullopt when it is.
   std::optional<double> delay_of(const request& request) const;

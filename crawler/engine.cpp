@@ -109,7 +109,9 @@ engine::engine(asio::io_context& io, const settings& settings, stats& stats, spi
           downloader_->set_crawl_delay(host, seconds);
         });
   }
-  if (scheduler_->paces_hosts()) downloader_->leave_delays_to_scheduler();
+  if (scheduler_->paces_hosts()) {
+    downloader_->leave_delays_to_scheduler(scheduler_->paces_addresses());
+  }
   scheduler_->on_ready([this] { pump(); });
   scheduler_->on_fatal([this](const std::string& reason) { begin_close(reason); });
   // A fleet's queue may hold what another spider, or a person, put there: never run a request

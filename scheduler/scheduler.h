@@ -180,6 +180,10 @@ class scheduler {
   /// CONCURRENT_REQUESTS_PER_DOMAIN, so the downloader waits no delay of its own and tells
   /// record_pace what each download said.
   virtual bool paces_hosts() const { return false; }
+  /// With CONCURRENT_REQUESTS_PER_IP, whether a paces_hosts() scheduler also paces the hosts of
+  /// one server address together (the fleet's, from the addresses its workers report); when it
+  /// does not, the downloader keeps each address's delay itself.
+  virtual bool paces_addresses() const { return false; }
   /// What the download of `fetched`, a request next_request() gave, said of its host's pace
   /// (paces_hosts() schedulers only; before its outcome is stored).
   virtual void record_pace(const request& /*fetched*/, const host_pace& /*pace*/) {}

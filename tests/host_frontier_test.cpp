@@ -219,13 +219,16 @@ TEST(host_frontier, status_counts_its_queue_and_requeue_puts_dead_letters_back_i
 // One process (SCHEDULER=memory) crawling from `starts`; returns how many times each page's item
 // was written.
 std::map<std::string, int> crawl_in_one_process(const std::string& starts,
-                                                const std::string& queue_class) {
+                                                const std::string& queue_class,
+                                                const std::vector<std::string>& extra = {}) {
   temp_dir dir;
-  child_process crawl({crawler_binary(), "crawl", "site", "-a", "start=" + starts, "-s",
-                       "SCHEDULER_QUEUE_CLASS=" + queue_class, "-s", "DOWNLOAD_DELAY=0.2", "-s",
-                       "RANDOMIZE_DOWNLOAD_DELAY=False", "-s", "CONCURRENT_REQUESTS=12", "-s",
-                       "CONCURRENT_REQUESTS_PER_DOMAIN=4", "-o",
-                       (dir.path() / "items.jsonl").string(), "--nolog"});
+  std::vector<std::string> argv{crawler_binary(), "crawl", "site", "-a", "start=" + starts, "-s",
+                                "SCHEDULER_QUEUE_CLASS=" + queue_class, "-s", "DOWNLOAD_DELAY=0.2",
+                                "-s", "RANDOMIZE_DOWNLOAD_DELAY=False", "-s",
+                                "CONCURRENT_REQUESTS=12", "-s", "CONCURRENT_REQUESTS_PER_DOMAIN=4",
+                                "-o", (dir.path() / "items.jsonl").string(), "--nolog"};
+  for (const auto& setting : extra) argv.insert(argv.end(), {"-s", setting});
+  child_process crawl(argv);
   EXPECT_EQ(crawl.wait(), 0) << crawl.stderr_text();
   std::map<std::string, int> items;
   count_items(dir.path() / "items.jsonl", items);
@@ -507,4 +510,12 @@ TEST(host_frontier, with_concurrent_requests_per_ip_the_delay_holds_per_server_f
   crawl_with_three_workers(slow_pages_of_three_spellings(per_domain, 4), "host",
                            {"DOWNLOAD_DELAY=0.2"});
   EXPECT_LT(shortest_gap(per_domain), 0.1);
+}
+
+TEST(host_frontier, in_one_process_with_concurrent_requests_per_ip_the_delay_holds_per_server) {
+  http_server server;
+  auto items = crawl_in_one_process(slow_pages_of_three_spellings(server, 4), "host",
+                                    {"CONCURRENT_REQUESTS_PER_IP=4"});
+  EXPECT_EQ(items.size(), 12u);
+  expect_paced_at_the_download_delay(server);
 }

@@ -60,6 +60,7 @@ class fleet_scheduler final : public scheduler {
     queue_.set_check(std::move(check));
   }
   bool paces_hosts() const override { return queue_.order() == "host"; }
+  bool paces_addresses() const override { return paces_hosts(); }
   void record_pace(const request& fetched, const host_pace& pace) override;
 
  private:
