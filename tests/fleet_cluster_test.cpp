@@ -136,6 +136,15 @@ TEST(fleet_on_a_cluster, push_names_the_tagged_key_and_what_a_cluster_cannot_run
     EXPECT_NE(said.find(setting.substr(0, setting.find('='))), std::string::npos) << said;
     EXPECT_NE(said.find(words), std::string::npos) << said;
   }
+  // With shards the start URLs stay the fleet's own, in the spider's slot.
+  auto sharded = cluster_worker(site, cluster, dir.path() / "items.jsonl",
+                                {"-s", "SCHEDULER_SHARDS=3", "-s", "REDIS_START_URLS_KEY=seeds",
+                                 "-L", "ERROR"});
+  EXPECT_EQ(sharded->wait(), 2);
+  EXPECT_NE(sharded->stderr_text().find("settings.REDIS_START_URLS_KEY: \"seeds\" does not lie "
+                                        "in the crawl's hash slot"),
+            std::string::npos)
+      << sharded->stderr_text();
   EXPECT_EQ(site.hits("/site/0"), 0u);
 }
 

@@ -47,6 +47,22 @@ std::string fleet_key(const scheduler_context& context, const char* setting) {
                     key_spider_name(context.settings, context.spider_name));
 }
 
+// Throws settings_error naming the first of `keys` (setting, key) that does not lie in the hash
+// slot of `home`, a tagged name.
+void check_slot_of(const std::vector<std::pair<std::string, std::string>>& keys,
+                   const std::string& home) {
+  auto slot = redis::key_slot(home);
+  for (const auto& [setting, key] : keys) {
+    if (redis::hash_tag(key) && redis::key_slot(key) == slot) continue;
+    throw settings_error("settings." + setting + ": \"" + key +
+                         "\" does not lie in the crawl's hash slot (" + std::to_string(slot) +
+                         ", the slot of " + home +
+                         "): on a Redis Cluster the fleet's scripts touch its keys together, so "
+                         "each must carry %(spider)s (written " + home + " there) or the tag " +
+                         home);
+  }
+}
+
 // On a Redis Cluster a script runs only when its keys share a hash slot, and the fleet's scripts
 // take from the queue, mark the dupefilter, move start URLs and store items together: every key
 // a shard's scripts touch must lie in the slot of its tagged name (with one shard, the spider's).
@@ -64,7 +80,6 @@ void check_cluster_slot(const scheduler_context& context, const std::vector<std:
   }
   for (std::size_t shard = 0; shard < shards.size(); ++shard) {
     const auto& home = shards[shard];
-    auto slot = redis::key_slot(home);
     auto key_of = [&](const char* setting) {
       return spider_key(context.settings.get_string(setting), home);
     };
@@ -72,20 +87,16 @@ void check_cluster_slot(const scheduler_context& context, const std::vector<std:
         {"SCHEDULER_QUEUE_KEY", key_of("SCHEDULER_QUEUE_KEY")},
         {"REDIS_ITEMS_KEY", key_of("REDIS_ITEMS_KEY")},
         {"the dupefilter's key", dupefilters[shard]->marking()->key}};
-    // With shards, start URLs are pushed into their shards and then removed in steps of their
-    // own: only one shard's scripts read the start key.
+    // With shards, start URLs are pushed into their shards, and then removed (with what cannot
+    // be read moved to their :bad) by a script in the fleet's own slot.
     if (shards.size() == 1) {
       keys.emplace_back("REDIS_START_URLS_KEY", key_of("REDIS_START_URLS_KEY"));
     }
-    for (const auto& [setting, key] : keys) {
-      if (redis::hash_tag(key) && redis::key_slot(key) == slot) continue;
-      throw settings_error("settings." + setting + ": \"" + key +
-                           "\" does not lie in the crawl's hash slot (" + std::to_string(slot) +
-                           ", the slot of " + home +
-                           "): on a Redis Cluster the fleet's scripts touch its keys together, "
-                           "so each must carry %(spider)s (written " + home + " there) or the tag " +
-                           home);
-    }
+    check_slot_of(keys, home);
+  }
+  if (shards.size() > 1) {
+    auto fleet = key_spider_name(context.settings, context.spider_name);
+    check_slot_of({{"REDIS_START_URLS_KEY", fleet_key(context, "REDIS_START_URLS_KEY")}}, fleet);
   }
 }
 
