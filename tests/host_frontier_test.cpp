@@ -410,6 +410,17 @@ TEST(fleet_shards, status_sums_the_shards_and_requeue_puts_a_dead_letter_back_in
   auto after = run({"status", "site"});
   EXPECT_NE(after.find("queued: 3 "), std::string::npos) << after;
   EXPECT_NE(after.find("dead letters: 0 "), std::string::npos) << after;
+  // The fleet's stats with shard 0's epoch there: nothing lost, no warning; without it, one.
+  redis_run(redis.port(), {"HSET", "site:stats", "item_scraped_count", "5"});
+  for (bool epoch : {true, false}) {
+    if (epoch) redis_run(redis.port(), {"SET", "site:0:requests:epoch", "1f2e"});
+    else redis_run(redis.port(), {"DEL", "site:0:requests:epoch"});
+    child_process stats({crawler_binary(), "stats", "site", "-s", "REDIS_URL=" + redis.url()});
+    EXPECT_EQ(stats.wait(), 0) << stats.stderr_text();
+    EXPECT_EQ(stats.stderr_text().find("site:0:requests:epoch is missing") == std::string::npos,
+              epoch)
+        << stats.stderr_text();
+  }
 }
 
 TEST(fleet_shards, redisbloom_reserves_each_shard_its_share_of_the_crawls_capacity) {

@@ -236,7 +236,8 @@ int print_stats(const std::string& name, const std::vector<std::string>& overrid
   auto spider = key_spider_name(settings, name);
   redis_session session(settings);
   auto key = spider + ":stats";
-  auto epoch_key = spider_key(settings.get_string("SCHEDULER_QUEUE_KEY"), spider) + ":epoch";
+  // A fleet in shards has an epoch per shard: shard 0's stands for them.
+  auto epoch_key = fleet_queue_keys(settings, name, session.client())[0] + ":epoch";
   auto replies =
       session.client()
           .async_pipeline(
