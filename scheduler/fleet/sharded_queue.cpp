@@ -281,7 +281,8 @@ void sharded_queue::async_settle(const std::string& lease_id, const std::vector<
                            done(error, settle_result{});
                          });
   }
-  auto [home, lease] = std::move(*split);
+  auto home = split->first;
+  auto lease = std::move(split->second);
   std::vector<std::vector<std::size_t>> positions(shards_.size());
   for (std::size_t at = 0; at < children.size(); ++at) {
     positions[shard_of(children[at])].push_back(at);
