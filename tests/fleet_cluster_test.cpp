@@ -101,16 +101,9 @@ TEST(fleet_on_a_cluster, workers_killed_mid_crawl_lose_nothing) {
   auto start = [&] {
     return cluster_worker(site, cluster, dir.path() / ("items-" + std::to_string(started++) + ".jsonl"));
   };
-  auto survivor = start();
-  auto victim = start();
-  for (int kill = 0; kill < 3; ++kill) {
-    std::this_thread::sleep_for(300ms);
-    victim->signal(SIGKILL);
-    victim->wait();
-    victim = start();
+  for (auto& worker : crawler::fixtures::kill_one_of_two(start, 3, 300ms)) {
+    EXPECT_EQ(worker->wait(), 0) << worker->stderr_text();
   }
-  EXPECT_EQ(survivor->wait(), 0) << survivor->stderr_text();
-  EXPECT_EQ(victim->wait(), 0) << victim->stderr_text();
   expect_every_page_stored_once(site, cluster);
 }
 
@@ -260,15 +253,8 @@ TEST(fleet_on_a_cluster, a_sharded_fleets_workers_killed_mid_crawl_lose_nothing)
     return sharded_worker(site, cluster,
                           dir.path() / ("items-" + std::to_string(started++) + ".jsonl"));
   };
-  auto survivor = start();
-  auto victim = start();
-  for (int kill = 0; kill < 3; ++kill) {
-    std::this_thread::sleep_for(400ms);
-    victim->signal(SIGKILL);
-    victim->wait();
-    victim = start();
+  for (auto& worker : crawler::fixtures::kill_one_of_two(start, 3, 400ms)) {
+    EXPECT_EQ(worker->wait(), 0) << worker->stderr_text();
   }
-  EXPECT_EQ(survivor->wait(), 0) << survivor->stderr_text();
-  EXPECT_EQ(victim->wait(), 0) << victim->stderr_text();
   expect_every_page_stored_once(site, cluster);
 }

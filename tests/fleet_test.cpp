@@ -129,17 +129,10 @@ TEST_P(killed_workers, lose_nothing_and_refetch_only_what_the_dead_held) {
     feeds.push_back(dir.path() / ("items-" + std::to_string(feeds.size()) + ".jsonl"));
     return fleet_worker(site, redis, feeds.back(), GetParam(), fast_leases);
   };
-  auto survivor = start();
-  auto victim = start();
   const int kills = 4;
-  for (int kill = 0; kill < kills; ++kill) {
-    std::this_thread::sleep_for(300ms);
-    victim->signal(SIGKILL);
-    victim->wait();
-    victim = start();
+  for (auto& worker : crawler::fixtures::kill_one_of_two(start, kills, 300ms)) {
+    EXPECT_EQ(worker->wait(), 0) << worker->stderr_text();
   }
-  EXPECT_EQ(survivor->wait(), 0) << survivor->stderr_text();
-  EXPECT_EQ(victim->wait(), 0) << victim->stderr_text();
   expect_every_page_stored_once(site, redis);
   std::size_t fetched_twice = 0;
   for (std::size_t page = 0; page < pages; ++page) {

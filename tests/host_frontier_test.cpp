@@ -185,15 +185,18 @@ TEST(host_frontier, a_worker_stops_at_start_on_a_queue_laid_out_for_another_queu
   for (const auto& host : hosts) EXPECT_EQ(host->total_hits(), 0u);
 }
 
+// `crawler ARGV... -s REDIS_URL=<redis>`, which must succeed: what it printed.
+std::string operator_command(const redis_server& redis, std::vector<std::string> argv) {
+  argv.insert(argv.begin(), crawler_binary());
+  argv.insert(argv.end(), {"-s", "REDIS_URL=" + redis.url()});
+  child_process command(argv);
+  EXPECT_EQ(command.wait(), 0) << command.stderr_text();
+  return command.stdout_text();
+}
+
 TEST(host_frontier, status_counts_its_queue_and_requeue_puts_dead_letters_back_in_their_host) {
   redis_server redis;
-  auto run = [&](std::vector<std::string> argv) {
-    argv.insert(argv.begin(), crawler_binary());
-    argv.insert(argv.end(), {"-s", "REDIS_URL=" + redis.url()});
-    child_process command(argv);
-    EXPECT_EQ(command.wait(), 0) << command.stderr_text();
-    return command.stdout_text();
-  };
+  auto run = [&](std::vector<std::string> argv) { return operator_command(redis, argv); };
   // A host fleet's state: two requests of a.test queued, one dead letter of b.test (as the take
   // script writes it), and the operator's command given no SCHEDULER_QUEUE_CLASS.
   using crawler::fixtures::redis_run;
@@ -380,13 +383,7 @@ TEST(fleet_shards, a_worker_of_another_shard_count_stops_before_it_starts_naming
 
 TEST(fleet_shards, status_sums_the_shards_and_requeue_puts_a_dead_letter_back_in_its_shard) {
   redis_server redis;
-  auto run = [&](std::vector<std::string> argv) {
-    argv.insert(argv.begin(), crawler_binary());
-    argv.insert(argv.end(), {"-s", "REDIS_URL=" + redis.url()});
-    child_process command(argv);
-    EXPECT_EQ(command.wait(), 0) << command.stderr_text();
-    return command.stdout_text();
-  };
+  auto run = [&](std::vector<std::string> argv) { return operator_command(redis, argv); };
   // A fleet of three shards: one request queued in shards 0 and 2 each, a dead letter in shard 1;
   // the operator's commands are given no SCHEDULER_SHARDS: Redis says how many.
   using crawler::fixtures::redis_run;

@@ -99,12 +99,8 @@ struct fixture {
 };
 
 std::vector<leased_request> take(redis_queue& queue, std::size_t count) {
-  std::promise<std::vector<leased_request>> result;
-  queue.async_take(count, [&](std::exception_ptr error, std::vector<leased_request> taken) {
-    if (error) return result.set_exception(error);
-    result.set_value(std::move(taken));
-  });
-  return result.get_future().get();
+  return crawler::fixtures::answer_of<std::vector<leased_request>>(
+      [&](auto done) { queue.async_take(count, done); });
 }
 
 settle_result settle(redis_queue& queue, const std::string& lease, std::vector<request> children,

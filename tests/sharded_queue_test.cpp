@@ -5,7 +5,6 @@
 
 #include <gtest/gtest.h>
 
-#include <future>
 #include <map>
 #include <set>
 
@@ -21,6 +20,7 @@ using crawler::leased_request;
 using crawler::request;
 using crawler::settle_result;
 using crawler::sharded_queue;
+using crawler::fixtures::answer_of;
 using crawler::fixtures::event_loop;
 using crawler::fixtures::redis_run;
 using crawler::fixtures::redis_server;
@@ -59,27 +59,15 @@ struct shard_fixture {
 };
 
 settle_result settle_in(sharded_queue& queue, const std::string& lease,
-                     const std::vector<request>& children) {
-  std::promise<settle_result> result;
-  auto done = [&](std::exception_ptr error, settle_result settled) {
-    if (error) return result.set_exception(error);
-    result.set_value(settled);
-  };
-  if (lease.empty()) {
-    queue.async_push(children, scheme, done);
-  } else {
+                        const std::vector<request>& children) {
+  return answer_of<settle_result>([&](auto done) {
+    if (lease.empty()) return queue.async_push(children, scheme, done);
     queue.async_settle(lease, children, {}, scheme, done);
-  }
-  return result.get_future().get();
+  });
 }
 
 std::vector<leased_request> take_from(sharded_queue& queue, std::size_t count) {
-  std::promise<std::vector<leased_request>> result;
-  queue.async_take(count, [&](std::exception_ptr error, std::vector<leased_request> taken) {
-    if (error) return result.set_exception(error);
-    result.set_value(std::move(taken));
-  });
-  return result.get_future().get();
+  return answer_of<std::vector<leased_request>>([&](auto done) { queue.async_take(count, done); });
 }
 
 // Eight hosts, `pages` URLs each.
@@ -182,19 +170,12 @@ TEST(sharded_queue, takes_gather_every_shards_requests_and_leases_renew_and_go_b
   EXPECT_EQ(urls.size(), 24u);
   std::vector<std::string> ids(leases.begin(), leases.end());
   ids.push_back("7~not-a-lease");  // no shard 7: not this worker's
-  std::promise<std::vector<std::string>> lost;
-  queue.async_renew(ids, [&](std::exception_ptr error, std::vector<std::string> gone) {
-    if (error) return lost.set_exception(error);
-    lost.set_value(std::move(gone));
+  auto lost = answer_of<std::vector<std::string>>([&](auto done) { queue.async_renew(ids, done); });
+  EXPECT_EQ(lost, std::vector<std::string>{"7~not-a-lease"});
+  auto released = answer_of<std::size_t>([&](auto done) {
+    queue.async_release(std::vector<std::string>(leases.begin(), leases.end()), done);
   });
-  EXPECT_EQ(lost.get_future().get(), std::vector<std::string>{"7~not-a-lease"});
-  std::promise<std::size_t> released;
-  queue.async_release(std::vector<std::string>(leases.begin(), leases.end()),
-                      [&](std::exception_ptr error, std::size_t count) {
-                        if (error) return released.set_exception(error);
-                        released.set_value(count);
-                      });
-  EXPECT_EQ(released.get_future().get(), 24u);
+  EXPECT_EQ(released, 24u);
   // Back in their shards: the next takes find every one again, none twice.
   urls.clear();
   for (int round = 0; round < 4; ++round) {
@@ -214,12 +195,7 @@ TEST(sharded_queue, start_urls_go_to_their_hosts_shards_and_a_bad_one_is_set_asi
   redis_run(f.server.port(), {"RPUSH", "spider:start_urls", "file:///etc/passwd"});
   std::size_t queued = 0;
   for (int round = 0; round < 5; ++round) {
-    std::promise<settle_result> fed;
-    queue.async_feed(8, scheme, [&](std::exception_ptr error, settle_result result) {
-      if (error) return fed.set_exception(error);
-      fed.set_value(result);
-    });
-    queued += fed.get_future().get().queued;
+    queued += answer_of<settle_result>([&](auto done) { queue.async_feed(8, scheme, done); }).queued;
   }
   EXPECT_EQ(queued, 16u);
   EXPECT_EQ(queue.bad(), 1u);

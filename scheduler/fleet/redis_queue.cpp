@@ -261,6 +261,7 @@ void redis_queue::run_script(const char* body, std::vector<std::string> keys,
   // The dupefilter's own step: a script per (transition, backend), cached by Redis as any other.
   const auto& mark = marking ? marking->lua : std::string("return true");
   auto text = std::string(detail::redis_lua_wrong_type) + redis::lua_set_aside_record +
+              detail::redis_lua_remove_start_url +
               "local function mark(key, argument)\n" + mark + "\nend\n" +
               detail::redis_queue_prelude + body;
   auto& sha = script_shas_[{body, mark}];

@@ -6,6 +6,7 @@
 
 #include "redis/reply_error.h"
 #include "redis/set_aside.h"
+#include "scheduler/fleet/detail/redis_queue_scripts.h"
 #include "scheduler/host_pace.h"
 
 namespace crawler {
@@ -15,16 +16,13 @@ namespace {
 // the start key's :bad with their reason, as a feed of one shard sets them aside. KEYS start,
 // bad; ARGV the start key's type, then per entry its raw value and the reason ('' when pushed).
 // Returns how many went to :bad.
-const std::string remove_fed_script = std::string(redis::lua_set_aside_record) + R"lua(
+const std::string remove_fed_script = std::string(redis::lua_set_aside_record) +
+                                      detail::redis_lua_remove_start_url + R"lua(
 local start, bad, start_type = KEYS[1], KEYS[2], ARGV[1]
 local bads = 0
 for at = 2, #ARGV, 2 do
   local raw, reason = ARGV[at], ARGV[at + 1]
-  local removed
-  if start_type == 'set' then removed = redis.call('SREM', start, raw)
-  elseif start_type == 'zset' then removed = redis.call('ZREM', start, raw)
-  else removed = redis.call('LREM', start, 1, raw) end
-  if removed == 1 and reason ~= '' then
+  if remove_start_url(start, start_type, raw) == 1 and reason ~= '' then
     redis.call('RPUSH', bad, set_aside_record({key = start, reason = reason}, raw))
     bads = bads + 1
   end

@@ -56,6 +56,17 @@ local function wrong_type(key, want)
                            ', where the fleet keeps a ' .. want)
 end
 )lua";
+// remove_start_url(start, start_type, raw): removes one start URL from the start key, a list,
+// set or sorted set as start_type says ('list', 'set', 'zset'); 1 when it was there. Every queue
+// script has it (redis_queue::run_script), and sharded_queue's feed too.
+inline constexpr const char* redis_lua_remove_start_url = R"lua(
+local function remove_start_url(start, start_type, raw)
+  if start_type == 'set' then return redis.call('SREM', start, raw) end
+  if start_type == 'zset' then return redis.call('ZREM', start, raw) end
+  return redis.call('LREM', start, 1, raw)
+end
+)lua";
+
 inline constexpr const char* redis_queue_prelude = R"lua(
 local epoch_key = table.remove(KEYS)
 local expected_epoch = table.remove(ARGV, 1)
@@ -600,11 +611,7 @@ check_seq(seq, KEYS[6])
 check_count(KEYS[6])
 for at = 4, #ARGV, 7 do
   local raw, body = ARGV[at], ARGV[at + 1]
-  local removed
-  if start_type == 'set' then removed = redis.call('SREM', start, raw)
-  elseif start_type == 'zset' then removed = redis.call('ZREM', start, raw)
-  else removed = redis.call('LREM', start, 1, raw) end
-  if removed == 1 then
+  if remove_start_url(start, start_type, raw) == 1 then
     if body == '' then
       redis.call('RPUSH', bad, set_aside_record({key = start, reason = ARGV[at + 5]}, raw))
       bads = bads + 1
