@@ -109,6 +109,10 @@ class driven_scheduler {
     on_loop([&] { size = scheduler_->size(); });
     return size;
   }
+  // What the engine tells a scheduler that paces hosts once `fetched` is downloaded.
+  void downloaded(const request& fetched) {
+    on_loop([&] { scheduler_->record_pace(fetched, {}); });
+  }
 
  private:
   void on_loop(const std::function<void()>& work) {
@@ -351,6 +355,40 @@ TEST(fleet_scheduler, start_requests_every_worker_yields_are_queued_once) {
   EXPECT_EQ(alone.enqueue({start}), 1u);
   EXPECT_EQ(alone.enqueue({start}), 1u);
   alone.close();
+}
+
+// The host frontier's worker takes no more than it can download at once; pages downloaded and
+// waiting for their settle hold no download slot (up to CONCURRENT_REQUESTS of them, engine.h),
+// so they leave room for the next take.
+TEST(fleet_scheduler, host_frontier_pages_waiting_for_their_settle_leave_room_to_take_more) {
+  redis_server redis;
+  crawler::settings settings;
+  settings.set("LOG_LEVEL", "ERROR");
+  settings.set("SCHEDULER", "redis");
+  settings.set("SCHEDULER_QUEUE_CLASS", "host");
+  settings.set("DUPEFILTER_CLASS", "redis_set");
+  settings.set("REDIS_URL", redis.url());
+  settings.set("CONCURRENT_REQUESTS", 2);
+  event_loop loop;
+  driven_scheduler worker(settings, loop);
+  worker.open();
+  std::vector<request> starts;
+  for (int host = 0; host < 8; ++host) {
+    starts.emplace_back("https://host" + std::to_string(host) + ".example/");
+  }
+  ASSERT_EQ(worker.enqueue(starts), 8u);
+  auto first = worker.take(2);
+  ASSERT_EQ(first.size(), 2u);
+  EXPECT_TRUE(worker.take(1).empty()) << "took more than it could download";
+  for (const auto& fetched : first) worker.downloaded(fetched);
+  auto second = worker.take(2);
+  EXPECT_EQ(second.size(), 2u);
+  for (const auto& fetched : second) worker.downloaded(fetched);
+  // Four pages wait for their settle: twice CONCURRENT_REQUESTS is the bound.
+  EXPECT_TRUE(worker.take(1).empty()) << "took past twice CONCURRENT_REQUESTS";
+  for (const auto& page : first) worker.settle(page);
+  EXPECT_EQ(worker.take(2).size(), 2u);
+  worker.close();
 }
 
 INSTANTIATE_TEST_SUITE_P(each_scheduler, scheduler_contract, testing::Values("memory", "redis"),

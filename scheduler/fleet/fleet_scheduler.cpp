@@ -684,9 +684,9 @@ void fleet_scheduler::open_dupefilters(
 // them, who take theirs when they are idle. Then the queue.
 void fleet_scheduler::take_more() {
   if (!open_ || taking_ || buffer_.size() >= batch_size_) return;
-  if (paces_hosts() && held_.size() >= batch_size_) return;
+  if (paces_hosts() && holding() >= batch_size_) return;
   // Held: taken and not yet settled, whether waiting in the buffer or downloading.
-  auto room = held_.size() < batch_size_ ? batch_size_ - held_.size() : 0;
+  auto room = holding() < batch_size_ ? batch_size_ - holding() : 0;
   if (queue_.queued() >= room) {
     taking_ = true;
     return take_leased();
@@ -711,7 +711,7 @@ void fleet_scheduler::take_leased() {
   // plus the lease time, they are surely this worker's.
   auto sent = std::chrono::steady_clock::now();
   // The host frontier gives a host's turn for now: what is taken must be downloadable at once.
-  auto count = paces_hosts() ? batch_size_ - std::min(batch_size_, held_.size())
+  auto count = paces_hosts() ? batch_size_ - std::min(batch_size_, holding())
                              : batch_size_ - buffer_.size();
   if (count == 0 || close_waiting_) {
     taking_ = false;
@@ -762,9 +762,9 @@ void fleet_scheduler::take_leased() {
         }
         // Room left (pages settled while this take was away): take again now, or when the next
         // host is due, not at the next settle.
-        if (paces_hosts() && held_.size() < batch_size_ && taken.size() == asked) {
+        if (paces_hosts() && holding() < batch_size_ && taken.size() == asked) {
           take_more();
-        } else if (auto due = queue_.next_host_due(); due && held_.size() < batch_size_) {
+        } else if (auto due = queue_.next_host_due(); due && holding() < batch_size_) {
           poll_timer_.expires_after(*due + std::chrono::milliseconds(1));
           poll_timer_.async_wait([this, alive = alive_](boost::system::error_code cancelled) {
             if (*alive && !cancelled) take_more();
@@ -772,6 +772,14 @@ void fleet_scheduler::take_leased() {
         }
         ready();
       });
+}
+
+// Leases taken and not settled, less the pages downloaded and waiting for their settle (the host
+// frontier knows them by their pace): up to CONCURRENT_REQUESTS of those hold no download slot
+// (engine.h), so they leave room for the next take.
+std::size_t fleet_scheduler::holding() const {
+  if (!paces_hosts()) return held_.size();
+  return held_.size() - std::min({held_.size(), paces_.size(), batch_size_});
 }
 
 void fleet_scheduler::record_pace(const request& fetched, const host_pace& pace) {

@@ -82,6 +82,8 @@ class fleet_scheduler final : public scheduler {
   void open_dupefilters(std::size_t next,
                         std::shared_ptr<asio::any_completion_handler<done_signature>> handler);
   void warn_if_evicting();
+  // Leases that hold a download or wait to be downloaded (fleet_scheduler.cpp says which).
+  std::size_t holding() const;
   void take_more();
   void take_leased();
   void after_empty_take();

@@ -257,7 +257,8 @@ void redis_queue::run_script(const char* body, std::vector<std::string> keys,
   keys.push_back(epoch_key_);
   args.insert(args.begin(),
               {epoch_, std::move(types),
-               options_.form == queue_entry_form::json ? "json" : "pickle", host_prefix_});
+               options_.form == queue_entry_form::json ? "json" : "pickle", host_prefix_,
+               options_.limit_by_address ? "1" : ""});
   // The dupefilter's own step: a script per (transition, backend), cached by Redis as any other.
   const auto& mark = marking ? marking->lua : std::string("return true");
   auto text = std::string(detail::redis_lua_wrong_type) + redis::lua_set_aside_record +
@@ -367,8 +368,7 @@ std::vector<std::string> redis_queue::take_arguments(std::size_t count) const {
       seed = std::to_string(std::uniform_int_distribution<int>(1, 1 << 30)(random));
     }
     args.insert(args.end(), {std::to_string(options_.host_limit),
-                             std::to_string(options_.host_delay.count()), std::move(seed),
-                             options_.limit_by_address ? "1" : ""});
+                             std::to_string(options_.host_delay.count()), std::move(seed)});
   }
   return args;
 }

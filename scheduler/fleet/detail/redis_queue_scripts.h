@@ -75,6 +75,9 @@ local numbered = table.remove(ARGV, 1) == 'json'
 -- The host frontier's keys follow the script's own (see the top of this file), and its
 -- per-host sorted sets start with host_prefix; '' for the other orders.
 local host_prefix = table.remove(ARGV, 1)
+-- '1' when the host frontier's limit and delay hold per server address for the hosts whose
+-- address a worker reported (CONCURRENT_REQUESTS_PER_IP); otherwise no script asks for one.
+local by_address = table.remove(ARGV, 1) == '1'
 local host_keys = {}
 if host_prefix ~= '' then
   local n = #KEYS
@@ -203,10 +206,11 @@ end
 -- hosts parked because their address was (:parked holds "<address>|<host>"; a take parks them
 -- again if it still is).
 local function host_done(host)
-  local slot = slot_of(host)
+  local slot = by_address and slot_of(host) or host
   local left = redis.pcall('HINCRBY', host_keys.inflight, slot, -1)
   if type(left) ~= 'number' or left <= 0 then redis.call('HDEL', host_keys.inflight, slot) end
   wake(host)
+  if not by_address then return end
   local low, high = '[' .. slot .. '|', '[' .. slot .. '|\255'
   local parked = redis.call('ZRANGEBYLEX', host_keys.parked, low, high)
   if #parked == 0 then return end
@@ -217,7 +221,7 @@ end
 -- the host's leases under way move from its name's count to the address's, where their ends
 -- will be counted.
 local function set_address(host, address)
-  if address == '' or host == '' then return end
+  if not by_address or address == '' or host == '' then return end
   local known = redis.call('HGET', host_keys.addresses, host)
   if known == address then return end
   redis.call('HSET', host_keys.addresses, host, address)
@@ -292,9 +296,9 @@ end
 // to `bad` instead, never to a worker. Each take of an entry is counted in `deliveries` until it
 // is settled; one taken max_deliveries times already (SCHEDULER_MAX_DELIVERIES; 0: no limit) is a
 // page that every worker taking it dies on: it goes to `dead`, with its score, not to a worker.
-// The host frontier (order 'host'; ARGV then also limit, delay_ms, seed, and by_address: '1'
-// when the limit and the delay hold per server address, CONCURRENT_REQUESTS_PER_IP, for the hosts
-// whose address is known) takes from the hosts
+// The host frontier (order 'host'; ARGV then also limit, delay_ms, seed; with by_address, the
+// prelude's, the limit and the delay hold per server address for the hosts whose address is
+// known) takes from the hosts
 // that are due, longest due first: one entry per host when its delay (<queue>:delays, else
 // delay_ms) is not 0, else as many as its fleet-wide limit (CONCURRENT_REQUESTS_PER_DOMAIN; 0:
 // none) leaves; each take puts the host's time off by its delay, times 0.5 to 1.5 drawn from
@@ -351,7 +355,6 @@ count_added()  -- before the takes below count down
 local taken = {}
 if order == 'host' then
   local limit, base_delay, seed = tonumber(ARGV[7]), tonumber(ARGV[8]), ARGV[9]
-  local by_address = ARGV[10] == '1'
   if seed ~= '' then math.randomseed(tonumber(seed)) end
   local due = redis.call('ZRANGEBYSCORE', host_keys.hosts, '-inf', now, 'LIMIT', 0, count)
   for _, host in ipairs(due) do
