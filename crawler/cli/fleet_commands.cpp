@@ -454,11 +454,7 @@ int requeue(const std::string& spider, const std::vector<std::string>& overrides
   // the start key's hash slot on a cluster.
   std::vector<std::pair<std::string, set_aside_list>> lists;
   for (const auto& key : shard_keys) {
-    if (bad) {
-      lists.emplace_back(key, set_aside_list::bad);
-    } else {
-      lists.emplace_back(key, set_aside_list::dead);
-    }
+    lists.emplace_back(key, bad ? set_aside_list::bad : set_aside_list::dead);
   }
   if (bad) {
     if (shard_keys.size() > 1) lists.emplace_back(queue_key, set_aside_list::bad);

@@ -774,12 +774,12 @@ void fleet_scheduler::take_leased() {
       });
 }
 
-// Leases taken and not settled, less the pages downloaded and waiting for their settle (the host
-// frontier knows them by their pace): up to CONCURRENT_REQUESTS of those hold no download slot
-// (engine.h), so they leave room for the next take.
+// Leases taken and not settled, less the pages whose outcome waits for its store: up to
+// CONCURRENT_REQUESTS of those hold no download slot (engine.h), so they leave room for the next
+// take. A page still being parsed holds its slot, and counts.
 std::size_t fleet_scheduler::holding() const {
   if (!paces_hosts()) return held_.size();
-  return held_.size() - std::min({held_.size(), paces_.size(), batch_size_});
+  return held_.size() - std::min({held_.size(), storing_.size(), batch_size_});
 }
 
 void fleet_scheduler::record_pace(const request& fetched, const host_pace& pace) {
@@ -848,6 +848,7 @@ bool fleet_scheduler::stopped(std::exception_ptr error) {
         lost.what(), held_.size(), buffer_.size());
     buffer_.clear();
     held_.clear();
+    storing_.clear();
     to_release_.clear();
     fatal("redis_state_lost");
     return true;
@@ -1123,6 +1124,7 @@ std::optional<request> fleet_scheduler::next_request() {
 void fleet_scheduler::restore(request request) {
   if (request.lease.empty()) return;
   paces_.erase(request.lease);
+  storing_.erase(request.lease);
   to_release_.push_back(std::move(request.lease));
 }
 
@@ -1130,6 +1132,7 @@ void fleet_scheduler::restore(request request) {
 // it next, once its lease expires: nothing of the outcome needs keeping here.
 void fleet_scheduler::keep_unchecked(page_outcome outcome) {
   paces_.erase(outcome.lease);
+  storing_.erase(outcome.lease);
 }
 
 std::string fleet_scheduler::start_request_problem(const request& request) const {
@@ -1162,6 +1165,7 @@ void fleet_scheduler::do_store(page_outcome outcome,
   const auto& items = store_items_ ? kept->items : no_items;
   host_pace pace;
   if (auto found = paces_.find(kept->lease); found != paces_.end()) pace = found->second;
+  if (paces_hosts() && !kept->lease.empty()) storing_.insert(kept->lease);
   queue_.async_settle(
       kept->lease, kept->requests, items, scheme_,
       [this, alive = alive_, kept, shared](std::exception_ptr error, settle_result result) {
@@ -1173,6 +1177,7 @@ void fleet_scheduler::do_store(page_outcome outcome,
         if (!lease.empty()) {
           held_.erase(lease);
           paces_.erase(lease);
+          storing_.erase(lease);
           if (!result.settled) stats_.inc_value("scheduler/lease_lost");
           if (!first_page_told_) {
             first_page_told_ = true;

@@ -153,6 +153,8 @@ class fleet_scheduler final : public scheduler {
   std::optional<asio::any_completion_handler<done_signature>> close_waiting_;
   // The host frontier: what each leased page's download said of its host, until its settle.
   std::map<std::string, host_pace> paces_;
+  // The host frontier: leases whose page's outcome waits for its store (holding()).
+  std::set<std::string> storing_;
   // Whether a heartbeat has carried this worker's first page to the fleet's stats: `crawler status`
   // should not show 0 pages for a whole heartbeat interval.
   bool first_page_told_ = false;
