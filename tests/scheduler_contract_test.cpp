@@ -330,13 +330,19 @@ TEST_P(scheduler_contract, an_outcome_waits_through_an_outage_and_is_stored_afte
 // Where the two part: every worker of a fleet yields the same start requests, dont_filter as
 // Scrapy's start_requests makes them, and the fleet crawls each once; the memory scheduler queues
 // a dont_filter start request every time, as Scrapy's does.
-TEST(fleet_scheduler, start_requests_every_worker_yields_are_queued_once) {
-  redis_server redis;
+// A fleet worker's settings on `redis`, with redis_set.
+crawler::settings fleet_settings(const redis_server& redis) {
   crawler::settings settings;
   settings.set("LOG_LEVEL", "ERROR");
   settings.set("SCHEDULER", "redis");
   settings.set("DUPEFILTER_CLASS", "redis_set");
   settings.set("REDIS_URL", redis.url());
+  return settings;
+}
+
+TEST(fleet_scheduler, start_requests_every_worker_yields_are_queued_once) {
+  redis_server redis;
+  auto settings = fleet_settings(redis);
   event_loop loop;
   driven_scheduler first(settings, loop), second(settings, loop);
   first.open();
@@ -362,12 +368,8 @@ TEST(fleet_scheduler, start_requests_every_worker_yields_are_queued_once) {
 // it, engine.h), so a lease taken then would wait, and its host's turn would come late.
 TEST(fleet_scheduler, host_frontier_takes_no_more_while_its_pages_are_parsed) {
   redis_server redis;
-  crawler::settings settings;
-  settings.set("LOG_LEVEL", "ERROR");
-  settings.set("SCHEDULER", "redis");
+  auto settings = fleet_settings(redis);
   settings.set("SCHEDULER_QUEUE_CLASS", "host");
-  settings.set("DUPEFILTER_CLASS", "redis_set");
-  settings.set("REDIS_URL", redis.url());
   settings.set("CONCURRENT_REQUESTS", 2);
   event_loop loop;
   driven_scheduler worker(settings, loop);
