@@ -335,8 +335,11 @@ TEST(fleet_shards, a_worker_killed_mid_crawl_loses_no_page_and_the_last_one_dele
   http_server hub({.address = "127.0.0.10", .pages = {{"/hub", "<html><body>" + links}}});
   redis_server redis;
   temp_dir dir;
+  // Idle 4 s before closing: by then the killed worker's line is older than three heartbeat
+  // intervals, so the last worker knows it dead and may delete the fleet's keys.
   std::vector<std::string> sharded{"SCHEDULER_SHARDS=3", "SCHEDULER_LEASE_TIME=3",
-                                   "SCHEDULER_HEARTBEAT_INTERVAL=1", "DOWNLOAD_DELAY=0"};
+                                   "SCHEDULER_HEARTBEAT_INTERVAL=1", "DOWNLOAD_DELAY=0",
+                                   "MAX_IDLE_TIME_BEFORE_CLOSE=4"};
   std::vector<std::unique_ptr<child_process>> fleet;
   for (int i = 0; i < 3; ++i) {
     fleet.push_back(worker(hub.url("/hub") + starts, redis,
