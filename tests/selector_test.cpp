@@ -295,6 +295,14 @@ TEST_P(encoding, invalid_utf8_becomes_replacement_characters) {
   EXPECT_EQ(response.css("p::text").get(),
             "a\xef\xbf\xbd\xef\xbf\xbd"
             "b\xef\xbf\xbd");
+  // Bytes past 0xF4 start no sequence, even when continuation bytes follow them (found by
+  // fuzz/well_formed_html_fuzzer: they reached the parsers undecoded).
+  auto past = page(
+      "<p>\xf8\xa1\xa1"
+      "c\xff\x80</p>");
+  EXPECT_EQ(past.css("p::text").get(),
+            "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd"
+            "c\xef\xbf\xbd\xef\xbf\xbd");
 }
 
 // Each expected answer is w3lib 2.1's get_meta_refresh over the same text (the first 4096 bytes,

@@ -70,7 +70,10 @@ std::string repair_utf8(std::string_view in) {
     i = run;
     if (i == in.size()) break;
     auto c = static_cast<unsigned char>(in[i]);
-    int length = c >= 0xF0 && c <= 0xF4 ? 4 : c >= 0xE0 ? 3 : c >= 0xC2 && c <= 0xDF ? 2 : 0;
+    int length = c >= 0xF0 && c <= 0xF4   ? 4
+                 : c >= 0xE0 && c <= 0xEF ? 3
+                 : c >= 0xC2 && c <= 0xDF ? 2
+                                          : 0;
     bool valid = length > 0 && i + length <= in.size();
     for (int k = 1; valid && k < length; ++k) {
       valid = (static_cast<unsigned char>(in[i + k]) & 0xC0) == 0x80;
