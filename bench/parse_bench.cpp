@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "crawler/parse/detail/tag_openings.h"
+#include "crawler/parse/detail/tree_builder.h"
 #include "crawler/parse/href_scanner.h"
 #include "crawler/parse/link_extractor.h"
 #include "crawler/parse/response.h"
@@ -103,6 +104,18 @@ void parse_only(benchmark::State& state) {
 }
 BENCHMARK(parse_only)->Arg(0)->Arg(1);
 
+// parse_only/0's baseline: Gumbo on every page, without the well-formed fast path in front.
+void parse_only_gumbo_alone(benchmark::State& state) {
+  auto response = make_response();
+  for (auto _ : state) {
+    auto document = crawler::detail::tree_builder::build(
+        response.body, "text/html; charset=utf-8", {}, &crawler::detail::build_with_gumbo_only);
+    benchmark::DoNotOptimize(document.get());
+  }
+  state.SetBytesProcessed(std::int64_t(state.iterations() * response.body.size()));
+}
+BENCHMARK(parse_only_gumbo_alone);
+
 // What a typical callback does: select four fields per product, extract the links.
 std::size_t select_and_extract(const crawler::response& response,
                                const crawler::link_extractor& extractor) {
@@ -114,7 +127,6 @@ std::size_t select_and_extract(const crawler::response& response,
   fields += response.css("li.next a::attr(href)").get().has_value();
   return fields + extractor.extract_links(response).size();
 }
-
 
 // The same callback with its fields in XPath, as a spider ported from Scrapy writes them: the
 // first query copies the page's tree for libxml2, the rest walk that copy.
@@ -140,7 +152,9 @@ void parse_and(benchmark::State& state) {
     benchmark::DoNotOptimize(callback(response, extractor));
   }
 }
-void parse_select_extract(benchmark::State& state) { parse_and<select_and_extract>(state); }
+void parse_select_extract(benchmark::State& state) {
+  parse_and<select_and_extract>(state);
+}
 BENCHMARK(parse_select_extract)->Arg(0)->Arg(1);
 void parse_xpath_select_extract(benchmark::State& state) {
   parse_and<select_and_extract_xpath>(state);
@@ -173,18 +187,39 @@ std::vector<std::string> load_pages(const std::filesystem::path& dir) {
 }
 
 // One page per iteration, in turn: the time per iteration is the time per page of the site.
+// Argument 0 is Gumbo (with the well-formed fast path), 1 libxml2, 2 Gumbo alone; the counter
+// well_formed is the share of the pages the fast path builds.
 void parse_site_pages(benchmark::State& state, const std::vector<std::string>* pages) {
+  namespace detail = crawler::detail;
+  auto parse = [&state](const std::string& page) {
+    if (state.range(0) == 2) {
+      return detail::tree_builder::build(page, "text/html; charset=utf-8", {},
+                                         &detail::build_with_gumbo_only);
+    }
+    return crawler::html_document::parse(page, "text/html; charset=utf-8", {}, parser_of(state));
+  };
   std::size_t next = 0, bytes = 0;
   for (auto _ : state) {
     const auto& page = (*pages)[next];
     next = (next + 1) % pages->size();
     bytes += page.size();
-    auto document =
-        crawler::html_document::parse(page, "text/html; charset=utf-8", {}, parser_of(state));
+    auto document = parse(page);
     benchmark::DoNotOptimize(document.get());
   }
   state.SetBytesProcessed(std::int64_t(bytes));
   state.counters["pages"] = double(pages->size());
+  std::size_t well_formed = 0;
+  for (const auto& page : *pages) {
+    // A page the fast path gives up on is left with no node at all.
+    auto document =
+        detail::tree_builder::build(page, "text/html; charset=utf-8", {},
+                                    [](const std::string& utf8, detail::tree_builder& builder) {
+                                      if (!detail::build_well_formed_html(utf8, builder))
+                                        builder.restart();
+                                    });
+    well_formed += document->root()->first_child != nullptr;
+  }
+  state.counters["well_formed"] = double(well_formed) / double(pages->size());
 }
 
 }  // namespace
@@ -204,7 +239,8 @@ int main(int argc, char** argv) {
     }
     benchmark::RegisterBenchmark("parse_site_pages", parse_site_pages, &site_pages)
         ->Arg(0)
-        ->Arg(1);
+        ->Arg(1)
+        ->Arg(2);
   }
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;

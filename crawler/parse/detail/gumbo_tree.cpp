@@ -50,6 +50,13 @@ const GumboVector* children_of(const GumboNode* node) {
 }  // namespace
 
 void build_with_gumbo(const std::string& utf8, tree_builder& builder) {
+  // Most pages are well-formed, and Gumbo spends most of its time on what they do not need.
+  if (build_well_formed_html(utf8, builder)) return;
+  builder.restart();
+  build_with_gumbo_only(utf8, builder);
+}
+
+void build_with_gumbo_only(const std::string& utf8, tree_builder& builder) {
   // About eight bytes of tree per byte of markup on catalogue pages.
   auto arena = std::make_shared<detail::arena>(utf8.size() * 8);
   // Parse errors are not reported to users, and recording them is most of Gumbo's time on

@@ -30,8 +30,7 @@ void tree_builder::add_attribute(std::string_view name, std::string_view value) 
   document_.attributes_.push_back({name, value});
 }
 
-html_node* tree_builder::add_leaf(html_node* parent, html_node::kind type,
-                                  std::string_view text) {
+html_node* tree_builder::add_leaf(html_node* parent, html_node::kind type, std::string_view text) {
   html_node leaf{type};
   leaf.text = text;
   return append(parent, leaf);
@@ -47,6 +46,15 @@ void tree_builder::keep(std::shared_ptr<const void> output) {
 
 void tree_builder::set_xml_document(void* xml_document) {
   document_.xml_document_ = xml_document;
+}
+
+void tree_builder::restart() {
+  document_.nodes_.resize(1);  // the root keeps its address: a deque shrinks at its end
+  root_->first_child = root_->last_child = nullptr;
+  document_.attributes_.clear();
+  document_.strings_.clear();
+  document_.parser_output_.reset();
+  first_attribute_.clear();
 }
 
 void tree_builder::finish() {

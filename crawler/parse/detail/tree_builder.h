@@ -43,6 +43,8 @@ class tree_builder {
   void set_xml_document(void* xml_document);
   /// Points every element at its attributes; the document is whole after this.
   void finish();
+  /// Drops every node, attribute and string added so far: a parser that gave up starts over.
+  void restart();
 
  private:
   html_node* append(html_node* parent, html_node node);
@@ -53,7 +55,14 @@ class tree_builder {
 };
 
 /// The parsers of the registry in html_parsers.cpp: each parses `utf8` into `builder`.
+/// HTML_PARSER=gumbo: build_well_formed_html when the page keeps to what it models, else Gumbo.
 void build_with_gumbo(const std::string& utf8, tree_builder& builder);
+/// Gumbo alone, for the tests and the fuzz target that hold build_well_formed_html to it.
+void build_with_gumbo_only(const std::string& utf8, tree_builder& builder);
+/// The tree Gumbo builds for `utf8`, built without Gumbo when the page keeps to the well-formed
+/// part of HTML that well_formed_html.cpp models: true when it did; false when the page leaves
+/// that part, with `builder` holding part of a tree (restart() it).
+bool build_well_formed_html(const std::string& utf8, tree_builder& builder);
 void build_with_libxml2(const std::string& utf8, tree_builder& builder);
 /// The same parse through libxml2's own DOM, walked into `builder`: what build_with_libxml2's
 /// events must build, for the tests and the fuzz target that compare the two.
