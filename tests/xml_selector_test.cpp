@@ -42,6 +42,25 @@ TEST(xml_selectors, css_matches_element_and_attribute_names_as_written) {
   EXPECT_EQ(response.css("item")[0].css("name::text").getall(), (strings{"lower"}));
 }
 
+// Compiled selectors are kept for the next page: the same selector on an HTML page and then on
+// an XML one is compiled for each, case-folded for the one and as written for the other.
+TEST(xml_selectors, one_selector_on_html_then_xml_matches_each_by_its_rules) {
+  crawler::response html;
+  html.url = "http://example.org/";
+  html.body = "<Item><Name>html</Name></Item>";
+  html.headers.emplace_back("Content-Type", "text/html");
+  for (int round = 0; round < 2; ++round) {
+    EXPECT_EQ(html.css("Name::text").getall(), (strings{"html"}));
+    EXPECT_EQ(xml_response(feed).css("Name::text").getall(), (strings{"One", "Two"}));
+    EXPECT_EQ(xml_response(feed).css("NAME::text").getall(), strings{});
+    EXPECT_EQ(html.css("NAME::text").getall(), (strings{"html"}));
+  }
+  // A bad selector is not kept: it fails every time.
+  for (int round = 0; round < 2; ++round) {
+    EXPECT_THROW(html.css("p["), crawler::selector_error);
+  }
+}
+
 TEST(xml_selectors, cdata_is_text) {
   auto response = xml_response(feed);
   EXPECT_EQ(response.xpath("//item[2]/text()").getall(), (strings{"raw <b>text</b>"}));

@@ -262,9 +262,9 @@ selector_list evaluate_xpath(const std::shared_ptr<const html_document>& documen
 }  // namespace
 
 selector_list select(const std::shared_ptr<const html_document>& document, std::string_view query) {
-  auto group = detail::parse_selector_group(query, detail::kind_of(*document));
+  auto group = detail::compiled_selector_group(query, detail::kind_of(*document));
   selector_list out;
-  walk(group, document->root(), document, out);
+  walk(*group, document->root(), document, out);
   return out;
 }
 
@@ -286,8 +286,8 @@ bool looks_like_xpath(std::string_view query) {
       query.starts_with('(')) {
     return true;
   }
-  auto name = query.find_first_not_of(
-      "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-");
+  auto name =
+      query.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-");
   return name != std::string_view::npos && name > 0 && query[name] == '(';
 }
 
@@ -310,12 +310,12 @@ selector_list selector_list::xpath(std::string_view query) const {
 
 selector_list selector::css(std::string_view query) const {
   if (!node_) {
-    detail::parse_selector_group(query);  // a bad selector fails on a string too
+    detail::compiled_selector_group(query);  // a bad selector fails on a string too
     return {};
   }
-  auto group = detail::parse_selector_group(query, detail::kind_of(*document_));
+  auto group = detail::compiled_selector_group(query, detail::kind_of(*document_));
   selector_list out;
-  walk(group, node_, document_, out);
+  walk(*group, node_, document_, out);
   return out;
 }
 
@@ -390,15 +390,17 @@ std::map<std::string, std::string> selector_list::attrib() const {
 }
 
 selector_list selector_list::css(std::string_view query) const {
-  auto html_group = detail::parse_selector_group(query);
-  std::optional<std::vector<detail::complex_selector>> xml_group;  // compiled when needed
+  auto html_group = detail::compiled_selector_group(query);
+  std::shared_ptr<const std::vector<detail::complex_selector>> xml_group;  // compiled when needed
   selector_list out;
   for (const auto& item : *this) {
     if (!item.node()) continue;
-    const auto* group = &html_group;
+    const auto* group = html_group.get();
     if (item.document()->is_xml()) {
-      if (!xml_group) xml_group = detail::parse_selector_group(query, detail::document_kind::xml);
-      group = &*xml_group;
+      if (!xml_group) {
+        xml_group = detail::compiled_selector_group(query, detail::document_kind::xml);
+      }
+      group = xml_group.get();
     }
     walk(*group, item.node(), item.document(), out);
   }

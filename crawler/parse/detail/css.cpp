@@ -451,4 +451,32 @@ bool matches(const complex_selector& selector, const html_node* element) {
   return compound_matches(selector.parts[last], element) && matches_left(selector, last, element);
 }
 
+std::shared_ptr<const std::vector<complex_selector>> compiled_selector_group(std::string_view query,
+                                                                             document_kind kind) {
+  // Keyed by the selector with its kind in front; a hash that takes a string_view finds it
+  // without copying the query.
+  struct key_hash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view key) const {
+      return std::hash<std::string_view>{}(key);
+    }
+  };
+  using cache =
+      std::unordered_map<std::string, std::shared_ptr<const std::vector<complex_selector>>,
+                         key_hash, std::equal_to<>>;
+  thread_local cache compiled;
+  thread_local std::string key;
+  key.assign(1, kind == document_kind::html ? 'h' : 'x');
+  key.append(query);
+  if (auto found = compiled.find(std::string_view(key)); found != compiled.end()) {
+    return found->second;
+  }
+  auto group =
+      std::make_shared<const std::vector<complex_selector>>(parse_selector_group(query, kind));
+  // A spider's selectors are a few dozen; a program that makes them up as it goes starts over.
+  if (compiled.size() >= 512) compiled.clear();
+  compiled.emplace(key, group);
+  return group;
+}
+
 }  // namespace crawler::detail

@@ -2,6 +2,7 @@
 // over html_node elements, whichever parser built them.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -54,6 +55,13 @@ enum class document_kind { html, xml };
 /// A comma-separated group. Throws selector_error naming the selector and position.
 std::vector<complex_selector> parse_selector_group(std::string_view query,
                                                    document_kind kind = document_kind::html);
+
+/// parse_selector_group's answer for `query`, from a cache of this thread's recent selectors: a
+/// spider asks for the same few selectors on every page, often many times a page (a field per
+/// item), and compiling one costs about as much as matching it. Throws selector_error as
+/// parse_selector_group does.
+std::shared_ptr<const std::vector<complex_selector>> compiled_selector_group(
+    std::string_view query, document_kind kind = document_kind::html);
 
 inline document_kind kind_of(const html_document& document) {
   return document.is_xml() ? document_kind::xml : document_kind::html;
