@@ -6,7 +6,6 @@
 #include <unordered_map>
 
 namespace crawler::detail {
-namespace {
 
 void append_utf8(unsigned long code, std::string& out) {
   if (code == 0 || code > 0x10FFFF) code = 0xFFFD;
@@ -26,8 +25,6 @@ void append_utf8(unsigned long code, std::string& out) {
     out += char(0x80 | (code & 0x3F));
   }
 }
-
-}  // namespace
 
 std::string decode_entities(std::string_view text) {
   std::string out;

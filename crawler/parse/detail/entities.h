@@ -10,6 +10,9 @@
 
 namespace crawler::detail {
 
+/// `code` written as UTF-8 at the end of `out`; U+FFFD for 0 or a code point past U+10FFFF.
+void append_utf8(unsigned long code, std::string& out);
+
 /// `text` with &amp; &lt; &gt; &quot; &apos; &#N; &#xH; decoded (U+FFFD for a code point that is
 /// 0 or past U+10FFFF).
 std::string decode_entities(std::string_view text);
