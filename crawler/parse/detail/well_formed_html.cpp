@@ -606,6 +606,14 @@ class model {
     return insert(name, info_of(name), none);
   }
 
+  // An element that also goes on the list of active formatting elements (<a>, <b>, <em>...).
+  void insert_formatting(std::string_view name, const tag_info* info) {
+    insert(name, info, attributes_);
+    stack_.back().formatting = true;
+    formatting_.push_back(stack_.back().node);
+    formatting_names_.push_back(info);
+  }
+
   void pop() {
     flush();
     if (stack_.back().formatting) ++formatting_closed_;
@@ -780,11 +788,8 @@ class model {
         return true;
       case tag_id::a:
         if (anchors_ > 0 || !reconstruct()) return false;
-        insert(name, info, attributes_);
-        stack_.back().formatting = true;
         ++anchors_;
-        formatting_.push_back(stack_.back().node);
-        formatting_names_.push_back(info);
+        insert_formatting(name, info);
         return true;
       default:
         break;
@@ -801,10 +806,7 @@ class model {
       // The Noah's Ark clause drops the earliest of three alike: Gumbo's to decide.
       if (std::count(formatting_names_.begin(), formatting_names_.end(), info) >= 3) return false;
       if (!reconstruct()) return false;
-      insert(name, info, attributes_);
-      stack_.back().formatting = true;
-      formatting_.push_back(stack_.back().node);
-      formatting_names_.push_back(info);
+      insert_formatting(name, info);
       return true;
     }
     if (info->flags & void_reconstructs) {
