@@ -11,9 +11,9 @@
 // not cover makes build_well_formed_html give up, and Gumbo parses the page: a parse error in the
 // tree construction (misnested or stray end tags, a formatting element that would be
 // reconstructed), tables, forms inside forms, <select>, <pre>, <textarea>, <template>, SVG and
-// MathML, frames, a character reference other than &amp; &lt; &gt; &quot; &apos; &nbsp; and
-// numeric ones, a carriage return, a control character. tests/well_formed_html_test.cpp and
-// fuzz/well_formed_html_fuzzer.cpp hold the two parsers to the same tree.
+// MathML, frames, a named character reference outside the common ones entities.h knows, a
+// duplicate attribute, a carriage return, a control character. tests/well_formed_html_test.cpp
+// and fuzz/well_formed_html_fuzzer.cpp hold the two parsers to the same tree.
 #include <algorithm>
 #include <array>
 #include <cstdint>
