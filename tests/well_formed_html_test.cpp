@@ -91,6 +91,11 @@ TEST(well_formed_html, builds_gumbos_tree_for_the_pages_it_takes) {
       "<meta name=description content=\"x\"><p>meta in head, then body",
       "<p><!---->empty comment<!-- a -- b --->dashes</p>",
       "<br><wbr><p>x<source src=a><track src=b><param name=c></p>",
+      "<p>para<pre>\nline one\n  two\n</pre><p>after",
+      "<pre>no newline first</pre><pre>\n</pre><pre></pre>",
+      "<listing>\n\nthe second newline stays</listing>",
+      "<pre><!-- c -->\na newline after a comment stays</pre>",
+      "<pre><b>\nbold</b></pre>",
   };
   for (const auto& page : pages) {
     auto fast = well_formed_tree(page);
@@ -108,7 +113,7 @@ TEST(well_formed_html, leaves_broken_or_complex_markup_to_gumbo) {
       "<div><span>unclosed</div>",
       "</p>stray end tag",
       "<a href=x><a href=y>nested anchors</a></a>",
-      "<pre>\nline</pre>",
+      "<pre>&#10;a newline as a reference right after pre</pre>",
       "<textarea>\nkept</textarea>",
       "<select><option>a<option>b</select>",
       "<svg><rect/></svg>",

@@ -10,7 +10,7 @@
 // unknown element closes the nearest unknown element, whatever its name). Whatever the model does
 // not cover makes build_well_formed_html give up, and Gumbo parses the page: a parse error in the
 // tree construction (misnested or stray end tags, a formatting element that would be
-// reconstructed), tables, forms inside forms, <select>, <pre>, <textarea>, <template>, SVG and
+// reconstructed), tables, forms inside forms, <select>, <textarea>, <template>, SVG and
 // MathML, frames, a named character reference outside the common ones entities.h knows, a
 // duplicate attribute, a carriage return, a control character. tests/well_formed_html_test.cpp
 // and fuzz/well_formed_html_fuzzer.cpp hold the two parsers to the same tree.
@@ -22,6 +22,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "crawler/parse/detail/arena.h"
@@ -44,6 +45,7 @@ enum tag_flag : std::uint32_t {
   head_void = 1u << 8,          // meta, link, base, ...: no children, no reconstruction
   not_in_body = 1u << 9,        // a start tag the model leaves to Gumbo
   not_at_end = 1u << 10,        // an end tag the model leaves to Gumbo
+  skips_linefeed = 1u << 11,    // pre, listing: a newline right after the start tag is dropped
 };
 
 enum class tag_id : std::uint8_t {
@@ -125,7 +127,8 @@ const std::unordered_map<std::string_view, tag_info>& known_tags() {
     add("area br embed img keygen wbr input", void_reconstructs);
     add("param source track", void_plain);
     add("base basefont bgsound menuitem link meta", head_void);
-    add("html body frameset pre listing plaintext nobr applet marquee object table image isindex "
+    add("pre listing", skips_linefeed);
+    add("html body frameset plaintext nobr applet marquee object table image isindex "
         "textarea xmp iframe noembed noframes template select option optgroup rb rp rt rtc math "
         "svg mi mo mn ms mtext mglyph malignmark annotation-xml foreignobject desc caption col "
         "colgroup frame head tbody td tfoot th thead tr",
@@ -292,6 +295,7 @@ class model {
   // The markup at `at` (a '<'): its length once handled, 0 when it is text, -1 to give up.
   std::ptrdiff_t markup(std::size_t at) {
     if (!opens_markup(at)) return 0;
+    skip_linefeed_ = false;  // only the token right after <pre> may be the newline it drops
     char next = source_[at + 1];
     if (next == '!') return declaration(at);
     if (next == '?') return -1;  // a bogus comment
@@ -794,6 +798,12 @@ class model {
       default:
         break;
     }
+    if (info->flags & skips_linefeed) {
+      if (!close_p()) return false;
+      insert(name, info, attributes_);
+      skip_linefeed_ = true;
+      return true;
+    }
     if (info->flags & closes_p) {
       if (!close_p()) return false;
       if ((info->flags & heading) && !stack_.empty() && has(stack_.back().info, heading)) {
@@ -918,6 +928,11 @@ class model {
   }
 
   bool text(std::string_view run) {
+    if (std::exchange(skip_linefeed_, false) && !run.empty()) {
+      // "&#10;" is a newline token too: Gumbo's.
+      if (run.front() == '&') return false;
+      if (run.front() == '\n') run.remove_prefix(1);
+    }
     while (!run.empty()) {
       switch (mode_) {
         case mode::in_body:
@@ -992,6 +1007,7 @@ class model {
   int anchors_ = 0;                    // <a> elements on the list
   html_node* form_ = nullptr;
   html_node* html_ = nullptr;
+  bool skip_linefeed_ = false;  // the next token is the first after <pre> or <listing>
   std::vector<attribute> attributes_;
   std::string_view pending_;  // text waiting for its node, while it is one run of the page
   bool pending_owned_ = false;
