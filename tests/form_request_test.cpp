@@ -42,7 +42,7 @@ const char* fields_page =
     "<input type=\"image\" name=\"img\" value=\"i\"><button name=\"btn\" value=\"b\">go</button>"
     "</form></body></html>";
 
-response page(std::string url, const char* body) {
+response form_page(std::string url, const char* body) {
   response r;
   r.url = std::move(url);
   r.body = body;
@@ -50,7 +50,7 @@ response page(std::string url, const char* body) {
   return r;
 }
 
-const response login = page("http://example.com/account/login?next=/home", login_page);
+const response login = form_page("http://example.com/account/login?next=/home", login_page);
 
 std::string described(const request& r) {
   return r.method + " " + r.url + " " + r.body + " " +
@@ -118,7 +118,7 @@ TEST(form_request, clickdata_nr_counts_every_field_and_method_and_url_can_be_giv
 }
 
 TEST(form_request, selects_textareas_checkboxes_and_unnamed_fields_send_what_a_browser_sends) {
-  auto fields = page("http://example.com/page", fields_page);
+  auto fields = form_page("http://example.com/page", fields_page);
   EXPECT_EQ(described(form_request::from_response(fields)),
             "GET http://base.example/dir/next.php?a=first+text&c=1&c=two&e=q&"
             "t=line+one%0Aline+%26+two&noval=&r=on&img=i  ");
@@ -144,7 +144,7 @@ TEST(form_request, a_page_without_the_form_or_button_asked_for_is_an_error_namin
   EXPECT_EQ(message({.formcss = "p.none"}),
             "no <form> element found with formcss p.none in "
             "http://example.com/account/login?next=/home");
-  EXPECT_EQ(message({}, page("http://example.com/plain", "<p>no form here</p>")),
+  EXPECT_EQ(message({}, form_page("http://example.com/plain", "<p>no form here</p>")),
             "no <form> element found in http://example.com/plain");
   EXPECT_EQ(message({.formname = "login", .clickdata = {{{"type", "checkbox"}}}}),
             "2 elements match the clickdata {type=\"checkbox\"}");

@@ -14,7 +14,7 @@ namespace {
 namespace p = crawler::processors;
 using value = p::value;
 
-crawler::response page(std::string body) {
+crawler::response item_page(std::string body) {
   crawler::response response;
   response.url = response.request.url = "http://books.example/1";
   response.body = std::move(body);
@@ -37,7 +37,7 @@ const crawler::item_type book("Book", {{"title", {.input = p::map_compose({p::re
                                        {"isbn"}});
 
 TEST(item_loader, trims_joins_and_takes_the_first_value_as_scrapys_does) {
-  auto response = page(book_page);
+  auto response = item_page(book_page);
   crawler::item_loader loader(book, response);
   loader.default_output = p::take_first();
   loader.add_css("title", "h1");
@@ -79,7 +79,7 @@ TEST(item_loader, the_loaders_processors_for_a_field_win_over_the_types_and_the_
 }
 
 TEST(item_loader, a_loader_over_one_element_selects_under_it) {
-  auto response = page(R"(<div class="quote"><span>One</span><small> Ann </small></div>)"
+  auto response = item_page(R"(<div class="quote"><span>One</span><small> Ann </small></div>)"
                        R"(<div class="quote"><span>Two</span><small>Bob</small></div>)");
   const crawler::item_type quote("Quote", {{"text"}, {"author", {.input = p::map_compose({p::strip})}}});
   std::vector<std::string> loaded;

@@ -142,7 +142,7 @@ class driven_scheduler {
   std::unique_ptr<crawler::scheduler> scheduler_;
 };
 
-request with_priority(std::string url, int priority, bool dont_filter = false) {
+request prioritized(std::string url, int priority, bool dont_filter = false) {
   request r{std::move(url)};
   r.priority = priority;
   r.dont_filter = dont_filter;
@@ -191,7 +191,7 @@ TEST_P(scheduler_contract, queues_a_new_url_once_and_a_dont_filter_request_every
   auto start = scheduler.take(1);
   ASSERT_EQ(start.size(), 1u);
 
-  auto again = with_priority("https://a.example/c", 0, true);
+  auto again = prioritized("https://a.example/c", 0, true);
   EXPECT_EQ(scheduler.enqueue({request{"https://a.example/b"}, request{"https://a.example/"}, again,
                                again, request{"https://a.example/b"}},
                               start[0].lease),
@@ -211,9 +211,9 @@ TEST_P(scheduler_contract, queues_a_new_url_once_and_a_dont_filter_request_every
 TEST_P(scheduler_contract, hands_out_higher_priorities_first) {
   driven_scheduler scheduler(settings_, loop_);
   scheduler.open();
-  ASSERT_EQ(scheduler.enqueue({with_priority("https://a.example/low", -5),
-                               with_priority("https://a.example/high", 10),
-                               with_priority("https://a.example/middle", 0)}),
+  ASSERT_EQ(scheduler.enqueue({prioritized("https://a.example/low", -5),
+                               prioritized("https://a.example/high", 10),
+                               prioritized("https://a.example/middle", 0)}),
             3u);
   EXPECT_EQ(urls_of(scheduler.take(3)),
             (std::vector<std::string>{"https://a.example/high", "https://a.example/middle",
@@ -226,9 +226,9 @@ TEST_P(scheduler_contract, a_persisted_queue_and_dupefilter_outlive_a_close) {
   {
     driven_scheduler first(settings_, loop_);
     first.open();
-    ASSERT_EQ(first.enqueue({with_priority("https://a.example/1", 3),
-                             with_priority("https://a.example/2", 2),
-                             with_priority("https://a.example/3", 1)}),
+    ASSERT_EQ(first.enqueue({prioritized("https://a.example/1", 3),
+                             prioritized("https://a.example/2", 2),
+                             prioritized("https://a.example/3", 1)}),
               3u);
     auto crawled = first.take(1);
     ASSERT_EQ(urls_of(crawled), std::vector<std::string>{"https://a.example/1"});
@@ -347,7 +347,7 @@ TEST(fleet_scheduler, start_requests_every_worker_yields_are_queued_once) {
   driven_scheduler first(settings, loop), second(settings, loop);
   first.open();
   second.open();
-  auto start = with_priority("https://a.example/", 0, true);
+  auto start = prioritized("https://a.example/", 0, true);
   EXPECT_EQ(first.enqueue({start}), 1u);
   EXPECT_EQ(second.enqueue({start}), 0u);
   EXPECT_EQ(first.enqueue({start}), 0u);
