@@ -80,7 +80,7 @@ TEST(item_loader, the_loaders_processors_for_a_field_win_over_the_types_and_the_
 
 TEST(item_loader, a_loader_over_one_element_selects_under_it) {
   auto response = item_page(R"(<div class="quote"><span>One</span><small> Ann </small></div>)"
-                       R"(<div class="quote"><span>Two</span><small>Bob</small></div>)");
+                            R"(<div class="quote"><span>Two</span><small>Bob</small></div>)");
   const crawler::item_type quote("Quote", {{"text"}, {"author", {.input = p::map_compose({p::strip})}}});
   std::vector<std::string> loaded;
   for (const auto& element : response.css("div.quote")) {

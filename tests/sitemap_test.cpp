@@ -6,6 +6,7 @@
 
 #include <algorithm>
 
+#include "crawl_fixture.h"
 #include "crawler/run_crawl.h"
 #include "crawler/sitemap_spider.h"
 #include "http_server.h"
@@ -117,19 +118,12 @@ class shop : public crawler::sitemap_spider {
   std::vector<std::string> round, other;
 };
 
-crawler::crawl_result crawl_without_signals(crawler::spider& spider) {
-  auto settings = crawler::settings_for(spider, {"LOG_LEVEL=WARNING", "LOGSTATS_INTERVAL=0"});
-  crawler::crawl_options options;
-  options.handle_signals = false;
-  return crawler::run_crawl(spider, settings, std::move(options));
-}
-
 }  // namespace
 
 TEST(sitemap_spider, follows_the_sitemaps_and_rules_it_is_given_from_robots_txt) {
   crawler::fixtures::http_server server({.site_pages = 40, .robots_txt = "Sitemap: /sitemap.xml\n"});
   shop spider({server.url("/robots.txt")});
-  crawl_without_signals(spider);
+  crawl(spider);
   std::sort(spider.round.begin(), spider.round.end());
   EXPECT_EQ(spider.round, (std::vector<std::string>{server.url("/site/0"), server.url("/site/10"),
                                                     server.url("/site/20"),
@@ -148,7 +142,7 @@ TEST(sitemap_spider, alternate_links_are_crawled_only_when_asked_for) {
   for (bool alternates : {false, true}) {
     shop spider({server.url("/alt.xml")});
     spider.sitemap_alternate_links = alternates;
-    crawl_without_signals(spider);
+    crawl(spider);
     EXPECT_EQ(spider.other.size(), alternates ? 2u : 1u);
   }
   EXPECT_EQ(server.hits("/s?wd=en"), 2u);
@@ -159,7 +153,7 @@ TEST(sitemap_spider, a_bad_rule_stops_the_crawl_at_start_naming_it) {
   shop spider({"http://127.0.0.1:9/sitemap.xml"});
   spider.sitemap_rules = {{"(unclosed", "parse"}};
   try {
-    crawl_without_signals(spider);
+    crawl(spider);
     FAIL() << "the crawl started";
   } catch (const std::exception& error) {
     EXPECT_NE(std::string(error.what()).find("sitemap_rules"), std::string::npos) << error.what();
