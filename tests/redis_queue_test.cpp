@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "event_loop.h"
+#include "prioritized_request.h"
 #include "redis/reply_error.h"
 #include "redis_server.h"
 #include "set_aside_records.h"
@@ -21,6 +22,8 @@
 #include "scheduler/host_pace.h"
 
 namespace {
+
+using crawler::fixtures::prioritized;
 
 using namespace std::chrono_literals;
 using crawler::fixtures::set_aside_json;
@@ -139,13 +142,6 @@ std::vector<std::string> renew(redis_queue& queue, const std::vector<std::string
   return result.get_future().get();
 }
 
-request with_priority(std::string url, int priority, bool dont_filter = false) {
-  request r{std::move(url)};
-  r.priority = priority;
-  r.dont_filter = dont_filter;
-  return r;
-}
-
 std::vector<std::string> urls(const std::vector<leased_request>& taken) {
   std::vector<std::string> out;
   for (const auto& leased : taken) out.push_back(leased.request.url);
@@ -156,9 +152,9 @@ TEST(redis_queue, higher_priority_first_then_first_in_first_out_and_equal_entrie
   fixture f;
   auto queue = f.queue("w1");
   settle(queue, "",
-         {with_priority("http://a/1", 0), with_priority("http://a/2", 5),
-          with_priority("http://a/3", 0), with_priority("http://a/same", 0, true),
-          with_priority("http://a/same", 0, true)});
+         {prioritized("http://a/1", 0), prioritized("http://a/2", 5),
+          prioritized("http://a/3", 0), prioritized("http://a/same", 0, true),
+          prioritized("http://a/same", 0, true)});
   EXPECT_EQ(urls(take(queue, 10)),
             (std::vector<std::string>{"http://a/2", "http://a/1", "http://a/3", "http://a/same",
                                       "http://a/same"}));
@@ -439,7 +435,7 @@ TEST(redis_queue, an_entry_in_the_other_form_is_left_as_it_was_and_the_take_name
                                                           : crawler::queue_entry_form::json;
     redis_queue writer(f.client, {.key = "spider:requests", .form = other, .worker = "writer"});
     redis_queue reader(f.client, {.key = "spider:requests", .form = form, .worker = "reader"});
-    settle(writer, "", {with_priority("http://a/1", 2), request{"http://a/2"}});
+    settle(writer, "", {prioritized("http://a/1", 2), request{"http://a/2"}});
     inspector redis(f.server.port());
     auto before = redis.strings("ZRANGE spider:requests 0 -1 WITHSCORES");
     std::promise<void> refused;
@@ -498,7 +494,7 @@ TEST(redis_queue, an_entry_taken_max_deliveries_times_and_never_settled_goes_to_
                                         .max_deliveries = 3};
   };
   redis_queue producer(f.client, options("producer"));
-  settle(producer, "", {with_priority("http://a/poison", 1), request{"http://a/fine"}});
+  settle(producer, "", {prioritized("http://a/poison", 1), request{"http://a/fine"}});
   inspector redis(f.server.port());
   for (int death = 1; death <= 3; ++death) {  // each taker dies: its lease expires
     redis_queue doomed(f.client, options("doomed" + std::to_string(death)));
@@ -674,7 +670,7 @@ TEST_P(settle_through, new_children_are_queued_once_items_appended_and_the_lease
   ASSERT_EQ(parent.size(), 1u);
   auto result = settle(queue, parent[0].lease_id,
                        {request{"http://a/1"}, request{"http://a/start"}, request{"http://a/1"},
-                        with_priority("http://a/start", 0, true)},
+                        prioritized("http://a/start", 0, true)},
                        {{{"title", "caf\u00e9"}}}, marking);
   EXPECT_EQ(result.queued, 2u);  // a/1 once, and the dont_filter start
   EXPECT_EQ(result.duplicates, 2u);

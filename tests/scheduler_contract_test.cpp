@@ -15,10 +15,13 @@
 #include <thread>
 
 #include "event_loop.h"
+#include "prioritized_request.h"
 #include "redis_server.h"
 #include "scheduler/scheduler.h"
 
 namespace {
+
+using crawler::fixtures::prioritized;
 
 using namespace std::chrono_literals;
 using crawler::request;
@@ -141,13 +144,6 @@ class driven_scheduler {
   crawler::stats stats_;
   std::unique_ptr<crawler::scheduler> scheduler_;
 };
-
-request prioritized(std::string url, int priority, bool dont_filter = false) {
-  request r{std::move(url)};
-  r.priority = priority;
-  r.dont_filter = dont_filter;
-  return r;
-}
 
 std::vector<std::string> urls_of(const std::vector<request>& requests, bool sorted = false) {
   std::vector<std::string> urls;
