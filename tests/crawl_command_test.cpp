@@ -24,6 +24,7 @@
 #include "http_server.h"
 #include "redis_server.h"
 #include "reply_holding_relay.h"
+#include "tree_paths.h"
 
 namespace {
 
@@ -1282,7 +1283,7 @@ TEST(crawler_command, minus_l_sets_the_log_level_and_nolog_silences_it) {
 // `crawler parse --spider NAME` runs a compiled-in spider's callback on one page: the quotes
 // spider on a shipped page yields its ten quotes and the request for the next page.
 TEST(crawler_command, parse_runs_a_compiled_in_spider_on_one_page) {
-  auto page = std::filesystem::path(CRAWLER_FIXTURES_DIR) / "../../spiders/data/quotes/page-1.json";
+  auto page = crawler::fixtures::source_dir() / "spiders/data/quotes/page-1.json";
   auto url = "file://" + std::filesystem::weakly_canonical(page).string();
   child_process parse({crawler_binary(), "parse", url, "--spider", "quotes", "--nolog"});
   ASSERT_EQ(parse.wait(), 0) << parse.stderr_text();

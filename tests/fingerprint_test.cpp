@@ -7,6 +7,7 @@
 
 #include "config/settings.h"
 #include "request/canonical_url.h"
+#include "tree_paths.h"
 
 using namespace crawler::dedup;
 using nlohmann::json;
@@ -14,7 +15,7 @@ using nlohmann::json;
 namespace {
 
 json load_table() {
-  std::ifstream in(CRAWLER_FIXTURES_DIR "/canonical_urls.json");
+  std::ifstream in(crawler::fixtures::fixtures_dir() / "canonical_urls.json");
   return json::parse(in);
 }
 

@@ -20,6 +20,7 @@
 #include "scheduler/shared_request.h"
 #include "scheduler/fleet/start_request.h"
 #include "scheduler/host_pace.h"
+#include "tree_paths.h"
 
 namespace {
 
@@ -780,7 +781,7 @@ TEST(redis_queue, items_are_written_as_scrapy_redis_redis_pipeline_writes_them) 
 // The item scrapy-redis 0.9.1's RedisPipeline stored (fixtures/scrapy_redis), fields in the
 // spider's order: stored here byte for byte the same.
 TEST(redis_queue, an_item_is_stored_byte_equal_to_scrapy_redis_own) {
-  std::ifstream in(std::string(CRAWLER_FIXTURES_DIR) + "/scrapy_redis/fixtures.json");
+  std::ifstream in(crawler::fixtures::fixtures_dir() / "scrapy_redis/fixtures.json");
   auto recorded = crawler::item::parse(in)["item"];  // ordered: the fields as Python had them
   fixture f;
   auto queue = f.queue("w1", "fifo");

@@ -12,6 +12,7 @@
 #include "request/request.h"
 #include "scheduler/fleet/pickle.h"
 #include "scheduler/fleet/scrapy_request.h"
+#include "tree_paths.h"
 
 namespace {
 
@@ -38,7 +39,7 @@ std::string base64_decode(const std::string& text) {
 
 const nlohmann::json& fixtures() {
   static const nlohmann::json loaded = [] {
-    std::ifstream in(std::string(CRAWLER_FIXTURES_DIR) + "/scrapy_redis/fixtures.json");
+    std::ifstream in(crawler::fixtures::fixtures_dir() / "scrapy_redis/fixtures.json");
     return nlohmann::json::parse(in);
   }();
   return loaded;

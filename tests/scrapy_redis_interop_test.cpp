@@ -24,6 +24,7 @@
 #include "scheduler/fleet/pickle.h"
 #include "scheduler/fleet/redis_queue.h"
 #include "scheduler/fleet/scrapy_request.h"
+#include "tree_paths.h"
 
 namespace {
 
@@ -37,7 +38,7 @@ using crawler::fixtures::redis_server;
 using crawler::fixtures::temp_dir;
 
 const std::string python = "/usr/bin/python3";
-const std::string peer = std::string(CRAWLER_FIXTURES_DIR) + "/scrapy_redis_peer.py";
+const std::string peer = (crawler::fixtures::fixtures_dir() / "scrapy_redis_peer.py").string();
 
 // The fleet's queue as our workers see it with scrapy-redis's settings.
 struct pickled_queue {

@@ -8,6 +8,7 @@
 
 #include "crawler/parse/plain_url.h"
 #include "crawler/parse/response.h"
+#include "tree_paths.h"
 
 namespace {
 
@@ -46,7 +47,7 @@ TEST(urljoin, resolves_rfc_3986_examples_as_python_does) {
 // and escapes; expected values recorded once from Python's urljoin (fixtures/urljoin_python.tsv).
 // All of them are plain, so they also pin the parser-free path.
 TEST(urljoin, plain_links_resolve_as_pythons_urljoin_does) {
-  std::ifstream table(std::string(CRAWLER_FIXTURES_DIR) + "/urljoin_python.tsv");
+  std::ifstream table(crawler::fixtures::fixtures_dir() / "urljoin_python.tsv");
   ASSERT_TRUE(table) << "fixtures/urljoin_python.tsv is missing";
   std::string line;
   int rows = 0;

@@ -14,6 +14,7 @@
 #include "crawler/parse/detail/tree_builder.h"
 #include "crawler/parse/html.h"
 #include "html_outline.h"
+#include "tree_paths.h"
 
 namespace {
 
@@ -154,7 +155,7 @@ TEST(well_formed_html, builds_gumbos_tree_for_saved_real_pages) {
   std::vector<std::filesystem::path> paths;
   for (const auto* dir : {"config/examples/books", "tests/fixtures/xpath"}) {
     for (const auto& entry : std::filesystem::recursive_directory_iterator(
-             std::filesystem::path(CRAWLER_SOURCE_DIR) / dir)) {
+             crawler::fixtures::source_dir() / dir)) {
       if (entry.path().extension() == ".html") paths.push_back(entry.path());
     }
   }

@@ -10,6 +10,7 @@
 
 #include "crawler/parse/html.h"
 #include "crawler/parse/selector.h"
+#include "tree_paths.h"
 
 namespace {
 
@@ -24,7 +25,7 @@ std::string slurp(const std::string& path) {
 }
 
 std::shared_ptr<const html_document> page(const std::string& relative, html_parser parser) {
-  auto body = slurp(std::string(CRAWLER_FIXTURES_DIR) + "/xpath/" + relative);
+  auto body = slurp((crawler::fixtures::fixtures_dir() / "xpath" / relative).string());
   EXPECT_FALSE(body.empty()) << relative;
   return html_document::parse(body, "text/html; charset=utf-8", {}, parser);
 }
@@ -32,7 +33,7 @@ std::shared_ptr<const html_document> page(const std::string& relative, html_pars
 class each_parser : public testing::TestWithParam<html_parser> {};
 
 TEST_P(each_parser, every_expression_answers_what_parsel_answers) {
-  std::ifstream in(std::string(CRAWLER_FIXTURES_DIR) + "/xpath/expected.json");
+  std::ifstream in(crawler::fixtures::fixtures_dir() / "xpath/expected.json");
   auto cases = nlohmann::json::parse(in);
   ASSERT_GE(cases.size(), 40u);
   std::map<std::string, std::shared_ptr<const html_document>> pages;
