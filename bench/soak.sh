@@ -17,7 +17,14 @@ port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); p
 python3 "$here/soak_server.py" "$port" &
 server=$!
 trap 'kill $server 2>/dev/null || true; rm -rf "$work"' EXIT
-sleep 1
+# Until the server answers, not a fixed second: CI starts the soak beside the fuzz targets, and
+# on two busy cores Python took longer than that to listen (the crawl's three tries then failed).
+for _ in $(seq 300); do
+  python3 -c 'import socket, sys; socket.create_connection(("127.0.0.1", int(sys.argv[1])), 1)' \
+    "$port" 2> /dev/null && break
+  kill -0 "$server" 2> /dev/null || { echo "bench/soak_server.py exited"; exit 1; }
+  sleep 0.1
+done
 "$crawler" crawl site -a "start=http://127.0.0.1:$port/p/0" -s LOG_LEVEL=WARNING \
   -s CLOSESPIDER_TIMEOUT="$seconds" -s DUPEFILTER_CLASS=bloom -s BLOOMFILTER_CAPACITY=20000000 \
   -s CONCURRENT_REQUESTS=16 -s SCHEDULER_MEMORY_QUEUE=fifo -s STATS_FILE="$work/stats.json" \
