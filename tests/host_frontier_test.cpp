@@ -112,12 +112,13 @@ double mean_gap(const http_server& host) {
 // Whether `host`'s server log shows it paced at DOWNLOAD_DELAY = 0.2. On the pacing clock
 // (Redis's, or the process's own) turns are 200 ms apart, but a fetch reaches the server after
 // the crawler's own latency, which on a loaded machine varies by tens of ms (CI, eight suites on
-// two cores: single gaps of 158 to 176 ms, each beside a longer one). So the pace is pinned by
-// the mean gap, which that jitter moves by a few ms at most, and single gaps only by a floor
-// well above an unpaced host's (the control below: under 100 ms, a few ms in practice).
+// two cores: single gaps of 158 to 176 ms, each beside a longer one; under TSan, 112 ms on three
+// hosts at once, one stall of the process). So the pace is pinned by the mean gap, which that
+// jitter moves by a few ms at most (and one fetch on another's heels moves by 18 ms), and single
+// gaps only by the floor the control below stays under (a few ms in practice).
 void expect_paced_at_the_download_delay(const http_server& host) {
   EXPECT_GE(mean_gap(host), 0.19) << host.url("/");
-  EXPECT_GE(shortest_gap(host), 0.12) << host.url("/");
+  EXPECT_GE(shortest_gap(host), 0.1) << host.url("/");
 }
 
 TEST(host_frontier, three_workers_fetch_each_host_no_faster_than_download_delay_together) {
