@@ -260,21 +260,25 @@ void redis_queue::run_script(const char* body, std::vector<std::string> keys,
                options_.form == queue_entry_form::json ? "json" : "pickle", host_prefix_,
                options_.limit_by_address ? "1" : ""});
   // The dupefilter's own step: a script per (transition, backend), cached by Redis as any other.
+  // Its text and SHA-1 are made once: every page's settle runs the same script.
   const auto& mark = marking ? marking->lua : std::string("return true");
-  auto text = std::string(detail::redis_lua_wrong_type) + redis::lua_set_aside_record +
-              detail::redis_lua_remove_start_url +
-              "local function mark(key, argument)\n" + mark + "\nend\n" +
-              detail::redis_queue_prelude + body;
-  auto& sha = script_shas_[{body, mark}];
-  if (sha.empty()) sha = sha1_hex(text);
-  redis::command command{"EVALSHA", sha, std::to_string(keys.size())};
+  auto& script = scripts_[{body, mark}];
+  if (!script.text) {
+    auto text = std::string(detail::redis_lua_wrong_type) + redis::lua_set_aside_record +
+                detail::redis_lua_remove_start_url + "local function mark(key, argument)\n" +
+                mark + "\nend\n" + detail::redis_queue_prelude + body;
+    script.sha = sha1_hex(text);
+    script.text = std::make_shared<const std::string>(std::move(text));
+  }
+  redis::command command{"EVALSHA", script.sha, std::to_string(keys.size())};
   command.insert(command.end(), std::make_move_iterator(keys.begin()),
                  std::make_move_iterator(keys.end()));
   command.insert(command.end(), std::make_move_iterator(args.begin()),
                  std::make_move_iterator(args.end()));
+  // The retry after a NOSCRIPT: the same arguments, with the text in place of the SHA-1 (put in
+  // only then: the text is kilobytes long).
   auto retry = command;
   retry[0] = "EVAL";
-  retry[1] = std::move(text);
   // For the answer and for the retry's alike: a Redis restarted empty answers NOSCRIPT first,
   // and the retry's CRAWLER_EPOCH is what says it forgot the fleet.
   auto answered = [this, done = std::move(done)](std::exception_ptr error,
@@ -288,10 +292,11 @@ void redis_queue::run_script(const char* body, std::vector<std::string> keys,
   // that outlives the crawl when a command is pending at close.
   client_->async_command(
       std::move(command),
-      [client = std::weak_ptr(client_), retry = std::move(retry), answered = std::move(answered)](
-          std::exception_ptr error, redis::reply answer) mutable {
+      [client = std::weak_ptr(client_), retry = std::move(retry), text = script.text,
+       answered = std::move(answered)](std::exception_ptr error, redis::reply answer) mutable {
         if (!error && answer.is_error() && answer.str.starts_with("NOSCRIPT")) {
           if (auto alive = client.lock()) {
+            retry[1] = *text;
             return alive->async_command(std::move(retry), std::move(answered));
           }
         }
