@@ -24,9 +24,8 @@
 
 namespace {
 
-using crawler::fixtures::prioritized;
-
 using namespace std::chrono_literals;
+using crawler::fixtures::prioritized;
 using crawler::fixtures::set_aside_json;
 using crawler::leased_request;
 using crawler::redis_queue;
@@ -686,6 +685,26 @@ TEST_P(settle_through, new_children_are_queued_once_items_appended_and_the_lease
 INSTANTIATE_TEST_SUITE_P(every_redis_dupefilter, settle_through,
                          testing::Values("redis_set", "redis_bitmap", "redisbloom"),
                          [](const auto& info) { return info.param; });
+
+// A queue caches each script's text per dupefilter step: one that pushed without a dupefilter
+// still marks, through the dupefilter it is given next, what it pushes then.
+TEST(redis_queue, a_push_through_a_dupefilter_marks_after_one_without) {
+  fixture f;
+  crawler::settings settings;
+  settings.set("DUPEFILTER_CLASS", "redis_set");
+  crawler::stats stats;
+  auto dupefilter =
+      crawler::dedup::make_dupefilter({settings, stats, "spider", f.loop.executor(), f.client});
+  dupefilter->async_open(boost::asio::use_future).get();
+  auto queue = f.queue("w1", "fifo");
+  EXPECT_EQ(settle(queue, "", {request{"http://a/1"}, request{"http://a/1"}}).queued, 2u);
+  EXPECT_EQ(settle(queue, "", {request{"http://a/2"}}, {}, dupefilter->marking()).queued, 1u);
+  // Another worker, so that w1's own memory of what it marked cannot answer for Redis.
+  auto other = f.queue("w2", "fifo");
+  auto again = settle(other, "", {request{"http://a/2"}}, {}, dupefilter->marking());
+  EXPECT_EQ(again.queued, 0u);
+  EXPECT_EQ(again.duplicates, 1u);
+}
 
 TEST(redis_queue, a_link_this_worker_put_in_the_dupefilter_is_a_duplicate_without_asking_redis) {
   fixture f;

@@ -260,9 +260,11 @@ void redis_queue::run_script(const char* body, std::vector<std::string> keys,
                options_.form == queue_entry_form::json ? "json" : "pickle", host_prefix_,
                options_.limit_by_address ? "1" : ""});
   // The dupefilter's own step: a script per (transition, backend), cached by Redis as any other.
-  // Its text and SHA-1 are made once: every page's settle runs the same script.
-  const auto& mark = marking ? marking->lua : std::string("return true");
-  auto& script = scripts_[{body, mark}];
+  // Its text and SHA-1 are made once, and finding them copies nothing: every page's settle runs
+  // the same script.
+  static const std::string no_mark = "return true";
+  const auto& mark = marking ? marking->lua : no_mark;
+  auto& script = scripts_[body][mark];
   if (!script.text) {
     auto text = std::string(detail::redis_lua_wrong_type) + redis::lua_set_aside_record +
                 detail::redis_lua_remove_start_url + "local function mark(key, argument)\n" +

@@ -318,13 +318,13 @@ class redis_queue {
   std::string host_prefix_;
   std::vector<std::string> reasons_;  // see set_aside_reasons_taken
   std::size_t reasons_logged_ = 0;    // so a poisoned queue logs a few, not thousands
-  // (script, the dupefilter's mark step) -> their whole text, sent after a NOSCRIPT, and its
-  // SHA-1, for EVALSHA.
+  // script -> the dupefilter's mark step -> their whole text, sent after a NOSCRIPT, and its
+  // SHA-1, for EVALSHA. Two levels, so that finding a script copies no key.
   struct script_text {
     std::string sha;
     std::shared_ptr<const std::string> text;
   };
-  std::map<std::pair<const char*, std::string>, script_text> scripts_;
+  std::map<const char*, std::map<std::string, script_text>> scripts_;
   // Children found in the dupefilter (key known_key_) need not be sent again.
   std::unique_ptr<detail::known_fingerprints> known_;
   std::string known_key_;
