@@ -23,6 +23,11 @@ using crawler::fixtures::run_on_a_terminal;
 using crawler::fixtures::temp_dir;
 using json = nlohmann::json;
 
+// config/examples/: the crawl files and the offline books site shipped as examples.
+std::filesystem::path examples() {
+  return crawler::fixtures::source_dir() / "config" / "examples";
+}
+
 json books_config() {
   return json::parse(R"json({
     "settings": {"CONCURRENT_REQUESTS": 8},
@@ -329,7 +334,7 @@ TEST(crawl_config, a_fields_processors_are_checked_by_name) {
 // catalogue rule written in XPath gives the items the CSS one gives.
 TEST(crawler_run, the_books_example_in_xpath_gives_the_items_of_the_css_one) {
   temp_dir dir;
-  auto books = (crawler::fixtures::source_dir() / "config/examples/books").string();
+  auto books = (examples() / "books").string();
   auto path = (dir.path() / "books-xpath.json").string();
   std::ofstream(path) << R"json({
     "settings": {"DUPEFILTER_CLASS": "bloom"},
@@ -364,8 +369,7 @@ TEST(crawler_run, the_books_example_in_xpath_gives_the_items_of_the_css_one) {
     for (std::string line; std::getline(in, line);) lines.insert(line);
     return lines;
   };
-  auto by_css = run((crawler::fixtures::source_dir() / "config/examples/books.json").string(),
-                    (dir.path() / "css.jsonl").string());
+  auto by_css = run((examples() / "books.json").string(), (dir.path() / "css.jsonl").string());
   auto by_xpath = run(path, (dir.path() / "xpath.jsonl").string());
   EXPECT_EQ(by_css.size(), 12u);
   EXPECT_EQ(by_xpath, by_css);
@@ -786,8 +790,7 @@ TEST(crawler_shell, on_a_terminal_the_up_arrow_recalls_the_last_line) {
 
 TEST(crawl_config, every_example_file_is_valid) {
   std::size_t files = 0;
-  for (const auto& entry :
-       std::filesystem::directory_iterator(crawler::fixtures::source_dir() / "config/examples")) {
+  for (const auto& entry : std::filesystem::directory_iterator(examples())) {
     if (entry.path().extension() != ".json") continue;
     ++files;
     auto config = crawler::load_crawl_config_file(entry.path().string());
@@ -799,7 +802,7 @@ TEST(crawl_config, every_example_file_is_valid) {
 // The example as its README runs it: the offline books served over HTTP (a fleet fetches only
 // http(s)), here by the test's server on its own port instead of 8000.
 TEST(crawler_run, the_fleet_example_runs_as_two_workers_on_one_redis) {
-  const auto books = crawler::fixtures::source_dir() / "config/examples/books";
+  const auto books = examples() / "books";
   http_server::options served;
   for (const auto& file : std::filesystem::recursive_directory_iterator(books)) {
     if (!file.is_regular_file()) continue;
@@ -809,7 +812,7 @@ TEST(crawler_run, the_fleet_example_runs_as_two_workers_on_one_redis) {
   }
   http_server site(served);
   temp_dir dir;
-  auto example = json::parse(std::ifstream(crawler::fixtures::source_dir() / "config/examples/books-fleet.json"));
+  auto example = json::parse(std::ifstream(examples() / "books-fleet.json"));
   ASSERT_EQ(example["spider"]["start_urls"], json::array({"http://127.0.0.1:8000/index.html"}));
   example["spider"]["start_urls"] = json::array({site.url("/index.html")});
   auto crawl_file = dir.path() / "books-fleet.json";
@@ -832,9 +835,8 @@ TEST(crawler_run, the_fleet_example_runs_as_two_workers_on_one_redis) {
 TEST(crawler_run, the_books_example_runs_offline) {
   temp_dir dir;
   auto items = (dir.path() / "books.csv").string();
-  child_process run({crawler_binary(), "run",
-                     (crawler::fixtures::source_dir() / "config/examples/books.json").string(),
-                     "-O", items, "--nolog"});
+  child_process run(
+      {crawler_binary(), "run", (examples() / "books.json").string(), "-O", items, "--nolog"});
   ASSERT_EQ(run.wait(), 0) << run.stderr_text();
   std::ifstream in(items);
   std::string header;

@@ -21,11 +21,10 @@
 
 namespace {
 
-using crawler::fixtures::prioritized;
-
 using namespace std::chrono_literals;
 using crawler::request;
 using crawler::fixtures::event_loop;
+using crawler::fixtures::prioritized;
 using crawler::fixtures::redis_server;
 using crawler::fixtures::temp_dir;
 
