@@ -19,10 +19,10 @@ server=$!
 trap 'kill $server 2>/dev/null || true; rm -rf "$work"' EXIT
 # Until the server answers, not a fixed second: CI starts the soak beside the fuzz targets, and
 # on two busy cores Python took longer than that to listen (the crawl's three tries then failed).
-for _ in $(seq 300); do
-  python3 -c 'import socket, sys; socket.create_connection(("127.0.0.1", int(sys.argv[1])), 1)' \
-    "$port" 2> /dev/null && break
+for try in $(seq 300); do
+  (exec 3<> "/dev/tcp/127.0.0.1/$port") 2> /dev/null && break
   kill -0 "$server" 2> /dev/null || { echo "bench/soak_server.py exited"; exit 1; }
+  [ "$try" -lt 300 ] || { echo "bench/soak_server.py did not listen on port $port in 30 s"; exit 1; }
   sleep 0.1
 done
 "$crawler" crawl site -a "start=http://127.0.0.1:$port/p/0" -s LOG_LEVEL=WARNING \
