@@ -99,6 +99,17 @@ struct fixture {
                                 .lease = lease,
                                 .items_key = "spider:items"});
   }
+
+  // The spider's redis_set dupefilter on this Redis, open, with its stats in `stats`.
+  auto redis_set_dupefilter() {
+    crawler::settings settings;
+    settings.set("DUPEFILTER_CLASS", "redis_set");
+    auto dupefilter =
+        crawler::dedup::make_dupefilter({settings, stats, "spider", loop.executor(), client});
+    dupefilter->async_open(boost::asio::use_future).get();
+    return dupefilter;
+  }
+  crawler::stats stats;
 };
 
 std::vector<leased_request> take(redis_queue& queue, std::size_t count) {
@@ -690,12 +701,7 @@ INSTANTIATE_TEST_SUITE_P(every_redis_dupefilter, settle_through,
 // still marks, through the dupefilter it is given next, what it pushes then.
 TEST(redis_queue, a_push_through_a_dupefilter_marks_after_one_without) {
   fixture f;
-  crawler::settings settings;
-  settings.set("DUPEFILTER_CLASS", "redis_set");
-  crawler::stats stats;
-  auto dupefilter =
-      crawler::dedup::make_dupefilter({settings, stats, "spider", f.loop.executor(), f.client});
-  dupefilter->async_open(boost::asio::use_future).get();
+  auto dupefilter = f.redis_set_dupefilter();
   auto queue = f.queue("w1", "fifo");
   EXPECT_EQ(settle(queue, "", {request{"http://a/1"}, request{"http://a/1"}}).queued, 2u);
   EXPECT_EQ(settle(queue, "", {request{"http://a/2"}}, {}, dupefilter->marking()).queued, 1u);
@@ -708,12 +714,7 @@ TEST(redis_queue, a_push_through_a_dupefilter_marks_after_one_without) {
 
 TEST(redis_queue, a_link_this_worker_put_in_the_dupefilter_is_a_duplicate_without_asking_redis) {
   fixture f;
-  crawler::settings settings;
-  settings.set("DUPEFILTER_CLASS", "redis_set");
-  crawler::stats stats;
-  auto dupefilter =
-      crawler::dedup::make_dupefilter({settings, stats, "spider", f.loop.executor(), f.client});
-  dupefilter->async_open(boost::asio::use_future).get();
+  auto dupefilter = f.redis_set_dupefilter();
   auto queue = f.queue("w1", "fifo");
   settle(queue, "", {request{"http://a/1"}}, {}, dupefilter->marking());
   auto parent = take(queue, 1);
