@@ -43,7 +43,10 @@ namespace crawler::detail {
 // calls check_types() before its first write. Redis does not undo a script's writes when a later
 // command fails, so a key of the wrong type (another program's, or one an operator recreated
 // mid-crawl) must stop the script before it writes anything, not halfway. The answer is an error
-// that starts with CRAWLER_WRONGTYPE and names the key.
+// that starts with CRAWLER_WRONGTYPE and names the key. Settle, which runs once per page, checks
+// only the keys that this call writes (check_types(skipped)): a TYPE costs as much as the write
+// it guards, and a key a call leaves alone cannot fail it halfway; the next call that writes the
+// key names it.
 //
 // wrong_type comes first: the scheduler's own scripts (fleet_scheduler.cpp) start with it too.
 // Then mark(key, argument), the dupefilter's step (dedup::redis_marking::lua), which
@@ -91,11 +94,12 @@ if expected_epoch ~= '' then
     return redis.error_reply('CRAWLER_EPOCH ' .. (current and ('is now ' .. current) or 'is gone'))
   end
 end
-local function check_types()
+-- skipped: the indexes in KEYS of keys this call does not write (nil: none).
+local function check_types(skipped)
   local i = 0
   for want in string.gmatch(expected_types, '%S+') do
     i = i + 1
-    local refused = want ~= '-' and wrong_type(KEYS[i], want)
+    local refused = want ~= '-' and not (skipped and skipped[i]) and wrong_type(KEYS[i], want)
     if refused then return refused end
   end
   return nil
@@ -561,10 +565,18 @@ local filter, items = KEYS[5], KEYS[6]
 local order, worker, lease_id, filtering = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local children = tonumber(ARGV[5])
 local settled = 0
-local refused = check_types()
+-- Most pages of a crawl bring no new link (their links were known) and no item: such a settle
+-- writes only the lease's keys (and the host frontier's), and checks only those.
+local skipped = {}
+if lease_id == '' then skipped[2], skipped[3], skipped[8] = true, true, true end
+if children == 0 then skipped[1], skipped[4], skipped[5], skipped[7] = true, true, true, true end
+if #ARGV < 9 + 5 * children then skipped[6] = true end
+local refused = check_types(skipped)
 if refused then return refused end
-check_seq(seq, KEYS[7])
-check_count(KEYS[7])
+if children > 0 then
+  check_seq(seq, KEYS[7])
+  check_count(KEYS[7])
+end
 if lease_id ~= '' then
   local lease = redis.call('HGET', leased, lease_id)
   local owner, _, entry, host = parse_lease(lease or '')
