@@ -374,6 +374,16 @@ TEST(redis_queue, a_key_of_the_wrong_type_stops_a_script_before_its_first_write_
   redis.command("DEL spider:items");
   redis.command("SET spider:requests:deliveries 7");
   before = snapshot();
+  // A page with no new link and no item: its settle writes only the lease's keys, and checks
+  // those.
+  refused_naming(
+      [&](redis_queue::take_handler done) {
+        queue.async_settle(taken[0].lease_id, {}, {}, nullptr,
+                           crawler::dedup::fingerprint_scheme::scrapy_2_7,
+                           [done](std::exception_ptr error, settle_result) { done(error, {}); });
+      },
+      "key spider:requests:deliveries holds a string, where the fleet keeps a hash");
+  EXPECT_EQ(snapshot(), before);
   refused_naming([&](redis_queue::take_handler done) { queue.async_take(2, done); },
                  "key spider:requests:deliveries holds a string, where the fleet keeps a hash");
   EXPECT_EQ(snapshot(), before);
