@@ -742,6 +742,25 @@ TEST(redis_queue, a_link_this_worker_put_in_the_dupefilter_is_a_duplicate_withou
   EXPECT_EQ(urls(take(queue, 10)), std::vector<std::string>{"http://a/2"});
 }
 
+// Scrapy's fingerprint raises ValueError for "Invalid IPv6 URL": such a link cannot be fetched
+// either. It is named by its place among the page's links, and the others go on.
+TEST(redis_queue, a_link_that_cannot_be_fingerprinted_is_named_and_the_others_are_queued) {
+  fixture f;
+  auto dupefilter = f.redis_set_dupefilter();
+  auto queue = f.queue("w1", "fifo");
+  settle(queue, "", {request{"http://a/1"}});
+  auto parent = take(queue, 1);
+  ASSERT_EQ(parent.size(), 1u);
+  auto result = settle(queue, parent[0].lease_id,
+                       {request{"http://a/2"}, request{"http://[::1/x"}, request{"http://a/3"}},
+                       {}, dupefilter->marking());
+  EXPECT_TRUE(result.settled);
+  EXPECT_EQ(result.queued, 2u);
+  EXPECT_EQ(result.unfingerprintable_positions, (std::vector<std::size_t>{1}));
+  EXPECT_TRUE(result.duplicate_positions.empty());
+  EXPECT_EQ(urls(take(queue, 10)), (std::vector<std::string>{"http://a/2", "http://a/3"}));
+}
+
 TEST(redis_queue, start_urls_move_from_a_list_or_a_set_into_the_queue_once) {
   for (bool as_set : {false, true}) {
     fixture f;

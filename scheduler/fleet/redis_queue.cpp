@@ -688,17 +688,27 @@ void redis_queue::async_settle(const std::string& lease_id, const std::vector<re
     forget_known();
     known_key_ = marking->key;
   }
+  // Every fingerprint first, each one's slot in known_ fetched meanwhile: a page's links are
+  // looked up there at random, and the hashing hides the wait for memory.
+  std::vector<std::optional<dedup::fingerprint>> fingerprints(marking ? children.size() : 0);
+  for (std::size_t position = 0; position < fingerprints.size(); ++position) {
+    if (children[position].dont_filter) continue;
+    try {
+      fingerprints[position] = fingerprint_of(children[position], scheme);
+      known_->prefetch(*fingerprints[position]);
+    } catch (const std::exception&) {
+      // Left empty: told below.
+    }
+  }
   for (std::size_t position = 0; position < children.size(); ++position) {
     const auto& child = children[position];
     std::string mark;
     if (marking && !child.dont_filter) {
-      dedup::fingerprint fp;
-      try {
-        fp = fingerprint_of(child, scheme);
-      } catch (const std::exception&) {
+      if (!fingerprints[position]) {
         unfingerprintable.push_back(position);  // cannot be fetched either
         continue;
       }
+      const auto& fp = *fingerprints[position];
       if (known_->contains(fp)) {
         known.push_back(position);
         continue;
