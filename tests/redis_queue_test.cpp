@@ -197,6 +197,28 @@ TEST(redis_queue, a_taken_request_is_leased_and_comes_back_when_its_worker_stops
   EXPECT_EQ(alive.reclaimed(), 2u);
 }
 
+// A take writes its leases and delivery counts a thousand at a time (Lua's unpack has a limit):
+// a worker with CONCURRENT_REQUESTS in the thousands leases each entry once, in order.
+TEST(redis_queue, a_take_of_thousands_leases_each_entry_once_in_order) {
+  fixture f;
+  auto queue = f.queue("w1", "fifo");
+  std::vector<request> many;
+  for (int i = 0; i < 5000; ++i) many.emplace_back("http://a/" + std::to_string(i));
+  ASSERT_EQ(settle(queue, "", many).queued, 5000u);
+  auto taken = take(queue, 5000);
+  ASSERT_EQ(taken.size(), 5000u);
+  std::set<std::string> leases;
+  for (std::size_t i = 0; i < taken.size(); ++i) {
+    EXPECT_EQ(taken[i].request.url, many[i].url);
+    leases.insert(taken[i].lease_id);
+  }
+  EXPECT_EQ(leases.size(), 5000u);
+  inspector redis(f.server.port());
+  EXPECT_EQ(redis.integer("HLEN spider:requests:leased"), 5000);
+  EXPECT_EQ(redis.integer("ZCARD spider:requests:deadlines"), 5000);
+  EXPECT_EQ(redis.integer("HLEN spider:requests:deliveries"), 5000);
+}
+
 TEST(redis_queue, renewed_leases_are_not_reclaimed) {
   fixture f;
   auto worker = f.queue("worker", "priority", 300ms);

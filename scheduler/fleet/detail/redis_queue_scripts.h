@@ -427,45 +427,103 @@ else
   end
 end
 local out = {#expired, 0, 0, 0, 0}
-for _, item in ipairs(taken) do
+-- The entries' delivery counts are read in one command and written in one, and their leases in
+-- one each: a take of CONCURRENT_REQUESTS entries is a handful of commands, not four per entry.
+-- An entry taken twice in one take (equal entries of a list) counts twice, as it would one by one.
+local ids, counted = {}, {}
+for i, item in ipairs(taken) do
+  if #item[1] <= max_entry then
+    ids[i] = delivery_id(item[1])
+    counted[#counted + 1] = ids[i]
+  end
+end
+local held = {}
+for first = 1, #counted, 1000 do
+  local part = redis.call('HMGET', deliveries, unpack(counted, first, math.min(first + 999,
+                                                                             #counted)))
+  for _, value in ipairs(part) do held[#held + 1] = value end
+end
+local deliveries_of = {}  -- id -> its count, this take's included; false: gone to the dead letters
+local delivered = {}      -- entry's place in `taken` -> its count
+local read = 0
+for i in ipairs(taken) do
+  local id = ids[i]
+  if id then
+    read = read + 1
+    local count = deliveries_of[id]
+    if not count then
+      local value = held[read]
+      if not value then
+        count = 0
+      elseif string.match(value, '^%d+$') and #value <= 15 then
+        count = tonumber(value)
+      else
+        set_aside(bad, deliveries, value,
+                  'the delivery count of entry ' .. id .. ' is not a whole number: restarted')
+        bads = bads + 1
+        count = 0
+      end
+    end
+    delivered[i] = count + 1
+    deliveries_of[id] = count + 1
+  end
+end
+local leasing = {}
+for i, item in ipairs(taken) do
   local entry, score, host = item[1], item[2], item[3]
-  local delivered = 0
-  if #entry > max_entry then
+  local leased_now = false
+  if not ids[i] then
     redis.call('RPUSH', bad, set_aside_record({key = queue, host = host, reason = 'an entry of ' ..
       #entry .. ' bytes, over SCHEDULER_MAX_ENTRY_SIZE (' .. max_entry .. ')'}, entry))
     bads = bads + 1
+  elseif max_deliveries > 0 and delivered[i] > max_deliveries then
+    redis.call('RPUSH', dead, set_aside_record({key = queue, score = score, host = host,
+      deliveries = delivered[i] - 1, reason = 'taken ' .. (delivered[i] - 1) ..
+      ' times by workers that stopped before settling it (SCHEDULER_MAX_DELIVERIES)'}, entry))
+    deliveries_of[ids[i]] = false
+    out[3] = out[3] + 1
   else
-    local id = delivery_id(entry)
-    -- pcall: a count another program overwrote with text fails HINCRBY without writing.
-    delivered = redis.pcall('HINCRBY', deliveries, id, 1)
-    if type(delivered) ~= 'number' then
-      set_aside(bad, deliveries, redis.call('HGET', deliveries, id),
-                'the delivery count of entry ' .. id .. ' is not a whole number: restarted')
-      bads = bads + 1
-      redis.call('HSET', deliveries, id, 1)
-      delivered = 1
-    end
-    if max_deliveries > 0 and delivered > max_deliveries then
-      redis.call('RPUSH', dead, set_aside_record({key = queue, score = score, host = host,
-        deliveries = delivered - 1, reason = 'taken ' .. (delivered - 1) ..
-        ' times by workers that stopped before settling it (SCHEDULER_MAX_DELIVERIES)'}, entry))
-      redis.call('HDEL', deliveries, id)
-      out[3] = out[3] + 1
-      delivered = 0
-    end
+    leased_now = true
   end
   if host and order == 'host' then score = score .. '@' .. host end
-  if delivered > 0 then
-    -- %d: Lua's own number-to-string is %.14g, which past 10^14 gives two leases one id.
-    local id = 'L' .. string.format('%d', redis.call('INCR', seq))
-    redis.call('HSET', leased, id, worker .. '|' .. score .. '|' .. entry)
-    redis.call('ZADD', deadlines, now + lease_ms, id)
-    out[#out + 1] = id
-    out[#out + 1] = score
-    out[#out + 1] = entry
+  if leased_now then
+    leasing[#leasing + 1] = {score, entry}
   elseif order == 'host' then
     host_done(host)  -- set aside, not leased: it holds none of the host's room
   end
+end
+local counts, dead_ids = {}, {}
+for id, count in pairs(deliveries_of) do
+  if count then
+    counts[#counts + 1] = id
+    counts[#counts + 1] = count
+  else
+    dead_ids[#dead_ids + 1] = id
+  end
+end
+local function in_parts(command, key, list)
+  for first = 1, #list, 1000 do
+    redis.call(command, key, unpack(list, first, math.min(first + 999, #list)))
+  end
+end
+in_parts('HSET', deliveries, counts)
+in_parts('HDEL', deliveries, dead_ids)
+if #leasing > 0 then
+  local last = redis.call('INCRBY', seq, #leasing)
+  local records, due = {}, {}
+  for j, lease in ipairs(leasing) do
+    -- %d: Lua's own number-to-string is %.14g, which past 10^14 gives two leases one id.
+    local id = 'L' .. string.format('%d', last - #leasing + j)
+    records[#records + 1] = id
+    records[#records + 1] = worker .. '|' .. lease[1] .. '|' .. lease[2]
+    due[#due + 1] = now + lease_ms
+    due[#due + 1] = id
+    out[#out + 1] = id
+    out[#out + 1] = lease[1]
+    out[#out + 1] = lease[2]
+  end
+  in_parts('HSET', leased, records)
+  in_parts('ZADD', deadlines, due)
 end
 out[2] = bads
 out[5] = next_due_in()
