@@ -60,7 +60,9 @@ TEST_P(memory_queue_spill, pops_in_the_order_of_a_queue_without_a_limit) {
       auto expected = unlimited.pop();
       auto got = limited.pop();
       ASSERT_EQ(expected.has_value(), got.has_value());
-      if (expected) ASSERT_EQ(got->url, expected->url);
+      if (expected) {
+        ASSERT_EQ(got->url, expected->url);
+      }
     };
     for (int step = 0; step < 3000; ++step) {
       if (random() % 3 != 0) {
@@ -74,7 +76,9 @@ TEST_P(memory_queue_spill, pops_in_the_order_of_a_queue_without_a_limit) {
       ASSERT_LE(limited.in_memory(), 7u) << "step " << step;
       ASSERT_EQ(limited.size(), unlimited.size());
       most_files = std::max(most_files, files_in(segments));
-      if (step == 2000) EXPECT_EQ(visited(limited), visited(unlimited));
+      if (step == 2000) {
+        EXPECT_EQ(visited(limited), visited(unlimited));
+      }
     }
     EXPECT_GT(most_files, 3u) << "the queue spilled";
     EXPECT_EQ(limited.spill_failure(), "");
