@@ -26,9 +26,8 @@ namespace crawler::detail {
 
 class known_fingerprints {
  public:
-  /// `slots` is rounded down to a power of two of at least `first_slots`, which is rounded down
-  /// likewise (at least one bucket); 2^20 slots take 8 MB. Nothing is allocated before the first
-  /// insert.
+  /// Grows from `first_slots` to `slots` at most, each rounded down to a power of two (one bucket
+  /// of four at least); 2^20 slots take 8 MB. Nothing is allocated before the first insert.
   explicit known_fingerprints(std::size_t slots = std::size_t{1} << 20,
                               std::size_t first_slots = std::size_t{1} << 12) {
     while (max_buckets_ * 2 * ways <= slots) max_buckets_ *= 2;
