@@ -464,6 +464,10 @@ const endpoint& client::where() const {
   return cluster_ ? detail::cluster_endpoint(*cluster_) : state_->where;
 }
 
+asio::any_io_executor client::get_executor() const {
+  return cluster_ ? detail::cluster_executor(*cluster_) : asio::any_io_executor(state_->strand);
+}
+
 void client::start(std::vector<command> commands,
                    asio::any_completion_handler<pipeline_signature> handler) {
   if (cluster_) return detail::cluster_submit(cluster_, std::move(commands), std::move(handler));
@@ -472,9 +476,7 @@ void client::start(std::vector<command> commands,
 }
 
 void client::start_one(command args, asio::any_completion_handler<command_signature> handler) {
-  asio::any_io_executor fallback =
-      cluster_ ? detail::cluster_executor(*cluster_) : asio::any_io_executor(state_->strand);
-  auto executor = asio::get_associated_executor(handler, fallback);
+  auto executor = asio::get_associated_executor(handler, get_executor());
   std::vector<command> commands;
   commands.push_back(std::move(args));
   start(std::move(commands), asio::bind_executor(executor, [handler = std::move(handler)](

@@ -58,6 +58,8 @@ class client : public std::enable_shared_from_this<client> {
   client& operator=(const client&) = delete;
 
   const endpoint& where() const;
+  /// Where completions run (a strand of the executor it was created with).
+  asio::any_io_executor get_executor() const;
 
   /// Sends `commands` in one write; completes with their replies in order.
   template <asio::completion_token_for<pipeline_signature> Token>

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <hiredis/hiredis.h>
 
+#include <boost/asio/post.hpp>
 #include <boost/asio/use_future.hpp>
 #include <fstream>
 #include <future>
@@ -833,6 +834,46 @@ TEST(redis_queue, a_lost_lease_stores_nothing_so_its_new_holder_stores_the_outco
       settle(fast, retaken[0].lease_id, {request{"http://a/child"}}, {{{"page", 1}}}).settled);
   EXPECT_EQ(redis.integer("LLEN spider:items"), 1);
   EXPECT_EQ(redis.integer("LLEN spider:requests"), 1);
+}
+
+// A busy worker finishes several pages in one turn of its loop: their outcomes go to Redis in one
+// script call, and each page keeps its own, a lost lease among them storing nothing.
+TEST(redis_queue, pages_settled_in_one_turn_go_in_one_call_each_keeping_its_own_outcome) {
+  fixture f;
+  auto queue = f.queue("w1", "fifo");
+  settle(queue, "", {request{"http://a/1"}, request{"http://a/2"}, request{"http://a/3"}});
+  auto taken = take(queue, 3);
+  ASSERT_EQ(taken.size(), 3u);
+  inspector redis(f.server.port());
+  redis.command("HDEL spider:requests:leased " + taken[1].lease_id);  // as if reclaimed
+  redis.command("CONFIG RESETSTAT");
+  std::vector<std::promise<settle_result>> outcomes(3);
+  boost::asio::post(f.loop.executor(), [&] {
+    for (std::size_t page = 0; page < 3; ++page) {
+      queue.async_settle(taken[page].lease_id,
+                         {request{"http://a/child" + std::to_string(page)}},
+                         {nlohmann::json{{"page", page}}}, nullptr,
+                         crawler::dedup::fingerprint_scheme::scrapy_2_7,
+                         [&outcomes, page](std::exception_ptr error, settle_result settled) {
+                           if (error) return outcomes[page].set_exception(error);
+                           outcomes[page].set_value(settled);
+                         });
+    }
+  });
+  std::vector<settle_result> results;
+  for (auto& outcome : outcomes) results.push_back(outcome.get_future().get());
+  auto info = redis.text("INFO commandstats");
+  EXPECT_NE(info.find("cmdstat_evalsha:calls=1,"), std::string::npos) << info;
+  EXPECT_TRUE(results[0].settled);
+  EXPECT_EQ(results[0].queued, 1u);
+  EXPECT_FALSE(results[1].settled);
+  EXPECT_EQ(results[1].queued, 0u);
+  EXPECT_TRUE(results[2].settled);
+  EXPECT_EQ(results[2].queued, 1u);
+  EXPECT_EQ(urls(take(queue, 10)),
+            (std::vector<std::string>{"http://a/child0", "http://a/child2"}));
+  EXPECT_EQ(redis.strings("LRANGE spider:items 0 -1"),
+            (std::vector<std::string>{R"({"page": 0})", R"({"page": 2})"}));
 }
 
 TEST(redis_queue, items_are_written_as_scrapy_redis_redis_pipeline_writes_them) {

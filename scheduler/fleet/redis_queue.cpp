@@ -1,5 +1,6 @@
 #include "scheduler/fleet/redis_queue.h"
 
+#include <boost/asio/post.hpp>
 #include <openssl/rand.h>
 #include <openssl/sha.h>
 
@@ -673,11 +674,10 @@ void redis_queue::async_settle(const std::string& lease_id, const std::vector<re
                                dedup::fingerprint_scheme scheme, settle_handler done,
                                const host_pace& pace) {
   auto in_ms = [](double seconds) { return std::to_string(std::llround(seconds * 1000)); };
-  std::vector<std::string> args{options_.order,
-                                options_.worker,
-                                lease_id,
-                                marking ? "1" : "",
+  // This page's part of the settle script's arguments (see redis_queue_scripts.h).
+  std::vector<std::string> args{lease_id,
                                 "0",
+                                std::to_string(items.size()),
                                 pace.delay ? in_ms(*pace.delay) : "",
                                 pace.hold > 0 ? in_ms(pace.hold) : "",
                                 pace.address};
@@ -724,18 +724,14 @@ void redis_queue::async_settle(const std::string& lease_id, const std::vector<re
     args.push_back(pacing_host(child));
     ++count;
   }
-  args[4] = std::to_string(count);
+  args[1] = std::to_string(count);
   for (const auto& item : items) {
     // As scrapy-redis's RedisPipeline writes it (ScrapyJSONEncoder, i.e. json.dumps), so
     // Python consumers of <spider>:items read what they always read.
     args.push_back(python_json_dumps(item));
   }
-  auto filter_key = marking ? marking->key : options_.key;
-  run_script(
-      detail::redis_queue_settle,
-      {options_.key, leased_key_, deadlines_key_, seq_key_, filter_key, items_key_, bad_key_,
-       deliveries_key_},
-      std::move(args),
+  add_to_settles(
+      std::move(args), marking,
       [this, done = std::move(done), lease_id, sent = std::move(sent),
        unfingerprintable = std::move(unfingerprintable), known = std::move(known),
        marked = std::move(marked)](std::exception_ptr error, redis::reply answer) {
@@ -769,8 +765,73 @@ void redis_queue::async_settle(const std::string& lease_id, const std::vector<re
           return done(std::current_exception(), {});
         }
         done(nullptr, result);
+      });
+}
+
+// Pages that finish together, in the same turn of the loop, are settled in one script call:
+// each call costs Redis about as much as a page's own work (EVALSHA with its arguments, and the
+// prelude), and a busy worker finishes a dozen pages between two writes to Redis.
+struct redis_queue::settle_batch {
+  const dedup::redis_marking* marking = nullptr;
+  std::vector<std::string> args{4};  // order, worker, filtering, page count; then the pages'
+  std::vector<std::function<void(std::exception_ptr, redis::reply)>> answers;  // one a page
+};
+
+// The batch lives on the client's executor, where the answers run: a caller on another thread
+// (a test's) only posts its page there.
+void redis_queue::add_to_settles(std::vector<std::string> page,
+                                 const dedup::redis_marking* marking,
+                                 std::function<void(std::exception_ptr, redis::reply)> answer) {
+  boost::asio::post(client_->get_executor(), [this, page = std::move(page), marking,
+                                              answer = std::move(answer)]() mutable {
+    if (settles_ && settles_->marking != marking) send_settles();
+    if (!settles_) {
+      settles_ = std::make_shared<settle_batch>();
+      settles_->marking = marking;
+      // After the pages already waiting for the loop, which join this batch.
+      boost::asio::post(client_->get_executor(), [this, batch = std::weak_ptr(settles_)] {
+        if (auto pending = batch.lock(); pending && pending == settles_) send_settles();
+      });
+    }
+    settles_->args.insert(settles_->args.end(), std::make_move_iterator(page.begin()),
+                          std::make_move_iterator(page.end()));
+    settles_->answers.push_back(std::move(answer));
+    // A script holds every client of Redis while it runs: a few milliseconds at most.
+    if (settles_->answers.size() == 64) send_settles();
+  });
+}
+
+void redis_queue::send_settles() {
+  auto batch = std::exchange(settles_, nullptr);
+  auto pages = batch->answers.size();
+  batch->args[0] = options_.order;
+  batch->args[1] = options_.worker;
+  batch->args[2] = batch->marking ? "1" : "";
+  batch->args[3] = std::to_string(pages);
+  auto filter_key = batch->marking ? batch->marking->key : options_.key;
+  run_script(
+      detail::redis_queue_settle,
+      {options_.key, leased_key_, deadlines_key_, seq_key_, filter_key, items_key_, bad_key_,
+       deliveries_key_},
+      std::move(batch->args),
+      [batch, pages](std::exception_ptr error, redis::reply answer) {
+        // Four answers a page; anything else (an error, a reply of another shape) goes to every
+        // page as it is, for each to report.
+        bool split = !error && answer.type == redis::reply::kind::array &&
+                     answer.elements.size() == 4 * pages;
+        for (std::size_t page = 0; page < pages; ++page) {
+          if (!split) {
+            batch->answers[page](error, answer);
+            continue;
+          }
+          redis::reply own;
+          own.type = redis::reply::kind::array;
+          own.elements.assign(std::make_move_iterator(answer.elements.begin() + 4 * page),
+                              std::make_move_iterator(answer.elements.begin() + 4 * page + 4));
+          batch->answers[page](nullptr, std::move(own));
+        }
       },
-      marking);
+      batch->marking);
 }
 
 }  // namespace crawler

@@ -4,7 +4,7 @@
 //   queue.async_push(start_requests, dupefilter.marking(), scheme, handler);    // deduplicated
 //   queue.async_take(8, [](std::exception_ptr, std::vector<crawler::leased_request> taken) {...});
 //   queue.async_renew(lease_ids, handler);                 // the heartbeat, every lease_ms / 3
-//   queue.async_settle(lease_id, children, items, ...);    // one round trip per crawled page
+//   queue.async_settle(lease_id, children, items, ...);    // a crawled page's outcome
 //   queue.async_release(lease_ids, handler);               // not crawled: back to the queue
 //
 // Taking a request moves it, in one script, to <key>:leased with the worker's id and a deadline
@@ -14,7 +14,8 @@
 // back to the queue when its leases expire (the next take of any worker reclaims them), and no
 // URL is ever marked seen without being queued, leased or crawled. A child whose fingerprint an
 // earlier settle of this worker put in the dupefilter is a duplicate without asking Redis again
-// (detail/known_fingerprints.h).
+// (detail/known_fingerprints.h). The pages settled in one turn of the loop go to Redis in one
+// call of that script, each page still its own step.
 //
 // Order (SCHEDULER_QUEUE_CLASS): "priority" (a sorted set scored -priority; equal priorities
 // first in, first out; two equal dont_filter requests stay two entries), "fifo" or "lifo"
@@ -301,6 +302,12 @@ class redis_queue {
   void run_script(const char* body, std::vector<std::string> keys, std::vector<std::string> args,
                   std::function<void(std::exception_ptr, redis::reply)> done,
                   const dedup::redis_marking* marking = nullptr);
+  // Adds a page's part of the settle script's arguments to the settles of this turn of the
+  // loop, sent together when the loop comes to them (or when a page with another dupefilter
+  // comes first); `answer` gets the page's own four answers.
+  void add_to_settles(std::vector<std::string> page, const dedup::redis_marking* marking,
+                      std::function<void(std::exception_ptr, redis::reply)> answer);
+  void send_settles();
   // What TYPE answers for `key` when it holds what the fleet keeps there; "-" for a key the
   // queue does not know.
   std::string expected_type(const std::string& key, const dedup::redis_marking* marking) const;
@@ -329,6 +336,8 @@ class redis_queue {
   std::unique_ptr<detail::known_fingerprints> known_;
   std::string known_key_;
   std::function<std::string(const request&)> check_;
+  struct settle_batch;
+  std::shared_ptr<settle_batch> settles_;  // this turn's settles, not sent yet
 };
 
 }  // namespace crawler

@@ -43,8 +43,8 @@ namespace crawler::detail {
 // calls check_types() before its first write. Redis does not undo a script's writes when a later
 // command fails, so a key of the wrong type (another program's, or one an operator recreated
 // mid-crawl) must stop the script before it writes anything, not halfway. The answer is an error
-// that starts with CRAWLER_WRONGTYPE and names the key. Settle, which runs once per page, checks
-// only the keys that this call writes (check_types(skipped)): a TYPE costs as much as the write
+// that starts with CRAWLER_WRONGTYPE and names the key. Settle, which runs for every page, checks
+// only the keys that its pages write (check_types(skipped)): a TYPE costs as much as the write
 // it guards, and a key a call leaves alone cannot fail it halfway; the next call that writes the
 // key names it.
 //
@@ -606,66 +606,98 @@ return released
 )lua";
 
 // settle: KEYS queue, leased, deadlines, seq, dupefilter, items, bad, deliveries;
-// ARGV order, worker, lease id ('' for none), filtering ('1', or '' for no dupefilter), child
-// count, the page's host's delay and hold in ms (set_pace; the host frontier's), its server's
-// address (set_address; '' for none), then per child:
+// ARGV order, worker, filtering ('1', or '' for no dupefilter), page count, then per page: lease
+// id ('' for none), child count, item count, the page's host's delay and hold in ms (set_pace;
+// the host frontier's), its server's address (set_address; '' for none), then per child:
 // request JSON, priority, dont_filter ('1' or '0'), marking argument, host; then the items.
-// In one step: each child is marked seen and queued unless the dupefilter has seen it, the items
-// are appended, and the parent's lease is settled. So no URL is ever seen without being queued,
-// leased or crawled. A lease the worker no longer holds (it expired and went back to the queue,
-// or this same outcome was stored by an earlier try whose answer was lost) stores nothing: the
-// request's outcome is stored once, by whoever holds its lease, so no item is written twice.
-// Returns {queued, duplicates, settled (1, or 0 when the lease was not held), one '1'
-// (duplicate) or '0' (queued) per child, or '' when nothing was stored}.
+// For each page in turn, in one step: each child is marked seen and queued unless the dupefilter
+// has seen it, the items are appended, and the parent's lease is settled. So no URL is ever seen
+// without being queued, leased or crawled. A lease the worker no longer holds (it expired and
+// went back to the queue, or this same outcome was stored by an earlier try whose answer was
+// lost) stores nothing: the request's outcome is stored once, by whoever holds its lease, so no
+// item is written twice. A worker settles the pages that finished together in one call (see
+// redis_queue::async_settle): each call costs Redis as much as a page's own work.
+// Returns, per page: queued, duplicates, settled (1, or 0 when the lease was not held), one '1'
+// (duplicate) or '0' (queued) per child, or '' when nothing was stored.
 inline constexpr const char* redis_queue_settle = R"lua(
 local queue, leased, deadlines, seq = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local filter, items = KEYS[5], KEYS[6]
-local order, worker, lease_id, filtering = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
-local children = tonumber(ARGV[5])
-local settled = 0
--- Most pages of a crawl bring no new link (their links were known) and no item: such a settle
--- writes only the lease's keys (and the host frontier's), and checks only those.
+local order, worker, filtering, pages = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4])
+-- Most pages of a crawl bring no new link (their links were known) and no item: their settle
+-- writes only the leases' keys (and the host frontier's), and checks only those.
+local leases, children, stored_items = false, false, false
+local at = 5
+for _ = 1, pages do
+  if ARGV[at] ~= '' then leases = true end
+  local child_count, item_count = tonumber(ARGV[at + 1]), tonumber(ARGV[at + 2])
+  if child_count > 0 then children = true end
+  if item_count > 0 then stored_items = true end
+  at = at + 6 + 5 * child_count + item_count
+end
 local skipped = {}
-if lease_id == '' then skipped[2], skipped[3], skipped[8] = true, true, true end
-if children == 0 then skipped[1], skipped[4], skipped[5], skipped[7] = true, true, true, true end
-if #ARGV < 9 + 5 * children then skipped[6] = true end
+if not leases then skipped[2], skipped[3], skipped[8] = true, true, true end
+if not children then skipped[1], skipped[4], skipped[5], skipped[7] = true, true, true, true end
+if not stored_items then skipped[6] = true end
 local refused = check_types(skipped)
 if refused then return refused end
-if children > 0 then
+if children then
   check_seq(seq, KEYS[7])
   check_count(KEYS[7])
 end
-if lease_id ~= '' then
-  local lease = redis.call('HGET', leased, lease_id)
-  local owner, _, entry, host = parse_lease(lease or '')
-  if owner ~= worker then return {0, 0, 0, ''} end
-  redis.call('HDEL', KEYS[8], delivery_id(entry))
-  redis.call('HDEL', leased, lease_id)
-  redis.call('ZREM', deadlines, lease_id)
-  if order == 'host' then
-    set_address(host, ARGV[8])
-    host_done(host)
-    set_pace(host, ARGV[6], ARGV[7])
+local answers = {}
+at = 5
+for _ = 1, pages do
+  local lease_id = ARGV[at]
+  local child_count, item_count = tonumber(ARGV[at + 1]), tonumber(ARGV[at + 2])
+  local delay_ms, hold_ms, address = ARGV[at + 3], ARGV[at + 4], ARGV[at + 5]
+  local first_child = at + 6
+  local first_item = first_child + 5 * child_count
+  at = first_item + item_count
+  local held, settled = true, 0
+  if lease_id ~= '' then
+    local lease = redis.call('HGET', leased, lease_id)
+    local owner, _, entry, host = parse_lease(lease or '')
+    if owner ~= worker then
+      held = false
+    else
+      redis.call('HDEL', KEYS[8], delivery_id(entry))
+      redis.call('HDEL', leased, lease_id)
+      redis.call('ZREM', deadlines, lease_id)
+      if order == 'host' then
+        set_address(host, address)
+        host_done(host)
+        set_pace(host, delay_ms, hold_ms)
+      end
+      settled = 1
+    end
   end
-  settled = 1
-end
-local queued, duplicates = 0, 0
-local flags = {}
-local at = 9
-for _ = 1, children do
-  if queue_new(queue, order, seq, filtering, filter, ARGV[at], ARGV[at + 1], ARGV[at + 2],
-               ARGV[at + 3], ARGV[at + 4]) then
-    queued = queued + 1
-    flags[#flags + 1] = '0'
+  if held then
+    local queued, duplicates = 0, 0
+    local flags = {}
+    for child = first_child, first_item - 1, 5 do
+      if queue_new(queue, order, seq, filtering, filter, ARGV[child], ARGV[child + 1],
+                   ARGV[child + 2], ARGV[child + 3], ARGV[child + 4]) then
+        queued = queued + 1
+        flags[#flags + 1] = '0'
+      else
+        duplicates = duplicates + 1
+        flags[#flags + 1] = '1'
+      end
+    end
+    for i = first_item, at - 1 do redis.call('RPUSH', items, ARGV[i]) end
+    answers[#answers + 1] = queued
+    answers[#answers + 1] = duplicates
+    answers[#answers + 1] = settled
+    answers[#answers + 1] = table.concat(flags)
   else
-    duplicates = duplicates + 1
-    flags[#flags + 1] = '1'
+    answers[#answers + 1] = 0
+    answers[#answers + 1] = 0
+    answers[#answers + 1] = 0
+    answers[#answers + 1] = ''
   end
-  at = at + 5
 end
-for i = at, #ARGV do redis.call('RPUSH', items, ARGV[i]) end
 count_added()
-return {queued, duplicates, settled, table.concat(flags)}
+return answers
 )lua";
 
 // feed: KEYS start_urls, queue, seq, dupefilter, bad, the queue's bad; ARGV order, the start
