@@ -836,20 +836,23 @@ TEST(redis_queue, a_lost_lease_stores_nothing_so_its_new_holder_stores_the_outco
   EXPECT_EQ(redis.integer("LLEN spider:requests"), 1);
 }
 
-// A busy worker finishes several pages in one turn of its loop: their outcomes go to Redis in one
-// script call, and each page keeps its own, a lost lease among them storing nothing.
-TEST(redis_queue, pages_settled_in_one_turn_go_in_one_call_each_keeping_its_own_outcome) {
-  fixture f;
-  auto queue = f.queue("w1", "fifo");
-  settle(queue, "", {request{"http://a/1"}, request{"http://a/2"}, request{"http://a/3"}});
-  auto taken = take(queue, 3);
-  ASSERT_EQ(taken.size(), 3u);
-  inspector redis(f.server.port());
-  redis.command("HDEL spider:requests:leased " + taken[1].lease_id);  // as if reclaimed
-  redis.command("CONFIG RESETSTAT");
-  std::vector<std::promise<settle_result>> outcomes(3);
+// `count` pages queued and taken by `queue`.
+std::vector<leased_request> taken_pages(redis_queue& queue, std::size_t count) {
+  std::vector<request> pages;
+  for (std::size_t page = 0; page < count; ++page) {
+    pages.emplace_back("http://a/" + std::to_string(page));
+  }
+  settle(queue, "", pages);
+  return take(queue, count);
+}
+
+// Settles each of `taken` from one handler of the loop, as a worker whose pages finished in the
+// same turn does: page N brings the link http://a/childN and the item {"page": N}.
+std::vector<settle_result> settle_in_one_turn(fixture& f, redis_queue& queue,
+                                              const std::vector<leased_request>& taken) {
+  std::vector<std::promise<settle_result>> outcomes(taken.size());
   boost::asio::post(f.loop.executor(), [&] {
-    for (std::size_t page = 0; page < 3; ++page) {
+    for (std::size_t page = 0; page < taken.size(); ++page) {
       queue.async_settle(taken[page].lease_id,
                          {request{"http://a/child" + std::to_string(page)}},
                          {nlohmann::json{{"page", page}}}, nullptr,
@@ -862,6 +865,20 @@ TEST(redis_queue, pages_settled_in_one_turn_go_in_one_call_each_keeping_its_own_
   });
   std::vector<settle_result> results;
   for (auto& outcome : outcomes) results.push_back(outcome.get_future().get());
+  return results;
+}
+
+// A busy worker finishes several pages in one turn of its loop: their outcomes go to Redis in one
+// script call, and each page keeps its own, a lost lease among them storing nothing.
+TEST(redis_queue, pages_settled_in_one_turn_go_in_one_call_each_keeping_its_own_outcome) {
+  fixture f;
+  auto queue = f.queue("w1", "fifo");
+  auto taken = taken_pages(queue, 3);
+  ASSERT_EQ(taken.size(), 3u);
+  inspector redis(f.server.port());
+  redis.command("HDEL spider:requests:leased " + taken[1].lease_id);  // as if reclaimed
+  redis.command("CONFIG RESETSTAT");
+  auto results = settle_in_one_turn(f, queue, taken);
   auto info = redis.text("INFO commandstats");
   EXPECT_NE(info.find("cmdstat_evalsha:calls=1,"), std::string::npos) << info;
   EXPECT_TRUE(results[0].settled);
@@ -874,6 +891,24 @@ TEST(redis_queue, pages_settled_in_one_turn_go_in_one_call_each_keeping_its_own_
             (std::vector<std::string>{"http://a/child0", "http://a/child2"}));
   EXPECT_EQ(redis.strings("LRANGE spider:items 0 -1"),
             (std::vector<std::string>{R"({"page": 0})", R"({"page": 2})"}));
+}
+
+// A script holds every client of Redis while it runs, so a call settles 64 pages at most.
+TEST(redis_queue, a_turn_of_many_pages_is_settled_64_pages_a_call) {
+  fixture f;
+  auto queue = f.queue("w1", "fifo");
+  auto taken = taken_pages(queue, 65);
+  ASSERT_EQ(taken.size(), 65u);
+  inspector redis(f.server.port());
+  redis.command("CONFIG RESETSTAT");
+  for (const auto& result : settle_in_one_turn(f, queue, taken)) {
+    EXPECT_TRUE(result.settled);
+    EXPECT_EQ(result.queued, 1u);
+  }
+  auto info = redis.text("INFO commandstats");
+  EXPECT_NE(info.find("cmdstat_evalsha:calls=2,"), std::string::npos) << info;
+  EXPECT_EQ(redis.integer("LLEN spider:items"), 65);
+  EXPECT_EQ(redis.integer("HLEN spider:requests:leased"), 0);
 }
 
 TEST(redis_queue, items_are_written_as_scrapy_redis_redis_pipeline_writes_them) {

@@ -771,6 +771,10 @@ void redis_queue::async_settle(const std::string& lease_id, const std::vector<re
 // Pages that finish together, in the same turn of the loop, are settled in one script call:
 // each call costs Redis about as much as a page's own work (EVALSHA with its arguments, and the
 // prelude), and a busy worker finishes a dozen pages between two writes to Redis.
+// A script holds every client of Redis while it runs: a call settles this many pages at most,
+// a few milliseconds of Redis's time.
+constexpr std::size_t most_pages_a_settle = 64;
+
 struct redis_queue::settle_batch {
   const dedup::redis_marking* marking = nullptr;
   std::vector<std::string> args{4};  // order, worker, filtering, page count; then the pages'
@@ -796,8 +800,7 @@ void redis_queue::add_to_settles(std::vector<std::string> page,
     settles_->args.insert(settles_->args.end(), std::make_move_iterator(page.begin()),
                           std::make_move_iterator(page.end()));
     settles_->answers.push_back(std::move(answer));
-    // A script holds every client of Redis while it runs: a few milliseconds at most.
-    if (settles_->answers.size() == 64) send_settles();
+    if (settles_->answers.size() == most_pages_a_settle) send_settles();
   });
 }
 

@@ -616,7 +616,7 @@ return released
 // went back to the queue, or this same outcome was stored by an earlier try whose answer was
 // lost) stores nothing: the request's outcome is stored once, by whoever holds its lease, so no
 // item is written twice. A worker settles the pages that finished together in one call (see
-// redis_queue::async_settle): each call costs Redis as much as a page's own work.
+// redis_queue::add_to_settles): each call costs Redis as much as a page's own work.
 // Returns, per page: queued, duplicates, settled (1, or 0 when the lease was not held), one '1'
 // (duplicate) or '0' (queued) per child, or '' when nothing was stored.
 inline constexpr const char* redis_queue_settle = R"lua(
