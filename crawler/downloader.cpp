@@ -6,6 +6,7 @@
 #include <deque>
 #include <random>
 
+#include "config/crawl_clock.h"
 #include "config/log.h"
 #include "crawler/detail/curl_transfers.h"
 #include "crawler/scheme_policy.h"
@@ -14,13 +15,9 @@ namespace crawler {
 namespace {
 
 namespace asio = boost::asio;
-using clock = std::chrono::steady_clock;
+using clock = crawl_clock;
 
 constexpr auto idle_slot_lifetime = std::chrono::seconds(60);  // as Scrapy's slot GC
-
-double seconds_since(clock::time_point then) {
-  return std::chrono::duration<double>(clock::now() - then).count();
-}
 
 }  // namespace
 
@@ -31,10 +28,12 @@ struct downloader::slot {
   std::size_t transferring = 0;
   double delay = 0;
   double least_delay = 0;  // the host's robots.txt Crawl-delay
-  clock::time_point last_start{};
+  // None before the slot's first download: a new slot owes no delay, whatever the clock says
+  // (its epoch is the machine's boot, which may be a second ago).
+  std::optional<clock::time_point> last_start;
   clock::time_point last_used = clock::now();
   bool timer_armed = false;
-  asio::steady_timer timer;
+  crawl_timer timer;
 };
 
 downloader::downloader(asio::any_io_executor executor, const settings& settings, stats& stats)
@@ -129,7 +128,7 @@ void downloader::enter_slot(const std::string& key, waiting next) {
   entry->queue.push_back(std::move(next));
   process_queue(key, *entry);
   if (!sweep_timer_) {
-    sweep_timer_ = std::make_unique<asio::steady_timer>(executor_);
+    sweep_timer_ = std::make_unique<crawl_timer>(executor_);
     sweep_idle_slots();
   }
 }
@@ -177,12 +176,11 @@ void downloader::process_queue(const std::string& key, slot& slot) {
     static thread_local std::mt19937_64 random{std::random_device{}()};
     delay = std::uniform_real_distribution<double>(0.5 * delay, 1.5 * delay)(random);
   }
-  if (delay > 0 && !slot.queue.empty()) {
-    double penalty = delay - seconds_since(slot.last_start);
+  if (delay > 0 && !slot.queue.empty() && slot.last_start) {
+    double penalty = delay - seconds_since(*slot.last_start);
     if (penalty > 0) {
       slot.timer_armed = true;
-      slot.timer.expires_after(
-          std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(penalty)));
+      slot.timer.expires_after(to_clock_duration(penalty));
       slot.timer.async_wait([this, key](boost::system::error_code error) {
         if (error) return;  // cancelled: the slot may be gone
         auto& waiting = *slots_.at(key);

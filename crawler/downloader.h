@@ -21,7 +21,6 @@
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/ip/tcp.hpp>
-#include <boost/asio/steady_timer.hpp>
 #include <cstddef>
 #include <functional>
 #include <map>
@@ -30,6 +29,7 @@
 #include <string>
 #include <vector>
 
+#include "config/crawl_clock.h"
 #include "config/settings.h"
 #include "config/stats.h"
 #include "crawler/download_result.h"
@@ -135,7 +135,7 @@ class downloader {
   std::map<std::string, std::string, std::less<>> addresses_;
   std::map<std::string, std::vector<waiting>, std::less<>> resolving_;
   std::unique_ptr<boost::asio::ip::tcp::resolver> resolver_;
-  std::unique_ptr<boost::asio::steady_timer> sweep_timer_;
+  std::unique_ptr<crawl_timer> sweep_timer_;
   std::shared_ptr<spdlog::logger> logger_;
 };
 

@@ -35,7 +35,7 @@ class scheduler::waiting_outcomes {
       // The engine's close calls begin_close, which gives them their last try.
       return owner_.fatal("redis_unavailable");
     }
-    if (now - last_log_ >= std::chrono::seconds(10)) {
+    if (!last_log_ || now - *last_log_ >= std::chrono::seconds(10)) {
       owner_.logger_->error(
           "{} outcomes (requests through the dupefilter) wait to be stored; next try in {:.0f} s: "
           "{}",
@@ -94,7 +94,8 @@ class scheduler::waiting_outcomes {
   bool armed_ = false;
   redis::backoff backoff_{std::chrono::seconds(1), std::chrono::seconds(30)};
   std::optional<std::chrono::steady_clock::time_point> failing_since_;
-  std::chrono::steady_clock::time_point last_log_{};
+  // None before the first line: the clock's epoch is the machine's boot, maybe seconds ago.
+  std::optional<std::chrono::steady_clock::time_point> last_log_;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };
 

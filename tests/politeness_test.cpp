@@ -2,11 +2,53 @@
 // randomness, concurrency per domain and per IP, AutoThrottle, robots.txt.
 #include <gtest/gtest.h>
 
+#include "config/crawl_clock.h"
 #include "crawl_fixture.h"
+#include "crawler/downloader.h"
 
 namespace {
 
 using namespace crawler::fixtures;
+using std::chrono::seconds;
+
+// Runs `io` until its loop has looked at the crawl's clock once more: every timer due by now has
+// fired (a probe due now fires in the same pass), and what those timers started has started.
+void look_at_clock(boost::asio::io_context& io) {
+  crawler::crawl_timer probe(io);
+  probe.expires_at(crawler::crawl_clock::now());
+  bool looked = false;
+  probe.async_wait([&](boost::system::error_code) { looked = true; });
+  while (!looked) io.run_one();
+  io.poll();
+}
+
+// A slot's first download owes no delay, however near the clock is to its epoch (a machine
+// booted a second ago: the epoch of the machine's monotonic clock is its boot). The next one
+// waits the whole DOWNLOAD_DELAY: not at 599 s, at 600 s.
+TEST(downloader, a_new_slot_starts_its_first_download_at_once_a_second_after_boot) {
+  http_server server;
+  crawler::driven_clock clock(seconds(1));
+  boost::asio::io_context io;
+  crawler::settings settings;
+  settings.set("DOWNLOAD_DELAY", 600);
+  settings.set("RANDOMIZE_DOWNLOAD_DELAY", false);
+  crawler::stats stats;
+  crawler::downloader downloader(io.get_executor(), settings, stats);
+  std::size_t done = 0;
+  for (const char* path : {"/s?wd=1", "/s?wd=2"}) {
+    downloader.fetch(get(server.url(path)), [&](crawler::download_result) { ++done; });
+  }
+  ASSERT_EQ(stats.get_int("downloader/request_count"), 1) << "the first download waited";
+  while (done < 1) io.run_one();
+  clock.advance(seconds(599));
+  look_at_clock(io);
+  EXPECT_EQ(stats.get_int("downloader/request_count"), 1) << "the second download left early";
+  clock.advance(seconds(1));
+  look_at_clock(io);
+  EXPECT_EQ(stats.get_int("downloader/request_count"), 2) << "the second download was late";
+  while (done < 2) io.run_one();
+  EXPECT_EQ(server.total_hits(), 2u);
+}
 
 TEST(crawl, download_delay_spaces_requests_to_one_host) {
   http_server server;
