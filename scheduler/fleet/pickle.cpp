@@ -88,13 +88,10 @@ std::string_view value::type_name() const {
 
 namespace {
 
-// The opcodes that build objects rather than data, by the names pickletools gives them.
+// The opcodes that build objects rather than data, by the names pickletools gives them. GLOBAL,
+// STACK_GLOBAL and NEWOBJ are read for the classes of str_subclasses alone.
 const char* object_opcode(unsigned char op) {
   switch (op) {
-    case 'c':
-      return "GLOBAL";
-    case 0x93:
-      return "STACK_GLOBAL";
     case 'R':
       return "REDUCE";
     case 'b':
@@ -103,8 +100,6 @@ const char* object_opcode(unsigned char op) {
       return "INST";
     case 'o':
       return "OBJ";
-    case 0x81:
-      return "NEWOBJ";
     case 0x92:
       return "NEWOBJ_EX";
     case 0x82:
@@ -123,6 +118,28 @@ const char* object_opcode(unsigned char op) {
       return "READONLY_BUFFER";
   }
   return nullptr;
+}
+
+// The Python classes whose instances are read as plain str: subclasses of str that add nothing a
+// request needs, which real Scrapy requests carry in their meta. Each is pickled as the class
+// (GLOBAL or STACK_GLOBAL), a tuple of one str, and NEWOBJ, which calls str.__new__: the value is
+// that str. Nothing here is looked up or run; a class not on the list is refused by name.
+struct str_subclass {
+  std::string_view module, name;
+};
+constexpr str_subclass str_subclasses[] = {
+    // What lxml's XPath text() and string() give: a CrawlSpider's meta["link_text"], and what a
+    // callback puts in meta from response.xpath(...).get() on Scrapy 2.8 with lxml 4.9.
+    {"lxml.etree", "_ElementUnicodeResult"},
+};
+
+std::string allowed_classes() {
+  std::string out;
+  for (const auto& allowed : str_subclasses) {
+    if (!out.empty()) out += ", ";
+    out += std::string(allowed.module) + "." + std::string(allowed.name);
+  }
+  return out;
 }
 
 // The pickle is read into an arena of nodes first: the memo and the stack hold indices, so a
@@ -267,6 +284,21 @@ class reader {
           push(std::move(made));
           break;
         }
+        case 'c': {  // GLOBAL: "module\nname\n"
+          auto module = line(offset, "GLOBAL");
+          auto name = line(offset, "GLOBAL");
+          push_class(offset, "GLOBAL", module, name);
+          break;
+        }
+        case 0x93: {  // STACK_GLOBAL
+          auto name = pop_text(offset, "STACK_GLOBAL");
+          auto module = pop_text(offset, "STACK_GLOBAL");
+          push_class(offset, "STACK_GLOBAL", module, name);
+          break;
+        }
+        case 0x81:  // NEWOBJ
+          new_object(offset);
+          break;
         case 0x94:
           memo_.push_back(top(offset));
           break;  // MEMOIZE
@@ -307,7 +339,62 @@ class reader {
   struct node {
     value scalar;  // none, booleans, numbers, str and bytes; the kind of a container
     std::vector<std::uint32_t> children;
+    const str_subclass* python_class = nullptr;  // a class GLOBAL named, not a value
   };
+
+  [[noreturn]] void refuse(std::size_t offset, const char* opcode, const std::string& why) const {
+    fail_at(offset, "holds opcode " + std::string(opcode) + ", which " + why + "; only data is read");
+  }
+  // GLOBAL's arguments: text up to a newline.
+  std::string line(std::size_t offset, const char* opcode) {
+    auto end = in_.find('\n', at_);
+    if (end == std::string_view::npos) refuse(offset, opcode, "names a class without a newline");
+    auto out = std::string(in_.substr(at_, end - at_));
+    at_ = end + 1;
+    return out;
+  }
+  // STACK_GLOBAL's arguments: str values on the stack.
+  std::string pop_text(std::size_t offset, const char* opcode) {
+    if (stack_.size() <= (marks_.empty() ? 0 : marks_.back())) {
+      refuse(offset, opcode, "names a Python object with what is not on the stack");
+    }
+    const auto& named = nodes_[pop(offset)];
+    if (named.python_class || named.scalar.type != value::kind::text) {
+      refuse(offset, opcode, "names a Python object with a " +
+                                 std::string(named.python_class ? "class" : named.scalar.type_name()));
+    }
+    return named.scalar.text;
+  }
+  void push_class(std::size_t offset, const char* opcode, const std::string& module,
+                  const std::string& name) {
+    for (const auto& allowed : str_subclasses) {
+      if (allowed.module == module && allowed.name == name) {
+        node made;
+        made.python_class = &allowed;
+        push(std::move(made));
+        return;
+      }
+    }
+    refuse(offset, opcode,
+           "names the Python object " + module + "." + name +
+               ", not one of the str subclasses read as str (" + allowed_classes() + ")");
+  }
+  // NEWOBJ: cls.__new__(cls, *args), read only as a str subclass made from one str.
+  void new_object(std::size_t offset) {
+    if (stack_.size() < (marks_.empty() ? 0 : marks_.back()) + 2) {
+      refuse(offset, "NEWOBJ", "builds a Python object from what is not on the stack");
+    }
+    const auto& args = nodes_[pop(offset)];
+    const auto& made_by = nodes_[pop(offset)];
+    if (!made_by.python_class) refuse(offset, "NEWOBJ", "builds an object of what is not a class");
+    if (args.python_class || args.scalar.type != value::kind::tuple || args.children.size() != 1 ||
+        nodes_[args.children[0]].python_class ||
+        nodes_[args.children[0]].scalar.type != value::kind::text) {
+      refuse(offset, "NEWOBJ",
+             "builds a " + std::string(made_by.python_class->name) + " from other than one str");
+    }
+    push(scalar(nodes_[args.children[0]].scalar));
+  }
 
   [[noreturn]] void fail(const std::string& what) const { throw error("the pickle " + what); }
   [[noreturn]] void fail_at(std::size_t offset, const std::string& what) const {
@@ -410,6 +497,10 @@ class reader {
       fail("expands to more than " + std::to_string(limits_.max_values) + " values");
     }
     const auto& from = nodes_[index];
+    if (from.python_class) {
+      fail("holds the Python class " + std::string(from.python_class->module) + "." +
+           std::string(from.python_class->name) + " itself, where only its instances are read");
+    }
     value out = from.scalar;
     out.items.reserve(from.children.size());
     if (out.type != value::kind::dict) {

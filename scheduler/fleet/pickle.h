@@ -7,9 +7,12 @@
 //
 // The reader knows only the opcodes that build data: None, booleans, integers, floats, str,
 // bytes, lists, tuples, sets, dicts, and the memo, marks and frames around them. An opcode that
-// names, imports, calls or builds a Python object (GLOBAL, STACK_GLOBAL, REDUCE, BUILD, INST,
-// OBJ, NEWOBJ, EXT, PERSID, out-of-band buffers) is refused where it stands: a hostile pickle is
-// an error that names the opcode and its offset, and nothing it names is looked up. Nesting and
+// imports, calls or builds a Python object (REDUCE, BUILD, INST, OBJ, NEWOBJ_EX, EXT, PERSID,
+// out-of-band buffers) is refused where it stands: a hostile pickle is an error that names the
+// opcode and its offset, and nothing it names is looked up. One exception, by an allow-list in
+// pickle.cpp: a str subclass that real Scrapy requests carry (lxml's _ElementUnicodeResult, the
+// link text of a CrawlSpider's requests) is read as the str it holds, when it is pickled as its
+// class (GLOBAL or STACK_GLOBAL), one str and NEWOBJ; any other class is refused by name. Nesting and
 // the number of values are bounded, so a small pickle that references one list a million times
 // is refused, not expanded. The writer writes protocol 5 as CPython's pickler does (one frame,
 // every str, bytes, list, dict and tuple memoized), byte for byte for what scrapy-redis stores.
