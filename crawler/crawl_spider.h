@@ -15,9 +15,17 @@
 //
 // As in Scrapy: the start pages and every page reached through a rule with `follow` have their
 // links run through the rules in order; each link goes to the first rule that extracts it. A rule
-// follows by default when it has no callback. A rule's requests carry its cb_kwargs and errback,
-// and pass its process_request, as Scrapy's Rule's do. Do not override parse(): it drives the rules
+// follows by default when it has no callback. Do not override parse(): it drives the rules
 // (override parse_start_url to handle the start pages).
+//
+// A rule's request is the one Scrapy 2.8's CrawlSpider._build_request makes: callback "_callback",
+// errback "_errback", meta {"rule": the rule's index, "link_text": the link's text}, and it passes
+// the rule's process_request. When its page comes, the rule of that index runs its callback with
+// the rule's cb_kwargs under the request's own, and follows its links; a failure goes to the rule's
+// errback. So a queue shared with scrapy-redis's RedisCrawlSpider runs on either side, provided
+// both declare the same rules in the same order: a request names its rule by index alone. A
+// request whose rule index this spider does not have is refused before it is fetched
+// (check_request()).
 #pragma once
 
 #include <functional>
@@ -52,8 +60,10 @@ struct rule {
 
 class crawl_spider : public spider {
  public:
-  /// The callback every rule-made request names; its meta "rule" says which rule made it.
-  static constexpr const char* rule_callback = "_crawl_spider_rule";
+  /// The callback and errback every rule-made request names, as in Scrapy; its meta "rule" says
+  /// which rule made it.
+  static constexpr const char* rule_callback = "_callback";
+  static constexpr const char* rule_errback = "_errback";
 
   explicit crawl_spider(std::string name);
 
@@ -67,9 +77,16 @@ class crawl_spider : public spider {
   /// that extracts it (after that rule's process_links): what the crawl follows from the page.
   std::vector<std::pair<std::size_t, link>> links_by_rule(const response& response) const;
 
+  /// Refuses a rule's request (its callback or errback is the rules') whose meta "rule" is not
+  /// the index of one of this spider's rules.
+  std::string check_request(const request& request) const override;
+
  private:
   void follow_rules(const response& response, output& out);
   void parse_rule_page(const response& response, output& out);
+  void rule_failed(const failure& failure, output& out);
+  /// The rule `meta` names, or null.
+  const rule* rule_of(const nlohmann::json& meta) const;
 };
 
 }  // namespace crawler

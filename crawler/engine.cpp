@@ -123,7 +123,7 @@ engine::engine(asio::io_context& io, const settings& settings, stats& stats, spi
     if (!spider_.has_errback(request.errback)) {
       return "spider " + spider_.name() + " has no errback \"" + request.errback + "\"";
     }
-    return {};
+    return spider_.check_request(request);
   });
   if (spider.parses_html || spider.concurrent_callbacks) {
     parsers_ =

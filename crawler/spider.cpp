@@ -88,6 +88,10 @@ bool spider::has_callback(std::string_view name) const {
   return name.empty() || name == "parse" || callbacks_.contains(name);
 }
 
+std::string spider::check_request(const request&) const {
+  return {};
+}
+
 bool spider::has_errback(std::string_view name) const {
   return name.empty() || errbacks_.contains(name);
 }

@@ -107,6 +107,10 @@ class spider {
   /// True when call() / call_errback() know `name` ("" and "parse" are always callbacks).
   bool has_callback(std::string_view name) const;
   bool has_errback(std::string_view name) const;
+  /// Why this spider cannot answer `request`, read from a fleet's queue, beyond its callback and
+  /// errback names (CrawlSpider: a rule index it does not have); "" when it can. Such a request
+  /// is set aside before it is fetched.
+  virtual std::string check_request(const request& request) const;
 
   /// Spider arguments, `crawler crawl NAME -a key=value`.
   void set_argument(std::string key, std::string value) {

@@ -519,6 +519,100 @@ TEST(crawl, a_link_two_rules_extract_is_requested_once_by_the_first) {
   EXPECT_EQ(out.requests[1].meta["rule"], 1);
 }
 
+// A rule's request is Scrapy 2.8's CrawlSpider._build_request's, so a scrapy-redis worker sharing
+// the queue runs it: callback "_callback", errback "_errback", meta rule and link_text, no
+// cb_kwargs of its own. Its page goes to the rule's callback with the rule's cb_kwargs under the
+// request's (Scrapy's {**rule.cb_kwargs, **cb_kwargs}), whichever side made the request.
+TEST(crawl, a_rules_request_is_the_one_scrapys_crawl_spider_builds_and_runs_by_rule_index) {
+  class rule_pages : public crawler::crawl_spider {
+   public:
+    rule_pages() : crawl_spider("rule_pages") {
+      rules.push_back({crawler::link_extractor({.allow = {"/a"}}), "first"});
+      crawler::rule second{crawler::link_extractor({.allow = {"/b"}}), "second"};
+      second.cb_kwargs = {{"kind", "rule"}, {"page", 1}};
+      rules.push_back(std::move(second));
+      for (const char* name : {"first", "second"}) {
+        callback(name, [this, name](const crawler::response& response, crawler::output&) {
+          called.push_back({name, response.cb_kwargs()});
+        });
+      }
+    }
+    std::vector<std::pair<std::string, nlohmann::json>> called;
+  };
+  rule_pages spider;
+  crawler::response page;
+  page.url = page.request.url = "http://example.com/";
+  page.body = R"(<a href="/a">A <b>x</b></a><a href="/b">B</a>)";
+  page.headers.emplace_back("Content-Type", "text/html");
+  crawler::output out;
+  spider.parse(page, out);
+  ASSERT_EQ(out.requests.size(), 2u);
+  for (const auto& request : out.requests) {
+    EXPECT_EQ(request.callback, "_callback");
+    EXPECT_EQ(request.errback, "_errback");
+    EXPECT_EQ(request.cb_kwargs, nlohmann::json::object());
+  }
+  EXPECT_EQ(out.requests[0].meta, (nlohmann::json{{"rule", 0}, {"link_text", "A x"}}));
+  EXPECT_EQ(out.requests[1].meta, (nlohmann::json{{"rule", 1}, {"link_text", "B"}}));
+
+  auto page_of = [](crawler::request request) {
+    crawler::response response;
+    response.url = request.url;
+    response.request = std::move(request);
+    response.headers.emplace_back("Content-Type", "text/html");
+    return response;
+  };
+  crawler::output ignored;
+  spider.call("_callback", page_of(out.requests[0]), ignored);
+  spider.call("_callback", page_of(out.requests[1]), ignored);
+  auto with_own = out.requests[1];
+  with_own.cb_kwargs = {{"page", 2}};  // a request's own cb_kwargs win over the rule's
+  spider.call("_callback", page_of(with_own), ignored);
+  EXPECT_EQ(spider.called,
+            (std::vector<std::pair<std::string, nlohmann::json>>{
+                {"first", nlohmann::json::object()},
+                {"second", {{"kind", "rule"}, {"page", 1}}},
+                {"second", {{"kind", "rule"}, {"page", 2}}}}));
+}
+
+// A fleet's two sides must declare the same rules in the same order: a request names its rule by
+// index alone. One whose index this spider does not have is refused before it is fetched (the
+// fleet sets it aside); a request of no rule, or of a rule it has, passes.
+TEST(crawl, a_rules_request_whose_rule_index_the_spider_lacks_is_refused) {
+  class one_rule : public crawler::crawl_spider {
+   public:
+    one_rule() : crawl_spider("one_rule") {
+      rules.push_back({crawler::link_extractor(), "parse_item"});
+      callback("parse_item", [](const crawler::response&, crawler::output&) {});
+    }
+  };
+  one_rule spider;
+  auto rule_request = [](nlohmann::json meta, const char* callback = "_callback",
+                         const char* errback = "_errback") {
+    crawler::request request{"http://example.com/x", callback};
+    request.errback = errback;
+    request.meta = std::move(meta);
+    return request;
+  };
+  EXPECT_EQ(spider.check_request(rule_request({{"rule", 0}})), "");
+  EXPECT_EQ(spider.check_request(rule_request({{"rule", 1}})),
+            "spider one_rule has no rule 1 (it has 1): both sides of a fleet must declare the "
+            "same rules in the same order");
+  EXPECT_EQ(spider.check_request(rule_request({{"rule", -1}})),
+            "spider one_rule has no rule -1 (it has 1): both sides of a fleet must declare the "
+            "same rules in the same order");
+  EXPECT_EQ(spider.check_request(rule_request({{"rule", "0"}})),
+            "spider one_rule has no rule \"0\" (it has 1): both sides of a fleet must declare "
+            "the same rules in the same order");
+  EXPECT_EQ(spider.check_request(rule_request(nlohmann::json::object())),
+            "spider one_rule has no rule (the request's meta names none) (it has 1): both sides "
+            "of a fleet must declare the same rules in the same order");
+  // The errback alone names the rules too; an earlier release's callback name still does.
+  EXPECT_NE(spider.check_request(rule_request({{"rule", 1}}, "parse_item")), "");
+  EXPECT_NE(spider.check_request(rule_request({{"rule", 1}}, "_crawl_spider_rule", "")), "");
+  EXPECT_EQ(spider.check_request(rule_request({{"rule", 7}}, "parse_item", "")), "");
+}
+
 // Host names compare without case: a link to LOCALHOST is on a site whose allowed_domains says
 // localhost; one to another host is offsite.
 TEST(crawl, allowed_domains_compare_host_names_without_case) {

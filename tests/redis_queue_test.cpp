@@ -779,9 +779,39 @@ TEST(redis_queue, a_link_that_cannot_be_fingerprinted_is_named_and_the_others_ar
                        {}, dupefilter->marking());
   EXPECT_TRUE(result.settled);
   EXPECT_EQ(result.queued, 2u);
-  EXPECT_EQ(result.unfingerprintable_positions, (std::vector<std::size_t>{1}));
+  ASSERT_EQ(result.refused_children.size(), 1u);
+  EXPECT_EQ(result.refused_children[0].first, 1u);
+  EXPECT_EQ(result.refused_children[0].second, "its URL cannot be fingerprinted");
   EXPECT_TRUE(result.duplicate_positions.empty());
   EXPECT_EQ(urls(take(queue, 10)), (std::vector<std::string>{"http://a/2", "http://a/3"}));
+}
+
+// In scrapy-redis's form, a link whose callback no Python method can be named is refused with
+// why, by its place among the page's links, and neither queued nor marked seen; the others go on.
+TEST(redis_queue, a_link_scrapy_redis_could_not_run_is_named_and_the_others_are_queued) {
+  fixture f;
+  auto dupefilter = f.redis_set_dupefilter();
+  redis_queue queue(f.client, {.key = "spider:requests",
+                               .order = "fifo",
+                               .form = crawler::queue_entry_form::pickle,
+                               .worker = "w1"});
+  settle(queue, "", {request{"http://a/1"}});
+  auto parent = take(queue, 1);
+  ASSERT_EQ(parent.size(), 1u);
+  auto result = settle(queue, parent[0].lease_id,
+                       {request{"http://a/2"}, request{"http://a/3", "parse-page"},
+                        request{"http://a/4"}},
+                       {}, dupefilter->marking());
+  EXPECT_TRUE(result.settled);
+  EXPECT_EQ(result.queued, 2u);
+  ASSERT_EQ(result.refused_children.size(), 1u);
+  EXPECT_EQ(result.refused_children[0].first, 1u);
+  EXPECT_NE(result.refused_children[0].second.find("its callback \"parse-page\" cannot be"),
+            std::string::npos);
+  EXPECT_EQ(urls(take(queue, 10)), (std::vector<std::string>{"http://a/2", "http://a/4"}));
+  // Not marked seen: a corrected spider queues it.
+  auto again = settle(queue, "", {request{"http://a/3"}}, {}, dupefilter->marking());
+  EXPECT_EQ(again.queued, 1u);
 }
 
 TEST(redis_queue, start_urls_move_from_a_list_or_a_set_into_the_queue_once) {

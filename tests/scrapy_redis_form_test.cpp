@@ -290,6 +290,33 @@ TEST(scrapy_redis_pickle, data_round_trips_through_the_writer) {
   EXPECT_EQ(read.find("tuple")->items.size(), 5u);
 }
 
+// scrapy-redis pops an entry, then looks its callback up as a method of the spider: a name no
+// Python method can have would be lost there, so it is never written. Identifiers pass, with
+// non-ASCII letters; an empty name is None (parse, or no errback).
+TEST(scrapy_redis_pickle, a_callback_no_python_method_can_be_named_is_never_written) {
+  auto written = [](std::string callback, std::string errback) {
+    crawler::request request{"http://a/x", std::move(callback)};
+    request.errback = std::move(errback);
+    try {
+      auto dict = crawler::scrapy_dict_of(request);
+      return std::string(dict.find("callback")->type_name()) + " " +
+             std::string(dict.find("errback")->type_name());
+    } catch (const std::invalid_argument& refused) {
+      return std::string(refused.what());
+    }
+  };
+  EXPECT_EQ(written("parse_item", "_errback"), "str str");
+  EXPECT_EQ(written("_callback2", ""), "str None");
+  EXPECT_EQ(written("", ""), "None None");
+  EXPECT_EQ(written("parse_\xc3\xa9t\xc3\xa9", ""), "str None");
+  EXPECT_EQ(written("parse-item", ""),
+            "<GET http://a/x>: its callback \"parse-item\" cannot be the name of a Python "
+            "spider's method, which a scrapy-redis worker would look it up as "
+            "(SCHEDULER_SERIALIZER = \"scrapy_redis.picklecompat\")");
+  EXPECT_NE(written("parse", "2nd").find("its errback \"2nd\" cannot be"), std::string::npos);
+  EXPECT_NE(written("parse item", "").find("its callback \"parse item\""), std::string::npos);
+}
+
 TEST(scrapy_redis_pickle, a_request_dict_with_a_member_of_the_wrong_type_names_it) {
   auto dict = pickle::value::dict();
   dict.set("url", pickle::value::str("http://a/"));

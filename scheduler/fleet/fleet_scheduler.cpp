@@ -1184,9 +1184,8 @@ void fleet_scheduler::do_store(page_outcome outcome,
             heartbeat();  // and the next one an interval from now
           }
         }
-        for (auto position : result.unfingerprintable_positions) {
-          logger_->error("Dropped {}: its URL cannot be fingerprinted",
-                         kept->requests[position].describe());
+        for (const auto& [position, why] : result.refused_children) {
+          logger_->error("Dropped {}: {}", kept->requests[position].describe(), why);
         }
         std::vector<request> dropped;
         for (auto position : result.duplicate_positions) {

@@ -682,7 +682,8 @@ void redis_queue::async_settle(const std::string& lease_id, const std::vector<re
                                 pace.hold > 0 ? in_ms(pace.hold) : "",
                                 pace.address};
   std::size_t count = 0;
-  std::vector<std::size_t> sent, unfingerprintable, known;  // positions in `children`
+  std::vector<std::size_t> sent, known;  // positions in `children`
+  std::vector<std::pair<std::size_t, std::string>> refused;
   std::vector<dedup::fingerprint> marked;  // what the dupefilter holds once this settle is stored
   if (marking && marking->key != known_key_) {
     forget_known();
@@ -705,19 +706,27 @@ void redis_queue::async_settle(const std::string& lease_id, const std::vector<re
     std::string mark;
     if (marking && !child.dont_filter) {
       if (!fingerprints[position]) {
-        unfingerprintable.push_back(position);  // cannot be fetched either
+        refused.emplace_back(position, "its URL cannot be fingerprinted");  // nor fetched
         continue;
       }
-      const auto& fp = *fingerprints[position];
-      if (known_->contains(fp)) {
+      if (known_->contains(*fingerprints[position])) {
         known.push_back(position);
         continue;
       }
-      mark = marking->argument(fp);
-      marked.push_back(fp);
+    }
+    std::string body;
+    try {
+      body = entry_body(child);
+    } catch (const std::invalid_argument& unwritable) {
+      refused.emplace_back(position, unwritable.what());
+      continue;
+    }
+    if (marking && !child.dont_filter) {
+      mark = marking->argument(*fingerprints[position]);
+      marked.push_back(*fingerprints[position]);
     }
     sent.push_back(position);
-    args.push_back(entry_body(child));
+    args.push_back(std::move(body));
     args.push_back(std::to_string(child.priority));
     args.push_back(child.dont_filter ? "1" : "0");
     args.push_back(std::move(mark));
@@ -733,7 +742,7 @@ void redis_queue::async_settle(const std::string& lease_id, const std::vector<re
   add_to_settles(
       std::move(args), marking,
       [this, done = std::move(done), lease_id, sent = std::move(sent),
-       unfingerprintable = std::move(unfingerprintable), known = std::move(known),
+       refused = std::move(refused), known = std::move(known),
        marked = std::move(marked)](std::exception_ptr error, redis::reply answer) {
         settle_result result;
         try {
@@ -755,7 +764,7 @@ void redis_queue::async_settle(const std::string& lease_id, const std::vector<re
             if (flags[i] == '1') result.duplicate_positions.push_back(sent[i]);
           }
           if (stored) {
-            result.unfingerprintable_positions = unfingerprintable;
+            result.refused_children = refused;
             result.duplicates += known.size();
             result.duplicate_positions.insert(result.duplicate_positions.end(), known.begin(),
                                               known.end());

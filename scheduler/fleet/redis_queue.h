@@ -135,8 +135,9 @@ struct settle_result {
   bool settled = false;
   /// The children the dupefilter had seen, by their position in the call's list.
   std::vector<std::size_t> duplicate_positions;
-  /// Children whose URL cannot be fingerprinted (never queued), by position.
-  std::vector<std::size_t> unfingerprintable_positions;
+  /// Children never queued, by position, with why: a URL that cannot be fingerprinted, a request
+  /// the queue's form cannot hold (a callback name scrapy-redis's workers could not look up).
+  std::vector<std::pair<std::size_t, std::string>> refused_children;
 };
 
 /// The lists of set-aside records (redis/set_aside.h) that `crawler requeue` empties.

@@ -1,5 +1,6 @@
 #include "scheduler/fleet/scrapy_request.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <stdexcept>
@@ -119,6 +120,17 @@ value from_json(const nlohmann::json& json) {
 
 // What Scrapy's request_to_dict writes for a plain Request that did not set the member (as
 // JSON: an empty tuple of flags is the empty list it is written back as).
+// Whether a scrapy-redis worker could find a method by this name (Python's identifiers; bytes of
+// non-ASCII letters are let through, as Python lets those letters through).
+bool is_method_name(std::string_view name) {
+  if (name.empty() || (name[0] >= '0' && name[0] <= '9')) return false;
+  return std::all_of(name.begin(), name.end(), [](char c) {
+    auto byte = static_cast<unsigned char>(c);
+    return byte >= 0x80 || byte == '_' || (byte >= 'a' && byte <= 'z') ||
+           (byte >= 'A' && byte <= 'Z') || (byte >= '0' && byte <= '9');
+  });
+}
+
 bool is_default(std::string_view member, const nlohmann::json& v) {
   if (member == "cookies" || member == "cb_kwargs") return v.is_object() && v.empty();
   if (member == "flags") return v.is_array() && v.empty();
@@ -220,13 +232,22 @@ value scrapy_dict_of(const request& request) {
     }
     return fallback;
   };
-  auto name_or_none = [](const std::string& name) {
-    return name.empty() ? value{} : value::str(name);
+  // scrapy-redis pops an entry before it looks its callback up: a name no spider method can
+  // have would be lost on that side, so it is refused here, before it is written.
+  auto name_or_none = [&request](const char* member, const std::string& name) {
+    if (name.empty()) return value{};
+    if (!is_method_name(name)) {
+      throw std::invalid_argument(
+          request.describe() + ": its " + member + " \"" + name +
+          "\" cannot be the name of a Python spider's method, which a scrapy-redis worker "
+          "would look it up as (SCHEDULER_SERIALIZER = \"scrapy_redis.picklecompat\")");
+    }
+    return value::str(name);
   };
   auto out = value::dict();
   out.set("url", value::str(request.url));
-  out.set("callback", name_or_none(request.callback));
-  out.set("errback", name_or_none(request.errback));
+  out.set("callback", name_or_none("callback", request.callback));
+  out.set("errback", name_or_none("errback", request.errback));
   auto headers = value::dict();
   for (const auto& [name, field] : request.headers) {
     value* values = nullptr;

@@ -29,7 +29,9 @@ inline constexpr std::string_view scrapy_request_meta_key = "_scrapy_request";
 /// The request `dict` stands for. Throws std::invalid_argument naming `where` and the member.
 request request_from_scrapy_dict(const pickle::value& dict, std::string_view where);
 
-/// Scrapy's request_to_dict of `request`, members in its order.
+/// Scrapy's request_to_dict of `request`, members in its order. Throws std::invalid_argument,
+/// naming the request, for a callback or errback that is not a Python identifier: scrapy-redis
+/// would pop the entry and then fail to find the method, and the request would be lost.
 pickle::value scrapy_dict_of(const request& request);
 
 }  // namespace crawler

@@ -46,8 +46,8 @@ void add_part(settle_result& into, const settle_result& part,
   into.queued += part.queued;
   into.duplicates += part.duplicates;
   for (auto at : part.duplicate_positions) into.duplicate_positions.push_back(positions[at]);
-  for (auto at : part.unfingerprintable_positions) {
-    into.unfingerprintable_positions.push_back(positions[at]);
+  for (const auto& [at, why] : part.refused_children) {
+    into.refused_children.emplace_back(positions[at], why);
   }
 }
 
