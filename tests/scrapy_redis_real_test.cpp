@@ -1,0 +1,212 @@
+// Mixed fleets against scrapy-redis itself: scrapy-redis 0.9.1's own code
+// (../shared/scrapy-redis/real/src, not an imitation) on Debian's Scrapy, beside our workers on one
+// real Redis, with the settings a scrapy-redis user copies into a crawl file. A RedisCrawlSpider
+// (two rules, a callback each) beside crawl files with the same rules, and a RedisSpider beside
+// the `site` spider, on each of scrapy-redis's three queue classes; then one side's queue taken
+// over by the other alone. What a user of a mixed fleet is promised: every page crawled once
+// (a start URL at most twice: it is dont_filter on both sides), each page's item made by the
+// callback of the rule that took its link, whichever side wrote the request and whichever ran it,
+// nothing set aside, no error in scrapy-redis's log.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "child_process.h"
+#include "fleet.h"
+#include "http_server.h"
+#include "redis_server.h"
+#include "tree_paths.h"
+
+namespace {
+
+using namespace std::chrono_literals;
+using crawler::fixtures::child_process;
+using crawler::fixtures::http_server;
+using crawler::fixtures::redis_list;
+using crawler::fixtures::redis_run;
+using crawler::fixtures::redis_server;
+using crawler::fixtures::temp_dir;
+
+constexpr const char* python_agent = "python-worker";
+constexpr const char* our_agent = "cpp-worker";
+
+std::filesystem::path scrapy_redis_source() {
+  return crawler::fixtures::source_dir() / ".." / "shared" / "scrapy-redis" / "real" / "src";
+}
+
+enum class spider_kind { crawl, plain };
+
+struct fleet_case {
+  spider_kind kind;
+  std::string queue_class;  // scrapy_redis.queue.<this>
+};
+
+std::string case_name(const testing::TestParamInfo<fleet_case>& info) {
+  return std::string(info.param.kind == spider_kind::crawl ? "RedisCrawlSpider_" : "RedisSpider_") +
+         info.param.queue_class;
+}
+
+// The settings both sides share, as a scrapy-redis project's settings.py holds them.
+nlohmann::json shared_settings(const redis_server& redis, const std::string& queue_class) {
+  return {{"SCHEDULER", "scrapy_redis.scheduler.Scheduler"},
+          {"DUPEFILTER_CLASS", "scrapy_redis.dupefilter.RFPDupeFilter"},
+          {"SCHEDULER_QUEUE_CLASS", "scrapy_redis.queue." + queue_class},
+          {"SCHEDULER_PERSIST", true},
+          {"ITEM_PIPELINES", {{"scrapy_redis.pipelines.RedisPipeline", 300}}},
+          {"REDIS_URL", redis.url()},
+          {"MAX_IDLE_TIME_BEFORE_CLOSE", 3}};
+}
+
+// A scrapy-redis worker: Scrapy running the spider of real_scrapy_redis_spider.py.
+std::unique_ptr<child_process> python_worker(const fleet_case& fleet, const redis_server& redis,
+                                             const nlohmann::json& extra = nlohmann::json::object()) {
+  auto settings = shared_settings(redis, fleet.queue_class);
+  settings.update({{"USER_AGENT", python_agent},
+                   {"CONCURRENT_REQUESTS", 8},
+                   {"TELNETCONSOLE_ENABLED", false},
+                   {"REQUEST_FINGERPRINTER_IMPLEMENTATION", "2.7"},
+                   {"LOG_LEVEL", "INFO"}});
+  settings.update(extra);
+  std::vector<std::string> argv{"/usr/bin/env",
+                                "PYTHONPATH=" + scrapy_redis_source().string(),
+                                std::string("SPIDER_KIND=") +
+                                    (fleet.kind == spider_kind::crawl ? "crawl" : "plain"),
+                                "/usr/bin/python3",
+                                "-m",
+                                "scrapy",
+                                "runspider",
+                                (crawler::fixtures::fixtures_dir() / "real_scrapy_redis_spider.py")
+                                    .string()};
+  for (const auto& [key, value] : settings.items()) {
+    argv.push_back("-s");
+    argv.push_back(key + "=" + (value.is_string() ? value.get<std::string>() : value.dump()));
+  }
+  return std::make_unique<child_process>(argv);
+}
+
+// One of ours: a crawl file with the same rules (RedisCrawlSpider), or the `site` spider
+// (RedisSpider), with the same settings.
+std::unique_ptr<child_process> our_worker(const fleet_case& fleet, const http_server& site,
+                                          const redis_server& redis, const temp_dir& dir,
+                                          const std::string& name,
+                                          std::vector<std::string> extra = {}) {
+  auto settings = shared_settings(redis, fleet.queue_class);
+  settings.update({{"USER_AGENT", our_agent}, {"CONCURRENT_REQUESTS", 2}, {"LOG_LEVEL", "INFO"}});
+  std::vector<std::string> argv{crawler::fixtures::crawler_binary()};
+  if (fleet.kind == spider_kind::crawl) {
+    nlohmann::json crawl{
+        {"settings", settings},
+        {"spider",
+         {{"name", "site"},
+          {"rules",
+           {{{"allow", {R"(/site/\d*[02468]$)"}}, {"callback", "parse_even"}, {"follow", true}},
+            {{"allow", {R"(/site/\d*[13579]$)"}}, {"callback", "parse_odd"}, {"follow", true}}}},
+          {"callbacks",
+           {{"parse_even", {{"fields", {{"url", "$url"}, {"even", "$status"}}}}},
+            {"parse_odd", {{"fields", {{"url", "$url"}, {"odd", "$status"}}}}}}}}}};
+    auto file = dir.path() / (name + ".json");
+    std::ofstream(file) << crawl.dump(2);
+    argv.insert(argv.end(), {"run", file.string()});
+  } else {
+    argv.insert(argv.end(), {"crawl", "site", "-a", "start=" + site.url("/site/0")});
+    for (const auto& [key, value] : settings.items()) {
+      argv.insert(argv.end(),
+                  {"-s", key + "=" + (value.is_string() ? value.get<std::string>() : value.dump())});
+    }
+  }
+  argv.insert(argv.end(), extra.begin(), extra.end());
+  return std::make_unique<child_process>(argv);
+}
+
+// What a mixed fleet promises, checked on the site, the Python log and Redis.
+struct outcome {
+  std::size_t by_python = 0, by_ours = 0;
+};
+
+outcome check_the_crawl(const fleet_case& fleet, const http_server& site, std::size_t pages,
+                        const redis_server& redis, const std::string& python_log) {
+  outcome counted;
+  for (std::size_t page = 0; page < pages; ++page) {
+    auto hits = site.hits("/site/" + std::to_string(page));
+    if (page == 0) {
+      EXPECT_GE(hits, 1u) << "the start page";
+      EXPECT_LE(hits, 2u) << "the start page";
+    } else {
+      EXPECT_EQ(hits, 1u) << "/site/" << page;
+    }
+  }
+  counted.by_python = site.targets_asked_by(python_agent).size();
+  counted.by_ours = site.targets_asked_by(our_agent).size();
+  for (const char* level : {" CRITICAL: ", " ERROR: "}) {
+    EXPECT_EQ(python_log.find(level), std::string::npos) << python_log;
+  }
+  for (const auto& key : redis_run(redis.port(), {"KEYS", "site:*"})) {
+    EXPECT_FALSE(key.ends_with(":bad") || key.ends_with(":dead")) << key << " holds what was set aside";
+  }
+  // Each page's item, from the callback its rule names: even pages to parse_even, odd ones to
+  // parse_odd, whichever side wrote the request and whichever ran it.
+  std::set<std::string> items_by;
+  std::set<std::string> item_urls;
+  for (const auto& line : redis_list(redis.port(), "site:items")) {
+    auto item = nlohmann::json::parse(line);
+    auto url = item.at("url").get<std::string>();
+    item_urls.insert(url);
+    items_by.insert(item.value("by", "ours"));
+    if (fleet.kind == spider_kind::crawl) {
+      bool even = (url.back() - '0') % 2 == 0;
+      EXPECT_TRUE(item.contains(even ? "even" : "odd")) << item.dump();
+      EXPECT_FALSE(item.contains(even ? "odd" : "even")) << item.dump();
+    }
+  }
+  // The rules' pages: every page a link reaches (all of them, /site/0 from /site/1999 too).
+  EXPECT_EQ(item_urls.size(), pages);
+  EXPECT_EQ(items_by, (std::set<std::string>{"ours", "python"}))
+      << "items in site:items come from both sides";
+  return counted;
+}
+
+class mixed_fleet_with_real_scrapy_redis : public testing::TestWithParam<fleet_case> {};
+
+// Two of ours and one scrapy-redis worker crawl a site of 2,000 pages together from one pushed
+// start URL: every page once, each side at least 15% of them.
+TEST_P(mixed_fleet_with_real_scrapy_redis, crawls_every_page_once_each_side_a_share) {
+  constexpr std::size_t pages = 2000;
+  const auto& fleet = GetParam();
+  http_server site({.site_pages = pages, .page_delay_ms = 20});
+  redis_server redis;
+  temp_dir dir;
+  // scrapy-redis reads start URLs when its spider is idle, at once after it opens, then on
+  // Scrapy's 5 s heartbeat: the URL is there first, and ours start once Python has fetched it.
+  redis_run(redis.port(), {"LPUSH", "site:start_urls", site.url("/site/0")});
+  auto python = python_worker(fleet, redis);
+  crawler::fixtures::wait_until([&] { return !site.targets_asked_by(python_agent).empty(); },
+                                "the scrapy-redis worker's first page");
+  auto ours_a = our_worker(fleet, site, redis, dir, "a");
+  auto ours_b = our_worker(fleet, site, redis, dir, "b");
+  EXPECT_EQ(ours_a->wait(300s), 0) << ours_a->stderr_text();
+  EXPECT_EQ(ours_b->wait(300s), 0) << ours_b->stderr_text();
+  EXPECT_EQ(python->wait(300s), 0) << python->stderr_text();
+  auto counted = check_the_crawl(fleet, site, pages, redis, python->stderr_text());
+  std::cout << "pages fetched: " << counted.by_python << " by scrapy-redis, " << counted.by_ours
+            << " by ours\n";
+  EXPECT_GE(counted.by_python, pages * 15 / 100);
+  EXPECT_GE(counted.by_ours, pages * 15 / 100);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    each_spider_and_queue_class, mixed_fleet_with_real_scrapy_redis,
+    testing::Values(fleet_case{spider_kind::crawl, "PriorityQueue"},
+                    fleet_case{spider_kind::crawl, "FifoQueue"},
+                    fleet_case{spider_kind::crawl, "LifoQueue"},
+                    fleet_case{spider_kind::plain, "PriorityQueue"},
+                    fleet_case{spider_kind::plain, "FifoQueue"},
+                    fleet_case{spider_kind::plain, "LifoQueue"}),
+    case_name);
+
+}  // namespace
