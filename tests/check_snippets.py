@@ -13,6 +13,11 @@ working fails CI. Each block is preceded by a marker that says how it is checked
   crawl-file              json, passed to `crawler check`
   python-settings         a settings.py excerpt: its names, as a crawl file's settings, pass
                           `crawler check` (ours take Scrapy's settings as they are)
+  scrapy-redis-spider beside NAME
+                          a Python spider module, imported by Debian's python3 with
+                          scrapy-redis's own source (../shared/scrapy-redis/real/src): its
+                          spider's rules, callback and follow in order, must be those of the
+                          crawl-file snippet NAME (a mixed fleet runs a request by rule index)
   declarations            C++ compiled on its own (and given to programs that use it)
   statements              C++ statements, compiled in a callback's body (`response`, `out`)
   program TARGET uses A B; runs ARGS
@@ -157,6 +162,43 @@ def check_python_settings(snippet, args, scratch):
     return check_crawl_file(json.dumps(document), args, scratch, snippet.name)
 
 
+# Imports a spider module and prints its spider's rules as [callback name or None, follow].
+RULES_OF_PYTHON_SPIDER = """
+import importlib.util, json, sys
+import scrapy
+spec = importlib.util.spec_from_file_location("snippet", sys.argv[1])
+module = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(module)
+spiders = [v for v in vars(module).values()
+           if isinstance(v, type) and issubclass(v, scrapy.Spider) and v.__module__ == "snippet"]
+assert len(spiders) == 1, f"expected one spider class, found {spiders}"
+spider = spiders[0]()
+print(json.dumps([[r.callback.__name__ if r.callback else None, bool(r.follow)]
+                  for r in getattr(spider, "_rules", [])]))
+"""
+
+
+def check_scrapy_redis_spider(snippet, args, scratch, by_name):
+    spec = re.match(r"beside (\S+)$", snippet.details)
+    if not spec or spec[1] not in by_name or by_name[spec[1]].kind != "crawl-file":
+        return "needs 'beside NAME', NAME a crawl-file snippet"
+    module = os.path.join(scratch, snippet.name + ".py")
+    with open(module, "w", encoding="utf-8") as out:
+        out.write(snippet.code)
+    source = os.path.join(args.repo, "..", "shared", "scrapy-redis", "real", "src")
+    result = subprocess.run(["/usr/bin/python3", "-c", RULES_OF_PYTHON_SPIDER, module],
+                            capture_output=True, text=True,
+                            env={**os.environ, "PYTHONPATH": os.path.abspath(source)})
+    if result.returncode != 0:
+        return f"python3 could not load it: {result.stderr[-2000:]}"
+    python_rules = json.loads(result.stdout)
+    crawl_rules = [[rule.get("callback"), rule.get("follow", "callback" not in rule)]
+                   for rule in json.loads(by_name[spec[1]].code)["spider"].get("rules", [])]
+    if python_rules != crawl_rules:
+        return f"its rules {python_rules} are not {spec[1]}'s {crawl_rules}"
+    return None
+
+
 STATEMENTS_PRELUDE = """#include <crawler/parse/link_extractor.h>
 #include <crawler/run_crawl.h>
 
@@ -247,6 +289,9 @@ def main():
                 problem = check_crawl_file(snippet.code, args, scratch, snippet.name)
             elif snippet.kind == "python-settings":
                 problem = check_python_settings(snippet, args, scratch)
+            elif snippet.kind == "scrapy-redis-spider":
+                problem = check_scrapy_redis_spider(snippet, args, scratch,
+                                                    {s.name: s for s in snippets})
             elif snippet.kind not in ("declarations", "statements", "program", "cmake"):
                 problem = f"unknown kind {snippet.kind!r}"
             if problem:
