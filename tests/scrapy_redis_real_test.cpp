@@ -48,29 +48,41 @@ enum class spider_kind { crawl, plain };
 struct fleet_case {
   spider_kind kind;
   std::string queue_class;  // scrapy_redis.queue.<this>
+  bool start_urls_as_zset = false;
 };
 
 std::string case_name(const testing::TestParamInfo<fleet_case>& info) {
   return std::string(info.param.kind == spider_kind::crawl ? "RedisCrawlSpider_" : "RedisSpider_") +
-         info.param.queue_class;
+         info.param.queue_class + (info.param.start_urls_as_zset ? "_start_urls_as_zset" : "");
 }
 
 // The settings both sides share, as a scrapy-redis project's settings.py holds them.
-nlohmann::json shared_settings(const redis_server& redis, const std::string& queue_class) {
+nlohmann::json shared_settings(const redis_server& redis, const fleet_case& fleet) {
   return {{"SCHEDULER", "scrapy_redis.scheduler.Scheduler"},
           {"DUPEFILTER_CLASS", "scrapy_redis.dupefilter.RFPDupeFilter"},
-          {"SCHEDULER_QUEUE_CLASS", "scrapy_redis.queue." + queue_class},
+          {"SCHEDULER_QUEUE_CLASS", "scrapy_redis.queue." + fleet.queue_class},
           {"SCHEDULER_PERSIST", true},
+          {"REDIS_START_URLS_AS_ZSET", fleet.start_urls_as_zset},
           {"ITEM_PIPELINES", {{"scrapy_redis.pipelines.RedisPipeline", 300}}},
           {"REDIS_URL", redis.url()},
           {"MAX_IDLE_TIME_BEFORE_CLOSE", 3}};
 }
 
+// The start URL, where both sides read it: a list, or a sorted set (highest score first).
+void push_start_url(const redis_server& redis, const fleet_case& fleet, const std::string& url) {
+  if (fleet.start_urls_as_zset) {
+    redis_run(redis.port(), {"ZADD", "site:start_urls", "10", url});
+  } else {
+    redis_run(redis.port(), {"LPUSH", "site:start_urls", url});
+  }
+}
+
 // A scrapy-redis worker: Scrapy running the spider of real_scrapy_redis_spider.py.
 std::unique_ptr<child_process> python_worker(const fleet_case& fleet, const redis_server& redis,
                                              const nlohmann::json& extra = nlohmann::json::object()) {
-  auto settings = shared_settings(redis, fleet.queue_class);
+  auto settings = shared_settings(redis, fleet);
   settings.update({{"USER_AGENT", python_agent},
+                   {"STATS_CLASS", "scrapy_redis.stats.RedisStatsCollector"},
                    {"CONCURRENT_REQUESTS", 8},
                    {"TELNETCONSOLE_ENABLED", false},
                    {"REQUEST_FINGERPRINTER_IMPLEMENTATION", "2.7"},
@@ -99,7 +111,7 @@ std::unique_ptr<child_process> our_worker(const fleet_case& fleet, const http_se
                                           const redis_server& redis, const temp_dir& dir,
                                           const std::string& name,
                                           std::vector<std::string> extra = {}) {
-  auto settings = shared_settings(redis, fleet.queue_class);
+  auto settings = shared_settings(redis, fleet);
   settings.update({{"USER_AGENT", our_agent}, {"CONCURRENT_REQUESTS", 2}, {"LOG_LEVEL", "INFO"}});
   std::vector<std::string> argv{crawler::fixtures::crawler_binary()};
   if (fleet.kind == spider_kind::crawl) {
@@ -244,7 +256,7 @@ TEST_P(mixed_fleet_with_real_scrapy_redis, crawls_every_page_once_each_side_a_sh
   temp_dir dir;
   // scrapy-redis reads start URLs when its spider is idle, at once after it opens, then on
   // Scrapy's 5 s heartbeat: the URL is there first, and ours start once Python has fetched it.
-  redis_run(redis.port(), {"LPUSH", "site:start_urls", site.url("/site/0")});
+  push_start_url(redis, fleet, site.url("/site/0"));
   auto python = python_worker(fleet, redis);
   crawler::fixtures::wait_until([&] { return !site.targets_asked_by(python_agent).empty(); },
                                 "the scrapy-redis worker's first page");
@@ -258,6 +270,15 @@ TEST_P(mixed_fleet_with_real_scrapy_redis, crawls_every_page_once_each_side_a_sh
             << " by ours\n";
   EXPECT_GE(counted.by_python, pages * 15 / 100);
   EXPECT_GE(counted.by_ours, pages * 15 / 100);
+  // scrapy-redis's RedisStatsCollector and ours add to one <spider>:stats: `crawler stats` sums
+  // both sides' pages.
+  child_process stats({crawler::fixtures::crawler_binary(), "stats", "site", "-s",
+                       "REDIS_URL=" + redis.url()});
+  ASSERT_EQ(stats.wait(), 0) << stats.stderr_text();
+  auto summed = nlohmann::json::parse(stats.stdout_text());
+  EXPECT_EQ(summed.value("response_received_count", std::int64_t{-1}),
+            std::int64_t(counted.by_python + counted.by_ours))
+      << summed.dump();
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -267,7 +288,8 @@ INSTANTIATE_TEST_SUITE_P(
                     fleet_case{spider_kind::crawl, "LifoQueue"},
                     fleet_case{spider_kind::plain, "PriorityQueue"},
                     fleet_case{spider_kind::plain, "FifoQueue"},
-                    fleet_case{spider_kind::plain, "LifoQueue"}),
+                    fleet_case{spider_kind::plain, "LifoQueue"},
+                    fleet_case{spider_kind::crawl, "PriorityQueue", true}),
     case_name);
 
 // A queue one side wrote alone, taken over by the other alone: a RedisCrawlSpider stops at
@@ -283,7 +305,7 @@ TEST_P(taken_over_by_the_other_side, every_request_is_run_by_its_rule_and_nothin
   http_server site({.site_pages = pages});
   redis_server redis;
   temp_dir dir;
-  redis_run(redis.port(), {"LPUSH", "site:start_urls", site.url("/site/0")});
+  push_start_url(redis, fleet, site.url("/site/0"));
   auto run_python = [&](nlohmann::json extra) {
     auto python = python_worker(fleet, redis, std::move(extra));
     EXPECT_EQ(python->wait(300s), 0) << python->stderr_text();
