@@ -24,6 +24,7 @@
 #include "redis_server.h"
 #include "scheduler/fleet/pickle.h"
 #include "scheduler/fleet/scrapy_request.h"
+#include "set_aside_records.h"
 #include "tree_paths.h"
 
 namespace {
@@ -110,7 +111,8 @@ std::unique_ptr<child_process> python_worker(const fleet_case& fleet, const redi
 std::unique_ptr<child_process> our_worker(const fleet_case& fleet, const http_server& site,
                                           const redis_server& redis, const temp_dir& dir,
                                           const std::string& name,
-                                          std::vector<std::string> extra = {}) {
+                                          std::vector<std::string> extra = {},
+                                          bool even_rule_only = false) {
   auto settings = shared_settings(redis, fleet);
   settings.update({{"USER_AGENT", our_agent}, {"CONCURRENT_REQUESTS", 2}, {"LOG_LEVEL", "INFO"}});
   std::vector<std::string> argv{crawler::fixtures::crawler_binary()};
@@ -125,6 +127,7 @@ std::unique_ptr<child_process> our_worker(const fleet_case& fleet, const http_se
           {"callbacks",
            {{"parse_even", {{"fields", {{"url", "$url"}, {"even", "$status"}}}}},
             {"parse_odd", {{"fields", {{"url", "$url"}, {"odd", "$status"}}}}}}}}}};
+    if (even_rule_only) crawl["spider"]["rules"].erase(1);
     auto file = dir.path() / (name + ".json");
     std::ofstream(file) << crawl.dump(2);
     argv.insert(argv.end(), {"run", file.string()});
@@ -333,6 +336,49 @@ TEST_P(taken_over_by_the_other_side, every_request_is_run_by_its_rule_and_nothin
   }
   auto counted = check_the_crawl(fleet, site, pages, redis, python_log);
   EXPECT_GT(python_first ? counted.by_ours : counted.by_python, pages / 2);
+}
+
+// Two sides whose rules differ: scrapy-redis's spider has two, the crawl file only the first.
+// Python's own CrawlSpider and PriorityQueue queue a page's links (one for each rule); ours set
+// aside the second rule's request, saying why, and crawl the first rule's.
+TEST(real_scrapy_redis, a_request_of_a_rule_ours_lack_is_set_aside_never_run_by_another) {
+  const fleet_case fleet{spider_kind::crawl, "PriorityQueue"};
+  http_server site({.site_pages = 200});
+  redis_server redis;
+  temp_dir dir;
+  const char* script = R"py(
+import sys, redis
+from scrapy.http import HtmlResponse, Request
+from scrapy_redis import picklecompat
+from scrapy_redis.queue import PriorityQueue
+from real_scrapy_redis_spider import Site
+base = sys.argv[2]
+page = HtmlResponse(base + "/site/0", body=b'<a href="/site/3">3</a> <a href="/site/4">4</a>',
+                    encoding="utf-8", request=Request(base + "/site/0"))
+spider = Site()
+queue = PriorityQueue(redis.Redis.from_url(sys.argv[1]), spider, "site:requests", picklecompat)
+for request in spider._requests_to_follow(page):
+    queue.push(request)
+)py";
+  child_process push({"/usr/bin/env",
+                      "PYTHONPATH=" + scrapy_redis_source().string() + ":" +
+                          crawler::fixtures::fixtures_dir().string(),
+                      "SPIDER_KIND=crawl", "/usr/bin/python3", "-c", script, redis.url(),
+                      site.url("")});
+  ASSERT_EQ(push.wait(), 0) << push.stderr_text();
+  ASSERT_EQ(redis_run(redis.port(), {"ZRANGE", "site:requests", "0", "-1"}).size(), 2u);
+  auto ours = our_worker(fleet, site, redis, dir, "even", {}, true);
+  ASSERT_EQ(ours->wait(300s), 0) << ours->stderr_text();
+  auto bad = redis_list(redis.port(), "site:requests:bad");
+  ASSERT_EQ(bad.size(), 1u) << ours->stderr_text();
+  EXPECT_EQ(crawler::fixtures::set_aside_json(bad[0])["reason"],
+            "spider site has no rule 1 (it has 1): both sides of a fleet must declare the same "
+            "rules in the same order");
+  EXPECT_EQ(site.hits("/site/3"), 0u) << "run by another rule";
+  EXPECT_EQ(site.hits("/site/4"), 1u);
+  for (const auto& target : site.targets_asked_by(our_agent)) {
+    EXPECT_EQ((target.back() - '0') % 2, 0) << target << " fetched by ours, which have no odd rule";
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(real_scrapy_redis, taken_over_by_the_other_side, testing::Bool(),
