@@ -1,0 +1,433 @@
+#!/usr/bin/env python3
+"""Generated mutants: every mutant of a fixed set of operators over the lines a change touched
+(or whole files), built and run against the suites that link the mutated code, with a report
+of what was killed, by which test, and the diff of each survivor. Nobody chooses the bugs.
+
+  python3 mutation/generate.py list --since origin/main             # the mutants, one a line
+  python3 mutation/generate.py run --since 2026-11-25 --sample 60 --seed 1 --budget 3600
+  python3 mutation/generate.py run --path scheduler/fleet/pickle.cpp --budget 1800 &
+  python3 mutation/generate.py report                               # markdown, from the state
+
+--since takes a revision or a date (the first commit on or after it is the base). --sample N
+draws N mutants, seeded, in turns over the modules (config, request, redis, dedup, scheduler,
+scheduler/fleet, crawler, crawler/parse, crawler/cli, spiders), so each module gets its share.
+
+Operators (C++ and the Lua in R"lua(...)lua" strings): relational and boundary (< <=, > >=,
+== !=, Lua's ~=), logical (&& ||, and or), a negation removed, an integer constant +1 and -1, a
+statement deleted (a call, an increment, an assignment), a return value replaced (true/false
+flipped, anything else by {}), the first two arguments of a call swapped, and in Lua a KEYS[i]
+swapped for another key of the same script. Comments and string literals are left alone.
+
+Each mutant is applied to a scratch copy of the tree ($MUTATION_DIR, /tmp/crawler-mutation-gen),
+built incrementally (a build that fails: "stillborn"), and tested with the ctest labels of the
+test programs the build relinked (a program that runs `crawler` counts when it is relinked); when
+no test program was relinked, the whole suite runs. A failing or timed-out test kills the mutant.
+Results go to the state file as they come (one JSON line a mutant): a run stopped by its budget,
+or killed, resumes where it stopped. mutation/equivalent.tsv lists survivors judged equivalent
+(mutant id, then why); the report shows them apart.
+"""
+import argparse
+import datetime
+import hashlib
+import json
+import os
+import random
+import re
+import shutil
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(HERE)
+SCRATCH = os.environ.get("MUTATION_DIR", "/tmp/crawler-mutation-gen")
+MODULES = ["crawler/parse", "crawler/cli", "scheduler/fleet", "config", "request", "redis",
+           "dedup", "scheduler", "crawler", "spiders"]
+# Test programs that run the `crawler` program: relinking it reaches them.
+RUN_THE_PROGRAM = ["program_tests", "fleet_tests"]
+
+
+def module_of(path):
+    for module in MODULES:
+        if path.startswith(module + "/"):
+            return module
+    return None
+
+
+def git(*args):
+    return subprocess.run(["git", "-C", REPO, *args], check=True, capture_output=True,
+                          text=True).stdout
+
+
+def base_revision(since):
+    if re.fullmatch(r"\d{4}-\d{2}-\d{2}", since):
+        first = git("rev-list", "--reverse", f"--since={since}T00:00:00", "HEAD").split()
+        if not first:
+            sys.exit(f"no commit since {since}")
+        return first[0] + "^"
+    return since
+
+
+def changed_lines(since):
+    """{path: set of line numbers} of the lines added or changed since `since`."""
+    diff = git("diff", "-U0", base_revision(since), "--", "*.cpp", "*.h", "*.lua")
+    lines, path = {}, None
+    for line in diff.splitlines():
+        if line.startswith("+++ "):
+            path = line[6:] if line.startswith("+++ b/") else None
+        elif line.startswith("@@") and path and module_of(path):
+            start, _, count = re.search(r"\+(\d+)(,(\d+))?", line).group(1, 2, 3)
+            count = 1 if count is None else int(count)
+            lines.setdefault(path, set()).update(range(int(start), int(start) + count))
+    return lines
+
+
+# --- finding the code on a line ------------------------------------------------------------
+
+STRING = re.compile(r'"(?:[^"\\]|\\.)*"|\'(?:[^\'\\]|\\.)\'')
+RAW_OPEN = re.compile(r'R"(\w*)\(')
+
+
+def mask(text, start=0):
+    """`text` with string literals and a trailing // comment blanked out (same length)."""
+    out = STRING.sub(lambda m: '"' + " " * (len(m.group()) - 2) + '"', text)
+    comment = out.find("//", start)
+    return out if comment < 0 else out[:comment] + " " * (len(out) - comment)
+
+
+def code_lines(path, text):
+    """(line number, language, masked line, script id) of each line of code: "cpp", or "lua"
+    inside R"lua(...)lua" (script id: the block's first line). Other raw strings are skipped."""
+    out, raw, script = [], None, 0
+    for number, line in enumerate(text.split("\n"), 1):
+        if raw is not None:
+            end = line.find(")" + raw + '"')
+            if raw == "lua":
+                body = line if end < 0 else line[:end]
+                comment = body.find("--")
+                body = body if comment < 0 else body[:comment]
+                out.append((number, "lua", body + " " * (len(line) - len(body)), script))
+            if end >= 0:
+                raw = None
+            continue
+        stripped = line.strip()
+        if stripped.startswith(("#", "//", "*", "/*")):
+            continue
+        opened = RAW_OPEN.search(line)
+        if opened and ")" + opened.group(1) + '"' not in line[opened.end():]:
+            raw, script = opened.group(1), number
+            out.append((number, "cpp", mask(line[:opened.start()]) + " " * (len(line) - opened.start()),
+                        0))
+            continue
+        if path.endswith(".lua"):
+            comment = line.find("--")
+            out.append((number, "lua", line if comment < 0 else line[:comment].ljust(len(line)), 1))
+        else:
+            out.append((number, "cpp", mask(line), 0))
+    return out
+
+
+# --- the operators ------------------------------------------------------------------------
+
+SWAPS_CPP = [(" < ", " <= "), (" <= ", " < "), (" > ", " >= "), (" >= ", " > "),
+             (" == ", " != "), (" != ", " == "), (" && ", " || "), (" || ", " && ")]
+SWAPS_LUA = [(" < ", " <= "), (" <= ", " < "), (" > ", " >= "), (" >= ", " > "),
+             (" == ", " ~= "), (" ~= ", " == "), (" and ", " or "), (" or ", " and ")]
+CONSTANT = re.compile(r"(?<![\w.])(\d+)(?![\w.])")
+NEGATION_CPP = re.compile(r"!(?=[\w(])")
+NEGATION_LUA = re.compile(r"\bnot ")
+STATEMENT = re.compile(r"^(\s*)((?:\+\+|--)?[\w:]+(?:(?:\.|->)\w+|\[[^\]]*\])*"
+                       r"(?:\(.*\)|(?:\+\+|--)| [-+*/|&]?= .+));\s*$")
+NOT_A_STATEMENT = re.compile(r"^\s*(return|break|continue|throw|case|default|goto|using|"
+                             r"typedef|auto|const|static|std::|unsigned|int|bool|double|char)\b")
+RETURN = re.compile(r"\breturn (.+);")
+CALL_ARGS = re.compile(r"(\w\()([\w.:>\-]+|\"[^\"]*\"), ([\w.:>\-]+|\"[^\"]*\")([,)])")
+KEY = re.compile(r"KEYS\[(\d+)\]")
+
+
+def balanced(text):
+    return text.count("(") == text.count(")")
+
+
+def mutants_of_line(language, masked, original, script_keys):
+    """(operator, column, mutated line) for one line."""
+    found = []
+    for before, after in SWAPS_LUA if language == "lua" else SWAPS_CPP:
+        for m in re.finditer(re.escape(before), masked):
+            col = m.start()
+            found.append((f"{before.strip()} -> {after.strip()}", col,
+                          original[:col] + after + original[col + len(before):]))
+    negation = NEGATION_LUA if language == "lua" else NEGATION_CPP
+    for m in negation.finditer(masked):
+        if language == "cpp" and masked[m.start():m.start() + 2] == "!=":
+            continue
+        found.append(("negation removed", m.start(),
+                      original[:m.start()] + original[m.end():]))
+    for m in CONSTANT.finditer(masked):
+        n = int(m.group(1))
+        for value in (n + 1, n - 1):
+            if value >= 0:
+                found.append((f"{n} -> {value}", m.start(),
+                              original[:m.start()] + str(value) + original[m.end():]))
+    if language == "cpp":
+        statement = STATEMENT.match(masked)
+        if statement and balanced(masked) and not NOT_A_STATEMENT.match(masked):
+            found.append(("statement deleted", len(statement.group(1)),
+                          statement.group(1) + ";  // mutant: statement deleted"))
+        returned = RETURN.search(masked)
+        if returned and balanced(returned.group(1)):
+            value = returned.group(1).strip()
+            replacement = {"true": "false", "false": "true"}.get(value, "{}")
+            # What {} already is: replacing it makes an equivalent mutant.
+            if value not in ("{}", "nullptr", "0", '""', "std::nullopt", "std::string()"):
+                col = returned.start(1)
+                found.append((f"return {replacement}", col,
+                              original[:col] + replacement + original[returned.end(1):]))
+        for m in CALL_ARGS.finditer(masked):
+            first, second = m.span(2), m.span(3)
+            a, b = original[first[0]:first[1]], original[second[0]:second[1]]
+            if a != b:
+                found.append(("arguments swapped", first[0],
+                              original[:first[0]] + b + original[first[1]:second[0]] + a +
+                              original[second[1]:]))
+    else:
+        for m in KEY.finditer(masked):
+            others = sorted(k for k in script_keys if k != int(m.group(1)))
+            if others:
+                other = next((k for k in others if k > int(m.group(1))), others[0])
+                found.append((f"KEYS[{m.group(1)}] -> KEYS[{other}]", m.start(),
+                              original[:m.start()] + f"KEYS[{other}]" + original[m.end():]))
+    return found
+
+
+def generate(selection):
+    """Every mutant of the selected lines: {path: set of lines or None for all}."""
+    mutants = []
+    for path, wanted in sorted(selection.items()):
+        text = open(os.path.join(REPO, path), encoding="utf-8").read()
+        lines = text.split("\n")
+        code = code_lines(path, text)
+        keys = {}
+        for number, language, masked, script in code:
+            if language == "lua":
+                keys.setdefault(script, set()).update(int(k) for k in KEY.findall(masked))
+        for number, language, masked, script in code:
+            if wanted is not None and number not in wanted:
+                continue
+            original = lines[number - 1]
+            for operator, column, mutated in mutants_of_line(language, masked, original,
+                                                             keys.get(script, set())):
+                if mutated == original:
+                    continue
+                ident = hashlib.sha1(f"{path}\0{original.strip()}\0{operator}\0{column}".encode())
+                mutants.append({"id": ident.hexdigest()[:12], "path": path, "line": number,
+                                "module": module_of(path) or "other", "operator": operator,
+                                "original": original, "mutated": mutated})
+    return mutants
+
+
+def sample(mutants, count, seed):
+    """`count` mutants, taking turns over the modules, random within each."""
+    if count is None or count >= len(mutants):
+        return mutants
+    rng = random.Random(seed)
+    by_module = {}
+    for mutant in mutants:
+        by_module.setdefault(mutant["module"], []).append(mutant)
+    for group in by_module.values():
+        rng.shuffle(group)
+    taken, modules = [], sorted(by_module)
+    while len(taken) < count:
+        for module in modules:
+            if by_module[module] and len(taken) < count:
+                taken.append(by_module[module].pop())
+    return taken
+
+
+# --- running them -------------------------------------------------------------------------
+
+def sync_scratch():
+    """The work tree as it is (committed or not) in SCRATCH/src; changed files get a new mtime."""
+    files = subprocess.run(["git", "-C", REPO, "ls-files", "-z", "--cached", "--others",
+                            "--exclude-standard"], check=True, capture_output=True).stdout
+    for name in filter(None, files.decode().split("\0")):
+        source, target = os.path.join(REPO, name), os.path.join(SCRATCH, "src", name)
+        if not os.path.isfile(source):
+            continue
+        if os.path.exists(target) and open(source, "rb").read() == open(target, "rb").read():
+            continue
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        shutil.copyfile(source, target)
+
+
+def build():
+    result = subprocess.run(["cmake", "--build", os.path.join(SCRATCH, "build")],
+                            capture_output=True, text=True)
+    return result.returncode == 0, result.stdout + result.stderr
+
+
+def prepare():
+    sync_scratch()
+    configure = ["cmake", "-S", os.path.join(SCRATCH, "src"), "-B", os.path.join(SCRATCH, "build"),
+                 "-G", "Ninja", "-DCMAKE_BUILD_TYPE=Release", "-DCRAWLER_BUILD_BENCH=OFF",
+                 "-DCMAKE_UNITY_BUILD=OFF"]  # a mutant recompiles its own file, not a batch
+    subprocess.run(configure, check=True, capture_output=True)
+    print(f"building the unmutated tree in {SCRATCH}/build ...", flush=True)
+    ok, log = build()
+    if not ok:
+        sys.exit(log[-3000:] + "\nthe unmutated tree does not build")
+
+
+def labels_to_run(build_log):
+    linked = set(re.findall(r"Linking CXX executable (?:\S*/)?(\w+)", build_log))
+    suites = {name for name in linked if name.endswith("_tests")}
+    if "crawler" in linked:
+        suites.update(RUN_THE_PROGRAM)
+    return sorted(suites)
+
+
+def run_tests(labels, timeout):
+    command = ["ctest", "--test-dir", os.path.join(SCRATCH, "build"), "-j", str(os.cpu_count()),
+               "--stop-on-failure", "--timeout", "240"]
+    if labels:
+        command += ["-L", "^(" + "|".join(labels) + ")$"]
+    try:
+        result = subprocess.run(command, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return False, ["(the suites ran past their time limit)"]
+    failed = re.findall(r"^\s*\d+ - (\S+) \((?:Failed|Timeout|SEGFAULT|Subprocess aborted|"
+                        r"Child aborted|Exception)", result.stdout, re.M)
+    return result.returncode == 0, failed
+
+
+def load_state(path):
+    done = {}
+    if os.path.exists(path):
+        for line in open(path, encoding="utf-8"):
+            if line.strip():
+                record = json.loads(line)
+                done[record["id"]] = record
+    return done
+
+
+def run(mutants, state_path, budget):
+    done = load_state(state_path)
+    todo = [m for m in mutants if m["id"] not in done]
+    print(f"{len(mutants)} mutants, {len(mutants) - len(todo)} decided before, {len(todo)} to run",
+          flush=True)
+    if not todo:
+        return
+    prepare()
+    started = time.monotonic()
+    for mutant in todo:
+        if budget and time.monotonic() - started > budget:
+            print(f"budget of {budget} s spent: run again to go on", flush=True)
+            break
+        target = os.path.join(SCRATCH, "src", mutant["path"])
+        original = open(target, encoding="utf-8").read()
+        lines = original.split("\n")
+        if lines[mutant["line"] - 1] != mutant["original"]:
+            verdict, killers = "stale", []
+        else:
+            lines[mutant["line"] - 1] = mutant["mutated"]
+            open(target, "w", encoding="utf-8").write("\n".join(lines))
+            try:
+                ok, log = build()
+                if not ok:
+                    verdict, killers = "stillborn", []
+                else:
+                    labels = labels_to_run(log)
+                    passed, killers = run_tests(labels, 1800)
+                    if passed and labels:  # unsure whether its suites are all: the rest too
+                        passed, killers = run_tests([], 3600)
+                    verdict = "survived" if passed else "killed"
+            finally:
+                open(target, "w", encoding="utf-8").write(original)
+        record = dict(mutant, verdict=verdict, killers=killers[:3],
+                      at=datetime.datetime.now().isoformat(timespec="seconds"))
+        with open(state_path, "a", encoding="utf-8") as out:
+            out.write(json.dumps(record) + "\n")
+        print(f"{verdict:10} {mutant['path']}:{mutant['line']} {mutant['operator']}"
+              f"{'  by ' + killers[0] if killers else ''}", flush=True)
+    build()  # the scratch build matches the work tree again
+
+
+# --- the report ---------------------------------------------------------------------------
+
+def equivalents():
+    path = os.path.join(HERE, "equivalent.tsv")
+    out = {}
+    if os.path.exists(path):
+        for line in open(path, encoding="utf-8"):
+            if line.strip() and not line.startswith("#"):
+                ident, why = line.rstrip("\n").split("\t", 1)
+                out[ident] = why
+    return out
+
+
+def report(state_path):
+    done = load_state(state_path)
+    equivalent = equivalents()
+    rows, survivors = {}, []
+    for record in done.values():
+        verdict = record["verdict"]
+        if verdict == "survived" and record["id"] in equivalent:
+            verdict = "equivalent"
+        rows.setdefault(record["module"], {}).setdefault(verdict, 0)
+        rows[record["module"]][verdict] += 1
+        if verdict == "survived":
+            survivors.append(record)
+    kinds = ["killed", "survived", "equivalent", "stillborn", "stale"]
+    print("| module | " + " | ".join(kinds) + " |")
+    print("|---|" + "---|" * len(kinds))
+    for module in sorted(rows):
+        print(f"| {module} | " + " | ".join(str(rows[module].get(k, 0)) for k in kinds) + " |")
+    killed = sum(r.get("killed", 0) for r in rows.values())
+    counted = killed + sum(r.get("survived", 0) for r in rows.values())
+    if counted:
+        print(f"\nkilled {killed} of {counted} ({100 * killed // counted}%), equivalent ones "
+              "left out")
+    for record in sorted(survivors, key=lambda r: (r["path"], r["line"])):
+        print(f"\nsurvived {record['id']}: {record['path']}:{record['line']} ({record['operator']})")
+        print(f"  - {record['original'].strip()}\n  + {record['mutated'].strip()}")
+    killers = {}
+    for record in done.values():
+        for test in record.get("killers", [])[:1]:
+            killers[test] = killers.get(test, 0) + 1
+    if killers:
+        print("\nwhat killed them (first failing test, mutants):")
+        for test, count in sorted(killers.items(), key=lambda kv: -kv[1]):
+            print(f"  {count:4}  {test}")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("command", choices=["list", "run", "report"])
+    parser.add_argument("--since", help="a revision or a date (YYYY-MM-DD)")
+    parser.add_argument("--path", nargs="*", default=[], help="files, every line")
+    parser.add_argument("--sample", type=int)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--budget", type=int, default=0, help="seconds; 0: no limit")
+    parser.add_argument("--state", default=os.path.join(SCRATCH, "state.jsonl"))
+    args = parser.parse_args()
+    os.makedirs(SCRATCH, exist_ok=True)
+    if args.command == "report":
+        return report(args.state)
+    selection = changed_lines(args.since) if args.since else {}
+    for path in args.path:
+        selection[os.path.relpath(os.path.abspath(path), REPO)] = None
+    if not selection:
+        sys.exit("nothing selected: give --since REV or --path FILE...")
+    mutants = sample(generate(selection), args.sample, args.seed)
+    if args.command == "list":
+        for m in mutants:
+            print(f"{m['id']}  {m['path']}:{m['line']}  {m['operator']}\n"
+                  f"    - {m['original'].strip()}\n    + {m['mutated'].strip()}")
+        print(f"{len(mutants)} mutants")
+        return
+    run(mutants, args.state, args.budget)
+    report(args.state)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
