@@ -14,6 +14,7 @@
 #include "crawler/parse/meta_refresh.h"
 #include "crawler/parse/plain_url.h"
 #include "crawler/scheme_policy.h"
+#include "request/http_syntax.h"
 #include "scheduler/shared_request.h"
 
 namespace crawler {
@@ -124,6 +125,9 @@ class default_headers_middleware : public downloader_middleware {
       if (!value.is_string()) {
         throw settings_error("DEFAULT_REQUEST_HEADERS." + name + ": must be a string");
       }
+      auto problem = field_name_problem(name);
+      if (problem.empty()) problem = field_value_problem(value.get<std::string>());
+      if (!problem.empty()) throw settings_error("DEFAULT_REQUEST_HEADERS." + name + ": " + problem);
       headers_.emplace_back(name, value.get<std::string>());
     }
   }
@@ -140,7 +144,11 @@ class default_headers_middleware : public downloader_middleware {
 class user_agent_middleware : public downloader_middleware {
  public:
   explicit user_agent_middleware(const settings& settings)
-      : user_agent_(settings.get_string("USER_AGENT")) {}
+      : user_agent_(settings.get_string("USER_AGENT")) {
+    if (auto problem = field_value_problem(user_agent_); !problem.empty()) {
+      throw settings_error("USER_AGENT: " + problem);
+    }
+  }
   void process_request(request& request) override {
     if (!user_agent_.empty() && find_header(request.headers, "User-Agent").empty()) {
       request.headers.emplace_back("User-Agent", user_agent_);

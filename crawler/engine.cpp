@@ -12,6 +12,7 @@
 #include "config/log.h"
 #include "crawler/builtin_middlewares.h"
 #include "crawler/detail/host_hold.h"
+#include "request/http_syntax.h"
 #include "scheduler/shared_request.h"
 
 namespace crawler {
@@ -123,6 +124,7 @@ engine::engine(asio::io_context& io, const settings& settings, stats& stats, spi
     if (!spider_.has_errback(request.errback)) {
       return "spider " + spider_.name() + " has no errback \"" + request.errback + "\"";
     }
+    if (auto problem = request_syntax_problem(request); !problem.empty()) return problem;
     return spider_.check_request(request);
   });
   if (spider.parses_html || spider.concurrent_callbacks) {

@@ -4,6 +4,7 @@
 
 #include <fstream>
 #include <optional>
+#include <set>
 
 #include "crawl_fixture.h"
 #include "crawler/downloader.h"
@@ -12,6 +13,58 @@
 namespace {
 
 using namespace crawler::fixtures;
+
+// CR or LF in a header, a method or a URL would end a line of the request and let whoever wrote
+// it add headers or a second request on the connection. Whatever made the request, it is never
+// sent: its errback gets a ValueError naming the header, and the server sees nothing of it.
+TEST(hostile_site, a_request_whose_header_or_method_holds_a_line_break_is_never_sent) {
+  http_server server;
+  auto smuggled = get(server.url("/s?wd=headers"));
+  smuggled.headers = {{"X-A", "1\r\n\r\nGET /smuggled HTTP/1.1\r\nHost: x"}};
+  auto by_method = get(server.url("/s?wd=method"));
+  by_method.method = "GET /smuggled HTTP/1.1\r\nX:";
+  recording_spider spider({smuggled, by_method, get(server.url("/s?wd=fine"))});
+  auto result = crawl(spider);
+  EXPECT_EQ(server.hits("/smuggled"), 0u);
+  EXPECT_EQ(server.hits("/s?wd=headers"), 0u);
+  EXPECT_EQ(server.hits("/s?wd=method"), 0u);
+  EXPECT_EQ(server.hits("/s?wd=fine"), 1u);
+  ASSERT_EQ(spider.failures.size(), 2u);
+  for (const auto& failure : spider.failures) EXPECT_EQ(failure.type, "ValueError");
+  std::set<std::string> messages{spider.failures[0].message, spider.failures[1].message};
+  EXPECT_TRUE(messages.contains(
+      "<GET " + server.url("/s?wd=headers") +
+      "> not sent: header \"X-A\": its value holds a carriage return (byte 1); a field value is "
+      "visible characters, spaces and tabs (RFC 9110, section 5.5)"))
+      << *messages.begin();
+  EXPECT_EQ(stat(result, "downloader/exception_type_count/ValueError"), 2);
+}
+
+// USER_AGENT and DEFAULT_REQUEST_HEADERS go into every request: a line break in either stops the
+// crawl before anything is fetched, naming the setting.
+TEST(hostile_site, a_line_break_in_user_agent_or_default_request_headers_stops_the_crawl_at_start) {
+  http_server server;
+  auto refusal = [&](std::string setting) {
+    recording_spider spider({get(server.url("/s?wd=1"))});
+    try {
+      crawl(spider, {std::move(setting)});
+    } catch (const crawler::settings_error& error) {
+      return std::string(error.what());
+    }
+    return std::string("(crawled)");
+  };
+  EXPECT_EQ(refusal("USER_AGENT=bot\r\nX-Injected: 1"),
+            "USER_AGENT: its value holds a carriage return (byte 3); a field value is visible "
+            "characters, spaces and tabs (RFC 9110, section 5.5)");
+  EXPECT_EQ(refusal(R"(DEFAULT_REQUEST_HEADERS={"X-A": "1\nX-B: 2"})"),
+            "DEFAULT_REQUEST_HEADERS.X-A: its value holds a line feed (byte 1); a field value is "
+            "visible characters, spaces and tabs (RFC 9110, section 5.5)");
+  EXPECT_EQ(refusal(R"(DEFAULT_REQUEST_HEADERS={"X A": "1"})"),
+            "DEFAULT_REQUEST_HEADERS.X A: it holds a space (byte 1); a field name is a token "
+            "(RFC 9110, section 5.1)");
+  EXPECT_EQ(refusal("USER_AGENT=bot/1.0 (+https://a.example)\tx"), "(crawled)");
+  EXPECT_EQ(server.total_hits(), 1u);
+}
 
 TEST(hostile_site, a_link_or_redirect_to_file_never_reads_the_machines_files) {
   http_server server({.pages = {{"/evil", R"(<a href="file:///etc/passwd">x</a>

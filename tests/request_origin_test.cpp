@@ -124,6 +124,29 @@ TEST(fleet_origin, a_file_url_read_from_redis_is_set_aside_and_the_file_is_never
             "scheme \"file\" of " + file_url + ": a shared queue carries only http and https URLs");
 }
 
+// Whoever writes a queue entry chooses its headers: one whose header, method or URL holds a line
+// break is set aside with why, never sent (a second request smuggled on the connection would be
+// the writer's choosing); the fleet crawls on.
+TEST(fleet_origin, an_entry_whose_header_holds_a_line_break_is_set_aside_and_never_sent) {
+  http_server site({.site_pages = 5});
+  redis_server redis;
+  temp_dir dir;
+  write_queue_entry(redis, "0000000000000001",
+                    {{"url", site.url("/s?wd=headers")},
+                     {"headers", nlohmann::json::array({nlohmann::json::array(
+                                     {"X-A", "1\r\n\r\nGET /smuggled HTTP/1.1\r\nHost: x"})})}});
+  auto worker = fleet_worker(site, redis, dir.path() / "items.jsonl");
+  ASSERT_EQ(worker->wait(), 0) << worker->stderr_text();
+  EXPECT_EQ(site.hits("/smuggled"), 0u);
+  EXPECT_EQ(site.hits("/s?wd=headers"), 0u);
+  for (int page = 0; page < 5; ++page) EXPECT_EQ(site.hits("/site/" + std::to_string(page)), 1u);
+  auto bad = set_aside(redis, "site:requests:bad");
+  ASSERT_EQ(bad.size(), 1u);
+  EXPECT_EQ(bad.begin()->second,
+            "header \"X-A\": its value holds a carriage return (byte 1); a field value is visible "
+            "characters, spaces and tabs (RFC 9110, section 5.5)");
+}
+
 // dont_filter and meta allow_offsite are the spider's to set; written into Redis by anyone, they
 // do not take a request to a host outside allowed_domains (the site spider allows its start
 // URL's host, 127.0.0.1).

@@ -16,6 +16,7 @@
 #include "config/log.h"
 #include "config/redact.h"
 #include "config/ascii.h"
+#include "request/http_syntax.h"
 
 namespace crawler::detail {
 namespace {
@@ -458,6 +459,12 @@ struct curl_transfers::state : std::enable_shared_from_this<state> {
     t->maxsize = options.maxsize;
     t->warnsize = options.warnsize;
     t->logger = logger;
+    // Whatever made the request (a queue entry, a setting, spider code, a middleware), a CR or
+    // LF never reaches the connection: it would end a header and start the sender's own.
+    if (auto problem = request_syntax_problem(t->request); !problem.empty()) {
+      auto message = t->request.describe() + " not sent: " + problem;
+      return fail_now(std::move(t), "ValueError", std::move(message));
+    }
     auto* easy = t->easy = take_handle();
     if (!easy) {
       return fail_now(std::move(t), "DownloadError", "libcurl: cannot create a handle");
