@@ -13,6 +13,7 @@
 
 namespace {
 
+using crawler::fixtures::crawl;
 using crawler::fixtures::gzip;
 
 crawler::response sitemap_response(std::string body) {

@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <cctype>
+#include <memory>
+#include <string>
+#include <unordered_map>
 
 #include "config/ascii.h"
 #include "crawler/parse/selector_error.h"
