@@ -36,8 +36,7 @@ crawl_clock::duration crawl_clock_wait_traits::to_wait_duration(const crawl_cloc
   return std::min(d, driven_look_interval);
 }
 
-crawl_clock::duration crawl_clock_wait_traits::to_wait_duration(
-    const crawl_clock::time_point& t) {
+crawl_clock::duration crawl_clock_wait_traits::to_wait_duration(const crawl_clock::time_point& t) {
   return to_wait_duration(std::max(t - crawl_clock::now(), crawl_clock::duration::zero()));
 }
 

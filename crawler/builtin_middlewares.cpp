@@ -4,9 +4,9 @@
 #include <boost/url/parse.hpp>
 #include <set>
 
+#include "config/ascii.h"
 #include "config/log.h"
 #include "config/redact.h"
-#include "config/ascii.h"
 #include "crawler/files_pipeline.h"
 #include "crawler/http_cache.h"
 #include "crawler/middleware.h"
@@ -127,7 +127,8 @@ class default_headers_middleware : public downloader_middleware {
       }
       auto problem = field_name_problem(name);
       if (problem.empty()) problem = field_value_problem(value.get<std::string>());
-      if (!problem.empty()) throw settings_error("DEFAULT_REQUEST_HEADERS." + name + ": " + problem);
+      if (!problem.empty())
+        throw settings_error("DEFAULT_REQUEST_HEADERS." + name + ": " + problem);
       headers_.emplace_back(name, value.get<std::string>());
     }
   }

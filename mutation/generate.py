@@ -116,8 +116,8 @@ def code_lines(path, text):
         opened = RAW_OPEN.search(line)
         if opened and ")" + opened.group(1) + '"' not in line[opened.end():]:
             raw, script = opened.group(1), number
-            out.append((number, "cpp", mask(line[:opened.start()]) + " " * (len(line) - opened.start()),
-                        0))
+            before = mask(line[:opened.start()])
+            out.append((number, "cpp", before + " " * (len(line) - len(before)), 0))
             continue
         if path.endswith(".lua"):
             comment = line.find("--")
@@ -388,7 +388,8 @@ def report(state_path):
         print(f"\nkilled {killed} of {counted} ({100 * killed // counted}%), equivalent ones "
               "left out")
     for record in sorted(survivors, key=lambda r: (r["path"], r["line"])):
-        print(f"\nsurvived {record['id']}: {record['path']}:{record['line']} ({record['operator']})")
+        print(f"\nsurvived {record['id']}: {record['path']}:{record['line']} "
+              f"({record['operator']})")
         print(f"  - {record['original'].strip()}\n  + {record['mutated'].strip()}")
     killers = {}
     for record in done.values():

@@ -14,8 +14,8 @@
 
 #include "config/crawl_clock.h"
 #include "crawl_fixture.h"
-#include "crawler/parse/form_request.h"
 #include "crawler/crawl_spider.h"
+#include "crawler/parse/form_request.h"
 #include "redis_server.h"
 
 namespace {
@@ -495,6 +495,16 @@ TEST(crawl, csv_feeds_quote_fields_as_pythons_csv_module) {
   EXPECT_EQ(written, "text\r\n\"say \"\"hi\"\"\"\r\n\"a,b\"\r\n\"line\nbreak\"\r\nplain\r\n");
 }
 
+// An HTML response to `request` with `body`, as a callback gets it.
+crawler::response html_page(crawler::request request, std::string body) {
+  crawler::response page;
+  page.url = request.url;
+  page.request = std::move(request);
+  page.body = std::move(body);
+  page.headers.emplace_back("Content-Type", "text/html");
+  return page;
+}
+
 // Each link goes to the first rule that extracts it: a link two rules take is requested once, by
 // the first, as in Scrapy's CrawlSpider.
 TEST(crawl, a_link_two_rules_extract_is_requested_once_by_the_first) {
@@ -506,12 +516,9 @@ TEST(crawl, a_link_two_rules_extract_is_requested_once_by_the_first) {
     }
   };
   two_rules spider;
-  crawler::response page;
-  page.url = page.request.url = "http://example.com/";
-  page.body = R"(<a href="/a">a</a><a href="/b">b</a>)";
-  page.headers.emplace_back("Content-Type", "text/html");
   crawler::output out;
-  spider.parse(page, out);
+  spider.parse(html_page(get("http://example.com/"), R"(<a href="/a">a</a><a href="/b">b</a>)"),
+               out);
   ASSERT_EQ(out.requests.size(), 2u);
   EXPECT_EQ(out.requests[0].url, "http://example.com/a");
   EXPECT_EQ(out.requests[0].meta["rule"], 0);
@@ -540,12 +547,10 @@ TEST(crawl, a_rules_request_is_the_one_scrapys_crawl_spider_builds_and_runs_by_r
     std::vector<std::pair<std::string, nlohmann::json>> called;
   };
   rule_pages spider;
-  crawler::response page;
-  page.url = page.request.url = "http://example.com/";
-  page.body = R"(<a href="/a">A <b>x</b></a><a href="/b">B</a>)";
-  page.headers.emplace_back("Content-Type", "text/html");
   crawler::output out;
-  spider.parse(page, out);
+  spider.parse(
+      html_page(get("http://example.com/"), R"(<a href="/a">A <b>x</b></a><a href="/b">B</a>)"),
+      out);
   ASSERT_EQ(out.requests.size(), 2u);
   for (const auto& request : out.requests) {
     EXPECT_EQ(request.callback, "_callback");
@@ -555,24 +560,16 @@ TEST(crawl, a_rules_request_is_the_one_scrapys_crawl_spider_builds_and_runs_by_r
   EXPECT_EQ(out.requests[0].meta, (nlohmann::json{{"rule", 0}, {"link_text", "A x"}}));
   EXPECT_EQ(out.requests[1].meta, (nlohmann::json{{"rule", 1}, {"link_text", "B"}}));
 
-  auto page_of = [](crawler::request request) {
-    crawler::response response;
-    response.url = request.url;
-    response.request = std::move(request);
-    response.headers.emplace_back("Content-Type", "text/html");
-    return response;
-  };
   crawler::output ignored;
-  spider.call("_callback", page_of(out.requests[0]), ignored);
-  spider.call("_callback", page_of(out.requests[1]), ignored);
+  spider.call("_callback", html_page(out.requests[0], ""), ignored);
+  spider.call("_callback", html_page(out.requests[1], ""), ignored);
   auto with_own = out.requests[1];
   with_own.cb_kwargs = {{"page", 2}};  // a request's own cb_kwargs win over the rule's
-  spider.call("_callback", page_of(with_own), ignored);
-  EXPECT_EQ(spider.called,
-            (std::vector<std::pair<std::string, nlohmann::json>>{
-                {"first", nlohmann::json::object()},
-                {"second", {{"kind", "rule"}, {"page", 1}}},
-                {"second", {{"kind", "rule"}, {"page", 2}}}}));
+  spider.call("_callback", html_page(with_own, ""), ignored);
+  EXPECT_EQ(spider.called, (std::vector<std::pair<std::string, nlohmann::json>>{
+                               {"first", nlohmann::json::object()},
+                               {"second", {{"kind", "rule"}, {"page", 1}}},
+                               {"second", {{"kind", "rule"}, {"page", 2}}}}));
 }
 
 // A fleet's two sides must declare the same rules in the same order: a request names its rule by

@@ -17,7 +17,7 @@ TEST(http_syntax, a_field_value_takes_visible_bytes_spaces_and_tabs_and_nothing_
   EXPECT_EQ(field_value_problem(""), "");
   EXPECT_EQ(field_value_problem("Mozilla/5.0 (X11)\tx"), "");
   EXPECT_EQ(field_value_problem("caf\xc3\xa9 \x80\xff"), "");  // obs-text
-  EXPECT_EQ(field_value_problem("~"), "");                      // 0x7e, the last VCHAR
+  EXPECT_EQ(field_value_problem("~"), "");                     // 0x7e, the last VCHAR
   EXPECT_EQ(field_value_problem("1\r\nX-Injected: 1"),
             "its value holds a carriage return (byte 1); a field value is visible characters, "
             "spaces and tabs (RFC 9110, section 5.5)");

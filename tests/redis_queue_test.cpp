@@ -798,10 +798,10 @@ TEST(redis_queue, a_link_scrapy_redis_could_not_run_is_named_and_the_others_are_
   settle(queue, "", {request{"http://a/1"}});
   auto parent = take(queue, 1);
   ASSERT_EQ(parent.size(), 1u);
-  auto result = settle(queue, parent[0].lease_id,
-                       {request{"http://a/2"}, request{"http://a/3", "parse-page"},
-                        request{"http://a/4"}},
-                       {}, dupefilter->marking());
+  auto result =
+      settle(queue, parent[0].lease_id,
+             {request{"http://a/2"}, request{"http://a/3", "parse-page"}, request{"http://a/4"}},
+             {}, dupefilter->marking());
   EXPECT_TRUE(result.settled);
   EXPECT_EQ(result.queued, 2u);
   ASSERT_EQ(result.refused_children.size(), 1u);

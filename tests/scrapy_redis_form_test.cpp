@@ -149,6 +149,16 @@ TEST(scrapy_redis_pickle, every_opcode_that_names_or_builds_an_object_is_refused
   }
 }
 
+// What the reader says of `bytes`: "read", or its error.
+std::string refused(const std::string& bytes) {
+  try {
+    pickle::read(bytes);
+    return "read";
+  } catch (const pickle::error& error) {
+    return error.what();
+  }
+}
+
 // Pickle bytes for the allow-list's tests: a header, a str (SHORT_BINUNICODE), a bytes.
 const std::string protocol_5{"\x80\x05", 2};
 std::string py_str(std::string_view text) {
@@ -166,7 +176,8 @@ const std::string lxml_class =
 // same from pickles Python makes at test time.)
 TEST(scrapy_redis_pickle, lxmls_str_subclass_is_read_as_the_str_it_holds) {
   for (const auto& made : {lxml_class + py_str("A x") + "\x85\x81.",
-                           std::string("\x80\x02" "clxml.etree\n_ElementUnicodeResult\n") +
+                           std::string("\x80\x02"
+                                       "clxml.etree\n_ElementUnicodeResult\n") +
                                py_str("A x") + "\x85\x81."}) {
     auto read = pickle::read(made);
     EXPECT_EQ(read.type, pickle::value::kind::text);
@@ -177,58 +188,50 @@ TEST(scrapy_redis_pickle, lxmls_str_subclass_is_read_as_the_str_it_holds) {
 // What the allow-list does not open: another class, by either opcode; the class itself as a
 // value; NEWOBJ of a non-class, or of the class from anything but one str.
 TEST(scrapy_redis_pickle, around_the_allow_list_every_other_object_is_refused_by_name) {
-  auto refused = [](std::string bytes) {
-    try {
-      pickle::read(bytes);
-      return std::string("read");
-    } catch (const pickle::error& error) {
-      return std::string(error.what());
-    }
-  };
   auto at = [](std::size_t offset) { return " (at byte " + std::to_string(offset) + ")"; };
-  const std::string not_listed = ", not one of the str subclasses read as str "
-                                 "(lxml.etree._ElementUnicodeResult); only data is read";
-  EXPECT_EQ(refused("\x80\x02" "cos\nsystem\n."),
-            "the pickle holds opcode GLOBAL, which names the Python object os.system" +
-                not_listed + at(2));
+  const std::string not_listed =
+      ", not one of the str subclasses read as str "
+      "(lxml.etree._ElementUnicodeResult); only data is read";
+  EXPECT_EQ(refused("\x80\x02"
+                    "cos\nsystem\n."),
+            "the pickle holds opcode GLOBAL, which names the Python object os.system" + not_listed +
+                at(2));
   auto other_module = protocol_5 + py_str("lxml") + py_str("_ElementUnicodeResult");
   EXPECT_EQ(refused(other_module + "\x93."),
             "the pickle holds opcode STACK_GLOBAL, which names the Python object "
-            "lxml._ElementUnicodeResult" + not_listed + at(other_module.size()));
+            "lxml._ElementUnicodeResult" +
+                not_listed + at(other_module.size()));
   auto named_by_bytes = protocol_5 + py_str("lxml.etree") + py_bytes("_ElementUnicodeResult");
   EXPECT_EQ(refused(named_by_bytes + "\x93."),
             "the pickle holds opcode STACK_GLOBAL, which names a Python object with a bytes; "
-            "only data is read" + at(named_by_bytes.size()));
+            "only data is read" +
+                at(named_by_bytes.size()));
   EXPECT_EQ(refused(lxml_class + "."),
             "the pickle holds the Python class lxml.etree._ElementUnicodeResult itself, where "
             "only its instances are read");
-  const std::string not_one_str = "the pickle holds opcode NEWOBJ, which builds a "
-                                  "_ElementUnicodeResult from other than one str; only data is read";
+  const std::string not_one_str =
+      "the pickle holds opcode NEWOBJ, which builds a "
+      "_ElementUnicodeResult from other than one str; only data is read";
   for (const auto& args : {py_str("a") + py_str("b") + "\x86", std::string(")"),
                            py_bytes("a") + "\x85", py_str("a")}) {
-    EXPECT_EQ(refused(lxml_class + args + "\x81."), not_one_str + at(lxml_class.size() + args.size()));
+    EXPECT_EQ(refused(lxml_class + args + "\x81."),
+              not_one_str + at(lxml_class.size() + args.size()));
   }
   auto none_class = protocol_5 + "N" + py_str("a") + "\x85";
   EXPECT_EQ(refused(none_class + "\x81."),
             "the pickle holds opcode NEWOBJ, which builds an object of what is not a class; only "
-            "data is read" + at(none_class.size()));
+            "data is read" +
+                at(none_class.size()));
   auto after_mark = protocol_5 + "(" + py_str("a") + "\x85";
   EXPECT_EQ(refused(after_mark + "\x81."),
             "the pickle holds opcode NEWOBJ, which builds a Python object from what is not on the "
-            "stack; only data is read" + at(after_mark.size()));
+            "stack; only data is read" +
+                at(after_mark.size()));
   // The class named, then called by REDUCE rather than NEWOBJ: still refused, by REDUCE's name.
   EXPECT_NE(refused(lxml_class + py_str("a") + "\x85R.").find("opcode REDUCE,"), std::string::npos);
 }
 
 TEST(scrapy_redis_pickle, malformed_or_explosive_pickles_are_errors_not_crashes) {
-  auto refused = [](std::string bytes) {
-    try {
-      pickle::read(bytes);
-      return std::string("read");
-    } catch (const pickle::error& error) {
-      return std::string(error.what());
-    }
-  };
   EXPECT_NE(refused({"\x80\x05\x8c\x05"
                      "ab",
                      6})

@@ -79,8 +79,9 @@ void push_start_url(const redis_server& redis, const fleet_case& fleet, const st
 }
 
 // A scrapy-redis worker: Scrapy running the spider of real_scrapy_redis_spider.py.
-std::unique_ptr<child_process> python_worker(const fleet_case& fleet, const redis_server& redis,
-                                             const nlohmann::json& extra = nlohmann::json::object()) {
+std::unique_ptr<child_process> python_worker(
+    const fleet_case& fleet, const redis_server& redis,
+    const nlohmann::json& extra = nlohmann::json::object()) {
   auto settings = shared_settings(redis, fleet);
   settings.update({{"USER_AGENT", python_agent},
                    {"STATS_CLASS", "scrapy_redis.stats.RedisStatsCollector"},
@@ -89,16 +90,15 @@ std::unique_ptr<child_process> python_worker(const fleet_case& fleet, const redi
                    {"REQUEST_FINGERPRINTER_IMPLEMENTATION", "2.7"},
                    {"LOG_LEVEL", "INFO"}});
   settings.update(extra);
-  std::vector<std::string> argv{"/usr/bin/env",
-                                "PYTHONPATH=" + scrapy_redis_source().string(),
-                                std::string("SPIDER_KIND=") +
-                                    (fleet.kind == spider_kind::crawl ? "crawl" : "plain"),
-                                "/usr/bin/python3",
-                                "-m",
-                                "scrapy",
-                                "runspider",
-                                (crawler::fixtures::fixtures_dir() / "real_scrapy_redis_spider.py")
-                                    .string()};
+  std::vector<std::string> argv{
+      "/usr/bin/env",
+      "PYTHONPATH=" + scrapy_redis_source().string(),
+      std::string("SPIDER_KIND=") + (fleet.kind == spider_kind::crawl ? "crawl" : "plain"),
+      "/usr/bin/python3",
+      "-m",
+      "scrapy",
+      "runspider",
+      (crawler::fixtures::fixtures_dir() / "real_scrapy_redis_spider.py").string()};
   for (const auto& [key, value] : settings.items()) {
     argv.push_back("-s");
     argv.push_back(key + "=" + (value.is_string() ? value.get<std::string>() : value.dump()));
@@ -134,8 +134,9 @@ std::unique_ptr<child_process> our_worker(const fleet_case& fleet, const http_se
   } else {
     argv.insert(argv.end(), {"crawl", "site", "-a", "start=" + site.url("/site/0")});
     for (const auto& [key, value] : settings.items()) {
-      argv.insert(argv.end(),
-                  {"-s", key + "=" + (value.is_string() ? value.get<std::string>() : value.dump())});
+      argv.insert(
+          argv.end(),
+          {"-s", key + "=" + (value.is_string() ? value.get<std::string>() : value.dump())});
     }
   }
   argv.insert(argv.end(), extra.begin(), extra.end());
@@ -165,7 +166,8 @@ outcome check_the_crawl(const fleet_case& fleet, const http_server& site, std::s
     EXPECT_EQ(python_log.find(level), std::string::npos) << python_log;
   }
   for (const auto& key : redis_run(redis.port(), {"KEYS", "site:*"})) {
-    EXPECT_FALSE(key.ends_with(":bad") || key.ends_with(":dead")) << key << " holds what was set aside";
+    EXPECT_FALSE(key.ends_with(":bad") || key.ends_with(":dead"))
+        << key << " holds what was set aside";
   }
   // Each page's item, from the callback its rule names: even pages to parse_even, odd ones to
   // parse_odd, whichever side wrote the request and whichever ran it.
@@ -277,8 +279,8 @@ TEST_P(mixed_fleet_with_real_scrapy_redis, crawls_every_page_once_each_side_a_sh
   EXPECT_GE(counted.by_ours, pages * 15 / 100);
   // scrapy-redis's RedisStatsCollector and ours add to one <spider>:stats: `crawler stats` sums
   // both sides' pages.
-  child_process stats({crawler::fixtures::crawler_binary(), "stats", "site", "-s",
-                       "REDIS_URL=" + redis.url()});
+  child_process stats(
+      {crawler::fixtures::crawler_binary(), "stats", "site", "-s", "REDIS_URL=" + redis.url()});
   ASSERT_EQ(stats.wait(), 0) << stats.stderr_text();
   auto summed = nlohmann::json::parse(stats.stdout_text());
   EXPECT_EQ(summed.value("response_received_count", std::int64_t{-1}),
@@ -286,16 +288,15 @@ TEST_P(mixed_fleet_with_real_scrapy_redis, crawls_every_page_once_each_side_a_sh
       << summed.dump();
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    each_spider_and_queue_class, mixed_fleet_with_real_scrapy_redis,
-    testing::Values(fleet_case{spider_kind::crawl, "PriorityQueue"},
-                    fleet_case{spider_kind::crawl, "FifoQueue"},
-                    fleet_case{spider_kind::crawl, "LifoQueue"},
-                    fleet_case{spider_kind::plain, "PriorityQueue"},
-                    fleet_case{spider_kind::plain, "FifoQueue"},
-                    fleet_case{spider_kind::plain, "LifoQueue"},
-                    fleet_case{spider_kind::crawl, "PriorityQueue", true}),
-    case_name);
+INSTANTIATE_TEST_SUITE_P(each_spider_and_queue_class, mixed_fleet_with_real_scrapy_redis,
+                         testing::Values(fleet_case{spider_kind::crawl, "PriorityQueue"},
+                                         fleet_case{spider_kind::crawl, "FifoQueue"},
+                                         fleet_case{spider_kind::crawl, "LifoQueue"},
+                                         fleet_case{spider_kind::plain, "PriorityQueue"},
+                                         fleet_case{spider_kind::plain, "FifoQueue"},
+                                         fleet_case{spider_kind::plain, "LifoQueue"},
+                                         fleet_case{spider_kind::crawl, "PriorityQueue", true}),
+                         case_name);
 
 // A queue one side wrote alone, taken over by the other alone: a RedisCrawlSpider stops at
 // CLOSESPIDER_PAGECOUNT with its rules' requests queued (link texts pickled as lxml's str

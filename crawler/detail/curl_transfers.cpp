@@ -13,9 +13,9 @@
 #include <optional>
 #include <unordered_map>
 
+#include "config/ascii.h"
 #include "config/log.h"
 #include "config/redact.h"
-#include "config/ascii.h"
 #include "request/http_syntax.h"
 
 namespace crawler::detail {

@@ -343,7 +343,8 @@ class reader {
   };
 
   [[noreturn]] void refuse(std::size_t offset, const char* opcode, const std::string& why) const {
-    fail_at(offset, "holds opcode " + std::string(opcode) + ", which " + why + "; only data is read");
+    fail_at(offset,
+            "holds opcode " + std::string(opcode) + ", which " + why + "; only data is read");
   }
   // GLOBAL's arguments: text up to a newline.
   std::string line(std::size_t offset, const char* opcode) {
@@ -360,8 +361,9 @@ class reader {
     }
     const auto& named = nodes_[pop(offset)];
     if (named.python_class || named.scalar.type != value::kind::text) {
-      refuse(offset, opcode, "names a Python object with a " +
-                                 std::string(named.python_class ? "class" : named.scalar.type_name()));
+      refuse(offset, opcode,
+             "names a Python object with a " +
+                 std::string(named.python_class ? "class" : named.scalar.type_name()));
     }
     return named.scalar.text;
   }

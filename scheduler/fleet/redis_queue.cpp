@@ -741,8 +741,8 @@ void redis_queue::async_settle(const std::string& lease_id, const std::vector<re
   }
   add_to_settles(
       std::move(args), marking,
-      [this, done = std::move(done), lease_id, sent = std::move(sent),
-       refused = std::move(refused), known = std::move(known),
+      [this, done = std::move(done), lease_id, sent = std::move(sent), refused = std::move(refused),
+       known = std::move(known),
        marked = std::move(marked)](std::exception_ptr error, redis::reply answer) {
         settle_result result;
         try {
