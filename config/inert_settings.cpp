@@ -28,6 +28,12 @@ constexpr std::string_view feed_storage =
     "feeds go to local files and standard output; a storage for another URI scheme is "
     "registered in C++ (crawler/feed_storage.h)";
 
+constexpr std::string_view local_store =
+    "FILES_STORE and IMAGES_STORE are local folders; another store is a pipeline registered in "
+    "C++ (crawler/components.h)";
+constexpr std::string_view ftp =
+    "ftp:// URLs are fetched by libcurl when DOWNLOAD_SCHEMES lists ftp; credentials go in the URL";
+constexpr std::string_view no_mail = "no mail is sent";
 constexpr std::string_view images_as_files =
     "the ImagesPipeline stores images as downloaded: no thumbnails, no size filter";
 
@@ -86,6 +92,62 @@ constexpr inert_setting inert_table[] = {
     {"MEMUSAGE_NOTIFY_MAIL", "no mail is sent; MEMUSAGE_WARNING_MB logs a WARNING"},
     {"STATSMAILER_RCPTS", "no mail is sent; STATS_FILE writes the stats as JSON"},
     {"EDITOR", "there is no `edit` command"},
+    {"DEFAULT_ITEM_CLASS", python_code},
+    {"FEED_URI_PARAMS", python_code, "null"},
+    {"FEED_STORE_EMPTY",
+     "a feed's file is written even when no item came, as with FEED_STORE_EMPTY = True"},
+    {"FEED_STORAGE_FTP_ACTIVE", feed_storage},
+    {"FEED_STORAGE_S3_ACL", feed_storage},
+    {"FEED_STORAGE_GCS_ACL", feed_storage},
+    {"GCS_PROJECT_ID", feed_storage},
+    {"FILES_STORE_S3_ACL", local_store},
+    {"FILES_STORE_GCS_ACL", local_store},
+    {"IMAGES_STORE_S3_ACL", local_store},
+    {"IMAGES_STORE_GCS_ACL", local_store},
+    {"FTP_USER", ftp},
+    {"FTP_PASSWORD", ftp},
+    {"FTP_PASSIVE_MODE", ftp},
+    {"MAIL_HOST", no_mail},
+    {"MAIL_PORT", no_mail},
+    {"MAIL_FROM", no_mail},
+    {"MAIL_USER", no_mail},
+    {"MAIL_PASS", no_mail},
+    {"COOKIES_DEBUG", "cookies sent and received are not logged; -L DEBUG logs each request"},
+    {"HTTPPROXY_AUTH_ENCODING",
+     "proxy credentials are sent as the bytes of the proxy URL (percent-escapes decoded)"},
+    {"SCRAPER_SLOT_MAX_ACTIVE_SIZE",
+     "responses wait for their callback within CONCURRENT_REQUESTS; MEMUSAGE_* bounds memory"},
+    {"HTTPCACHE_DBM_MODULE", "the HTTP cache is stored in files (HTTPCACHE_DIR), never in a DBM"},
+    // What this crawler always does, said in Scrapy's words: its default alone is honoured.
+    {"AJAXCRAWL_ENABLED", "pages are not rewritten for AJAX crawlable URLs (#!)", "false"},
+    {"DOWNLOADER_STATS", "the downloader/ stats are always kept", "true"},
+    {"DOWNLOAD_FAIL_ON_DATALOSS",
+     "a body shorter than its Content-Length always fails its download (libcurl's partial file)",
+     "true"},
+    {"STATS_DUMP", "the stats are always logged at the end of a crawl (and STATS_FILE writes them)",
+     "true"},
+    {"LOG_STDOUT", "the log goes to standard error or LOG_FILE; -o - writes items to standard output",
+     "false"},
+    {"LOG_ENCODING", "the log is written in UTF-8", "\"utf-8\""},
+    {"REQUEST_FINGERPRINTER_CLASS",
+     "REQUEST_FINGERPRINTER_IMPLEMENTATION chooses the fingerprint (2.7, 2.6, scrapy-redis-0.8)",
+     "\"scrapy.utils.request.RequestFingerprinter\""},
+    {"REFERRER_POLICY",
+     "the Referer is sent as Scrapy's default policy sends it (REFERER_ENABLED turns it off)",
+     "\"scrapy.spidermiddlewares.referer.DefaultReferrerPolicy\""},
+    {"ROBOTSTXT_PARSER",
+     "robots.txt is read by this crawler's RFC 9309 parser (README: where it differs from Protego)",
+     "\"scrapy.robotstxt.ProtegoRobotParser\""},
+    {"HTTPCACHE_POLICY",
+     "the cache stores every response and serves it while fresh (HTTPCACHE_EXPIRATION_SECS), as "
+     "Scrapy's DummyPolicy",
+     "\"scrapy.extensions.httpcache.DummyPolicy\""},
+    {"HTTPCACHE_STORAGE", "the cache is files under HTTPCACHE_DIR, as Scrapy's filesystem storage",
+     "\"scrapy.extensions.httpcache.FilesystemCacheStorage\""},
+    {"HTTPCACHE_GZIP", "cached responses are stored as received, not compressed", "false"},
+    {"HTTPCACHE_ALWAYS_STORE", "the cache stores every response, as Scrapy's DummyPolicy", "false"},
+    {"HTTPCACHE_IGNORE_RESPONSE_CACHE_CONTROLS",
+     "Cache-Control is not read: the cache stores every response, as Scrapy's DummyPolicy", "[]"},
 };
 
 }  // namespace

@@ -5,6 +5,10 @@
 //   WARNING: TELNETCONSOLE_ENABLED has no effect here: there is no telnet console; the progress
 //   line, METRICS_PORT and `crawler status` show a running crawl
 //
+// Some of them are Scrapy's way of saying what this crawler always does (DOWNLOADER_STATS = True,
+// HTTPCACHE_POLICY = DummyPolicy): Scrapy's default value is accepted without a word, and any
+// other value is refused, naming the setting, since it asks for what does not happen here.
+//
 // A typo of one of our own settings is still an error (settings.h): only these exact names are
 // let through.
 #pragma once
@@ -18,6 +22,9 @@ namespace crawler {
 struct inert_setting {
   std::string_view name;
   std::string_view instead;
+  /// The one value this crawler behaves as (JSON text, Scrapy's default); empty: any value is
+  /// accepted, with a warning.
+  std::string_view honoured = {};
 };
 
 /// Every such setting, in no particular order.

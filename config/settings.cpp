@@ -404,8 +404,20 @@ std::string unknown_key_message(std::string_view where, std::string_view key) {
   }
   if (auto best = nearest_name(upper, names); !best.empty()) {
     message += " (did you mean '" + std::string(best) + "'?)";
+  } else {
+    message += " (a setting of the spider's own is declared in its user_settings)";
   }
   return message;
+}
+
+// A -s word as Python's settings.py or JSON spells a value: True/False/None, a number, a list or
+// an object; anything else is the string itself.
+json python_literal(const std::string& word) {
+  if (word == "True") return true;
+  if (word == "False") return false;
+  if (word == "None") return nullptr;
+  auto parsed = json::parse(word, nullptr, false);
+  return parsed.is_discarded() ? json(word) : parsed;
 }
 
 bool has_type(const json& value, setting_type type) {
@@ -613,12 +625,27 @@ std::optional<setting_spec> settings::spec_of(std::string_view key) const {
 }
 
 void settings::set(std::string_view key, json value, std::string_view where) {
-  if (find_inert_setting(key)) {
-    values_.insert_or_assign(std::string(key), std::move(value));
-    return;
+  if (const auto* inert = find_inert_setting(key)) {
+    if (inert->honoured.empty()) {
+      values_.insert_or_assign(std::string(key), std::move(value));
+      return;
+    }
+    // -s gives a word: read it as Python or JSON would spell the value.
+    if (value.is_string() && where.starts_with("-s")) value = python_literal(value.get<std::string>());
+    auto honoured = json::parse(inert->honoured);
+    if (value != honoured) {
+      throw settings_error(origin(where, key) + ": " + value.dump() +
+                           " cannot be honoured here, only " + honoured.dump() + ": " +
+                           std::string(inert->instead));
+    }
+    return;  // what this crawler does anyway: nothing to warn about
   }
   auto spec = spec_of(key);
   if (!spec) throw settings_error(unknown_key_message(where.empty() ? "settings" : where, key));
+  // Scrapy's None for a list whose default is empty (FEED_EXPORT_FIELDS): that default.
+  if (value.is_null() && spec->type == list && spec->default_value == json::array()) {
+    value = json::array();
+  }
   if (!has_type(value, spec->type)) {
     throw settings_error(origin(where, key) + ": expected " + std::string(describe(spec->type)) +
                          ", got " + value.type_name() + " " + value.dump());
@@ -721,6 +748,12 @@ json settings::to_json() const {
   json out = json::object();
   for (const auto& [key, value] : values_) out[key] = value;
   return out;
+}
+
+bool removes_component(const settings& settings, std::string_view setting, std::string_view name) {
+  const auto& components = settings.get(setting);
+  auto found = components.find(std::string(name));
+  return found != components.end() && found->is_null();
 }
 
 }  // namespace crawler

@@ -135,4 +135,8 @@ class settings {
 /// share one slot there), else "books", as scrapy-redis names them.
 std::string key_spider_name(const settings& settings, std::string_view spider);
 
+/// Whether `settings`' components dict `setting` (DOWNLOADER_MIDDLEWARES, ...) maps `name` to
+/// null: Scrapy's way of turning a built-in off ({"...CookiesMiddleware": None}).
+bool removes_component(const settings& settings, std::string_view setting, std::string_view name);
+
 }  // namespace crawler

@@ -589,6 +589,17 @@ void register_builtin_middlewares() {
     };
     using made_downloader = std::unique_ptr<downloader_middleware>;
     using made_spider = std::unique_ptr<spider_middleware>;
+    // Scrapy's, whose work the downloader and the engine do themselves (switched by their own
+    // settings, or by null in DOWNLOADER_MIDDLEWARES: downloader.cpp, engine.cpp): named in a
+    // Scrapy project's settings, they add nothing to the chain.
+    for (const char* inside : {"robotstxt.RobotsTxtMiddleware",
+                               "downloadtimeout.DownloadTimeoutMiddleware",
+                               "ajaxcrawl.AjaxCrawlMiddleware",
+                               "httpcompression.HttpCompressionMiddleware",
+                               "cookies.CookiesMiddleware", "httpproxy.HttpProxyMiddleware",
+                               "stats.DownloaderStats"}) {
+      downloader(inside, [](crawl_context&) -> made_downloader { return nullptr; });
+    }
     downloader("offsite.OffsiteMiddleware", [](crawl_context& crawl) -> made_downloader {
       return std::make_unique<offsite_redirect_middleware>(crawl.spider, crawl.stats);
     });

@@ -19,6 +19,23 @@ using clock = crawl_clock;
 
 constexpr auto idle_slot_lifetime = std::chrono::seconds(60);  // as Scrapy's slot GC
 
+// Scrapy's downloader middlewares whose work is the downloader's here: turned off by their own
+// setting, or by null in DOWNLOADER_MIDDLEWARES as in Scrapy; those nothing here can do without
+// are refused there.
+bool switched_on(const settings& settings, const char* setting, const char* middleware) {
+  return settings.get_bool(setting) &&
+         !removes_component(settings, "DOWNLOADER_MIDDLEWARES",
+                            std::string("scrapy.downloadermiddlewares.") + middleware);
+}
+
+void refuse_removing(const settings& settings, const char* middleware, const char* why) {
+  auto name = std::string("scrapy.downloadermiddlewares.") + middleware;
+  if (removes_component(settings, "DOWNLOADER_MIDDLEWARES", name)) {
+    throw settings_error("DOWNLOADER_MIDDLEWARES[\"" + name + "\"]: null cannot turn it off here: " +
+                         why);
+  }
+}
+
 }  // namespace
 
 struct downloader::slot {
@@ -52,7 +69,7 @@ downloader::downloader(asio::any_io_executor executor, const settings& settings,
       autothrottle_debug_(settings.get_bool("AUTOTHROTTLE_DEBUG")),
       options_(std::make_unique<detail::transfer_options>()),
       transfers_(std::make_unique<detail::curl_transfers>(
-          executor, stats, settings.get_bool("COOKIES_ENABLED"),
+          executor, stats, switched_on(settings, "COOKIES_ENABLED", "cookies.CookiesMiddleware"),
           std::size_t(settings.get_int("COOKIES_MAX_JARS")),
           // As many as curl keeps itself while CONCURRENT_REQUESTS transfers run.
           4 * std::max<std::size_t>(1, std::size_t(settings.get_int("CONCURRENT_REQUESTS"))))),
@@ -61,8 +78,13 @@ downloader::downloader(asio::any_io_executor executor, const settings& settings,
   options_->connect_timeout_seconds = settings.get_double("DNS_TIMEOUT");
   options_->maxsize = std::size_t(settings.get_int("DOWNLOAD_MAXSIZE"));
   options_->warnsize = std::size_t(settings.get_int("DOWNLOAD_WARNSIZE"));
-  options_->compression = settings.get_bool("COMPRESSION_ENABLED");
-  options_->proxy_enabled = settings.get_bool("HTTPPROXY_ENABLED");
+  options_->compression =
+      switched_on(settings, "COMPRESSION_ENABLED", "httpcompression.HttpCompressionMiddleware");
+  options_->proxy_enabled =
+      switched_on(settings, "HTTPPROXY_ENABLED", "httpproxy.HttpProxyMiddleware");
+  refuse_removing(settings, "downloadtimeout.DownloadTimeoutMiddleware",
+                  "every download has DOWNLOAD_TIMEOUT (meta download_timeout)");
+  refuse_removing(settings, "stats.DownloaderStats", "the downloader/ stats are always kept");
   options_->protocols = scheme_policy(settings).curl_protocols();
   if (settings.get_int("CONCURRENT_REQUESTS_PER_IP") > 0) {
     slots_per_ip_ = true;

@@ -100,7 +100,9 @@ engine::engine(asio::io_context& io, const settings& settings, stats& stats, spi
   pipelines_wait_ = std::any_of(pipelines_.begin(), pipelines_.end(),
                                 [](const auto& pipeline) { return pipeline->waits(); });
   extensions_ = build_components<extension>(context);
-  if (settings.get_bool("ROBOTSTXT_OBEY")) {
+  if (settings.get_bool("ROBOTSTXT_OBEY") &&
+      !removes_component(settings, "DOWNLOADER_MIDDLEWARES",
+                         "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware")) {
     robots_ = std::make_unique<robots_gate>(
         settings, stats,
         [this](request request, downloader::completion done) {

@@ -143,6 +143,42 @@ std::string write_config(const temp_dir& dir, json document) {
 // Spider arguments in a crawl file's start URLs, as `-a` sets a Scrapy spider's attributes: the
 // run given -a start=... crawls from there; one without it stops before anything is fetched,
 // naming the argument; `check` takes -a too.
+// A Scrapy project's settings carried over whole: every name of Scrapy 2.8's default_settings,
+// read from Debian's Scrapy at test time, at Scrapy's default value, in one crawl file. Each name
+// is a setting of ours, inert (one warning that says what to use instead) or Scrapy's word for
+// what happens here anyway (taken silently); `check` passes and the crawl runs.
+TEST(crawler_run, every_setting_of_scrapys_default_settings_at_its_default_runs) {
+  http_server site({.site_pages = 3});
+  temp_dir dir;
+  child_process python({"/usr/bin/python3", "-c",
+                        "import json\n"
+                        "from scrapy.settings import default_settings as d\n"
+                        "print(json.dumps({k: getattr(d, k) for k in dir(d) if k.isupper()}))\n"});
+  ASSERT_EQ(python.wait(), 0) << python.stderr_text();
+  auto scrapy_defaults = json::parse(python.stdout_text());
+  ASSERT_GT(scrapy_defaults.size(), 150u);
+  json crawl{{"settings", scrapy_defaults},
+             {"spider",
+              {{"name", "carried_over"},
+               {"start_urls", {site.url("/site/0")}},
+               {"callbacks", {{"parse", {{"fields", {{"url", "$url"}}}}}}}}}};
+  auto file = dir.path() / "carried_over.json";
+  std::ofstream(file) << crawl.dump(2);
+  child_process check({crawler_binary(), "check", file.string()});
+  EXPECT_EQ(check.wait(), 0) << check.stdout_text() << check.stderr_text();
+  child_process run({crawler_binary(), "run", file.string(), "-O",
+                     (dir.path() / "items.jsonl").string(), "-L", "WARNING"});
+  ASSERT_EQ(run.wait(), 0) << run.stderr_text();
+  auto log = run.stderr_text();
+  EXPECT_EQ(log.find(" ERROR: "), std::string::npos) << log;
+  EXPECT_EQ(site.hits("/site/0"), 1u);
+  // Each name that means nothing here is said once; Scrapy's defaults that are ours are not.
+  EXPECT_EQ(count_of(log, "TELNETCONSOLE_ENABLED has no effect here"), 1u);
+  EXPECT_EQ(count_of(log, "MAIL_HOST has no effect here: no mail is sent"), 1u);
+  EXPECT_EQ(log.find("DOWNLOADER_STATS"), std::string::npos) << log;
+  EXPECT_EQ(log.find("HTTPCACHE_POLICY"), std::string::npos) << log;
+}
+
 TEST(crawler_run, start_urls_name_spider_arguments_given_with_dash_a) {
   http_server server;
   temp_dir dir;

@@ -353,6 +353,46 @@ TEST(crawl, cookies_set_by_one_response_go_with_the_next_request) {
   EXPECT_EQ(stat(without_result, "downloader/response_status_count/403"), 1);
 }
 
+// Scrapy turns a built-in off with null in DOWNLOADER_MIDDLEWARES: the middlewares whose work the
+// downloader does here are turned off the same way (cookies: none kept; robots.txt: not asked
+// for), and the two nothing here can do without are refused by name.
+TEST(crawl, null_for_a_scrapy_downloader_middleware_turns_off_what_it_does_here) {
+  http_server server({.robots_txt = "User-agent: *\nDisallow: /cookie/\n"});
+  auto without = [](const std::string& middleware) {
+    return "DOWNLOADER_MIDDLEWARES={\"scrapy.downloadermiddlewares." + middleware + "\": null}";
+  };
+  recording_spider no_cookies({get(server.url("/cookie/set")), get(server.url("/cookie/check"))});
+  auto result = crawl(no_cookies, {"CONCURRENT_REQUESTS=1", "SCHEDULER_MEMORY_QUEUE=fifo",
+                                   without("cookies.CookiesMiddleware")});
+  EXPECT_EQ(stat(result, "downloader/response_status_count/403"), 1);
+
+  recording_spider no_robots({get(server.url("/cookie/set"))});
+  crawl(no_robots, {"ROBOTSTXT_OBEY=true", without("robotstxt.RobotsTxtMiddleware")});
+  EXPECT_EQ(server.hits("/robots.txt"), 0u);
+  EXPECT_EQ(no_robots.responses.size(), 1u);
+  recording_spider obeying({get(server.url("/cookie/set"))});
+  crawl(obeying, {"ROBOTSTXT_OBEY=true"});
+  EXPECT_EQ(server.hits("/robots.txt"), 1u);
+  EXPECT_TRUE(obeying.responses.empty());
+
+  for (const auto& [middleware, why] :
+       std::vector<std::pair<std::string, std::string>>{
+           {"downloadtimeout.DownloadTimeoutMiddleware",
+            "every download has DOWNLOAD_TIMEOUT (meta download_timeout)"},
+           {"stats.DownloaderStats", "the downloader/ stats are always kept"}}) {
+    recording_spider refused({get(server.url("/s?wd=1"))});
+    try {
+      crawl(refused, {without(middleware)});
+      ADD_FAILURE() << middleware << " turned off";
+    } catch (const crawler::settings_error& error) {
+      EXPECT_EQ(std::string(error.what()), "DOWNLOADER_MIDDLEWARES[\"scrapy.downloadermiddlewares." +
+                                               middleware + "\"]: null cannot turn it off here: " +
+                                               why);
+    }
+  }
+  EXPECT_EQ(server.hits("/s?wd=1"), 0u);
+}
+
 // Scrapy's sessions: each meta "cookiejar" key has a jar of its own (1 and "1" are two keys), the
 // crawl's own jar is a third, and meta "dont_merge_cookies" sends none and keeps none.
 TEST(crawl, each_cookiejar_sees_only_its_own_cookies_and_dont_merge_cookies_uses_none) {

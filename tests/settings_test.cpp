@@ -162,6 +162,42 @@ TEST(settings, scrapy_settings_without_effect_here_are_warnings_not_errors) {
             "-s: unknown setting 'CONCURENT_REQUESTS' (did you mean 'CONCURRENT_REQUESTS'?)");
 }
 
+// Scrapy's name for what this crawler always does: Scrapy's default is taken without a word, in
+// a file or with -s as Python spells it; another value asks for what does not happen here, and
+// is refused naming the setting and the one value honoured.
+TEST(settings, a_scrapy_setting_whose_default_is_what_happens_here_takes_that_value_only) {
+  settings s;
+  s.merge_json({{"DOWNLOADER_STATS", true},
+                {"HTTPCACHE_POLICY", "scrapy.extensions.httpcache.DummyPolicy"},
+                {"HTTPCACHE_IGNORE_RESPONSE_CACHE_CONTROLS", nlohmann::json::array()},
+                {"FEED_URI_PARAMS", nullptr}},
+               "settings");
+  s.set_from_string("DOWNLOADER_STATS=True");
+  s.set_from_string("LOG_STDOUT=False");
+  s.set_from_string("LOG_ENCODING=utf-8");
+  EXPECT_TRUE(s.warnings().empty());
+  EXPECT_EQ(error_of([&] { s.set_from_string("DOWNLOADER_STATS=False"); }),
+            "-s DOWNLOADER_STATS: false cannot be honoured here, only true: the downloader/ stats "
+            "are always kept");
+  EXPECT_EQ(error_of([&] { s.merge_json({{"HTTPCACHE_GZIP", true}}, "settings"); }),
+            "settings.HTTPCACHE_GZIP: true cannot be honoured here, only false: cached responses "
+            "are stored as received, not compressed");
+  EXPECT_EQ(error_of([&] {
+              s.merge_json({{"HTTPCACHE_POLICY", "scrapy.extensions.httpcache.RFC2616Policy"}},
+                           "settings");
+            }),
+            "settings.HTTPCACHE_POLICY: \"scrapy.extensions.httpcache.RFC2616Policy\" cannot be "
+            "honoured here, only \"scrapy.extensions.httpcache.DummyPolicy\": the cache stores "
+            "every response and serves it while fresh (HTTPCACHE_EXPIRATION_SECS), as Scrapy's "
+            "DummyPolicy");
+  EXPECT_NE(error_of([&] { s.set_from_string("LOG_ENCODING=latin-1"); })
+                .find("\"latin-1\" cannot be honoured here, only \"utf-8\""),
+            std::string::npos);
+  // Scrapy's None for a list whose default is empty is that default.
+  s.merge_json({{"FEED_EXPORT_FIELDS", nullptr}}, "settings");
+  EXPECT_EQ(s.get("FEED_EXPORT_FIELDS"), nlohmann::json::array());
+}
+
 TEST(settings, a_users_own_setting_is_declared_by_its_default_and_then_typed) {
   settings s;
   s.declare("MYPROJECT_API", "https://api.example", "user_settings");
@@ -184,7 +220,8 @@ TEST(settings, a_users_own_setting_is_declared_by_its_default_and_then_typed) {
             "user_settings.DOWNLOAD_DELAY: is already a setting; a setting of your own needs a "
             "name of its own (a prefix such as MYPROJECT_ keeps it apart)");
   EXPECT_EQ(error_of([&] { settings{}.set_from_string("MYPROJECT_PAGES=2"); }),
-            "-s: unknown setting 'MYPROJECT_PAGES'");
+            "-s: unknown setting 'MYPROJECT_PAGES' (a setting of the spider's own is declared in "
+            "its user_settings)");
 }
 
 TEST(settings, dns_timeout_keeps_scrapys_default) {
