@@ -268,6 +268,10 @@ def build():
 
 def prepare():
     sync_scratch()
+    # The tests find ../shared (scrapy-redis's own code, RedisBloom) beside the tree.
+    shared, beside = os.path.join(REPO, "..", "shared"), os.path.join(SCRATCH, "shared")
+    if os.path.isdir(shared) and not os.path.exists(beside):
+        os.symlink(os.path.abspath(shared), beside)
     configure = ["cmake", "-S", os.path.join(SCRATCH, "src"), "-B", os.path.join(SCRATCH, "build"),
                  "-G", "Ninja", "-DCMAKE_BUILD_TYPE=Release", "-DCRAWLER_BUILD_BENCH=OFF",
                  "-DCMAKE_UNITY_BUILD=OFF"]  # a mutant recompiles its own file, not a batch
@@ -276,6 +280,24 @@ def prepare():
     ok, log = build()
     if not ok:
         sys.exit(log[-3000:] + "\nthe unmutated tree does not build")
+    # A test that fails without a mutant would kill every mutant: the suite must pass first.
+    baseline = os.path.join(SCRATCH, "baseline.passed")
+    if not os.path.exists(baseline) or os.path.getmtime(baseline) < newest_source():
+        print("running the whole suite on the unmutated tree ...", flush=True)
+        passed, failed = run_tests([], 3600)
+        if not passed:
+            sys.exit("the unmutated tree fails " + ", ".join(failed or ["its suite"]) +
+                     ": no mutant can be judged against it")
+        open(baseline, "w").close()
+
+
+def newest_source():
+    newest = 0.0
+    for root, dirs, files in os.walk(os.path.join(SCRATCH, "src")):
+        dirs[:] = [d for d in dirs if d != ".git"]
+        for name in files:
+            newest = max(newest, os.path.getmtime(os.path.join(root, name)))
+    return newest
 
 
 def labels_to_run(build_log):

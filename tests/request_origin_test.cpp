@@ -298,6 +298,23 @@ TEST(fleet_state, a_redis_that_may_evict_the_fleets_keys_is_named_at_start) {
   EXPECT_EQ(quiet->stderr_text().find("maxmemory"), std::string::npos) << quiet->stderr_text();
 }
 
+// A Redis that wants a password the worker does not give answers NOAUTH to everything: the
+// worker stops at start saying so, never that a key "holds" the error, nor advising to delete it.
+TEST(fleet_state, a_redis_that_refuses_the_worker_is_named_as_refusing_not_as_a_keys_type) {
+  http_server site({.site_pages = 3});
+  redis_server redis({.password = "s3cret"});
+  temp_dir dir;
+  auto worker = fleet_worker(
+      site, redis, dir.path() / "items.jsonl", "redis_set",
+      {"-s", "REDIS_URL=redis://127.0.0.1:" + std::to_string(redis.port()) + "/0"});
+  EXPECT_EQ(worker->wait(), 2) << worker->stderr_text();
+  auto said = worker->stderr_text();
+  EXPECT_NE(said.find("read the type of site:"), std::string::npos) << said;
+  EXPECT_NE(said.find("NOAUTH"), std::string::npos) << said;
+  EXPECT_EQ(said.find(" holds a "), std::string::npos) << said;
+  EXPECT_EQ(site.total_hits(), 0u);
+}
+
 long long commands_processed(const redis_server& redis) {
   auto info = redis_run(redis.port(), {"INFO", "stats"});
   auto text = info.empty() ? std::string() : info[0];

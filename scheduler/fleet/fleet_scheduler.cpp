@@ -593,6 +593,15 @@ void fleet_scheduler::check_key_types(
       std::move(types), [this, alive = alive_, expected, shards_key, then = std::move(then),
                          fail](std::exception_ptr error, std::vector<redis::reply> replies) {
         if (!*alive) return;
+        // An error reply (NOAUTH, a command renamed away) is Redis refusing the worker, never
+        // the key's type or the server's version.
+        for (std::size_t i = 0; !error && i < expected.size(); ++i) {
+          if (replies[i].is_error()) {
+            error = std::make_exception_ptr(redis::reply_error(
+                "read the type of " + expected[i].first + " at " + client_->where().address(),
+                replies[i].str));
+          }
+        }
         if (!error) error = version_problem(replies[expected.size()]);
         if (!error) {
           for (std::size_t i = 0; i < expected.size(); ++i) {
