@@ -1,5 +1,8 @@
 #include "crawler/feed_storage.h"
 
+#include <unistd.h>
+
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -48,7 +51,10 @@ void drop_torn_tail(const std::string& path) {
       ->warn("{}: dropped its last {} bytes, a line cut short by a crash", path, size - keep);
 }
 
-// Scrapy's FileFeedStorage: a local file, appended to unless the feed overwrites it.
+// Scrapy's FileFeedStorage: a local file, appended to unless the feed overwrites it. An
+// overwritten file is written beside it first (a name of its own, made by mkstemp) and takes its
+// place with the first item, once the crawl is under way (or at its end, when none came): a crawl
+// refused at start (a missing -a, a typo in a setting) leaves yesterday's feed as it was.
 class file_storage : public feed_storage {
  public:
   explicit file_storage(const feed_target& target)
@@ -60,17 +66,33 @@ class file_storage : public feed_storage {
     existing_ = !target.overwrite && std::filesystem::is_regular_file(path_) &&
                 std::filesystem::file_size(path_) > 0;
     if (existing_) drop_torn_tail(path_);
-    out_.open(path_, target.overwrite ? std::ios::trunc : std::ios::app);
+    // A device or a pipe (/dev/null, a FIFO) is written as it is: nothing to put beside it.
+    std::error_code no_status;
+    auto status = std::filesystem::status(path_, no_status);
+    if (target.overwrite && (status.type() == std::filesystem::file_type::not_found ||
+                             status.type() == std::filesystem::file_type::regular)) {
+      std::string beside = path_ + ".tmp-XXXXXX";
+      int fd = mkstemp(beside.data());
+      if (fd < 0) throw std::runtime_error(path_ + ": cannot create a file beside it to write to");
+      ::close(fd);
+      pending_ = beside;
+    }
+    out_.open(written(), target.overwrite ? std::ios::trunc : std::ios::app);
     if (!out_) throw std::runtime_error(path_ + ": cannot open the feed for writing");
     std::error_code no_size;  // a device such as /dev/full: none to go back to
-    whole_size_ = std::filesystem::file_size(path_, no_size);
+    whole_size_ = std::filesystem::file_size(written(), no_size);
+  }
+  ~file_storage() override {
+    std::error_code ignored;
+    if (!pending_.empty()) std::filesystem::remove(pending_, ignored);  // never put in place
   }
 
   std::ostream& stream() override { return out_; }
   bool continues_existing() const override { return existing_; }
+  bool under_way() override { return put_in_place(); }
 
   bool flush() override {
-    if (!feed_storage::flush()) return false;
+    if (!feed_storage::flush() || !put_in_place()) return false;
     std::error_code error;
     if (auto size = std::filesystem::file_size(path_, error); !error) whole_size_ = size;
     return true;
@@ -84,17 +106,29 @@ class file_storage : public feed_storage {
     out_.close();  // now: later, closing would write the rest of its buffer after the cut
     std::error_code ignored;
     std::filesystem::resize_file(
-        path_, flushed_per_page_ ? whole_size_ : whole_lines_size(path_).first, ignored);
+        written(), flushed_per_page_ ? whole_size_ : whole_lines_size(written()).first, ignored);
   }
 
   bool store() override {
     out_.close();
-    return bool(out_);
+    return bool(out_) && put_in_place();
   }
   std::string_view stats_name() const override { return "FileFeedStorage"; }
 
  private:
+  const std::string& written() const { return pending_.empty() ? path_ : pending_; }
+  // The file written beside takes the feed's name; the stream goes on into it under that name.
+  bool put_in_place() {
+    if (pending_.empty()) return true;
+    std::error_code error;
+    std::filesystem::rename(pending_, path_, error);
+    if (error) return false;
+    pending_.clear();
+    return true;
+  }
+
   std::string path_;
+  std::string pending_;  // the file written beside path_ until it takes its place
   std::ofstream out_;
   bool flushed_per_page_;
   bool existing_ = false;

@@ -53,6 +53,9 @@ class feed_storage {
   virtual std::ostream& stream() = 0;
   /// Whether the feed continues one the storage already held (a CSV then writes no header row).
   virtual bool continues_existing() const { return false; }
+  /// The first item is written: the crawl is under way. A storage that kept the previous feed
+  /// until now (a file written beside it) puts the new one in its place. False when it could not.
+  virtual bool under_way() { return true; }
   /// What was written so far is whole (the end of a page's items): hand it on. False when it
   /// could not be.
   virtual bool flush();

@@ -185,6 +185,12 @@ class feed_exporter::feed {
       write_csv(item);
     }
     ++count_;
+    if (count_ == 1 && out_ && !storage_->under_way()) {
+      failed_ = true;
+      get_logger("feedexport")
+          ->error("Cannot put the {} feed {} in place of the one it replaces", format_, path_);
+      return false;
+    }
     return check();
   }
 

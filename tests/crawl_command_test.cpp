@@ -537,6 +537,44 @@ TEST(crawler_command, a_spider_missing_its_start_argument_cannot_start) {
 }
 
 // A crawl file given to `crawl`, where a spider's name goes, is pointed at `crawler run`.
+// Yesterday's feed survives today's typo: -O replaces a file only once the crawl is under way (the
+// new feed is written beside it and takes its name with the first item). A crawl refused at start
+// leaves the file as it was and nothing beside it; one that runs replaces it.
+TEST(crawler_command, a_crawl_refused_at_start_leaves_the_feed_it_would_overwrite_as_it_was) {
+  http_server site({.site_pages = 3});
+  temp_dir dir;
+  auto feed = dir.path() / "items.jsonl";
+  std::ofstream(feed) << "{\"url\": \"yesterday\"}\n";
+  auto feed_text = [&] {
+    std::ifstream in(feed);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  auto files_in_dir = [&] {
+    std::size_t count = 0;
+    for ([[maybe_unused]] const auto& entry : std::filesystem::directory_iterator(dir.path())) {
+      ++count;
+    }
+    return count;
+  };
+  for (std::vector<std::string> refused :
+       {std::vector<std::string>{"-s", "ITEM_PIPELINES={\"myproject.Missing\": 300}"},
+        std::vector<std::string>{}}) {  // the second: no -a start
+    std::vector<std::string> argv{crawler_binary(), "crawl", "site", "-O", feed.string()};
+    if (!refused.empty()) argv.insert(argv.end(), {"-a", "start=" + site.url("/site/0")});
+    argv.insert(argv.end(), refused.begin(), refused.end());
+    child_process crawl(argv);
+    EXPECT_EQ(crawl.wait(), 2) << crawl.stderr_text();
+    EXPECT_EQ(feed_text(), "{\"url\": \"yesterday\"}\n");
+    EXPECT_EQ(files_in_dir(), 1u) << "a file left beside the feed";
+  }
+  child_process crawl({crawler_binary(), "crawl", "site", "-a", "start=" + site.url("/site/0"),
+                       "-O", feed.string()});
+  ASSERT_EQ(crawl.wait(), 0) << crawl.stderr_text();
+  EXPECT_EQ(feed_text().find("yesterday"), std::string::npos);
+  EXPECT_EQ(count_of(feed_text(), "\n"), 3u);
+  EXPECT_EQ(files_in_dir(), 1u);
+}
+
 TEST(crawler_command, a_crawl_file_given_to_crawl_is_pointed_at_run) {
   child_process crawl({crawler_binary(), "crawl", "my_site.json"});
   EXPECT_EQ(crawl.wait(), 2);
