@@ -318,8 +318,9 @@ def run_tests(labels, timeout):
         result = subprocess.run(command, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
         return False, ["(the suites ran past their time limit)"]
-    failed = re.findall(r"^\s*\d+ - (\S+) \((?:Failed|Timeout|SEGFAULT|Subprocess aborted|"
-                        r"Child aborted|Exception)", result.stdout, re.M)
+    # "12 - suite.name (Failed)", a parameterized one with "  # GetParam() = ..." between.
+    failed = re.findall(r"^\s*\d+ - (\S+).*\((?:Failed|Timeout|SEGFAULT|Subprocess aborted|"
+                        r"Child aborted|Exception)[^)]*\)\s*$", result.stdout, re.M)
     return result.returncode == 0, failed
 
 
