@@ -650,6 +650,12 @@ void settings::set(std::string_view key, json value, std::string_view where) {
     throw settings_error(origin(where, key) + ": expected " + std::string(describe(spec->type)) +
                          ", got " + value.type_name() + " " + value.dump());
   }
+  // A folder or file named by "" would be the working directory, or nothing at all.
+  static constexpr std::string_view paths[] = {"JOBDIR",      "HTTPCACHE_DIR", "FILES_STORE",
+                                               "IMAGES_STORE", "LOG_FILE",      "STATS_FILE"};
+  if (value == "" && std::find(std::begin(paths), std::end(paths), spec->name) != std::end(paths)) {
+    throw settings_error(origin(where, key) + ": an empty path; leave it out (or null) for none");
+  }
   if ((spec->type == integer || spec->type == number) && !in_range(value, spec->range)) {
     // json dumps nan and inf as null; say what was given.
     double number = value.get<double>();

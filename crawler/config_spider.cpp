@@ -536,7 +536,36 @@ crawl_config load_crawl_config(const json& document) {
   return config;
 }
 
+// Where byte `offset` of `content` is, as people look for it: "LINE:COLUMN".
+std::string line_and_column(const std::string& content, std::size_t offset) {
+  offset = std::min(offset, content.size());
+  std::size_t line = 1, column = 1;
+  for (std::size_t i = 0; i < offset; ++i) {
+    if (content[i] == '\n') {
+      ++line;
+      column = 1;
+    } else {
+      ++column;
+    }
+  }
+  return std::to_string(line) + ":" + std::to_string(column);
+}
+
+// A crawl file is a small regular file: /dev/zero, a FIFO or a 1 GB file is refused before it is
+// read.
+constexpr std::uintmax_t max_crawl_file_size = 16 << 20;
+
 crawl_config load_crawl_config_file(const std::string& path, const spider_arguments& arguments) {
+  std::error_code error;
+  auto status = std::filesystem::status(path, error);
+  if (!error && status.type() != std::filesystem::file_type::regular &&
+      status.type() != std::filesystem::file_type::not_found) {
+    throw config_error(path + ": not a regular file; a crawl file is a JSON file");
+  }
+  if (auto size = std::filesystem::file_size(path, error); !error && size > max_crawl_file_size) {
+    throw config_error(path + ": " + std::to_string(size) + " bytes, over the " +
+                       std::to_string(max_crawl_file_size >> 20) + " MiB a crawl file may hold");
+  }
   std::ifstream in(path);
   if (!in) throw config_error(path + ": cannot read the file");
   std::stringstream text;
@@ -545,20 +574,20 @@ crawl_config load_crawl_config_file(const std::string& path, const spider_argume
   try {
     document = json::parse(text.str());
   } catch (const json::parse_error& error) {
-    // nlohmann reports a byte offset; people look for a line and a column.
-    auto content = text.str();
-    auto offset = std::min<std::size_t>(error.byte, content.size());
-    std::size_t line = 1, column = 1;
-    for (std::size_t i = 0; i + 1 < offset; ++i) {
-      if (content[i] == '\n') {
-        ++line;
-        column = 1;
-      } else {
-        ++column;
-      }
-    }
-    throw config_error(path + ":" + std::to_string(line) + ":" + std::to_string(column) +
+    // nlohmann reports a byte offset, past the byte it stopped at.
+    throw config_error(path + ":" + line_and_column(text.str(), error.byte ? error.byte - 1 : 0) +
                        ": not valid JSON: " + error.what());
+  } catch (const json::out_of_range& error) {
+    // A number no double holds (1e400): nlohmann names it, not where it is.
+    std::string what = error.what();
+    auto quoted = what.find('\'');
+    auto number = quoted == std::string::npos
+                      ? std::string()
+                      : what.substr(quoted + 1, what.rfind('\'') - quoted - 1);
+    auto at = number.empty() ? std::string::npos : text.str().find(number);
+    throw config_error(path + (at == std::string::npos ? "" : ":" + line_and_column(text.str(), at)) +
+                       ": the number " + number + " is out of range: settings and fields take "
+                       "finite numbers");
   }
   // A relative file URL ("file:books/index.html") names a file beside the crawl file, so examples
   // run offline from any working directory. A URL without a scheme is an error, as in Scrapy,

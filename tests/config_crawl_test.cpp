@@ -1,5 +1,6 @@
 // Config-driven crawls: validation errors with their JSON path, and `crawler run` end to end.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <filesystem>
 #include <fstream>
@@ -132,6 +133,37 @@ TEST(crawl_config, a_file_that_is_not_json_names_the_line_and_column) {
     EXPECT_TRUE(std::string(error.what()).starts_with(path + ":3:17: not valid JSON"))
         << error.what();
   }
+}
+
+// What a crawl file cannot make the loader do: read without end (/dev/zero, a FIFO nobody writes),
+// take a number no double holds without saying where it is, or keep a JOBDIR of "".
+TEST(crawl_config, a_file_that_is_not_a_small_regular_file_or_holds_an_unusable_value_is_named) {
+  temp_dir dir;
+  auto error_of_file = [](const std::string& path) {
+    try {
+      crawler::load_crawl_config_file(path);
+    } catch (const crawler::config_error& error) {
+      return std::string(error.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(error_of_file("/dev/zero"), "/dev/zero: not a regular file; a crawl file is a JSON file");
+  auto fifo = (dir.path() / "fifo.json").string();
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  EXPECT_EQ(error_of_file(fifo), fifo + ": not a regular file; a crawl file is a JSON file");
+  auto huge = (dir.path() / "huge.json").string();
+  std::ofstream(huge).close();
+  std::filesystem::resize_file(huge, (16 << 20) + 1);
+  EXPECT_EQ(error_of_file(huge),
+            huge + ": 16777217 bytes, over the 16 MiB a crawl file may hold");
+  auto overflow = (dir.path() / "overflow.json").string();
+  std::ofstream(overflow) << "{\n  \"settings\": {\"DOWNLOAD_DELAY\": 1e400}\n}\n";
+  EXPECT_EQ(error_of_file(overflow),
+            overflow + ":2:34: the number 1e400 is out of range: settings and fields take finite "
+                       "numbers");
+  auto document = books_config();
+  document["settings"]["JOBDIR"] = "";
+  EXPECT_EQ(error_of(document), "settings.JOBDIR: an empty path; leave it out (or null) for none");
 }
 
 std::string write_config(const temp_dir& dir, json document) {
