@@ -4,13 +4,15 @@
 // (two rules, a callback each) beside crawl files with the same rules, and a RedisSpider beside
 // the `site` spider, on each of scrapy-redis's three queue classes; then one side's queue taken
 // over by the other alone. What a user of a mixed fleet is promised: every page crawled once
-// (a start URL at most twice: it is dont_filter on both sides), each page's item made by the
-// callback of the rule that took its link, whichever side wrote the request and whichever ran it,
-// nothing set aside, no error in scrapy-redis's log.
+// (the start page at most twice: scrapy-redis's start requests skip the dupefilter, and the `site`
+// spider yields its own), each page's item made by the callback of the rule that took its link,
+// whichever side wrote the request and whichever ran it, nothing set aside, no error in
+// scrapy-redis's log.
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
