@@ -366,6 +366,23 @@ TEST(crawl, null_for_a_scrapy_downloader_middleware_turns_off_what_it_does_here)
                                    without("cookies.CookiesMiddleware")});
   EXPECT_EQ(stat(result, "downloader/response_status_count/403"), 1);
 
+  recording_spider raw({get(server.url("/gzip"))});
+  crawl(raw, {without("httpcompression.HttpCompressionMiddleware")});
+  ASSERT_EQ(raw.responses.size(), 1u);
+  EXPECT_TRUE(raw.responses[0].body.starts_with("\x1f\x8b")) << "decoded all the same";
+
+  http_server proxy;
+  auto proxied = get("http://site.invalid/page");
+  proxied.meta["proxy"] = proxy.url("");
+  recording_spider no_proxy({proxied});
+  crawl(no_proxy, {without("httpproxy.HttpProxyMiddleware"), "RETRY_ENABLED=false",
+                   "DOWNLOAD_TIMEOUT=5"});
+  EXPECT_TRUE(no_proxy.responses.empty());
+  EXPECT_EQ(proxy.total_hits(), 0u);
+  recording_spider through_proxy({proxied});  // the same request, the middleware left on
+  crawl(through_proxy);
+  EXPECT_EQ(proxy.total_hits(), 1u);
+
   recording_spider no_robots({get(server.url("/cookie/set"))});
   crawl(no_robots, {"ROBOTSTXT_OBEY=true", without("robotstxt.RobotsTxtMiddleware")});
   EXPECT_EQ(server.hits("/robots.txt"), 0u);
