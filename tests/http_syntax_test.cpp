@@ -42,6 +42,9 @@ TEST(http_syntax, a_field_name_and_a_method_are_tokens) {
   EXPECT_NE(field_name_problem("X\r\nY").find("holds a carriage return (byte 1)"),
             std::string::npos);
   EXPECT_NE(field_name_problem("caf\xc3\xa9").find("(byte 3)"), std::string::npos);
+  EXPECT_EQ(field_name_problem(":authority"),  // the first byte counts as much as the others
+            "it holds \":\" (byte 0); a field name is a token (RFC 9110, section 5.1)");
+  EXPECT_EQ(field_name_problem("X"), "");
   EXPECT_EQ(method_problem("PROPFIND"), "");
   EXPECT_EQ(method_problem("GET /smuggled HTTP/1.1"),
             "it holds a space (byte 3); a method is a token (RFC 9110, section 9.1)");
