@@ -1,12 +1,16 @@
 #include "crawler/feed_storage.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
-#include <cstdlib>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <mutex>
+#include <random>
 #include <stdexcept>
 #include <utility>
 
@@ -51,8 +55,28 @@ void drop_torn_tail(const std::string& path) {
       ->warn("{}: dropped its last {} bytes, a line cut short by a crash", path, size - keep);
 }
 
+// A new file beside `path`, under a name nobody can guess, created by this call alone (O_EXCL:
+// never a file or a link someone planted there), with the permissions of the file it will
+// replace, or the umask's.
+std::string create_beside(const std::string& path, std::filesystem::perms replaced) {
+  static constexpr char digits[] = "0123456789abcdefghijklmnopqrstuvwxyz";
+  std::random_device random;
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    std::string name = path + ".tmp-";
+    for (int i = 0; i < 12; ++i) name += digits[random() % 36];
+    int fd = ::open(name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+    if (fd < 0 && errno == EEXIST) continue;
+    if (fd < 0) break;
+    if (replaced != std::filesystem::perms::unknown) ::fchmod(fd, static_cast<mode_t>(replaced));
+    ::close(fd);
+    return name;
+  }
+  throw std::runtime_error(path + ": cannot create a file beside it to write the feed to: " +
+                           std::strerror(errno));
+}
+
 // Scrapy's FileFeedStorage: a local file, appended to unless the feed overwrites it. An
-// overwritten file is written beside it first (a name of its own, made by mkstemp) and takes its
+// overwritten file is written beside it first (a name of its own, create_beside) and takes its
 // place with the first item, once the crawl is under way (or at its end, when none came): a crawl
 // refused at start (a missing -a, a typo in a setting) leaves yesterday's feed as it was.
 class file_storage : public feed_storage {
@@ -71,11 +95,9 @@ class file_storage : public feed_storage {
     auto status = std::filesystem::status(path_, no_status);
     if (target.overwrite && (status.type() == std::filesystem::file_type::not_found ||
                              status.type() == std::filesystem::file_type::regular)) {
-      std::string beside = path_ + ".tmp-XXXXXX";
-      int fd = mkstemp(beside.data());
-      if (fd < 0) throw std::runtime_error(path_ + ": cannot create a file beside it to write to");
-      ::close(fd);
-      pending_ = beside;
+      pending_ = create_beside(path_, status.type() == std::filesystem::file_type::regular
+                                          ? status.permissions()
+                                          : std::filesystem::perms::unknown);
     }
     out_.open(written(), target.overwrite ? std::ios::trunc : std::ios::app);
     if (!out_) throw std::runtime_error(path_ + ": cannot open the feed for writing");

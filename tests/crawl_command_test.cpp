@@ -567,9 +567,16 @@ TEST(crawler_command, a_crawl_refused_at_start_leaves_the_feed_it_would_overwrit
     EXPECT_EQ(feed_text(), "{\"url\": \"yesterday\"}\n");
     EXPECT_EQ(files_in_dir(), 1u) << "a file left beside the feed";
   }
+  // The file that replaces it keeps its permissions.
+  std::filesystem::permissions(feed, std::filesystem::perms::owner_read |
+                                         std::filesystem::perms::owner_write |
+                                         std::filesystem::perms::group_read);
   child_process crawl({crawler_binary(), "crawl", "site", "-a", "start=" + site.url("/site/0"),
                        "-O", feed.string()});
   ASSERT_EQ(crawl.wait(), 0) << crawl.stderr_text();
+  EXPECT_EQ(std::filesystem::status(feed).permissions(),
+            std::filesystem::perms::owner_read | std::filesystem::perms::owner_write |
+                std::filesystem::perms::group_read);
   EXPECT_EQ(feed_text().find("yesterday"), std::string::npos);
   EXPECT_EQ(count_of(feed_text(), "\n"), 3u);
   EXPECT_EQ(files_in_dir(), 1u);
