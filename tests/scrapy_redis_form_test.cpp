@@ -222,6 +222,10 @@ TEST(scrapy_redis_pickle, around_the_allow_list_every_other_object_is_refused_by
             "the pickle holds opcode NEWOBJ, which builds an object of what is not a class; only "
             "data is read" +
                 at(none_class.size()));
+  auto named_after_mark = protocol_5 + py_str("lxml.etree") + "(";
+  EXPECT_EQ(refused(named_after_mark + "\x93."),
+            "the pickle holds opcode STACK_GLOBAL, which names a Python object with what is not "
+            "on the stack; only data is read" + at(named_after_mark.size()));
   auto after_mark = protocol_5 + "(" + py_str("a") + "\x85";
   EXPECT_EQ(refused(after_mark + "\x81."),
             "the pickle holds opcode NEWOBJ, which builds a Python object from what is not on the "
