@@ -43,6 +43,11 @@ void output::follow_all(const response& from, const std::vector<std::string>& li
 
 std::string spider_name_problem(std::string_view name) {
   if (name.empty()) return "must not be empty";
+  // Checked first, so that no message below quotes a name of any length.
+  if (name.size() > max_spider_name_size) {
+    return "is " + std::to_string(name.size()) + " characters long; a spider's name is at most " +
+           std::to_string(max_spider_name_size) + " (it names folders, files and Redis keys)";
+  }
   if (name.front() == '.') return "\"" + std::string(name) + "\" must not start with a dot";
   for (char c : name) {
     bool allowed = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||

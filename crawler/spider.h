@@ -188,6 +188,9 @@ struct spider_entry {
 /// (HTTPCACHE_DIR/NAME, %(name)s in feed URIs) and of Redis keys, so it is [A-Za-z0-9_.-]+ and
 /// does not start with a dot: never "..", "/abs" or "../x".
 std::string spider_name_problem(std::string_view name);
+/// The longest name spider_name_problem() lets through: a file name is at most 255 bytes, and a
+/// feed or cache file adds to the spider's name.
+inline constexpr std::size_t max_spider_name_size = 200;
 
 /// Adds a spider to the registry; a second spider with the same name replaces the first.
 bool register_spider(spider_entry entry);

@@ -164,6 +164,17 @@ TEST(crawl_config, a_file_that_is_not_a_small_regular_file_or_holds_an_unusable_
   auto document = books_config();
   document["settings"]["JOBDIR"] = "";
   EXPECT_EQ(error_of(document), "settings.JOBDIR: an empty path; leave it out (or null) for none");
+  // A name becomes folders, files and Redis keys: 200 characters at most, and a longer one is
+  // not quoted back.
+  document = books_config();
+  document["spider"]["name"] = std::string(200, 'a');
+  EXPECT_EQ(error_of(document), "no error");
+  document["spider"]["name"] = std::string(20 << 20, 'a');
+  EXPECT_EQ(error_of(document),
+            "spider.name: is 20971520 characters long; a spider's name is at most 200 (it names "
+            "folders, files and Redis keys)");
+  document["spider"]["name"] = std::string(201, 'a');
+  EXPECT_NE(error_of(document).find("is 201 characters long"), std::string::npos);
 }
 
 std::string write_config(const temp_dir& dir, json document) {
