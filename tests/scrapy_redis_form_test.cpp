@@ -225,7 +225,8 @@ TEST(scrapy_redis_pickle, around_the_allow_list_every_other_object_is_refused_by
   auto named_after_mark = protocol_5 + py_str("lxml.etree") + "(";
   EXPECT_EQ(refused(named_after_mark + "\x93."),
             "the pickle holds opcode STACK_GLOBAL, which names a Python object with what is not "
-            "on the stack; only data is read" + at(named_after_mark.size()));
+            "on the stack; only data is read" +
+                at(named_after_mark.size()));
   auto after_mark = protocol_5 + "(" + py_str("a") + "\x85";
   EXPECT_EQ(refused(after_mark + "\x81."),
             "the pickle holds opcode NEWOBJ, which builds a Python object from what is not on the "
@@ -271,6 +272,30 @@ TEST(scrapy_redis_pickle, malformed_or_explosive_pickles_are_errors_not_crashes)
   laughs += char(40);
   laughs += '.';
   EXPECT_NE(refused(laughs).find("expands to more than 1000000 values"), std::string::npos);
+}
+
+// A dict whose pickle sets one key twice is what Python reads: one key, the later value, where
+// the key first stood. Keys equal in Python are one key (1, True and 1.0; two equal tuples);
+// keys Python tells apart stay apart (two tuples that differ in one item, a str and its bytes).
+TEST(scrapy_redis_pickle, a_dict_keeps_one_value_for_keys_python_holds_equal) {
+  // {1: 'a', ('t', 1): 'b', True: 'c', ('t', 2): 'd', 1.0: 'e', ('t', 1): 'f', 'k': 1, b'k': 2}
+  std::string crafted;
+  const std::string hex =
+      "80057d284b018c0261318c01744b01868c026231888c0263318c01744b02868c026431473ff00000"
+      "000000008c0265318c01744b01868c0266318c016b4b0143016b4b02752e";
+  for (std::size_t i = 0; i < hex.size(); i += 2) {
+    crafted += char(std::stoi(hex.substr(i, 2), nullptr, 16));
+  }
+  auto read = pickle::read(crafted);
+  ASSERT_EQ(read.items.size(), 10u);
+  EXPECT_EQ(read.items[0].integer, 1);
+  EXPECT_EQ(read.items[1].text, "e1");
+  EXPECT_EQ(read.items[2].type, pickle::value::kind::tuple);
+  EXPECT_EQ(read.items[3].text, "f1");
+  EXPECT_EQ(read.items[4].items[1].integer, 2);
+  EXPECT_EQ(read.items[5].text, "d1");
+  EXPECT_EQ(read.items[6].type, pickle::value::kind::text);
+  EXPECT_EQ(read.items[8].type, pickle::value::kind::bytes);
 }
 
 TEST(scrapy_redis_pickle, data_round_trips_through_the_writer) {

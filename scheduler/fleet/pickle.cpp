@@ -1,10 +1,12 @@
 #include "scheduler/fleet/pickle.h"
 
+#include <algorithm>
+#include <array>
 #include <bit>
+#include <cmath>
 #include <cstring>
 #include <limits>
 #include <map>
-#include <tuple>
 
 namespace crawler::pickle {
 
@@ -491,6 +493,38 @@ class reader {
     stack_.push_back(memo_[index]);
   }
 
+  // What makes two dict keys one key in Python: equal numbers whatever their type (True, 1 and
+  // 1.0), equal str, equal bytes, tuples of equal items. A NaN equals nothing, not even itself
+  // when unpickled twice, so it stands alone (`position` tells it apart).
+  static std::string key_identity(const value& key, std::size_t position) {
+    auto sized = [](char tag, const std::string& text) {
+      return tag + std::to_string(text.size()) + ':' + text;
+    };
+    switch (key.type) {
+      case value::kind::none:
+        return "N";
+      case value::kind::boolean:
+        return "I" + std::to_string(int(key.boolean));
+      case value::kind::integer:
+        return "I" + std::to_string(key.integer);
+      case value::kind::real:
+        if (std::isnan(key.real)) return "nan" + std::to_string(position);
+        if (std::trunc(key.real) == key.real && std::fabs(key.real) < 0x1p63) {
+          return "I" + std::to_string(std::int64_t(key.real));
+        }
+        return "F" + std::to_string(std::bit_cast<std::uint64_t>(key.real));
+      case value::kind::text:
+        return sized('S', key.text);
+      case value::kind::bytes:
+        return sized('B', key.text);
+      default: {  // a tuple: lists and dicts were refused as keys when they were added
+        std::string out = "T" + std::to_string(key.items.size()) + ':';
+        for (const auto& item : key.items) out += sized('K', key_identity(item, position));
+        return out;
+      }
+    }
+  }
+
   value build(std::uint32_t index, std::size_t depth) {
     if (depth > limits_.max_depth) {
       fail("nests deeper than " + std::to_string(limits_.max_depth) + " containers");
@@ -510,13 +544,11 @@ class reader {
       return out;
     }
     // A key set again replaces its value where it stands, as in a Python dict.
-    std::map<std::tuple<value::kind, std::int64_t, std::string>, std::size_t> position;
+    std::map<std::string, std::size_t> position;
     for (std::size_t i = 0; i + 1 < from.children.size(); i += 2) {
       auto key = build(from.children[i], depth + 1);
       auto item = build(from.children[i + 1], depth + 1);
-      auto [at, added] = position.try_emplace(
-          std::tuple(key.type, key.integer + std::int64_t(key.boolean), key.text),
-          out.items.size());
+      auto [at, added] = position.try_emplace(key_identity(key, i), out.items.size());
       if (added) {
         out.items.push_back(std::move(key));
         out.items.push_back(std::move(item));
@@ -536,107 +568,204 @@ class reader {
   std::vector<std::size_t> marks_;
 };
 
-// What CPython's pickler writes, protocol 5, for data.
+// What CPython's pickler (_pickle.c, 3.11) writes, protocol 5, for data, byte for byte:
+// - Frames: the body goes into frames; before each value is written, a frame that has reached
+//   64 KiB is closed and the next write opens another. A str or bytes payload of 64 KiB or more
+//   is written between frames, and a frame of under 4 bytes gets no FRAME header at all.
+// - The memo: every str, bytes, list, dict and non-empty tuple is memoized (MEMOIZE), and an
+//   object seen again is written as a reference to it (BINGET). The writer holds values, not
+//   Python objects, so the one repetition it can know of is CPython's own: the empty str and
+//   bytes and the str of one code point below 256 and the bytes of one byte are each one shared
+//   object in CPython, so a value that holds two of them refers to the first.
+// - Batches: a list or dict of one item is APPEND/SETITEM; more go between MARK and
+//   APPENDS/SETITEMS, 1000 at a time, and a dict whose size is a whole number of batches ends
+//   with one empty batch more.
 class writer {
  public:
   std::string run(const value& v) {
-    body_.clear();
+    out_.assign("\x80\x05", 2);
     write(v);
-    body_ += '.';
-    std::string out{"\x80\x05", 2};
-    out += char(0x95);
-    little_endian(out, body_.size(), 8);
-    out += body_;
-    return out;
+    emit('.');
+    close_frame();
+    return std::move(out_);
   }
 
  private:
+  static constexpr std::size_t frame_target = 64 * 1024;
+  static constexpr std::size_t frame_minimum = 4;
+  static constexpr std::size_t frame_header = 9;  // FRAME and a 64-bit length
+  static constexpr std::size_t batch = 1000;
+  static constexpr std::size_t no_frame = std::string::npos;
+
   static void little_endian(std::string& out, std::uint64_t n, int width) {
     for (int i = 0; i < width; ++i) out += char((n >> (8 * i)) & 0xff);
   }
-  void memoize() { body_ += char(0x94); }
-  void sized(const std::string& text, char short_op, char op, char long_op) {
-    if (text.size() < 256) {
-      body_ += short_op;
-      body_ += char(text.size());
-    } else if (text.size() <= 0xffffffffu) {
-      body_ += op;
-      little_endian(body_, text.size(), 4);
-    } else {
-      body_ += long_op;
-      little_endian(body_, text.size(), 8);
+  // Every opcode goes into the open frame, opening one when none is.
+  void open_frame() {
+    if (frame_start_ == no_frame) {
+      frame_start_ = out_.size();
+      out_.append(frame_header, '\0');
     }
-    body_ += text;
+  }
+  void emit(char op) {
+    open_frame();
+    out_ += op;
+  }
+  void close_frame() {
+    if (frame_start_ == no_frame) return;
+    auto length = out_.size() - frame_start_ - frame_header;
+    if (length >= frame_minimum) {
+      out_[frame_start_] = char(0x95);
+      for (std::size_t i = 0; i < 8; ++i) {
+        out_[frame_start_ + 1 + i] = char((std::uint64_t(length) >> (8 * i)) & 0xff);
+      }
+    } else {
+      out_.erase(frame_start_, frame_header);
+    }
+    frame_start_ = no_frame;
+  }
+  void memoize() {
+    emit(char(0x94));
+    ++memoized_;
+  }
+  // CPython's shared str and bytes objects (see above): the slot that remembers where each was
+  // memoized, or null for a value CPython makes anew each time.
+  std::uint32_t* shared_object(const value& v) {
+    const auto& t = v.text;
+    if (v.type == value::kind::bytes) {
+      if (t.empty()) return &empty_bytes_;
+      return t.size() == 1 ? &one_byte_[static_cast<unsigned char>(t[0])] : nullptr;
+    }
+    if (t.empty()) return &empty_str_;
+    auto lead = static_cast<unsigned char>(t[0]);
+    if (t.size() == 1 && lead < 0x80) return &one_char_[lead];
+    if (t.size() == 2 && (lead == 0xc2 || lead == 0xc3)) {  // U+0080..U+00FF in UTF-8
+      return &one_char_[((lead & 0x03) << 6) | (static_cast<unsigned char>(t[1]) & 0x3f)];
+    }
+    return nullptr;
+  }
+  void sized(const value& v, char short_op, char op, char long_op) {
+    auto* shared = shared_object(v);
+    if (shared && *shared != unseen) {
+      if (*shared < 256) {
+        emit('h');
+        out_ += char(*shared);
+      } else {
+        emit('j');
+        little_endian(out_, *shared, 4);
+      }
+      return;
+    }
+    const auto& text = v.text;
+    std::string header;
+    if (text.size() < 256) {
+      header += short_op;
+      header += char(text.size());
+    } else if (text.size() <= 0xffffffffu) {
+      header += op;
+      little_endian(header, text.size(), 4);
+    } else {
+      header += long_op;
+      little_endian(header, text.size(), 8);
+    }
+    if (text.size() >= frame_target) {
+      close_frame();  // written between frames
+    } else {
+      open_frame();
+    }
+    out_ += header;
+    out_ += text;
+    if (shared) *shared = memoized_;
     memoize();
   }
-  // CPython writes a container's items in batches of 1000: one item alone with APPEND/SETITEM,
-  // more between MARK and APPENDS/SETITEMS.
-  void batches(const std::vector<value>& items, std::size_t per_item, char one, char many) {
-    constexpr std::size_t batch = 1000;
-    for (std::size_t at = 0; at < items.size(); at += batch * per_item) {
-      auto end = std::min(items.size(), at + batch * per_item);
-      bool alone = end - at == per_item;
-      if (!alone) body_ += '(';
-      for (auto i = at; i < end; ++i) write(items[i]);
-      body_ += alone ? one : many;
+  void list_items(const std::vector<value>& items) {
+    if (items.size() == 1) {
+      write(items[0]);
+      emit('a');
+      return;
+    }
+    for (std::size_t at = 0; at < items.size(); at += batch) {
+      emit('(');
+      for (auto i = at; i < std::min(items.size(), at + batch); ++i) write(items[i]);
+      emit('e');
     }
   }
+  void dict_items(const std::vector<value>& items) {
+    if (items.size() == 2) {
+      write(items[0]);
+      write(items[1]);
+      emit('s');
+      return;
+    }
+    std::size_t at = 0, in_batch = 0;
+    do {
+      emit('(');
+      for (in_batch = 0; in_batch < batch && at < items.size(); ++in_batch, at += 2) {
+        write(items[at]);
+        write(items[at + 1]);
+      }
+      emit('u');
+    } while (in_batch == batch);
+  }
   void write(const value& v) {
+    if (frame_start_ != no_frame && out_.size() - frame_start_ - frame_header >= frame_target) {
+      close_frame();
+    }
     switch (v.type) {
       case value::kind::none:
-        body_ += 'N';
+        emit('N');
         break;
       case value::kind::boolean:
-        body_ += char(v.boolean ? 0x88 : 0x89);
+        emit(char(v.boolean ? 0x88 : 0x89));
         break;
       case value::kind::integer:
         integer(v.integer);
         break;
       case value::kind::real: {
-        body_ += 'G';
+        emit('G');
         auto bits = std::bit_cast<std::uint64_t>(v.real);
-        for (int i = 7; i >= 0; --i) body_ += char((bits >> (8 * i)) & 0xff);
+        for (int i = 7; i >= 0; --i) out_ += char((bits >> (8 * i)) & 0xff);
         break;
       }
       case value::kind::text:
-        sized(v.text, char(0x8c), 'X', char(0x8d));
+        sized(v, char(0x8c), 'X', char(0x8d));
         break;
       case value::kind::bytes:
-        sized(v.text, 'C', 'B', char(0x8e));
+        sized(v, 'C', 'B', char(0x8e));
         break;
       case value::kind::list:
-        body_ += ']';
+        emit(']');
         memoize();
-        batches(v.items, 1, 'a', 'e');
+        if (!v.items.empty()) list_items(v.items);
         break;
       case value::kind::dict:
-        body_ += '}';
+        emit('}');
         memoize();
-        batches(v.items, 2, 's', 'u');
+        if (!v.items.empty()) dict_items(v.items);
         break;
       case value::kind::tuple:
         if (v.items.empty()) {
-          body_ += ')';
+          emit(')');
           break;
         }
-        if (v.items.size() > 3) body_ += '(';
+        if (v.items.size() > 3) emit('(');
         for (const auto& item : v.items) write(item);
-        body_ += v.items.size() > 3 ? 't' : char(0x84 + v.items.size());
+        emit(v.items.size() > 3 ? 't' : char(0x84 + v.items.size()));
         memoize();
         break;
     }
   }
   void integer(std::int64_t n) {
     if (n >= 0 && n <= 0xff) {
-      body_ += 'K';
-      body_ += char(n);
+      emit('K');
+      out_ += char(n);
     } else if (n >= 0 && n <= 0xffff) {
-      body_ += 'M';
-      little_endian(body_, std::uint64_t(n), 2);
+      emit('M');
+      little_endian(out_, std::uint64_t(n), 2);
     } else if (n >= std::numeric_limits<std::int32_t>::min() &&
                n <= std::numeric_limits<std::int32_t>::max()) {
-      body_ += 'J';
-      little_endian(body_, std::uint32_t(std::int32_t(n)), 4);
+      emit('J');
+      little_endian(out_, std::uint32_t(std::int32_t(n)), 4);
     } else {
       // LONG1: the shortest two's complement, little-endian, as Python's encode_long.
       auto bits = std::uint64_t(n);
@@ -646,13 +775,23 @@ class writer {
         if (top != n) break;
         --width;
       }
-      body_ += char(0x8a);
-      body_ += char(width);
-      little_endian(body_, bits, width);
+      emit(char(0x8a));
+      out_ += char(width);
+      little_endian(out_, bits, width);
     }
   }
 
-  std::string body_;
+  static constexpr std::uint32_t unseen = std::numeric_limits<std::uint32_t>::max();
+  std::string out_;
+  std::size_t frame_start_ = no_frame;
+  std::uint32_t memoized_ = 0;
+  std::uint32_t empty_str_ = unseen, empty_bytes_ = unseen;
+  std::array<std::uint32_t, 256> one_char_ = filled(), one_byte_ = filled();
+  static std::array<std::uint32_t, 256> filled() {
+    std::array<std::uint32_t, 256> slots;
+    slots.fill(unseen);
+    return slots;
+  }
 };
 
 }  // namespace

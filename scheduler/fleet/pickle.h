@@ -14,8 +14,8 @@
 // link text of a CrawlSpider's requests) is read as the str it holds, when it is pickled as its
 // class (GLOBAL or STACK_GLOBAL), one str and NEWOBJ; any other class is refused by name. Nesting and
 // the number of values are bounded, so a small pickle that references one list a million times
-// is refused, not expanded. The writer writes protocol 5 as CPython's pickler does (one frame,
-// every str, bytes, list, dict and tuple memoized), byte for byte for what scrapy-redis stores.
+// is refused, not expanded. The writer writes what CPython's pickle.dumps(v, protocol=5) writes,
+// byte for byte: its frames, memo and batches (tests/pickle_oracle_test.cpp compares the two).
 // Pure functions, thread-safe.
 #pragma once
 
