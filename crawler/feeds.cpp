@@ -1,12 +1,12 @@
 #include "crawler/feeds.h"
 
-#include <chrono>
-
 #include <fmt/chrono.h>
 
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
+#include <chrono>
+#include <cmath>
 #include <cstring>
 #include <ctime>
 #include <filesystem>
@@ -35,6 +35,31 @@ std::string python_str(const crawler::item& value) {
   if (value.is_boolean()) return value.get<bool>() ? "True" : "False";
   if (value.is_null()) return "None";
   return value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+// What Python's json.dumps writes without an indent, as Scrapy's JSON and JSON lines exporters
+// write each item: ", " between members, ": " after a key, NaN and Infinity as Python spells them.
+void append_python_json(std::string& out, const crawler::item& value, bool ensure_ascii) {
+  constexpr auto replace = nlohmann::json::error_handler_t::replace;
+  if (value.is_object() || value.is_array()) {
+    out += value.is_object() ? '{' : '[';
+    bool first = true;
+    for (auto member = value.begin(); member != value.end(); ++member) {
+      if (!first) out += ", ";
+      first = false;
+      if (value.is_object()) {
+        out += crawler::item(member.key()).dump(-1, ' ', ensure_ascii, replace);
+        out += ": ";
+      }
+      append_python_json(out, *member, ensure_ascii);
+    }
+    out += value.is_object() ? '}' : ']';
+  } else if (value.is_number_float() && !std::isfinite(value.get<double>())) {
+    auto number = value.get<double>();
+    out += std::isnan(number) ? "NaN" : number > 0 ? "Infinity" : "-Infinity";
+  } else {
+    out += value.dump(-1, ' ', ensure_ascii, replace);
+  }
 }
 
 // XML character data, escaped as Python's XMLGenerator.characters escapes it (&, <, >).
@@ -78,7 +103,7 @@ std::string csv_field(const crawler::item& value) {
 
 // What one feed writes: FEEDS.<uri>'s options over the FEED_EXPORT_* settings.
 struct feed_options {
-  std::string uri;   // as FEEDS names it: its batches' paths follow from it
+  std::string uri;  // as FEEDS names it: its batches' paths follow from it
   std::string path;
   std::string format;
   bool overwrite = false;
@@ -231,14 +256,20 @@ class feed_exporter::feed {
   // The item as JSON text: only `fields_`, in their order, when there are some (a field the item
   // lacks is left out, as Scrapy leaves it).
   std::string encode(const crawler::item& item) const {
-    constexpr auto replace = nlohmann::json::error_handler_t::replace;
-    if (fields_.empty() || !item.is_object())
-      return item.dump(indent_, ' ', ensure_ascii_, replace);
+    if (fields_.empty() || !item.is_object()) return encode_all(item);
     nlohmann::ordered_json picked = nlohmann::ordered_json::object();
     for (const auto& field : fields_) {
       if (auto value = item.find(field); value != item.end()) picked[field] = *value;
     }
-    return picked.dump(indent_, ' ', ensure_ascii_, replace);
+    return encode_all(picked);
+  }
+  std::string encode_all(const crawler::item& item) const {
+    if (indent_ >= 0) {
+      return item.dump(indent_, ' ', ensure_ascii_, nlohmann::json::error_handler_t::replace);
+    }
+    std::string out;
+    append_python_json(out, item, ensure_ascii_);
+    return out;
   }
 
   // Scrapy's XmlItemExporter (FEED_EXPORT_INDENT 0): an <item> a line, a field an element, a list
@@ -388,9 +419,9 @@ feed_exporter::uri_parameters feed_exporter::batch_parameters(uri_parameters par
   auto now = std::chrono::system_clock::now();
   auto micros = std::chrono::duration_cast<std::chrono::microseconds>(now.time_since_epoch()) %
                 std::chrono::seconds(1);
-  parameters["batch_time"] = fmt::format("{:%Y-%m-%dT%H-%M-%S}.{:06d}",
-                                         fmt::gmtime(std::chrono::system_clock::to_time_t(now)),
-                                         micros.count());
+  parameters["batch_time"] =
+      fmt::format("{:%Y-%m-%dT%H-%M-%S}.{:06d}",
+                  fmt::gmtime(std::chrono::system_clock::to_time_t(now)), micros.count());
   return parameters;
 }
 
@@ -405,8 +436,7 @@ bool feed_exporter::export_item(const crawler::item& item) {
       batch->current = std::make_unique<feed>(batch->options, batch->flushed_per_page);
     }
     ok = batch->current->write(item) && ok;
-    if (batch->options.batch_item_count > 0 &&
-        ++batch->items == batch->options.batch_item_count) {
+    if (batch->options.batch_item_count > 0 && ++batch->items == batch->options.batch_item_count) {
       ok = batch->current->close(stats_) && ok;
       batch->current.reset();
       batch->items = 0;

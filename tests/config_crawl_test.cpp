@@ -355,9 +355,9 @@ TEST(crawler_run, item_fields_keep_the_crawl_files_order_in_every_feed_format) {
   };
   auto url = server.url("/site/0");
   EXPECT_EQ(slurp(out("items.jsonl")),
-            R"({"title":"Page 0","url":")" + url + R"(","price":"0"})" "\n");
+            R"({"title": "Page 0", "url": ")" + url + R"(", "price": "0"})" "\n");
   EXPECT_EQ(slurp(out("items.json")),
-            "[\n" R"({"title":"Page 0","url":")" + url + R"(","price":"0"})" "\n]\n");
+            "[\n" R"({"title": "Page 0", "url": ")" + url + R"(", "price": "0"})" "\n]\n");
   EXPECT_EQ(slurp(out("items.csv")), "title,url,price\r\nPage 0," + url + ",0\r\n");
   EXPECT_NE(slurp(out("items.xml")).find("<item><title>Page 0</title><url>" + url +
                                          "</url><price>0</price></item>"),
@@ -391,8 +391,8 @@ TEST(crawler_run, fields_clean_their_values_with_input_and_output_processors) {
   std::string line;
   std::getline(in, line);
   // "summary": the first match is blank; TakeFirst, the default output, skips the "" it becomes.
-  EXPECT_EQ(line, R"({"title":"A Light in the Attic","tags":"poetry, classics",)"
-                  R"("all_tags":["poetry","classics"],"summary":"first words"})");
+  EXPECT_EQ(line, R"({"title": "A Light in the Attic", "tags": "poetry, classics", )"
+                  R"("all_tags": ["poetry", "classics"], "summary": "first words"})");
 }
 
 TEST(crawl_config, a_fields_processors_are_checked_by_name) {

@@ -1,12 +1,12 @@
 // What the FEED_EXPORT_* settings and a feed's own options put in the file. Expected texts are
 // Scrapy 2.8's exporters' (JsonLinesItemExporter, JsonItemExporter, CsvItemExporter,
-// XmlItemExporter) on the same items, less the space Python's json puts after "," and ":" on one
-// line.
+// XmlItemExporter) on the same items.
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <limits>
 #include <map>
 #include <regex>
 #include <sstream>
@@ -42,13 +42,37 @@ void export_items(const std::string& uri, json options, std::vector<std::string>
   ASSERT_TRUE(feeds.close());
 }
 
+// Python's json writes what JSON has no word for as Python spells it, and puts ", " and ": "
+// inside nested containers too; empty ones stay "[]" and "{}".
+TEST(feed_export, json_lines_write_nested_values_and_non_finite_numbers_as_pythons_json_does) {
+  crawler::fixtures::temp_dir dir;
+  auto path = (dir.path() / "items.jsonl").string();
+  crawler::settings settings;
+  settings.set_from_string("FEEDS=" + json{{path, json::object()}}.dump());
+  crawler::stats stats;
+  crawler::feed_exporter feeds(settings, stats, {});
+  crawler::item item = crawler::item::object();
+  item["nan"] = std::numeric_limits<double>::quiet_NaN();
+  item["up"] = std::numeric_limits<double>::infinity();
+  item["down"] = -std::numeric_limits<double>::infinity();
+  item["nested"] = crawler::item::object();
+  item["nested"]["a"] = crawler::item::array({1, 2.5, crawler::item::array(), "x, y: z"});
+  item["nested"]["b"] = crawler::item::object();
+  ASSERT_TRUE(feeds.export_item(item));
+  ASSERT_TRUE(feeds.close());
+  // json.dumps(item), Scrapy's JsonLinesItemExporter: the same line.
+  EXPECT_EQ(read_file(path), R"({"nan": NaN, "up": Infinity, "down": -Infinity, )"
+                             R"("nested": {"a": [1, 2.5, [], "x, y: z"], "b": {}}})"
+                             "\n");
+}
+
 TEST(feed_export, fields_choose_and_order_what_json_lines_write_and_escape_non_ascii_by_default) {
   crawler::fixtures::temp_dir dir;
   auto path = (dir.path() / "items.jsonl").string();
   export_items(path, {{"format", "jsonlines"}},
                {R"(FEED_EXPORT_FIELDS=["title","url","missing"])"});
   EXPECT_EQ(read_file(path),
-            "{\"title\":\"Caf\\u00e9 \\u2615\",\"url\":\"http://x/\"}\n{\"url\":\"u2\"}\n");
+            "{\"title\": \"Caf\\u00e9 \\u2615\", \"url\": \"http://x/\"}\n{\"url\": \"u2\"}\n");
 }
 
 TEST(feed_export, utf8_encoding_writes_text_as_it_is) {
@@ -56,8 +80,8 @@ TEST(feed_export, utf8_encoding_writes_text_as_it_is) {
   auto path = (dir.path() / "items.jsonl").string();
   export_items(path, {{"format", "jsonlines"}}, {"FEED_EXPORT_ENCODING=utf-8"});
   EXPECT_EQ(read_file(path),
-            "{\"n\":3,\"title\":\"Caf\u00e9 \u2615\",\"url\":\"http://x/\"}\n"
-            "{\"url\":\"u2\"}\n");
+            "{\"n\": 3, \"title\": \"Caf\u00e9 \u2615\", \"url\": \"http://x/\"}\n"
+            "{\"url\": \"u2\"}\n");
 }
 
 TEST(feed_export, indent_spreads_each_json_item_over_lines) {
@@ -72,7 +96,7 @@ TEST(feed_export, a_feeds_own_options_win_over_the_settings) {
   auto path = (dir.path() / "items.jsonl").string();
   export_items(path, {{"encoding", "UTF-8"}, {"fields", {"url"}}},
                {R"(FEED_EXPORT_FIELDS=["title"])", "FEED_EXPORT_INDENT=4"});
-  EXPECT_EQ(read_file(path), "{\"url\":\"http://x/\"}\n{\"url\":\"u2\"}\n");
+  EXPECT_EQ(read_file(path), "{\"url\": \"http://x/\"}\n{\"url\": \"u2\"}\n");
 }
 
 TEST(feed_export, fields_are_the_csv_columns_with_missing_values_empty) {
@@ -209,7 +233,8 @@ TEST(feed_export, a_feeds_own_batch_size_and_batch_time_name_each_batch_apart) {
   }
   ASSERT_EQ(names.size(), 3u);
   for (const auto& name : names) {
-    EXPECT_TRUE(std::regex_match(name, std::regex(R"(\d{4}-\d\d-\d\dT\d\d-\d\d-\d\d\.\d{6}\.jsonl)")))
+    EXPECT_TRUE(
+        std::regex_match(name, std::regex(R"(\d{4}-\d\d-\d\dT\d\d-\d\d-\d\d\.\d{6}\.jsonl)")))
         << name;
   }
 }
@@ -276,8 +301,10 @@ TEST(feed_export, a_storage_registered_for_a_scheme_gets_the_feed_when_it_is_sto
   EXPECT_FALSE(uploaded().contains("memory://bucket/books.jsonl")) << "stored before the end";
   ASSERT_TRUE(feeds.close());
   EXPECT_EQ(uploaded()["memory://bucket/books.jsonl"],
-            R"({"n":3,"title":"Caf\u00e9 \u2615","url":"http://x/"})" "\n"
-            R"({"url":"u2"})" "\n");
+            R"({"n": 3, "title": "Caf\u00e9 \u2615", "url": "http://x/"})"
+            "\n"
+            R"({"url": "u2"})"
+            "\n");
   EXPECT_EQ(stats.get_value("feedexport/success_count/MemoryFeedStorage").value_or(0), 1);
 }
 

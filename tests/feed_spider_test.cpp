@@ -54,7 +54,7 @@ TEST(csv_feed_spider, gives_each_row_as_scrapys_csviter_does_and_skips_rows_of_a
   std::getline(exported, first);
   std::filesystem::remove(feed);
   // process_results saw each row's items before they went on.
-  EXPECT_EQ(first, R"({"id":"1","name":"Smith, Ann","note":"said \"hi\"\nthen left","seen":true})");
+  EXPECT_EQ(first, R"({"id": "1", "name": "Smith, Ann", "note": "said \"hi\"\nthen left", "seen": true})");
   EXPECT_EQ(spider.rows, (std::vector<std::string>{
                              R"({"id":"1","name":"Smith, Ann","note":"said \"hi\"\nthen left"})",
                              R"({"id":"3","name":"Cy","note":"plain \"quote\" inside"})",
