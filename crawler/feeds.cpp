@@ -236,7 +236,8 @@ class feed_exporter::feed {
   }
 
   bool close(stats& stats) {
-    if (format_ == "json") out_ << (count_ ? "\n]\n" : "]\n");
+    // As Scrapy's JsonItemExporter ends the array (FEED_EXPORT_INDENT 0): no newline after it.
+    if (format_ == "json") out_ << (count_ ? "\n]" : "\n\n]");
     if (format_ == "xml") out_ << "</items>";
     bool stored = !failed_ && out_ && storage_->store();
     auto log = get_logger("feedexport");

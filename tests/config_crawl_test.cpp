@@ -357,7 +357,7 @@ TEST(crawler_run, item_fields_keep_the_crawl_files_order_in_every_feed_format) {
   EXPECT_EQ(slurp(out("items.jsonl")),
             R"({"title": "Page 0", "url": ")" + url + R"(", "price": "0"})" "\n");
   EXPECT_EQ(slurp(out("items.json")),
-            "[\n" R"({"title": "Page 0", "url": ")" + url + R"(", "price": "0"})" "\n]\n");
+            "[\n" R"({"title": "Page 0", "url": ")" + url + R"(", "price": "0"})" "\n]");
   EXPECT_EQ(slurp(out("items.csv")), "title,url,price\r\nPage 0," + url + ",0\r\n");
   EXPECT_NE(slurp(out("items.xml")).find("<item><title>Page 0</title><url>" + url +
                                          "</url><price>0</price></item>"),

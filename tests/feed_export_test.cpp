@@ -88,7 +88,7 @@ TEST(feed_export, indent_spreads_each_json_item_over_lines) {
   crawler::fixtures::temp_dir dir;
   auto path = (dir.path() / "items.json").string();
   export_items(path, {{"format", "json"}, {"fields", {"title", "n"}}}, {"FEED_EXPORT_INDENT=2"});
-  EXPECT_EQ(read_file(path), "[\n{\n  \"title\": \"Caf\\u00e9 \\u2615\",\n  \"n\": 3\n},\n{}\n]\n");
+  EXPECT_EQ(read_file(path), "[\n{\n  \"title\": \"Caf\\u00e9 \\u2615\",\n  \"n\": 3\n},\n{}\n]");
 }
 
 TEST(feed_export, a_feeds_own_options_win_over_the_settings) {
