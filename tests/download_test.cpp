@@ -1,12 +1,12 @@
 // Downloading, against a real loopback HTTP server: retries, redirects and meta refresh, timeouts,
 // size limits and compression, connection failures, credentials, proxies and cookies.
-#include <gtest/gtest.h>
-
 #include <arpa/inet.h>
+#include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <fstream>
 #include <map>
 #include <optional>
 
@@ -51,6 +51,24 @@ TEST(crawl, a_redirect_chain_is_followed_through_the_scheduler) {
   EXPECT_EQ(spider.responses[0].meta()["redirect_times"], 3);
   EXPECT_EQ(stat(result, "downloader/response_status_count/302"), 3);
   EXPECT_EQ(stat(result, "scheduler/enqueued"), 4);  // the start request and three targets
+}
+
+// As Scrapy's download handlers: an HTTP response's url is what the server was asked for, without
+// the fragment (so `$url` and response.url name the page once, whichever #anchor led to it), while
+// a file's keeps what was requested; the request itself keeps its fragment.
+TEST(crawl, an_http_responses_url_leaves_the_fragment_out_and_a_files_keeps_it) {
+  http_server server;
+  temp_dir dir;
+  std::ofstream(dir.path() / "page.html") << "<p>here</p>";
+  auto file = "file://" + (dir.path() / "page.html").string() + "#here";
+  recording_spider spider({get(server.url("/redirect/0#part")), get(file)});
+  crawl(spider);
+  ASSERT_EQ(spider.responses.size(), 2u);
+  std::map<std::string, std::string> requested;
+  for (const auto& response : spider.responses) requested[response.url] = response.request.url;
+  EXPECT_EQ(requested,
+            (std::map<std::string, std::string>{
+                {server.url("/redirect/0"), server.url("/redirect/0#part")}, {file, file}}));
 }
 
 // As Scrapy's RedirectMiddleware: a 302 or 303 turns a POST into a GET without its body, while a
@@ -375,8 +393,8 @@ TEST(crawl, null_for_a_scrapy_downloader_middleware_turns_off_what_it_does_here)
   auto proxied = get("http://site.invalid/page");
   proxied.meta["proxy"] = proxy.url("");
   recording_spider no_proxy({proxied});
-  crawl(no_proxy, {without("httpproxy.HttpProxyMiddleware"), "RETRY_ENABLED=false",
-                   "DOWNLOAD_TIMEOUT=5"});
+  crawl(no_proxy,
+        {without("httpproxy.HttpProxyMiddleware"), "RETRY_ENABLED=false", "DOWNLOAD_TIMEOUT=5"});
   EXPECT_TRUE(no_proxy.responses.empty());
   EXPECT_EQ(proxy.total_hits(), 0u);
   recording_spider through_proxy({proxied});  // the same request, the middleware left on
@@ -392,8 +410,7 @@ TEST(crawl, null_for_a_scrapy_downloader_middleware_turns_off_what_it_does_here)
   EXPECT_EQ(server.hits("/robots.txt"), 1u);
   EXPECT_TRUE(obeying.responses.empty());
 
-  for (const auto& [middleware, why] :
-       std::vector<std::pair<std::string, std::string>>{
+  for (const auto& [middleware, why] : std::vector<std::pair<std::string, std::string>>{
            {"downloadtimeout.DownloadTimeoutMiddleware",
             "every download has DOWNLOAD_TIMEOUT (meta download_timeout)"},
            {"stats.DownloaderStats", "the downloader/ stats are always kept"}}) {
@@ -402,9 +419,9 @@ TEST(crawl, null_for_a_scrapy_downloader_middleware_turns_off_what_it_does_here)
       crawl(refused, {without(middleware)});
       ADD_FAILURE() << middleware << " turned off";
     } catch (const crawler::settings_error& error) {
-      EXPECT_EQ(std::string(error.what()), "DOWNLOADER_MIDDLEWARES[\"scrapy.downloadermiddlewares." +
-                                               middleware + "\"]: null cannot turn it off here: " +
-                                               why);
+      EXPECT_EQ(std::string(error.what()),
+                "DOWNLOADER_MIDDLEWARES[\"scrapy.downloadermiddlewares." + middleware +
+                    "\"]: null cannot turn it off here: " + why);
     }
   }
   EXPECT_EQ(server.hits("/s?wd=1"), 0u);
@@ -462,7 +479,7 @@ TEST(crawl, a_requests_own_cookies_are_sent_and_kept_in_its_jar) {
   EXPECT_EQ(sent[server.url("/cookie/echo?n=2")], "lang=fr");  // kept in the crawl's jar
   EXPECT_EQ(sent[server.url("/cookie/echo?n=3")], "lang=fr");  // not k=v: not this host's
   EXPECT_EQ(sent[server.url("/cookie/echo?n=4")], "");
-  EXPECT_EQ(sent[server.url("/cookie/echo?n=5")], "s=1");      // jar 7 has only its own
+  EXPECT_EQ(sent[server.url("/cookie/echo?n=5")], "s=1");  // jar 7 has only its own
   EXPECT_EQ(sent[server.url("/cookie/echo?n=6")], "lang=fr");
 }
 
@@ -476,8 +493,8 @@ TEST(crawl, a_cookiejar_past_cookies_max_jars_drops_the_least_recently_used_one)
   };
   recording_spider spider({in_jar("/cookie/set?v=a", 1), in_jar("/cookie/set?v=b", 2),
                            in_jar("/cookie/echo?n=1", 1), in_jar("/cookie/echo?n=2", 2)});
-  auto result = crawl(spider, {"CONCURRENT_REQUESTS=1", "SCHEDULER_MEMORY_QUEUE=fifo",
-                               "COOKIES_MAX_JARS=2"});
+  auto result =
+      crawl(spider, {"CONCURRENT_REQUESTS=1", "SCHEDULER_MEMORY_QUEUE=fifo", "COOKIES_MAX_JARS=2"});
   std::map<std::string, std::string> sent;
   for (const auto& response : spider.responses) sent[response.url] = response.body;
   EXPECT_EQ(sent[server.url("/cookie/echo?n=1")], "session=a");
@@ -486,8 +503,8 @@ TEST(crawl, a_cookiejar_past_cookies_max_jars_drops_the_least_recently_used_one)
 
   recording_spider limited({in_jar("/cookie/set?v=a", 1), in_jar("/cookie/set?v=b", 2),
                             in_jar("/cookie/echo?n=1", 1), in_jar("/cookie/echo?n=2", 2)});
-  result = crawl(limited, {"CONCURRENT_REQUESTS=1", "SCHEDULER_MEMORY_QUEUE=fifo",
-                           "COOKIES_MAX_JARS=1"});
+  result = crawl(limited,
+                 {"CONCURRENT_REQUESTS=1", "SCHEDULER_MEMORY_QUEUE=fifo", "COOKIES_MAX_JARS=1"});
   sent.clear();
   for (const auto& response : limited.responses) sent[response.url] = response.body;
   EXPECT_EQ(sent[server.url("/cookie/echo?n=1")], "");  // jar 1 made room for jar 2, and again

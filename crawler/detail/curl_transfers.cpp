@@ -57,6 +57,16 @@ struct socket_watch {
   bool removed = false;
 };
 
+// The URL a response of `requested` carries: an HTTP response's without the fragment (the part
+// the server never saw), as Scrapy's HTTP/1.1 handler makes it from urldefrag(request.url); a
+// file's as requested, as Scrapy's file handler keeps it.
+std::string url_of_response(const std::string& requested) {
+  auto scheme_end = requested.find(':');
+  auto scheme = ascii_lower(requested.substr(0, scheme_end == std::string::npos ? 0 : scheme_end));
+  if (scheme != "http" && scheme != "https") return requested;
+  return requested.substr(0, requested.find('#'));
+}
+
 // Scrapy's names for download failures, so stats and retry reasons read as they do in Scrapy.
 const char* error_type(CURLcode code) {
   switch (code) {
@@ -244,8 +254,8 @@ struct curl_transfers::state : std::enable_shared_from_this<state> {
           return;
         }
       }
-      auto line = (subdomains ? "." : "") + domain + "\t" + (subdomains ? "TRUE" : "FALSE") +
-                  "\t" + (cookie_path.empty() ? directory : cookie_path) + "\t" +
+      auto line = (subdomains ? "." : "") + domain + "\t" + (subdomains ? "TRUE" : "FALSE") + "\t" +
+                  (cookie_path.empty() ? directory : cookie_path) + "\t" +
                   (secure ? "TRUE" : "FALSE") + "\t0\t" + name + "\t" + value;
       curl_easy_setopt(easy, CURLOPT_COOKIELIST, line.c_str());
     };
@@ -577,7 +587,7 @@ struct curl_transfers::state : std::enable_shared_from_this<state> {
     result.request_bytes = std::size_t(request_size);
     if (code == CURLE_OK) {
       crawler::response response;
-      response.url = result.request.url;
+      response.url = url_of_response(result.request.url);
       response.status = status == 0 ? 200 : int(status);  // file:// has no status
       response.headers = std::move(t->headers);
       response.body = std::move(t->body);
