@@ -34,6 +34,10 @@ std::string python_str(const crawler::item& value) {
   if (value.is_string()) return value.get<std::string>();
   if (value.is_boolean()) return value.get<bool>() ? "True" : "False";
   if (value.is_null()) return "None";
+  if (value.is_number_float() && !std::isfinite(value.get<double>())) {
+    auto number = value.get<double>();
+    return std::isnan(number) ? "nan" : number > 0 ? "inf" : "-inf";
+  }
   return value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
@@ -80,17 +84,59 @@ std::string xml_text(std::string_view text) {
   return out;
 }
 
+// A value as Python's repr() shows it, which Scrapy's CSV export writes of a list that is not all
+// strings, or of a dict: [1, 'a', None], {'k': "it's"}. Characters outside ASCII are kept as
+// they are (Python escapes the few it deems unprintable).
+std::string python_repr(const crawler::item& value) {
+  if (value.is_string()) {
+    const auto& text = value.get_ref<const std::string&>();
+    char quote =
+        text.find('\'') != std::string::npos && text.find('"') == std::string::npos ? '"' : '\'';
+    std::string out(1, quote);
+    for (char c : text) {
+      if (c == '\\' || c == quote) {
+        out += '\\';
+        out += c;
+      } else if (c == '\n') {
+        out += "\\n";
+      } else if (c == '\r') {
+        out += "\\r";
+      } else if (c == '\t') {
+        out += "\\t";
+      } else if ((c >= 0 && c < 0x20) || c == 0x7f) {
+        out += fmt::format("\\x{:02x}", int(c));
+      } else {
+        out += c;
+      }
+    }
+    return out + quote;
+  }
+  if (value.is_array() || value.is_object()) {
+    std::string out(1, value.is_object() ? '{' : '[');
+    for (auto member = value.begin(); member != value.end(); ++member) {
+      if (member != value.begin()) out += ", ";
+      if (value.is_object()) out += python_repr(crawler::item(member.key())) + ": ";
+      out += python_repr(*member);
+    }
+    return out + (value.is_object() ? '}' : ']');
+  }
+  return python_str(value);
+}
+
+// A CSV cell as Scrapy's CsvItemExporter writes it: a list of strings joined by ",", any other
+// list or a dict as Python's repr(), a scalar as Python's str() (True, an empty cell for None).
 std::string csv_field(const crawler::item& value) {
   std::string text;
-  if (value.is_string()) {
-    text = value.get<std::string>();
-  } else if (value.is_array()) {
-    for (const auto& element : value) {
-      if (!text.empty()) text += ',';
-      text += element.is_string() ? element.get<std::string>() : element.dump();
+  if (value.is_array() && std::all_of(value.begin(), value.end(),
+                                      [](const crawler::item& e) { return e.is_string(); })) {
+    for (auto element = value.begin(); element != value.end(); ++element) {
+      if (element != value.begin()) text += ',';
+      text += element->get_ref<const std::string&>();
     }
+  } else if (value.is_array() || value.is_object()) {
+    text = python_repr(value);
   } else if (!value.is_null()) {
-    text = value.dump();
+    text = python_str(value);
   }
   if (text.find_first_of(",\"\r\n") == std::string::npos) return text;
   std::string quoted = "\"";

@@ -106,6 +106,35 @@ TEST(feed_export, fields_are_the_csv_columns_with_missing_values_empty) {
   EXPECT_EQ(read_file(path), "title,url,missing\r\nCaf\u00e9 \u2615,http://x/,\r\n,u2,\r\n");
 }
 
+// Each cell as Scrapy's CsvItemExporter writes it (the expected text is its output for the same
+// item): a list of strings joined by ",", empty strings kept; another list or a dict as Python's
+// repr(); False as Python spells it, None an empty cell.
+TEST(feed_export, csv_cells_hold_lists_dicts_and_scalars_as_scrapys_csv_exporter_writes_them) {
+  crawler::fixtures::temp_dir dir;
+  auto path = (dir.path() / "items.csv").string();
+  crawler::settings settings;
+  settings.set_from_string("FEEDS=" + json{{path, json::object()}}.dump());
+  crawler::stats stats;
+  crawler::feed_exporter feeds(settings, stats, {});
+  crawler::item item = crawler::item::object();
+  item["empties"] = crawler::item::array({"", "a", ""});
+  item["mixed"] = crawler::item::array({1, "a", nullptr, true, 2.5});
+  item["object"] = crawler::item::object();
+  item["object"]["k"] = "it's";
+  item["object"]["n"] = crawler::item::array({1});
+  item["flag"] = false;
+  item["none"] = nullptr;
+  item["real"] = 1e16;
+  item["quote"] = "say \"x\"";
+  item["tab"] = crawler::item::array({"a\tb", "c\\d"});
+  ASSERT_TRUE(feeds.export_item(item));
+  ASSERT_TRUE(feeds.close());
+  EXPECT_EQ(read_file(path),
+            "empties,mixed,object,flag,none,real,quote,tab\r\n"
+            R"(",a,","[1, 'a', None, True, 2.5]","{'k': ""it's"", 'n': [1]}",False,,1e+16,)"
+            "\"say \"\"x\"\"\",\"a\tb,c\\d\"\r\n");
+}
+
 TEST(feed_export, the_uri_names_the_spider_the_time_and_spider_arguments) {
   crawler::fixtures::temp_dir dir;
   crawler::spider spider("books");
