@@ -1,0 +1,167 @@
+// The differential suite, with Scrapy 2.8 as the oracle: one crawl file (tests/fixtures/
+// scrapy_differential/) run by `crawler run` and by Debian's Scrapy itself (scrapy_crawl_file.py
+// maps it to a CrawlSpider, its rules and item loader processors, as README says it maps), over a
+// site served on loopback by Python's http.server; the two crawls' feeds (JSON lines, JSON, CSV,
+// XML) compared page by page, field by field and record by record (compare_feeds.py). The corpus
+// is one nobody here wrote: the HTML of Debian's python3-doc (530 pages of Sphinx).
+//
+// Every difference found is either fixed or listed in docs/scrapy-differences.md with its reason;
+// each scenario's differences must be exactly the ones listed for it, so a fixed difference
+// whose row stays fails too.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "child_process.h"
+#include "redis_server.h"
+#include "tree_paths.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+using crawler::fixtures::child_process;
+
+const fs::path python = "/usr/bin/python3";
+// Debian's python3-doc (python3.11-doc) installs the HTML here.
+const fs::path python_docs = "/usr/share/doc/python3.11/html";
+
+// A directory served over HTTP on a free loopback port by Python's http.server.
+class static_site {
+ public:
+  explicit static_site(const fs::path& root)
+      : server_({python.string(), "-u", "-m", "http.server", "0", "--bind", "127.0.0.1",
+                 "--directory", root.string()}) {
+    static const std::regex listening(R"(port (\d+))");
+    crawler::fixtures::wait_until(
+        [&] {
+          std::smatch found;
+          auto said = server_.stdout_text();
+          if (!std::regex_search(said, found, listening)) return false;
+          port_ = std::stoi(found[1]);
+          return true;
+        },
+        "python3 -m http.server to listen", 30s);
+  }
+  std::string host() const { return "127.0.0.1:" + std::to_string(port_); }
+
+ private:
+  child_process server_;
+  int port_ = 0;
+};
+
+std::string slurp(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), {}};
+}
+
+// docs/scrapy-differences.md's table: scenario -> the kinds of difference it lists.
+std::map<std::string, std::set<std::string>> listed_differences() {
+  std::map<std::string, std::set<std::string>> out;
+  std::istringstream table(slurp(crawler::fixtures::source_dir() / "docs/scrapy-differences.md"));
+  static const std::regex row(R"(^\| `([^`]+)` \| `([^`]+)` \|.*\|\s*$)");
+  for (std::string line; std::getline(table, line);) {
+    std::smatch found;
+    if (std::regex_match(line, found, row)) out[found[1]].insert(found[2]);
+  }
+  return out;
+}
+
+struct compared {
+  std::map<std::string, std::string> differences;  // what -> the comparer's line, with an example
+  std::size_t items = 0;                            // in our JSON lines feed
+};
+
+// Runs `name`'s crawl file on a site of `root` with us (and `our_settings`) and with Scrapy, and
+// compares what they wrote.
+compared run_both(const std::string& name, const fs::path& root,
+                  const std::vector<std::string>& our_settings = {}) {
+  if (!fs::is_directory(root)) {
+    throw std::runtime_error(root.string() +
+                             " is missing: install Debian's python3-doc (apt-get install "
+                             "python3-doc), as .ci/packages.txt does");
+  }
+  static_site site(root);
+  crawler::fixtures::temp_dir dir;
+  auto text = slurp(crawler::fixtures::fixtures_dir() / "scrapy_differential" / (name + ".json"));
+  text = std::regex_replace(text, std::regex("BASE"), site.host());
+  auto file = dir.path() / (name + ".json");
+  std::ofstream(file) << text;
+
+  std::vector<std::string> ours{crawler::fixtures::crawler_binary(), "run", file.string()};
+  std::vector<std::string> theirs{python.string(),
+                                  (crawler::fixtures::fixtures_dir() / "scrapy_crawl_file.py").string()};
+  theirs.push_back(file.string());
+  for (const char* format : {"jsonl", "json", "csv", "xml"}) {
+    ours.insert(ours.end(), {"-O", (dir.path() / "ours.").string() + format});
+    theirs.push_back((dir.path() / "theirs.").string() + format);
+  }
+  for (const auto& setting : our_settings) ours.insert(ours.end(), {"-s", setting});
+  child_process our_crawl(ours);
+  child_process scrapy(theirs);
+  EXPECT_EQ(our_crawl.wait(240s), 0) << our_crawl.stderr_text();
+  EXPECT_EQ(scrapy.wait(240s), 0) << scrapy.stderr_text();
+
+  child_process compare({python.string(),
+                         (crawler::fixtures::fixtures_dir() / "compare_feeds.py").string(),
+                         (dir.path() / "ours").string(), (dir.path() / "theirs").string()});
+  EXPECT_EQ(compare.wait(120s), 0) << compare.stderr_text();
+  compared out;
+  std::istringstream lines(compare.stdout_text());
+  for (std::string line; std::getline(lines, line);) {
+    auto difference = nlohmann::json::parse(line);
+    out.differences[difference["what"]] = line;
+  }
+  std::istringstream items(slurp(dir.path() / "ours.jsonl"));
+  for (std::string line; std::getline(items, line);) ++out.items;
+  return out;
+}
+
+// What a scenario must show: the differences docs/scrapy-differences.md lists for it, no other.
+void expect_only_the_listed_differences(const std::string& scenario, const compared& found) {
+  auto listed = listed_differences()[scenario];
+  for (const auto& [what, line] : found.differences) {
+    EXPECT_TRUE(listed.count(what))
+        << scenario << ": our crawl and Scrapy's differ in " << what
+        << ", which docs/scrapy-differences.md does not list: " << line;
+  }
+  for (const auto& what : listed) {
+    EXPECT_TRUE(found.differences.count(what))
+        << scenario << ": docs/scrapy-differences.md lists a difference in " << what
+        << " that the crawls no longer show: remove its row";
+  }
+}
+
+// One rule over every page of the docs, ten fields of every kind a crawl file has (text, an
+// element's text, attributes, a regex, all matches, XPath, input and output processors).
+TEST(scrapy_differential, python_docs_every_page_and_field_as_scrapy_crawls_them) {
+  auto found = run_both("pydoc", python_docs);
+  EXPECT_GE(found.items, 450u) << "the docs' pages were not all crawled";
+  expect_only_the_listed_differences("pydoc", found);
+}
+
+// The same crawl parsed by libxml2 (HTML_PARSER): its tree, not Gumbo's, under the selectors.
+TEST(scrapy_differential, python_docs_parsed_by_libxml2_as_scrapy_crawls_them) {
+  auto found = run_both("pydoc", python_docs, {"HTML_PARSER=libxml2"});
+  EXPECT_GE(found.items, 450u) << "the docs' pages were not all crawled";
+  expect_only_the_listed_differences("pydoc with HTML_PARSER=libxml2", found);
+}
+
+// Four rules, each taking its links its own way (restrict_css, allow and deny, <link> tags,
+// restrict_xpaths with deny_extensions), three callbacks, FEED_EXPORT_FIELDS choosing the
+// columns: which page each rule takes, and so which callback makes its item, must agree.
+TEST(scrapy_differential, python_docs_through_four_rules_as_scrapy_crawls_them) {
+  auto found = run_both("pydoc_rules", python_docs);
+  EXPECT_GE(found.items, 300u) << "the rules took too few pages";
+  expect_only_the_listed_differences("pydoc_rules", found);
+}
+
+}  // namespace
