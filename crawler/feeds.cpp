@@ -16,6 +16,7 @@
 #include "crawler/detail/placeholders.h"
 #include "crawler/feed_storage.h"
 #include "crawler/spider.h"
+#include "request/python_json.h"
 
 namespace crawler {
 namespace {
@@ -39,31 +40,6 @@ std::string python_str(const crawler::item& value) {
     return std::isnan(number) ? "nan" : number > 0 ? "inf" : "-inf";
   }
   return value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-}
-
-// What Python's json.dumps writes without an indent, as Scrapy's JSON and JSON lines exporters
-// write each item: ", " between members, ": " after a key, NaN and Infinity as Python spells them.
-void append_python_json(std::string& out, const crawler::item& value, bool ensure_ascii) {
-  constexpr auto replace = nlohmann::json::error_handler_t::replace;
-  if (value.is_object() || value.is_array()) {
-    out += value.is_object() ? '{' : '[';
-    bool first = true;
-    for (auto member = value.begin(); member != value.end(); ++member) {
-      if (!first) out += ", ";
-      first = false;
-      if (value.is_object()) {
-        out += crawler::item(member.key()).dump(-1, ' ', ensure_ascii, replace);
-        out += ": ";
-      }
-      append_python_json(out, *member, ensure_ascii);
-    }
-    out += value.is_object() ? '}' : ']';
-  } else if (value.is_number_float() && !std::isfinite(value.get<double>())) {
-    auto number = value.get<double>();
-    out += std::isnan(number) ? "NaN" : number > 0 ? "Infinity" : "-Infinity";
-  } else {
-    out += value.dump(-1, ' ', ensure_ascii, replace);
-  }
 }
 
 // XML character data, escaped as Python's XMLGenerator.characters escapes it (&, <, >).
@@ -314,9 +290,10 @@ class feed_exporter::feed {
     if (indent_ >= 0) {
       return item.dump(indent_, ' ', ensure_ascii_, nlohmann::json::error_handler_t::replace);
     }
-    std::string out;
-    append_python_json(out, item, ensure_ascii_);
-    return out;
+    // As Python's json.dumps: ", " and ": ". A NaN or an infinity is written null, valid JSON,
+    // where Python writes NaN or Infinity, which JSON has no word for.
+    return with_python_separators(
+        item.dump(-1, ' ', ensure_ascii_, nlohmann::json::error_handler_t::replace));
   }
 
   // Scrapy's XmlItemExporter (FEED_EXPORT_INDENT 0): an <item> a line, a field an element, a list

@@ -42,9 +42,10 @@ void export_items(const std::string& uri, json options, std::vector<std::string>
   ASSERT_TRUE(feeds.close());
 }
 
-// Python's json writes what JSON has no word for as Python spells it, and puts ", " and ": "
-// inside nested containers too; empty ones stay "[]" and "{}".
-TEST(feed_export, json_lines_write_nested_values_and_non_finite_numbers_as_pythons_json_does) {
+// Python's json puts ", " and ": " inside nested containers too, and empty ones stay "[]" and
+// "{}", a ", " or ": " inside a string untouched. Not as Python: a NaN or an infinity is null
+// (README), where Python writes NaN or Infinity, which no JSON reader takes.
+TEST(feed_export, json_lines_write_nested_values_as_pythons_json_does_and_non_finite_numbers_null) {
   crawler::fixtures::temp_dir dir;
   auto path = (dir.path() / "items.jsonl").string();
   crawler::settings settings;
@@ -60,8 +61,7 @@ TEST(feed_export, json_lines_write_nested_values_and_non_finite_numbers_as_pytho
   item["nested"]["b"] = crawler::item::object();
   ASSERT_TRUE(feeds.export_item(item));
   ASSERT_TRUE(feeds.close());
-  // json.dumps(item), Scrapy's JsonLinesItemExporter: the same line.
-  EXPECT_EQ(read_file(path), R"({"nan": NaN, "up": Infinity, "down": -Infinity, )"
+  EXPECT_EQ(read_file(path), R"({"nan": null, "up": null, "down": null, )"
                              R"("nested": {"a": [1, 2.5, [], "x, y: z"], "b": {}}})"
                              "\n");
 }
