@@ -70,6 +70,8 @@ TEST_P(each_parser, a_selection_answers_relative_paths_and_mixes_with_css) {
   // An element selected by XPath is the element CSS selects.
   EXPECT_EQ(crawler::select_xpath(shop, "//nav").get(), crawler::select(shop, "nav").get());
   EXPECT_EQ(crawler::select_xpath(shop, "//comment()").get(), "<!-- navigation starts -->");
+  // A comment's text is what it says (its XPath string-value), as a crawl file's field gives it.
+  EXPECT_EQ(crawler::select_xpath(shop, "//comment()")[0].text_content(), "navigation starts");
   // A string has no children.
   EXPECT_TRUE(crawler::select_xpath(shop, "//title/text()").xpath("./b").empty());
 }

@@ -337,6 +337,8 @@ std::map<std::string, std::string> selector::attrib() const {
 
 std::string selector::text_content() const {
   if (!node_) return normalize_space(text_);
+  // A comment's string-value in XPath is what it says, as lxml's.
+  if (node_->type == html_node::kind::comment) return normalize_space(node_->text);
   std::string text;
   collect_text(node_, text);
   return normalize_space(text);

@@ -48,8 +48,8 @@ class selector {
   std::string get() const;
   /// The element's attributes; empty for a string.
   std::map<std::string, std::string> attrib() const;
-  /// All text under the element, whitespace runs collapsed to one space and trimmed; a string's
-  /// value likewise.
+  /// All text under the element, whitespace runs collapsed to one space and trimmed; a comment's
+  /// or a string's value likewise.
   std::string text_content() const;
   bool is_element() const { return node_ != nullptr; }
   const html_node* node() const { return node_; }
