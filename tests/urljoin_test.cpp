@@ -17,25 +17,44 @@ namespace {
 TEST(urljoin, resolves_rfc_3986_examples_as_python_does) {
   const std::string base = "http://a/b/c/d;p?q";
   const std::vector<std::pair<std::string, std::string>> examples = {
-      {"g", "http://a/b/c/g"},          {"./g", "http://a/b/c/g"},
-      {"g/", "http://a/b/c/g/"},        {"/g", "http://a/g"},
-      {"//g", "http://g"},              {"?y", "http://a/b/c/d;p?y"},
-      {"g?y", "http://a/b/c/g?y"},      {"#s", "http://a/b/c/d;p?q#s"},
-      {"g#s", "http://a/b/c/g#s"},      {"g?y#s", "http://a/b/c/g?y#s"},
-      {";x", "http://a/b/c/;x"},        {"g;x", "http://a/b/c/g;x"},
-      {"g;x?y#s", "http://a/b/c/g;x?y#s"}, {".", "http://a/b/c/"},
-      {"./", "http://a/b/c/"},          {"..", "http://a/b/"},
-      {"../", "http://a/b/"},           {"../g", "http://a/b/g"},
-      {"../..", "http://a/"},           {"../../", "http://a/"},
-      {"../../g", "http://a/g"},        {"../../../g", "http://a/g"},
-      {"../../../../g", "http://a/g"},  {"/./g", "http://a/g"},
-      {"/../g", "http://a/g"},          {"g.", "http://a/b/c/g."},
-      {".g", "http://a/b/c/.g"},        {"g..", "http://a/b/c/g.."},
-      {"..g", "http://a/b/c/..g"},      {"./../g", "http://a/b/g"},
-      {"./g/.", "http://a/b/c/g/"},     {"g/./h", "http://a/b/c/g/h"},
-      {"g/../h", "http://a/b/c/h"},     {"g;x=1/./y", "http://a/b/c/g;x=1/y"},
-      {"g;x=1/../y", "http://a/b/c/y"}, {"g?y/./x", "http://a/b/c/g?y/./x"},
-      {"g?y/../x", "http://a/b/c/g?y/../x"}, {"g#s/./x", "http://a/b/c/g#s/./x"},
+      {"g", "http://a/b/c/g"},
+      {"./g", "http://a/b/c/g"},
+      {"g/", "http://a/b/c/g/"},
+      {"/g", "http://a/g"},
+      {"//g", "http://g"},
+      {"?y", "http://a/b/c/d;p?y"},
+      {"g?y", "http://a/b/c/g?y"},
+      {"#s", "http://a/b/c/d;p?q#s"},
+      {"g#s", "http://a/b/c/g#s"},
+      {"g?y#s", "http://a/b/c/g?y#s"},
+      {";x", "http://a/b/c/;x"},
+      {"g;x", "http://a/b/c/g;x"},
+      {"g;x?y#s", "http://a/b/c/g;x?y#s"},
+      {".", "http://a/b/c/"},
+      {"./", "http://a/b/c/"},
+      {"..", "http://a/b/"},
+      {"../", "http://a/b/"},
+      {"../g", "http://a/b/g"},
+      {"../..", "http://a/"},
+      {"../../", "http://a/"},
+      {"../../g", "http://a/g"},
+      {"../../../g", "http://a/g"},
+      {"../../../../g", "http://a/g"},
+      {"/./g", "http://a/g"},
+      {"/../g", "http://a/g"},
+      {"g.", "http://a/b/c/g."},
+      {".g", "http://a/b/c/.g"},
+      {"g..", "http://a/b/c/g.."},
+      {"..g", "http://a/b/c/..g"},
+      {"./../g", "http://a/b/g"},
+      {"./g/.", "http://a/b/c/g/"},
+      {"g/./h", "http://a/b/c/g/h"},
+      {"g/../h", "http://a/b/c/h"},
+      {"g;x=1/./y", "http://a/b/c/g;x=1/y"},
+      {"g;x=1/../y", "http://a/b/c/y"},
+      {"g?y/./x", "http://a/b/c/g?y/./x"},
+      {"g?y/../x", "http://a/b/c/g?y/../x"},
+      {"g#s/./x", "http://a/b/c/g#s/./x"},
       {"g#s/../x", "http://a/b/c/g#s/../x"},
   };
   for (const auto& [link, expected] : examples) {
@@ -108,6 +127,39 @@ TEST(urljoin, a_plain_url_splits_into_its_parts) {
   EXPECT_FALSE(crawler::split_plain_url("HTTP://a/"));
   EXPECT_FALSE(crawler::split_plain_url("/relative"));
   EXPECT_FALSE(crawler::split_plain_url("http://a/b c"));
+}
+
+}  // namespace
+
+namespace {
+
+crawler::response page_in(std::string content_type, std::string body) {
+  crawler::response response;
+  response.url = response.request.url = "http://shop.example/dir/page.html";
+  response.headers.emplace_back("Content-Type", std::move(content_type));
+  response.body = std::move(body);
+  return response;
+}
+
+// As the request Scrapy makes of a page's link (w3lib's safe_url_string with the page's
+// encoding) and as a browser: a link's query and fragment go in the page's encoding, its path in
+// UTF-8, so the server of a windows-1252 page gets the bytes it wrote. A character that encoding
+// cannot write makes no link (Scrapy skips it); a UTF-8 page's links stay UTF-8. Answers are
+// w3lib 2.1's safe_url_string(urljoin(base, link), encoding=...).
+TEST(urljoin, a_links_query_and_fragment_go_in_the_pages_encoding_its_path_in_utf8) {
+  auto latin = page_in("text/html; charset=windows-1252", "<p>caf\xe9</p>");
+  EXPECT_EQ(latin.urljoin("p\xc3\xa9.html?q=caf\xc3\xa9&r=\xe2\x82\xac#fr\xc3\xa9"),
+            "http://shop.example/dir/p%C3%A9.html?q=caf%E9&r=%80#fr%E9");
+  EXPECT_EQ(latin.urljoin("/x?q=caf%C3%A9"), "http://shop.example/x?q=caf%C3%A9");
+  EXPECT_THROW(latin.urljoin("/x?q=\xe4\xb8\xad"), crawler::link_error);
+  EXPECT_EQ(latin.urljoin("/\xe4\xb8\xad"), "http://shop.example/%E4%B8%AD");
+
+  auto utf8 = page_in("text/html; charset=utf-8", "<p>caf\xc3\xa9</p>");
+  EXPECT_EQ(utf8.urljoin("/x?q=caf\xc3\xa9"), "http://shop.example/x?q=caf%C3%A9");
+  // Found by a <meta> as the parser finds it, with no charset in the Content-Type.
+  auto meta = page_in("text/html", "<meta charset=iso-8859-2><a href='?q=\xb1'>a</a>");
+  EXPECT_EQ(meta.urljoin(*meta.css("a::attr(href)").get()),
+            "http://shop.example/dir/page.html?q=%B1");
 }
 
 }  // namespace

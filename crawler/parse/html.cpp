@@ -211,6 +211,28 @@ std::string decode_to_utf8(std::string_view body, std::string_view encoding) {
   return out;
 }
 
+std::optional<std::string> encode_from_utf8(std::string_view utf8, std::string_view encoding) {
+  auto name = canonical_encoding(ascii_lower(encoding));
+  if (is_utf8_name(name)) return std::string(utf8);
+  iconv_t converter = iconv_open(name.c_str(), "UTF-8");
+  if (converter == iconv_t(-1)) return std::nullopt;
+  std::string out;
+  char buffer[256];
+  auto* in = const_cast<char*>(utf8.data());
+  std::size_t in_left = utf8.size();
+  bool encodable = true;
+  while (in_left > 0 && encodable) {
+    char* to = buffer;
+    std::size_t to_left = sizeof buffer;
+    auto result = iconv(converter, &in, &in_left, &to, &to_left);
+    out.append(buffer, to - buffer);
+    encodable = result != std::size_t(-1) || errno == E2BIG;
+  }
+  iconv_close(converter);
+  if (!encodable) return std::nullopt;
+  return out;
+}
+
 std::size_t estimate_nesting_depth(std::string_view markup) {
   std::size_t depth = 0, deepest = 0, foreign = 0;  // foreign: inside <svg> or <math>
   std::size_t at = 0;

@@ -22,6 +22,7 @@
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -164,6 +165,10 @@ class html_document {
 
 /// `body` decoded to UTF-8 from `encoding` (any name iconv knows); invalid bytes become U+FFFD.
 std::string decode_to_utf8(std::string_view body, std::string_view encoding);
+
+/// `utf8` (valid UTF-8) in `encoding` (any name iconv knows), or nullopt when a character of it
+/// has no form there (or iconv does not know the encoding).
+std::optional<std::string> encode_from_utf8(std::string_view utf8, std::string_view encoding);
 
 /// The encoding a browser would pick for `body` (see html_document), lower-case.
 std::string sniff_encoding(std::string_view body, std::string_view content_type);

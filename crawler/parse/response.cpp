@@ -1,5 +1,6 @@
 #include "crawler/parse/response.h"
 
+#include <algorithm>
 #include <boost/url/parse.hpp>
 #include <boost/url/url.hpp>
 #include <cctype>
@@ -82,6 +83,35 @@ std::string urljoin(std::string_view base_text, std::string_view link) {
 }
 
 std::string response::urljoin(std::string_view link) const {
+  // As a Scrapy request made from a page's link (w3lib's safe_url_string with the response's
+  // encoding), and as browsers do: the query and fragment go in the page's encoding, the path
+  // in UTF-8, so a windows-1252 page's "?q=café" asks for "?q=caf%E9".
+  auto query = link.find_first_of("?#");
+  if (query != std::string_view::npos &&
+      std::any_of(link.begin() + std::ptrdiff_t(query), link.end(),
+                  [](char c) { return static_cast<unsigned char>(c) >= 0x80; })) {
+    const auto& encoding = document()->encoding();
+    if (!encoding.starts_with("utf-")) {
+      auto encoded = encode_from_utf8(link.substr(query), encoding);
+      if (!encoded) {
+        throw link_error("\"" + std::string(link) + "\" on " + url + " has a character " +
+                         encoding + ", the page's encoding, cannot write");
+      }
+      std::string in_encoding(link.substr(0, query));
+      for (char c : *encoded) {
+        auto byte = static_cast<unsigned char>(c);
+        if (byte < 0x80) {
+          in_encoding += c;
+        } else {
+          static const char digits[] = "0123456789ABCDEF";
+          in_encoding += '%';
+          in_encoding += digits[byte >> 4];
+          in_encoding += digits[byte & 15];
+        }
+      }
+      return crawler::urljoin(base_url(), in_encoding);
+    }
+  }
   return crawler::urljoin(base_url(), link);
 }
 
