@@ -70,6 +70,24 @@ TEST_P(selector, type_class_and_pseudo_elements_select_as_parsel_does) {
   EXPECT_EQ(response.css("p.missing::text").get("none"), "none");
 }
 
+// An element's HTML as parsel's .get() shows it (libxml2 writing lxml's tree; the expected text is
+// parsel 1.7's output on the same page): the values of href, src, action and <a name> written as
+// URIs (leading blanks dropped, spaces and non-ASCII percent-encoded), &, < and > as entities in
+// every attribute, and a value that holds '"' but no "'" in single quotes.
+TEST_P(selector, an_elements_html_writes_attributes_as_parsel_shows_them) {
+  auto response = page(
+      "<div id=a><a href=\"  /caf\xc3\xa9 x?q=1&amp;r=<2>#f&quot;\" name=\"n \xc3\xa9\" "
+      "title='say \"hi\"'>x</a><img src=\"/a b.png\" alt=\"it's &quot;x&quot; <b>\">"
+      "<form action=\"/\xc3\xa9\"><input name=\"q \xc3\xa9\" value='1\"2'></form>"
+      "<span name=\"s x\" class=\"\xc3\xa9\">&lt;t&gt; &amp;</span></div>");
+  EXPECT_EQ(response.css("div").get(),
+            "<div id=\"a\"><a href=\"/caf%C3%A9%20x?q=1&amp;r=&lt;2&gt;#f%22\" "
+            "name=\"n%20%C3%A9\" title='say \"hi\"'>x</a><img src=\"/a%20b.png\" "
+            "alt=\"it's &quot;x&quot; &lt;b&gt;\"><form action=\"/%C3%A9\"><input "
+            "name=\"q \xc3\xa9\" value='1\"2'></form><span name=\"s x\" "
+            "class=\"\xc3\xa9\">&lt;t&gt; &amp;</span></div>");
+}
+
 TEST_P(selector, text_returns_the_elements_own_text_nodes_only) {
   auto response = page(catalogue);
   EXPECT_EQ(response.css("body > p::text").getall(),

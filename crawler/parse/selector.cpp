@@ -128,25 +128,71 @@ bool is_void(std::string_view name) {
   return std::find(std::begin(names), std::end(names), name) != std::end(names);
 }
 
-void escape(std::string_view text, bool attribute, std::string& out) {
+// Text or an attribute value with &, < and > as entities, as libxml2 writes both for lxml.
+void escape(std::string_view text, std::string& out) {
   for (char c : text) {
     switch (c) {
       case '&':
         out += "&amp;";
         break;
       case '<':
-        out += attribute ? "<" : "&lt;";
+        out += "&lt;";
         break;
       case '>':
-        out += attribute ? ">" : "&gt;";
-        break;
-      case '"':
-        out += attribute ? "&quot;" : "\"";
+        out += "&gt;";
         break;
       default:
         out += c;
     }
   }
+}
+
+// An attribute as libxml2's HTML serializer writes it, which is what Scrapy's .get() shows:
+// - the value of href, src and action (and of name on <a>) is a URI: leading blanks dropped,
+//   then every byte but letters, digits and -_.!~*'()@/:=?;#%&,+ percent-encoded, after &, <
+//   and > became entities ("/café x" is "/caf%C3%A9%20x");
+// - the value goes in single quotes when it holds a '"' and no "'", the '"' as written; else in
+//   double quotes, a '"' as &quot;.
+void write_attribute(const html_node& element, const html_attribute& attribute, std::string& out) {
+  std::string value;
+  auto name = attribute.name;
+  bool uri = name == "href" || name == "src" || name == "action" ||
+             (name == "name" && element.name == "a");
+  if (uri) {
+    std::string_view raw = attribute.value;
+    while (!raw.empty() && (raw[0] == ' ' || raw[0] == '\t' || raw[0] == '\n' || raw[0] == '\r')) {
+      raw.remove_prefix(1);
+    }
+    std::string entities;
+    escape(raw, entities);
+    static constexpr std::string_view kept = "-_.!~*'()@/:=?;#%&,+<>";
+    for (char c : entities) {
+      auto byte = static_cast<unsigned char>(c);
+      bool alnum = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+      if (alnum || (byte < 0x80 && kept.find(c) != std::string_view::npos)) {
+        value += c;
+      } else {
+        static const char digits[] = "0123456789ABCDEF";
+        value += '%';
+        value += digits[byte >> 4];
+        value += digits[byte & 15];
+      }
+    }
+  } else {
+    escape(attribute.value, value);
+  }
+  out += ' ';
+  out += name;
+  bool single = value.find('"') != std::string::npos && value.find('\'') == std::string::npos;
+  out += single ? "='" : "=\"";
+  for (char c : value) {
+    if (c == '"' && !single) {
+      out += "&quot;";
+    } else {
+      out += c;
+    }
+  }
+  out += single ? '\'' : '"';
 }
 
 // One node's markup, without its children's: the text of a leaf, or an element's start tag.
@@ -157,7 +203,7 @@ bool open_node(const html_node* node, std::string& out, bool raw_text) {
       if (raw_text) {
         out += node->text;
       } else {
-        escape(node->text, false, out);
+        escape(node->text, out);
       }
       return false;
     case html_node::kind::cdata:
@@ -177,13 +223,7 @@ bool open_node(const html_node* node, std::string& out, bool raw_text) {
   }
   out += '<';
   out += node->name;
-  for (const auto& attribute : node->attributes) {
-    out += ' ';
-    out += attribute.name;
-    out += "=\"";
-    escape(attribute.value, true, out);
-    out += '"';
-  }
+  for (const auto& attribute : node->attributes) write_attribute(*node, attribute, out);
   out += '>';
   return !is_void(node->name);
 }
