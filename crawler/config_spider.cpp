@@ -4,9 +4,9 @@
 #include <fstream>
 #include <sstream>
 
+#include "config/ascii.h"
 #include "config/settings.h"
 #include "crawler/detail/placeholders.h"
-#include "config/ascii.h"
 #include "crawler/parse/processors.h"
 #include "crawler/parse/regex.h"
 #include "crawler/parse/sitemap.h"
@@ -211,7 +211,8 @@ field read_field(const std::string& name, const json& spec, const std::string& w
     if (spec.contains("input")) result.input = read_input(spec, where);
     if (spec.contains("output")) {
       if (spec.contains("all")) {
-        fail(child(where, "all"), "does not go with \"output\" (\"output\": \"Identity\" keeps every value)");
+        fail(child(where, "all"),
+             "does not go with \"output\" (\"output\": \"Identity\" keeps every value)");
       }
       result.output = read_output(spec["output"], child(where, "output"));
     }
@@ -251,9 +252,14 @@ json extract(const field& spec, const response& response) {
   json values = json::array();
   auto selection =
       spec.source == field::kind::xpath ? response.xpath(spec.css) : response.css(spec.css);
+  // With processors, a match is what an item loader's add_css/add_xpath hands them: a text's or
+  // attribute's value as it is, an element's HTML; they do the cleaning. Without, a field is a
+  // convenience: an element's text, whitespace collapsed, or a value trimmed.
+  bool as_loader = spec.input || spec.output;
   for (const auto& selected : selection) {
-    auto text = selected.is_element() ? selected.text_content()
-                                      : std::string(trim_ascii_space(selected.get()));
+    auto text = as_loader               ? selected.get()
+                : selected.is_element() ? selected.text_content()
+                                        : std::string(trim_ascii_space(selected.get()));
     if (spec.re) {
       // The first group when there is one, else the whole match; every match with "all".
       for_each_match(*spec.re, text, [&](std::span<const std::string_view> groups) {
@@ -264,7 +270,7 @@ json extract(const field& spec, const response& response) {
       values.push_back(std::move(text));
     }
     // With processors, every match goes through them, as an item loader's add_css.
-    if (!spec.all && !spec.input && !spec.output && !values.empty()) break;
+    if (!spec.all && !as_loader && !values.empty()) break;
   }
   if (spec.input || spec.output) {
     auto collected = spec.input ? spec.input(processors::value(values)) : processors::value(values);
@@ -585,8 +591,10 @@ crawl_config load_crawl_config_file(const std::string& path, const spider_argume
                       ? std::string()
                       : what.substr(quoted + 1, what.rfind('\'') - quoted - 1);
     auto at = number.empty() ? std::string::npos : text.str().find(number);
-    throw config_error(path + (at == std::string::npos ? "" : ":" + line_and_column(text.str(), at)) +
-                       ": the number " + number + " is out of range: settings and fields take "
+    throw config_error(path +
+                       (at == std::string::npos ? "" : ":" + line_and_column(text.str(), at)) +
+                       ": the number " + number +
+                       " is out of range: settings and fields take "
                        "finite numbers");
   }
   // A relative file URL ("file:books/index.html") names a file beside the crawl file, so examples

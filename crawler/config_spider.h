@@ -29,7 +29,9 @@
 // the item is still exported, its fields in the file's order. A field may clean its values as an
 // item loader does (item_loader.h): "input" names functions each match goes through
 // (["remove_tags", "strip", "replace_escape_chars"], as MapCompose), and "output" makes the
-// field of them ("TakeFirst", the default; "Identity", a list; "Join" or {"Join": ", "}).
+// field of them ("TakeFirst", the default; "Identity", a list; "Join" or {"Join": ", "}). With
+// either, the matches are what an item loader's add_css gets: a text or attribute untrimmed, an
+// element's HTML.
 //
 // Everything is checked before anything is fetched: unknown keys (with a suggestion), wrong types,
 // invalid regexes and selectors, callbacks that do not exist, each setting's value. Every problem
