@@ -156,7 +156,9 @@ TEST(scrapy_differential, python_docs_parsed_by_libxml2_as_scrapy_crawls_them) {
 
 // Four rules, each taking its links its own way (restrict_css, allow and deny, <link> tags,
 // restrict_xpaths with deny_extensions), three callbacks, FEED_EXPORT_FIELDS choosing the
-// columns: which page each rule takes, and so which callback makes its item, must agree.
+// columns: which page each rule takes, and so which callback makes its item, must agree. The
+// rules' URLs do not overlap, so which rule takes a page does not hang on which page found it
+// first, an order the two crawls need not share.
 TEST(scrapy_differential, python_docs_through_four_rules_as_scrapy_crawls_them) {
   auto found = run_both("pydoc_rules", python_docs);
   EXPECT_GE(found.items, 300u) << "the rules took too few pages";
