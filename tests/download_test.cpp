@@ -11,6 +11,7 @@
 #include <optional>
 
 #include "crawl_fixture.h"
+#include "redis_server.h"
 
 namespace {
 
