@@ -187,8 +187,7 @@ const std::vector<setting_spec>& table() {
       {"IMAGES_STORE", optional_string, nullptr,
        "Folder the ImagesPipeline stores images in, as downloaded (no conversion, no thumbs)."},
       {"IMAGES_URLS_FIELD", string, "image_urls", "Item field listing the images to download."},
-      {"IMAGES_RESULT_FIELD", string, "images",
-       "Item field the ImagesPipeline writes results to."},
+      {"IMAGES_RESULT_FIELD", string, "images", "Item field the ImagesPipeline writes results to."},
       {"IMAGES_EXPIRES",
        number,
        90,
@@ -212,6 +211,9 @@ const std::vector<setting_spec>& table() {
        "Items per feed file: past it, a feed starts its next file (its URI names %(batch_id)d "
        "or %(batch_time)s); 0: one file.",
        {0, 1e9}},
+      {"FEED_STORE_EMPTY", boolean, false,
+       "Write a feed that got no item as an empty JSON array or XML root; false: its file "
+       "stays empty."},
       {"STATS_FILE", optional_string, nullptr, "Write the final stats here as JSON."},
       {"JOBDIR", optional_string, nullptr, "Folder that keeps a crawl's state between runs."},
       {"JOBDIR_FSYNC", boolean, false,
@@ -285,7 +287,9 @@ const std::vector<setting_spec>& table() {
        "then it goes to <queue>:dead (crawler status shows them, crawler requeue puts them "
        "back). 0: no limit.",
        any_count},
-      {"SCHEDULER_SHARDS", integer, 1,
+      {"SCHEDULER_SHARDS",
+       integer,
+       1,
        "SCHEDULER=redis: shards of the fleet's queue and dupefilter, each with its own keys "
        "(<spider>:<i>:requests ...; on a Redis Cluster its own hash slot); a request's shard "
        "follows from its host. 1 keeps one set of keys. Every worker of a fleet must give the "
@@ -631,7 +635,8 @@ void settings::set(std::string_view key, json value, std::string_view where) {
       return;
     }
     // -s gives a word: read it as Python or JSON would spell the value.
-    if (value.is_string() && where.starts_with("-s")) value = python_literal(value.get<std::string>());
+    if (value.is_string() && where.starts_with("-s"))
+      value = python_literal(value.get<std::string>());
     auto honoured = json::parse(inert->honoured);
     if (value != honoured) {
       throw settings_error(origin(where, key) + ": " + value.dump() +
@@ -651,7 +656,7 @@ void settings::set(std::string_view key, json value, std::string_view where) {
                          ", got " + value.type_name() + " " + value.dump());
   }
   // A folder or file named by "" would be the working directory, or nothing at all.
-  static constexpr std::string_view paths[] = {"JOBDIR",      "HTTPCACHE_DIR", "FILES_STORE",
+  static constexpr std::string_view paths[] = {"JOBDIR",       "HTTPCACHE_DIR", "FILES_STORE",
                                                "IMAGES_STORE", "LOG_FILE",      "STATS_FILE"};
   if (value == "" && std::find(std::begin(paths), std::end(paths), spec->name) != std::end(paths)) {
     throw settings_error(origin(where, key) + ": an empty path; leave it out (or null) for none");

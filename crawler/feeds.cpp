@@ -133,7 +133,43 @@ struct feed_options {
   bool ensure_ascii = true;         // FEED_EXPORT_ENCODING unset, as Scrapy's JSON exporters
   int indent = 0;
   std::size_t batch_item_count = 0;  // FEED_EXPORT_BATCH_ITEM_COUNT: 0, one file
+  bool store_empty = false;          // FEED_STORE_EMPTY: a feed of no item is still a JSON array
 };
+
+// A feed option of Scrapy 2.8's that names Python code, and so cannot be honoured here.
+constexpr std::pair<std::string_view, std::string_view> python_feed_options[] = {
+    {"item_classes", "it names Python item classes; every item goes to every feed here"},
+    {"item_filter", "it names a Python ItemFilter class; every item goes to every feed here"},
+    {"item_export_kwargs", "it passes keyword arguments to a Python exporter class"},
+    {"uri_params",
+     "it names a Python function; a URI names %(name)s, %(time)s, %(batch_id)d, "
+     "%(batch_time)s and spider arguments"},
+    {"postprocessing",
+     "it names Python plugins; compress the feed once the crawl is done "
+     "(gzip items.jsonl)"},
+};
+
+// Refuses a feed option this exporter does not know, naming the nearest one it does.
+void check_option_names(const nlohmann::json& options, const std::string& where) {
+  static constexpr std::string_view known[] = {
+      "format", "overwrite", "fields", "encoding", "indent", "batch_item_count", "store_empty"};
+  for (const auto& [name, value] : options.items()) {
+    if (std::find(std::begin(known), std::end(known), name) != std::end(known)) continue;
+    for (const auto& [option, why] : python_feed_options) {
+      if (name == option) {
+        throw settings_error(where + "." + name + ": Scrapy's feed option " + name +
+                             " cannot be honoured here: " + std::string(why));
+      }
+    }
+    std::string message = where + "." + name + ": unknown feed option";
+    if (auto best = nearest_name(name, known); !best.empty()) {
+      message += " (did you mean \"" + std::string(best) + "\"?)";
+    }
+    throw settings_error(message +
+                         "; the options are format, overwrite, fields, encoding, "
+                         "indent, batch_item_count and store_empty");
+  }
+}
 
 // Scrapy's `uri % uri_params`: %(key)s (or %(key)d) is the parameter, %% a percent sign. Any other
 // percent sign stays as written (Scrapy would stop with a Python error).
@@ -211,17 +247,25 @@ class feed_exporter::feed {
         fields_(options.fields),
         ensure_ascii_(options.ensure_ascii),
         indent_(format_ == "json" && options.indent > 0 ? options.indent : -1),
+        store_empty_(options.store_empty),
         // Two arrays in one file would not be JSON, nor two documents XML.
         storage_(open_feed_storage(
             {path_, options.overwrite || format_ == "json" || format_ == "xml", flushed_per_page})),
         out_(storage_->stream()) {
     header_written_ = storage_->continues_existing();  // a CSV that already has its header row
+  }
+
+  // What comes before the first item. As Scrapy's exporters (FEED_STORE_EMPTY false), a feed
+  // that gets no item gets none of it, and its file stays empty.
+  void start() {
+    started_ = true;
     if (format_ == "json") out_ << '[';
     if (format_ == "xml") out_ << "<?xml version=\"1.0\" encoding=\"utf-8\"?>\n<items>\n";
   }
 
   // False once the file could not be written (a full disk): logged once, with the reason.
   bool write(const crawler::item& item) {
+    if (!started_) start();
     if (format_ == "jsonlines") {
       out_ << encode(item) << '\n';
     } else if (format_ == "json") {
@@ -258,9 +302,12 @@ class feed_exporter::feed {
   }
 
   bool close(stats& stats) {
-    // As Scrapy's JsonItemExporter ends the array (FEED_EXPORT_INDENT 0): no newline after it.
-    if (format_ == "json") out_ << (count_ ? "\n]" : "\n\n]");
-    if (format_ == "xml") out_ << "</items>";
+    if (!started_ && store_empty_) start();
+    if (started_) {
+      // As Scrapy's JsonItemExporter ends the array (FEED_EXPORT_INDENT 0): no newline after it.
+      if (format_ == "json") out_ << (count_ ? "\n]" : "\n\n]");
+      if (format_ == "xml") out_ << "</items>";
+    }
     bool stored = !failed_ && out_ && storage_->store();
     auto log = get_logger("feedexport");
     // Scrapy's storage class names, as its stats key them.
@@ -351,9 +398,11 @@ class feed_exporter::feed {
   std::vector<std::string> fields_;  // the columns of a CSV; what JSON writes, when given
   bool ensure_ascii_;
   int indent_;  // nlohmann's: -1 writes an item on one line
+  bool store_empty_;
   std::unique_ptr<feed_storage> storage_;
   std::ostream& out_;  // the storage's stream
   bool header_written_ = false;
+  bool started_ = false;  // start() has written what comes before the first item
   bool failed_ = false;
   std::size_t count_ = 0;
 };
@@ -372,6 +421,7 @@ feed_exporter::feed_exporter(const settings& settings, stats& stats,
   for (const auto& [uri, options] : settings.get("FEEDS").items()) {
     auto where = "FEEDS." + uri;
     if (!options.is_object()) throw settings_error(where + ": must be an object of feed options");
+    check_option_names(options, where);
     feed_options feed;
     feed.uri = uri.starts_with("file://") ? uri.substr(7) : uri;
     feed.path = expand_uri(feed.uri, batch_parameters(parameters, 1));
@@ -405,6 +455,12 @@ feed_exporter::feed_exporter(const settings& settings, stats& stats,
       throw settings_error(where + ".batch_item_count: must be a whole number of items, 0 or more");
     }
     feed.batch_item_count = batch.get<std::size_t>();
+    auto store_empty =
+        options.contains("store_empty") ? options["store_empty"] : settings.get("FEED_STORE_EMPTY");
+    if (!store_empty.is_boolean()) {
+      throw settings_error(where + ".store_empty: must be true or false");
+    }
+    feed.store_empty = store_empty.get<bool>();
     if (feed.batch_item_count > 0 && feed.uri.find("%(batch_time)s") == std::string::npos &&
         feed.uri.find("%(batch_id)") == std::string::npos) {
       // Scrapy's rule: else every batch would overwrite (or add to) the one file.

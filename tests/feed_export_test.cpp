@@ -135,6 +135,69 @@ TEST(feed_export, csv_cells_hold_lists_dicts_and_scalars_as_scrapys_csv_exporter
             "\"say \"\"x\"\"\",\"a\tb,c\\d\"\r\n");
 }
 
+// As Scrapy 2.8's exporters: a feed that got no item leaves its file empty (FEED_STORE_EMPTY
+// false, the default); with store_empty, a JSON feed is an empty array and an XML feed an empty
+// root, byte for byte as Scrapy writes them; a feed's own option wins over the setting either
+// way; one item is the same with either.
+TEST(feed_export, a_feed_of_no_item_is_empty_unless_store_empty_says_to_write_it) {
+  crawler::fixtures::temp_dir dir;
+  auto written = [&](const std::string& name, json options, std::vector<std::string> overrides,
+                     bool with_an_item) {
+    auto path = (dir.path() / name).string();
+    overrides.push_back("FEEDS=" + json{{path, options}}.dump());
+    crawler::settings settings;
+    for (const auto& override : overrides) settings.set_from_string(override);
+    crawler::stats stats;
+    crawler::feed_exporter feeds(settings, stats, {});
+    if (with_an_item) {
+      EXPECT_TRUE(feeds.export_item(second_item));
+    }
+    EXPECT_TRUE(feeds.close());
+    return read_file(path);
+  };
+  EXPECT_EQ(written("a.json", json::object(), {}, false), "");
+  EXPECT_EQ(written("b.xml", json::object(), {}, false), "");
+  EXPECT_EQ(written("c.csv", json::object(), {"FEED_EXPORT_FIELDS=[\"url\"]"}, false), "");
+  EXPECT_EQ(written("d.json", json::object(), {"FEED_STORE_EMPTY=true"}, false), "[\n\n]");
+  EXPECT_EQ(written("e.xml", {{"store_empty", true}}, {}, false),
+            "<?xml version=\"1.0\" encoding=\"utf-8\"?>\n<items>\n</items>");
+  EXPECT_EQ(written("f.json", {{"store_empty", false}}, {"FEED_STORE_EMPTY=true"}, false), "");
+  EXPECT_EQ(written("g.json", json::object(), {}, true), "[\n{\"url\": \"u2\"}\n]");
+  EXPECT_EQ(written("h.json", {{"store_empty", true}}, {}, true), "[\n{\"url\": \"u2\"}\n]");
+}
+
+// Each of Scrapy's feed options is honoured or stops the crawl naming it: those that name Python
+// code say why, a misspelt one gets the nearest name.
+TEST(feed_export, a_feed_option_that_cannot_be_honoured_is_refused_by_name) {
+  auto refusal = [](json options) {
+    crawler::settings settings;
+    settings.set_from_string("FEEDS=" + json{{"items.jsonl", options}}.dump());
+    crawler::stats stats;
+    try {
+      crawler::feed_exporter feeds(settings, stats, {});
+    } catch (const crawler::settings_error& error) {
+      return std::string(error.what());
+    }
+    return std::string("accepted");
+  };
+  EXPECT_EQ(refusal({{"fromat", "csv"}}),
+            "FEEDS.items.jsonl.fromat: unknown feed option (did you mean \"format\"?); the "
+            "options are format, overwrite, fields, encoding, indent, batch_item_count and "
+            "store_empty");
+  for (const char* option :
+       {"item_classes", "item_filter", "item_export_kwargs", "uri_params", "postprocessing"}) {
+    auto said = refusal({{option, nullptr}});
+    EXPECT_TRUE(said.starts_with(std::string("FEEDS.items.jsonl.") + option +
+                                 ": Scrapy's feed option " + option + " cannot be honoured"))
+        << said;
+  }
+  EXPECT_NE(refusal({{"postprocessing", {"scrapy.extensions.postprocessing.GzipPlugin"}}})
+                .find("gzip items.jsonl"),
+            std::string::npos);
+  EXPECT_EQ(refusal({{"store_empty", "yes"}}),
+            "FEEDS.items.jsonl.store_empty: must be true or false");
+}
+
 TEST(feed_export, the_uri_names_the_spider_the_time_and_spider_arguments) {
   crawler::fixtures::temp_dir dir;
   crawler::spider spider("books");
