@@ -200,7 +200,7 @@ TEST(local_origin, a_file_start_url_of_the_operator_is_crawled_without_redis) {
   child_process crawl({crawler_binary(), "crawl", "site", "-a", "start=file://" + page.string(),
                        "-o", feed.string(), "--nolog"});
   ASSERT_EQ(crawl.wait(), 0) << crawl.stderr_text();
-  EXPECT_NE(slurp(feed).find("\"title\":\"local\""), std::string::npos) << slurp(feed);
+  EXPECT_NE(slurp(feed).find("\"title\": \"local\""), std::string::npos) << slurp(feed);
 }
 
 // One malformed record of each kind another program could leave: the fleet crawls every page,
