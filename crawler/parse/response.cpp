@@ -103,10 +103,7 @@ std::string response::urljoin(std::string_view link) const {
         if (byte < 0x80) {
           in_encoding += c;
         } else {
-          static const char digits[] = "0123456789ABCDEF";
-          in_encoding += '%';
-          in_encoding += digits[byte >> 4];
-          in_encoding += digits[byte & 15];
+          dedup::append_escaped(in_encoding, byte);
         }
       }
       return crawler::urljoin(base_url(), in_encoding);

@@ -5,6 +5,7 @@
 #include "crawler/parse/detail/css.h"
 #include "crawler/parse/detail/xpath.h"
 #include "crawler/parse/regex.h"
+#include "request/url_bytes.h"
 
 namespace crawler {
 namespace {
@@ -172,10 +173,7 @@ void write_attribute(const html_node& element, const html_attribute& attribute, 
       if (alnum || (byte < 0x80 && kept.find(c) != std::string_view::npos)) {
         value += c;
       } else {
-        static const char digits[] = "0123456789ABCDEF";
-        value += '%';
-        value += digits[byte >> 4];
-        value += digits[byte & 15];
+        dedup::append_escaped(value, byte);
       }
     }
   } else {
