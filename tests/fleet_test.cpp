@@ -24,7 +24,6 @@
 namespace {
 
 using namespace std::chrono_literals;
-using crawler::fixtures::set_aside_json;
 using crawler::fixtures::child_process;
 using crawler::fixtures::count_of;
 using crawler::fixtures::crawler_binary;
@@ -33,8 +32,9 @@ using crawler::fixtures::http_server;
 using crawler::fixtures::redis_list;
 using crawler::fixtures::redis_run;
 using crawler::fixtures::redis_server;
-using crawler::fixtures::wait_for_workers;
+using crawler::fixtures::set_aside_json;
 using crawler::fixtures::temp_dir;
+using crawler::fixtures::wait_for_workers;
 
 constexpr std::size_t pages = 300;
 
@@ -316,9 +316,9 @@ TEST(fleet, flush_on_start_beside_a_worker_that_holds_leases_refuses_and_flushes
   http_server site({.site_pages = 40, .page_delay_ms = 400});
   redis_server redis;
   temp_dir dir;
-  auto holder = fleet_worker(
-      site, redis, dir.path() / "a.jsonl", "redis_set",
-      {"-s", "SCHEDULER_LEASE_TIME=30", "-s", "SCHEDULER_HEARTBEAT_INTERVAL=0.3"});
+  auto holder =
+      fleet_worker(site, redis, dir.path() / "a.jsonl", "redis_set",
+                   {"-s", "SCHEDULER_LEASE_TIME=30", "-s", "SCHEDULER_HEARTBEAT_INTERVAL=0.3"});
   crawler::fixtures::wait_until([&] { return site.total_hits() >= 3; }, "the holder crawls");
   holder->signal(SIGSTOP);
   std::this_thread::sleep_for(1200ms);  // its heartbeat is stale: three intervals are 0.9 s
@@ -436,9 +436,9 @@ TEST(fleet, a_stats_field_or_worker_line_that_is_not_one_is_set_aside_and_the_cr
   temp_dir dir;
   redis_run(redis.port(), {"HSET", "site:stats", "item_scraped_count", "lots"});
   redis_run(redis.port(), {"HSET", "site:workers", "ghost", "{not a record"});
-  auto worker = fleet_worker(site, redis, dir.path() / "items.jsonl", "redis_set",
-                             {"-s", "SCHEDULER_HEARTBEAT_INTERVAL=0.5", "-s",
-                              "REDIS_PIPELINE=true", "-L", "WARNING"});
+  auto worker = fleet_worker(
+      site, redis, dir.path() / "items.jsonl", "redis_set",
+      {"-s", "SCHEDULER_HEARTBEAT_INTERVAL=0.5", "-s", "REDIS_PIPELINE=true", "-L", "WARNING"});
   ASSERT_EQ(worker->wait(), 0) << worker->stderr_text();
   expect_every_page_stored_once(site, redis);
   std::map<std::string, nlohmann::json> set_aside;  // by the key it was in
@@ -484,8 +484,8 @@ TEST(fleet, bloom_parameters_that_are_not_ones_are_set_aside_unless_the_filter_h
 
   // The filter now holds the crawl's bits. JSON of another shape is no better than text.
   redis_run(redis.port(), {"SET", "site:bloomfilter:params", R"({"format": "m=whatever"})"});
-  auto refused = fleet_worker(site, redis, dir.path() / "again.jsonl", "redis_bitmap",
-                              {"-L", "ERROR"});
+  auto refused =
+      fleet_worker(site, redis, dir.path() / "again.jsonl", "redis_bitmap", {"-L", "ERROR"});
   EXPECT_EQ(refused->wait(), 2);
   EXPECT_NE(refused->stderr_text().find(
                 "'site:bloomfilter:params' holds \"{\"format\": \"m=whatever\"}\", not the "
@@ -504,9 +504,8 @@ TEST(fleet, a_redis_out_of_memory_mid_crawl_is_said_once_and_nothing_is_lost) {
   temp_dir dir;
   auto stats = dir.path() / "stats.json";
   auto worker = fleet_worker(site, redis, dir.path() / "items.jsonl", "redis_set",
-                             {"-s", "SCHEDULER_HEARTBEAT_INTERVAL=0.3", "-s",
-                              "REDIS_PIPELINE=true", "-s", "STATS_FILE=" + stats.string(), "-L",
-                              "INFO"});
+                             {"-s", "SCHEDULER_HEARTBEAT_INTERVAL=0.3", "-s", "REDIS_PIPELINE=true",
+                              "-s", "STATS_FILE=" + stats.string(), "-L", "INFO"});
   crawler::fixtures::wait_until([&] { return site.total_hits() >= 30; }, "30 pages fetched");
   redis_run(redis.port(), {"CONFIG", "SET", "maxmemory", "1"});
   std::this_thread::sleep_for(1500ms);
@@ -532,10 +531,9 @@ TEST(fleet, a_key_made_the_wrong_type_mid_crawl_stops_the_worker_once_naming_it)
   redis_server redis;
   temp_dir dir;
   auto stats = dir.path() / "stats.json";
-  auto worker =
-      fleet_worker(site, redis, dir.path() / "items.jsonl", "redis_set",
-                   {"-s", "STATS_FILE=" + stats.string(), "-s", "REDIS_FAILURE_TIMEOUT=5",
-                    "-L", "ERROR"});
+  auto worker = fleet_worker(
+      site, redis, dir.path() / "items.jsonl", "redis_set",
+      {"-s", "STATS_FILE=" + stats.string(), "-s", "REDIS_FAILURE_TIMEOUT=5", "-L", "ERROR"});
   crawler::fixtures::wait_until([&] { return site.total_hits() >= 20; }, "20 pages fetched");
   // In one step: a worker's INCR between a DEL and an HSET would make the key a counter again.
   redis_run(redis.port(), {"EVAL",
@@ -573,7 +571,8 @@ TEST(fleet, pushed_start_urls_are_crawled_once_and_bad_ones_are_set_aside) {
   freeReplyObject(redisCommand(context, "RPUSH site:start_urls %s", "{not json"));
   redisFree(context);
 
-  auto fleet = fleet_worker(site, redis, dir.path() / "items.jsonl", "redis_set", {"-L", "WARNING"});
+  auto fleet =
+      fleet_worker(site, redis, dir.path() / "items.jsonl", "redis_set", {"-L", "WARNING"});
   EXPECT_EQ(fleet->wait(), 0) << fleet->stderr_text();
   // Said where it is seen, and again at the end.
   EXPECT_NE(fleet->stderr_text().find("Set aside: spider site has no callback \"nope\""),
@@ -659,8 +658,8 @@ TEST(fleet, start_urls_are_taken_only_as_a_worker_has_room_for_them) {
     int concurrency, batch;
     long long left;  // of 10 start URLs, while the first downloads are under way
   };
-  for (auto [concurrency, batch, left] : {shape{1, 0, 9}, shape{1, 3, 9}, shape{4, 0, 6},
-                                          shape{4, 2, 7}}) {
+  for (auto [concurrency, batch, left] :
+       {shape{1, 0, 9}, shape{1, 3, 9}, shape{4, 0, 6}, shape{4, 2, 7}}) {
     http_server site({.site_pages = 5, .page_delay_ms = 600});
     redis_server redis;
     temp_dir dir;
@@ -671,16 +670,16 @@ TEST(fleet, start_urls_are_taken_only_as_a_worker_has_room_for_them) {
     child_process pushed(push);
     ASSERT_EQ(pushed.wait(), 0) << pushed.stderr_text();
     auto running = fleet_worker(site, redis, dir.path() / "items.jsonl", "redis_set",
-                                {"-s", "CONCURRENT_REQUESTS=" + std::to_string(concurrency),
-                                 "-s", "REDIS_START_URLS_BATCH_SIZE=" + std::to_string(batch)});
+                                {"-s", "CONCURRENT_REQUESTS=" + std::to_string(concurrency), "-s",
+                                 "REDIS_START_URLS_BATCH_SIZE=" + std::to_string(batch)});
     // The first feeds, and the first downloads under way (600 ms each): timed from the first,
     // since a worker under a sanitizer takes a while to start.
     crawler::fixtures::wait_until([&] { return site.in_flight() >= 1; }, "a download under way");
     std::this_thread::sleep_for(300ms);
     auto* context = redisConnect("127.0.0.1", redis.port());
     auto* reply = static_cast<redisReply*>(redisCommand(context, "LLEN site:start_urls"));
-    EXPECT_EQ(reply->integer, left) << "CONCURRENT_REQUESTS=" << concurrency
-                                    << " REDIS_START_URLS_BATCH_SIZE=" << batch;
+    EXPECT_EQ(reply->integer, left)
+        << "CONCURRENT_REQUESTS=" << concurrency << " REDIS_START_URLS_BATCH_SIZE=" << batch;
     freeReplyObject(reply);
     redisFree(context);
     running->signal(SIGINT);
@@ -695,8 +694,8 @@ TEST(fleet, a_json_worker_on_a_scrapy_redis_queue_stops_with_exit_2_and_destroys
   http_server site({.site_pages = 5});
   redis_server redis;
   temp_dir dir;
-  auto pickled = crawler::pickle::write(
-      crawler::scrapy_dict_of(crawler::request{site.url("/site/3")}));
+  auto pickled =
+      crawler::pickle::write(crawler::scrapy_dict_of(crawler::request{site.url("/site/3")}));
   redis_run(redis.port(), {"ZADD", "site:requests", "0", pickled});
   auto worker = fleet_worker(site, redis, dir.path() / "items.jsonl", "redis_set", {"-L", "ERROR"});
   EXPECT_EQ(worker->wait(), 2) << worker->stderr_text();
@@ -728,8 +727,8 @@ TEST(fleet, start_urls_in_a_sorted_set_are_crawled_highest_score_first) {
                       "REDIS_START_URLS_AS_ZSET=true", site.url("/s?wd=0")});
   ASSERT_EQ(push.wait(), 0) << push.stderr_text();
   auto worker = fleet_worker(site, redis, dir.path() / "items.jsonl", "redis_set",
-                             {"-s", "REDIS_START_URLS_AS_ZSET=true", "-s",
-                              "CONCURRENT_REQUESTS=1", "-s", "REDIS_START_URLS_BATCH_SIZE=1"});
+                             {"-s", "REDIS_START_URLS_AS_ZSET=true", "-s", "CONCURRENT_REQUESTS=1",
+                              "-s", "REDIS_START_URLS_BATCH_SIZE=1"});
   ASSERT_EQ(worker->wait(), 0) << worker->stderr_text();
   std::vector<std::string> order;
   std::ifstream items(dir.path() / "items.jsonl");
@@ -794,12 +793,11 @@ TEST_P(status_with_persist, shows_live_workers_and_what_is_queued_and_in_flight)
   EXPECT_LE(std::stoi(leased[1]), 12) << screen;
   EXPECT_EQ(screen.find("queued: 0 "), std::string::npos) << screen;  // links wait
   // The same, for Prometheus: the fleet's gauges and summed stats, which promtool accepts.
-  child_process metrics({crawler_binary(), "status", "site", "--metrics", "-s",
-                         "REDIS_URL=" + redis.url()});
+  child_process metrics(
+      {crawler_binary(), "status", "site", "--metrics", "-s", "REDIS_URL=" + redis.url()});
   ASSERT_EQ(metrics.wait(), 0) << metrics.stderr_text();
   auto exposition = metrics.stdout_text();
-  EXPECT_NE(exposition.find("crawler_fleet_workers_alive{spider=\"site\"} 1\n"),
-            std::string::npos)
+  EXPECT_NE(exposition.find("crawler_fleet_workers_alive{spider=\"site\"} 1\n"), std::string::npos)
       << exposition;
   ASSERT_TRUE(std::regex_search(
       exposition, leased, std::regex(R"(crawler_fleet_leased_requests\{spider="site"\} (\d+))")));
@@ -848,6 +846,28 @@ TEST(fleet, status_counts_a_workers_first_pages_before_its_next_heartbeat) {
   EXPECT_TRUE(std::regex_search(screen, pages, std::regex(R"(pages: ([1-9][0-9]*) )"))) << screen;
   running->signal(SIGINT);
   EXPECT_EQ(running->wait(), 0) << running->stderr_text();
+}
+
+// A worker's record that does not say its heartbeat interval (a worker of an earlier release)
+// counts as SCHEDULER_HEARTBEAT_INTERVAL's default, 10 s: live while its heartbeat is under
+// three intervals old, 30 s on Redis's clock, stopped past them. The records are written
+// straight into Redis, their ages from its TIME, so no test waits 30 s.
+TEST(fleet, status_holds_a_record_without_its_interval_live_for_three_default_intervals) {
+  redis_server redis;
+  auto now = std::stod(redis_run(redis.port(), {"TIME"}).at(0));
+  auto status_with_heartbeat_age = [&](double age) {
+    redis_run(redis.port(), {"DEL", "site:workers"});
+    redis_run(redis.port(), {"HSET", "site:workers", "host-1",
+                             nlohmann::json{{"heartbeat", now - age}, {"pages", 3}}.dump()});
+    child_process status({crawler_binary(), "status", "site", "-s", "REDIS_URL=" + redis.url()});
+    EXPECT_EQ(status.wait(), 0) << status.stderr_text();
+    return status.stdout_text();
+  };
+  const std::string stopped = "1 workers stopped without closing";
+  // A second of margin each side for the test's own time between TIME and `status`.
+  EXPECT_EQ(status_with_heartbeat_age(28).find(stopped), std::string::npos);
+  EXPECT_NE(status_with_heartbeat_age(31).find(stopped), std::string::npos);
+  EXPECT_NE(status_with_heartbeat_age(34).find(stopped), std::string::npos);
 }
 
 }  // namespace
