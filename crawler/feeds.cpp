@@ -415,60 +415,68 @@ struct feed_exporter::batched {
   std::size_t id = 1, items = 0;
 };
 
+// One FEEDS entry's options, checked. Throws settings_error naming FEEDS.<uri>.<option> or the
+// FEED_EXPORT_* setting.
+static feed_options read_feed_options(const settings& settings, const std::string& uri,
+                                      const nlohmann::json& options,
+                                      const feed_exporter::uri_parameters& first_batch) {
+  auto where = "FEEDS." + uri;
+  if (!options.is_object()) throw settings_error(where + ": must be an object of feed options");
+  check_option_names(options, where);
+  feed_options feed;
+  feed.uri = uri.starts_with("file://") ? uri.substr(7) : uri;
+  feed.path = expand_uri(feed.uri, first_batch);
+  feed.format = options.value("format", format_for_extension(feed.path));
+  if (feed.format == "jsonl" || feed.format == "jl") feed.format = "jsonlines";
+  if (feed.format != "jsonlines" && feed.format != "json" && feed.format != "csv" &&
+      feed.format != "xml") {
+    throw settings_error(where + ".format: unknown format \"" + feed.format +
+                         "\"; valid formats are jsonlines, json, csv and xml");
+  }
+  feed.overwrite = options.value("overwrite", false);
+  feed.fields = options.contains("fields")
+                    ? field_names(options["fields"], where + ".fields")
+                    : field_names(settings.get("FEED_EXPORT_FIELDS"), "FEED_EXPORT_FIELDS");
+  feed.ensure_ascii =
+      options.contains("encoding")
+          ? escapes_non_ascii(options["encoding"], where + ".encoding")
+          : escapes_non_ascii(settings.get("FEED_EXPORT_ENCODING"), "FEED_EXPORT_ENCODING");
+  if (options.contains("indent")) {
+    if (!options["indent"].is_number_integer() || options["indent"].get<int>() < 0) {
+      throw settings_error(where + ".indent: must be a whole number of spaces, 0 or more");
+    }
+    feed.indent = options["indent"].get<int>();
+  } else {
+    feed.indent = int(settings.get_int("FEED_EXPORT_INDENT"));
+  }
+  auto batch = options.contains("batch_item_count") ? options["batch_item_count"]
+                                                    : settings.get("FEED_EXPORT_BATCH_ITEM_COUNT");
+  if (!batch.is_number_integer() || batch.get<std::int64_t>() < 0) {
+    throw settings_error(where + ".batch_item_count: must be a whole number of items, 0 or more");
+  }
+  feed.batch_item_count = batch.get<std::size_t>();
+  auto store_empty =
+      options.contains("store_empty") ? options["store_empty"] : settings.get("FEED_STORE_EMPTY");
+  if (!store_empty.is_boolean()) {
+    throw settings_error(where + ".store_empty: must be true or false");
+  }
+  feed.store_empty = store_empty.get<bool>();
+  if (feed.batch_item_count > 0 && feed.uri.find("%(batch_time)s") == std::string::npos &&
+      feed.uri.find("%(batch_id)") == std::string::npos) {
+    // Scrapy's rule: else every batch would overwrite (or add to) the one file.
+    throw settings_error(where + ": a feed in batches of " + std::to_string(feed.batch_item_count) +
+                         " items (batch_item_count, FEED_EXPORT_BATCH_ITEM_COUNT) needs "
+                         "%(batch_time)s or %(batch_id)d in its URI, a file per batch");
+  }
+  return feed;
+}
+
 feed_exporter::feed_exporter(const settings& settings, stats& stats,
                              const uri_parameters& parameters)
     : stats_(stats) {
   for (const auto& [uri, options] : settings.get("FEEDS").items()) {
     auto where = "FEEDS." + uri;
-    if (!options.is_object()) throw settings_error(where + ": must be an object of feed options");
-    check_option_names(options, where);
-    feed_options feed;
-    feed.uri = uri.starts_with("file://") ? uri.substr(7) : uri;
-    feed.path = expand_uri(feed.uri, batch_parameters(parameters, 1));
-    feed.format = options.value("format", format_for_extension(feed.path));
-    if (feed.format == "jsonl" || feed.format == "jl") feed.format = "jsonlines";
-    if (feed.format != "jsonlines" && feed.format != "json" && feed.format != "csv" &&
-        feed.format != "xml") {
-      throw settings_error(where + ".format: unknown format \"" + feed.format +
-                           "\"; valid formats are jsonlines, json, csv and xml");
-    }
-    feed.overwrite = options.value("overwrite", false);
-    feed.fields = options.contains("fields")
-                      ? field_names(options["fields"], where + ".fields")
-                      : field_names(settings.get("FEED_EXPORT_FIELDS"), "FEED_EXPORT_FIELDS");
-    feed.ensure_ascii =
-        options.contains("encoding")
-            ? escapes_non_ascii(options["encoding"], where + ".encoding")
-            : escapes_non_ascii(settings.get("FEED_EXPORT_ENCODING"), "FEED_EXPORT_ENCODING");
-    if (options.contains("indent")) {
-      if (!options["indent"].is_number_integer() || options["indent"].get<int>() < 0) {
-        throw settings_error(where + ".indent: must be a whole number of spaces, 0 or more");
-      }
-      feed.indent = options["indent"].get<int>();
-    } else {
-      feed.indent = int(settings.get_int("FEED_EXPORT_INDENT"));
-    }
-    auto batch = options.contains("batch_item_count")
-                     ? options["batch_item_count"]
-                     : settings.get("FEED_EXPORT_BATCH_ITEM_COUNT");
-    if (!batch.is_number_integer() || batch.get<std::int64_t>() < 0) {
-      throw settings_error(where + ".batch_item_count: must be a whole number of items, 0 or more");
-    }
-    feed.batch_item_count = batch.get<std::size_t>();
-    auto store_empty =
-        options.contains("store_empty") ? options["store_empty"] : settings.get("FEED_STORE_EMPTY");
-    if (!store_empty.is_boolean()) {
-      throw settings_error(where + ".store_empty: must be true or false");
-    }
-    feed.store_empty = store_empty.get<bool>();
-    if (feed.batch_item_count > 0 && feed.uri.find("%(batch_time)s") == std::string::npos &&
-        feed.uri.find("%(batch_id)") == std::string::npos) {
-      // Scrapy's rule: else every batch would overwrite (or add to) the one file.
-      throw settings_error(where + ": a feed in batches of " +
-                           std::to_string(feed.batch_item_count) +
-                           " items (batch_item_count, FEED_EXPORT_BATCH_ITEM_COUNT) needs "
-                           "%(batch_time)s or %(batch_id)d in its URI, a file per batch");
-    }
+    auto feed = read_feed_options(settings, uri, options, batch_parameters(parameters, 1));
     auto opened = std::make_unique<batched>(
         batched{std::move(feed), parameters, settings.has("JOBDIR"), nullptr});
     try {
@@ -482,6 +490,19 @@ feed_exporter::feed_exporter(const settings& settings, stats& stats,
 }
 
 feed_exporter::~feed_exporter() = default;
+
+std::vector<std::string> feed_exporter::problems(const settings& settings,
+                                                 const uri_parameters& parameters) {
+  std::vector<std::string> found;
+  for (const auto& [uri, options] : settings.get("FEEDS").items()) {
+    try {
+      read_feed_options(settings, uri, options, batch_parameters(parameters, 1));
+    } catch (const settings_error& error) {
+      found.emplace_back(error.what());
+    }
+  }
+  return found;
+}
 
 feed_exporter::uri_parameters feed_exporter::parameters_for(const spider& spider) {
   uri_parameters parameters(spider.arguments().begin(), spider.arguments().end());

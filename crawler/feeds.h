@@ -72,6 +72,10 @@ class feed_exporter {
   /// Finishes every file; returns false if one could not be written (each is logged).
   bool close();
 
+  /// What the constructor would refuse in FEEDS' options, a line a feed, without opening any
+  /// file (`crawler check`).
+  static std::vector<std::string> problems(const settings& settings,
+                                           const uri_parameters& parameters);
   /// A crawl's feed URI parameters: `name`, `time` (now, in UTC) and the spider's arguments.
   static uri_parameters parameters_for(const spider& spider);
 

@@ -641,8 +641,8 @@ TEST(crawler_run, a_bad_file_exits_2_with_the_path_before_fetching_anything) {
   EXPECT_EQ(server.total_hits(), 0u);
 }
 
-// `crawler check` lists every problem of a crawl file, a line each with its file and JSON path,
-// and exits 1; a good file gets one OK line and 0. Nothing is fetched either way.
+// `crawler check` lists every problem of a crawl file in one pass, a line each with its file and
+// JSON path, and exits 1; a good file gets one OK line and 0. Nothing is fetched either way.
 TEST(crawler_check, lists_every_problem_with_its_path_and_fetches_nothing) {
   http_server server;
   temp_dir dir;
@@ -655,6 +655,10 @@ TEST(crawler_check, lists_every_problem_with_its_path_and_fetches_nothing) {
   document["spider"]["rules"].push_back({{"alow", {"x"}}, {"callback", "pgae"}});
   document["spider"]["callbacks"]["page"]["fields"]["title"] = "title::txet";
   document["spider"]["allowed_domain"] = {"127.0.0.1"};
+  // What `crawler run` would refuse before fetching comes in the same pass: components by name
+  // and feed options, beside the file's other problems.
+  document["settings"]["ITEM_PIPELINES"] = {{"myproject.Clean", 300}};
+  document["settings"]["FEEDS"] = {{"items.jsonl", {{"fromat", "csv"}}}};
   auto file = write_config(dir, document);
   child_process check({crawler_binary(), "check", file});
   EXPECT_EQ(check.wait(), 1);
@@ -673,7 +677,9 @@ TEST(crawler_check, lists_every_problem_with_its_path_and_fetches_nothing) {
       "spider.rules[0].allow[0]: invalid regex",
       "spider.rules[1].alow: unknown key \"alow\" (did you mean \"allow\"?)",
       "spider.rules[1].callback: no callback \"pgae\" in spider.callbacks "
-      "(did you mean \"page\"?)"};
+      "(did you mean \"page\"?)",
+      "settings.ITEM_PIPELINES[\"myproject.Clean\"]: no item pipeline is registered",
+      "settings.FEEDS.items.jsonl.fromat: unknown feed option (did you mean \"format\"?)"};
   ASSERT_EQ(problems.size(), starts.size()) << check.stderr_text();
   for (std::size_t i = 0; i < starts.size(); ++i) {
     EXPECT_TRUE(problems[i].starts_with(starts[i])) << problems[i];

@@ -4,9 +4,12 @@
 
 #include <boost/version.hpp>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <map>
 #include <memory>
+#include <optional>
+#include <sstream>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -51,6 +54,36 @@ spider_arguments arguments_by_name(const std::vector<std::string>& arguments) {
     by_name[key] = value;
   }
   return by_name;
+}
+
+// The settings of a crawl file that failed to load, each valid one on its own (the invalid ones
+// were named already), and its spider's name: what `check` looks for components and feeds in.
+std::pair<settings, std::string> valid_settings_of(const std::string& file) {
+  settings valid;
+  std::string name = "spider";
+  std::ifstream in(file);
+  auto document = nlohmann::json::parse(in, nullptr, false);
+  if (!document.is_object()) return {valid, name};
+  if (auto own = document.find("user_settings"); own != document.end() && own->is_object()) {
+    for (const auto& [key, value] : own->items()) {
+      try {
+        valid.declare(key, value, "user_settings");
+      } catch (const settings_error&) {
+      }
+    }
+  }
+  if (auto found = document.find("settings"); found != document.end() && found->is_object()) {
+    for (const auto& [key, value] : found->items()) {
+      try {
+        valid.merge_json(nlohmann::json{{key, value}}, "settings");
+      } catch (const settings_error&) {
+      }
+    }
+  }
+  if (auto spider = document.find("spider"); spider != document.end() && spider->is_object()) {
+    name = spider->value("name", name);
+  }
+  return {valid, name};
 }
 
 // "1 rule", "2 rules".
@@ -383,23 +416,42 @@ void add_crawl_commands(CLI::App& app, int& exit_status) {
       ->allow_extra_args(false);
   check->callback([check_file, check_arguments, &exit_status] {
     try {
-      auto config = load_crawl_config_file(*check_file, arguments_by_name(*check_arguments));
-      const auto& spider = *config.spider;
-      // Components by name: what `crawler run` of this file would stop at before fetching.
+      auto arguments = arguments_by_name(*check_arguments);
       register_builtin_middlewares();
-      auto problems = component_problems(settings_for(spider, {}, config.settings));
+      // One pass finds every problem: the file's own, and what `crawler run` would stop at
+      // before fetching (components by name, feed options), the latter over the settings that
+      // are valid on their own even when others are not.
+      std::vector<std::string> problems;
+      std::optional<crawl_config> config;
+      try {
+        config = load_crawl_config_file(*check_file, arguments);
+      } catch (const config_error& error) {
+        std::istringstream lines(error.what());
+        for (std::string line; std::getline(lines, line);) problems.push_back(line);
+      }
+      auto [settings, name] = config
+                                  ? std::pair(settings_for(*config->spider, {}, config->settings),
+                                              config->spider->name())
+                                  : valid_settings_of(*check_file);
+      feed_exporter::uri_parameters parameters(arguments.begin(), arguments.end());
+      parameters["name"] = name;
+      parameters["time"] = "time";
+      for (const auto& problem : component_problems(settings)) {
+        problems.push_back(*check_file + ": settings." + problem);
+      }
+      for (const auto& problem : feed_exporter::problems(settings, parameters)) {
+        problems.push_back(*check_file + ": settings." + problem);
+      }
       if (!problems.empty()) {
-        for (const auto& problem : problems) std::cerr << "settings." << problem << '\n';
+        for (const auto& problem : problems) std::cerr << redact(problem) << '\n';
         exit_status = 1;
         return;
       }
+      const auto& spider = *config->spider;
       std::cout << *check_file << ": OK: spider \"" << spider.name() << "\", "
                 << counted(spider.start_urls.size(), "start URL") << ", "
                 << counted(spider.rules.size(), "rule") << "\n";
       exit_status = 0;
-    } catch (const config_error& error) {
-      std::cerr << redact(error.what()) << '\n';  // a line a problem
-      exit_status = 1;
     } catch (const std::exception& error) {
       std::cerr << "crawler check: " << redact(error.what()) << '\n';
       exit_status = 2;
@@ -411,9 +463,9 @@ void add_crawl_commands(CLI::App& app, int& exit_status) {
     for (const auto* entry : registered_spiders()) std::cout << entry->name << '\n';
   });
 
-  CLI::App* components = app.add_subcommand(
-      "components",
-      "List the pipelines, middlewares and extensions registered, by the setting that enables them");
+  CLI::App* components = app.add_subcommand("components",
+                                            "List the pipelines, middlewares and extensions "
+                                            "registered, by the setting that enables them");
   components->callback([] {
     register_builtin_middlewares();
     settings defaults;
