@@ -64,11 +64,12 @@ class crawl_engine {
   /// HTTP cache) and the downloader's per-site politeness, then calls `done` on the loop with the
   /// outcome. A close lets a download the downloader holds finish; force_close, or a close while
   /// it waits for robots.txt, answers it with error_type "CancelledError".
-  virtual void download(crawler::request request,
-                        std::function<void(download_result)> done) = 0;
+  virtual void download(crawler::request request, std::function<void(download_result)> done) = 0;
 };
 
-/// What a component is built with: the crawl's settings, stats, signals, spider and engine.
+/// What a component is built with: the crawl's settings, stats, signals, spider and engine. The
+/// context and everything it names live for the whole crawl, so a component may keep a reference
+/// to it (Scrapy's `self.crawler = crawler`) and use it from any later hook or signal.
 struct crawl_context {
   const crawler::settings& settings;
   crawler::stats& stats;
@@ -150,9 +151,9 @@ component_factory<Component> factory_of() {
 
 }  // namespace crawler
 
-#define CRAWLER_REGISTER_COMPONENT_(Component, Class, name)                   \
-  static const bool crawler_registered_component_##Class =                    \
-      ::crawler::register_component<::crawler::Component>(                   \
+#define CRAWLER_REGISTER_COMPONENT_(Component, Class, name) \
+  static const bool crawler_registered_component_##Class =  \
+      ::crawler::register_component<::crawler::Component>(  \
           name, ::crawler::factory_of<::crawler::Component, Class>())
 
 /// Registers `Class` (a crawler::item_pipeline) as `name`, for ITEM_PIPELINES to enable.
@@ -165,5 +166,4 @@ component_factory<Component> factory_of() {
 #define CRAWLER_REGISTER_SPIDER_MIDDLEWARE(Class, name) \
   CRAWLER_REGISTER_COMPONENT_(spider_middleware, Class, name)
 /// Registers `Class` (a crawler::extension) as `name`, for EXTENSIONS.
-#define CRAWLER_REGISTER_EXTENSION(Class, name) \
-  CRAWLER_REGISTER_COMPONENT_(extension, Class, name)
+#define CRAWLER_REGISTER_EXTENSION(Class, name) CRAWLER_REGISTER_COMPONENT_(extension, Class, name)

@@ -81,6 +81,7 @@ engine::engine(asio::io_context& io, const settings& settings, stats& stats, spi
       html_parser_(parser_named_in(settings)),
       feeds_(
           std::make_unique<feed_exporter>(settings, stats, feed_exporter::parameters_for(spider))),
+      context_{settings, stats, signals_, spider_, *this, io.get_executor()},
       idle_timer_(io),
       closespider_timer_(io),
       item_limit_(settings.get_int("CLOSESPIDER_ITEMCOUNT")),
@@ -90,16 +91,15 @@ engine::engine(asio::io_context& io, const settings& settings, stats& stats, spi
   // Built by name from the settings, built-ins included, in their orders (components.h). The
   // scheme check stays first whatever they say: it keeps pages from leading to local files.
   register_builtin_middlewares();
-  crawl_context context{settings, stats, signals_, spider, *this, io.get_executor()};
-  downloader_middlewares_ = build_components<downloader_middleware>(context);
+  downloader_middlewares_ = build_components<downloader_middleware>(context_);
   spider_middlewares_.push_back(scheme_spider_middleware(settings, stats));
-  for (auto& middleware : build_components<spider_middleware>(context)) {
+  for (auto& middleware : build_components<spider_middleware>(context_)) {
     spider_middlewares_.push_back(std::move(middleware));
   }
-  pipelines_ = build_components<item_pipeline>(context);
+  pipelines_ = build_components<item_pipeline>(context_);
   pipelines_wait_ = std::any_of(pipelines_.begin(), pipelines_.end(),
                                 [](const auto& pipeline) { return pipeline->waits(); });
-  extensions_ = build_components<extension>(context);
+  extensions_ = build_components<extension>(context_);
   if (settings.get_bool("ROBOTSTXT_OBEY") &&
       !removes_component(settings, "DOWNLOADER_MIDDLEWARES",
                          "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware")) {
@@ -374,8 +374,8 @@ void engine::on_downloaded(download_result result) {
     host_pace pace{.delay = downloader_->delay_of(result.request),
                    .address = downloader_->address_of(result.request)};
     if (result.response) {
-      pace.hold = detail::hold_asked(result.response->status,
-                                     result.response->header("Retry-After"));
+      pace.hold =
+          detail::hold_asked(result.response->status, result.response->header("Retry-After"));
     }
     scheduler_->record_pace(result.request, pace);
   }
@@ -882,8 +882,8 @@ void engine::restore_unsent(std::vector<request> requests, std::string_view were
   // A component's download was never the queue's: a close lets one the downloader held finish (a
   // page's items wait on it); one still waiting for robots.txt, whose download the close drops,
   // or any with force_close, is answered as cancelled.
-  auto downloads = std::stable_partition(requests.begin(), requests.end(),
-                                         [](const request& r) { return !is_component_download(r); });
+  auto downloads = std::stable_partition(
+      requests.begin(), requests.end(), [](const request& r) { return !is_component_download(r); });
   for (auto it = downloads; it != requests.end(); ++it) {
     if (forced) {
       cancel_component_download(std::move(*it));

@@ -184,6 +184,9 @@ class engine : public crawl_engine {
   std::vector<std::unique_ptr<item_pipeline>> pipelines_;
   std::unique_ptr<feed_exporter> feeds_;
   signal_bus signals_;
+  // What components are built with: it names the crawl's own objects and lives as long as the
+  // engine, so a component may keep it (as Scrapy's self.crawler = crawler).
+  crawl_context context_;
   std::vector<std::unique_ptr<extension>> extensions_;
   boost::asio::steady_timer idle_timer_;  // asks spider_idle again while a handler keeps it open
   bool idle_held_ = false;                // a handler threw dont_close_spider: wait for the timer
@@ -203,7 +206,7 @@ class engine : public crawl_engine {
   bool flush_feeds_per_page_;  // JOBDIR: a page's items reach the OS before it is marked done
   std::size_t parsing_ = 0;
   std::size_t answered_here_ = 0;  // a downloader middleware ignored or answered, not yet handed on
-  bool pipelines_wait_ = false;     // some pipeline is an async_item_pipeline
+  bool pipelines_wait_ = false;    // some pipeline is an async_item_pipeline
   std::size_t pages_in_pipelines_ = 0;
   // A close cancelled component downloads: pages still in the pipelines go back to the queue.
   bool downloads_cancelled_ = false;

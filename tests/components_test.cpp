@@ -1,6 +1,8 @@
 // Components by name and signals (crawler/components.h, crawler/signals.h), used as a Scrapy user
 // would: pipelines, middlewares and extensions registered in C++ by a program of one's own built
 // on crawler::cli::main, and enabled from a crawl file's settings.
+#include "crawler/components.h"
+
 #include <gtest/gtest.h>
 
 #include <boost/asio/steady_timer.hpp>
@@ -12,7 +14,6 @@
 #include <vector>
 
 #include "crawler/cli/main.h"
-#include "crawler/components.h"
 #include "http_server.h"
 #include "in_process_crawl.h"
 #include "redis_server.h"
@@ -43,11 +44,15 @@ CRAWLER_REGISTER_ITEM_PIPELINE(uppercase_title, "tests.UppercaseTitle");
 
 // Appends its name to the item's "seen_by": the order pipelines ran in.
 class mark_a : public crawler::item_pipeline {
-  void process_item(crawler::item& item, crawler::spider&) override { item["seen_by"].push_back("a"); }
+  void process_item(crawler::item& item, crawler::spider&) override {
+    item["seen_by"].push_back("a");
+  }
 };
 CRAWLER_REGISTER_ITEM_PIPELINE(mark_a, "tests.MarkA");
 class mark_b : public crawler::item_pipeline {
-  void process_item(crawler::item& item, crawler::spider&) override { item["seen_by"].push_back("b"); }
+  void process_item(crawler::item& item, crawler::spider&) override {
+    item["seen_by"].push_back("b");
+  }
 };
 CRAWLER_REGISTER_ITEM_PIPELINE(mark_b, "tests.MarkB");
 
@@ -84,7 +89,8 @@ class depth_witness : public crawler::spider_middleware {
   explicit depth_witness(crawler::crawl_context& crawl) : stats_(crawl.stats) {}
   void process_spider_output(const crawler::response&, crawler::output& out) override {
     for (const auto& request : out.requests) {
-      stats_.inc_value(request.meta.contains("depth") ? "witness/depth_set" : "witness/depth_unset");
+      stats_.inc_value(request.meta.contains("depth") ? "witness/depth_set"
+                                                      : "witness/depth_unset");
     }
   }
 
@@ -99,12 +105,13 @@ class slow_pipeline : public crawler::async_item_pipeline {
  public:
   explicit slow_pipeline(crawler::crawl_context& crawl) : executor_(crawl.executor) {}
   void process_item_async(crawler::item item, crawler::spider&, crawler::item_done done) override {
-    auto timer = std::make_shared<boost::asio::steady_timer>(executor_, std::chrono::milliseconds(300));
-    timer->async_wait([timer, item = std::move(item), done = std::move(done)](
-                          boost::system::error_code) mutable {
-      item["held"] = true;
-      done(std::move(item), nullptr);
-    });
+    auto timer =
+        std::make_shared<boost::asio::steady_timer>(executor_, std::chrono::milliseconds(300));
+    timer->async_wait(
+        [timer, item = std::move(item), done = std::move(done)](boost::system::error_code) mutable {
+          item["held"] = true;
+          done(std::move(item), nullptr);
+        });
   }
 
  private:
@@ -120,10 +127,9 @@ class signal_counter : public crawler::extension {
     namespace signals = crawler::signals;
     crawl.signals.connect<signals::spider_opened>(
         [&stats](const signals::spider_opened&) { stats.inc_value("signals/spider_opened"); });
-    crawl.signals.connect<signals::response_received>(
-        [&stats](const signals::response_received&) {
-          stats.inc_value("signals/response_received");
-        });
+    crawl.signals.connect<signals::response_received>([&stats](const signals::response_received&) {
+      stats.inc_value("signals/response_received");
+    });
     crawl.signals.connect<signals::item_scraped>([&stats](const signals::item_scraped& scraped) {
       stats.inc_value("signals/item_scraped");
       if (scraped.response) stats.inc_value("signals/item_scraped_with_response");
@@ -131,10 +137,9 @@ class signal_counter : public crawler::extension {
     crawl.signals.connect<signals::item_dropped>([&stats](const signals::item_dropped& dropped) {
       stats.inc_value("signals/item_dropped/" + std::string(dropped.reason));
     });
-    crawl.signals.connect<signals::request_scheduled>(
-        [&stats](const signals::request_scheduled&) {
-          stats.inc_value("signals/request_scheduled");
-        });
+    crawl.signals.connect<signals::request_scheduled>([&stats](const signals::request_scheduled&) {
+      stats.inc_value("signals/request_scheduled");
+    });
     crawl.signals.connect<signals::request_dropped>(
         [&stats](const signals::request_dropped& dropped) {
           stats.inc_value("signals/request_dropped");
@@ -156,8 +161,8 @@ class feed_when_idle : public crawler::extension {
   explicit feed_when_idle(crawler::crawl_context& crawl) {
     auto base = crawl.settings.get_string("TEST_FEED_BASE");
     crawl.signals.connect<crawler::signals::spider_idle>(
-        [this, base, &engine = crawl.engine, &stats = crawl.stats](
-            const crawler::signals::spider_idle&) {
+        [this, base, &engine = crawl.engine,
+         &stats = crawl.stats](const crawler::signals::spider_idle&) {
           stats.inc_value("feed_when_idle/idle");
           if (fed_ == 3) return;
           crawler::request next;
@@ -170,6 +175,22 @@ class feed_when_idle : public crawler::extension {
   int fed_ = 0;
 };
 CRAWLER_REGISTER_EXTENSION(feed_when_idle, "tests.FeedWhenIdle");
+
+// The natural port of `self.crawler = crawler`: the context kept, and used from a later signal.
+class keeps_its_context : public crawler::extension {
+ public:
+  explicit keeps_its_context(crawler::crawl_context& crawl) : crawl_(crawl) {
+    crawl.signals.connect<crawler::signals::item_scraped>(
+        [this](const crawler::signals::item_scraped&) {
+          crawl_.stats.inc_value("kept/" + crawl_.spider.name() + "/items");
+          crawl_.stats.set_value("kept/delay", crawl_.settings.get_double("DOWNLOAD_DELAY"));
+        });
+  }
+
+ private:
+  crawler::crawl_context& crawl_;
+};
+CRAWLER_REGISTER_EXTENSION(keeps_its_context, "tests.KeepsItsContext");
 
 // Keeps the spider open through its first spider_idle, then lets it close.
 class hold_open_once : public crawler::extension {
@@ -207,9 +228,10 @@ crawl_run run_crawl_file(const http_server& server, json settings, std::size_t p
        {"spider",
         {{"name", "components"},
          {"start_urls", {server.url("/site/0")}},
-         {"rules", {{{"allow", {"/site/[0-" + std::to_string(pages - 1) + "]$"}},
-                     {"callback", "page"},
-                     {"follow", true}}}},
+         {"rules",
+          {{{"allow", {"/site/[0-" + std::to_string(pages - 1) + "]$"}},
+            {"callback", "page"},
+            {"follow", true}}}},
          {"callbacks", {{"page", {{"fields", {{"url", "$url"}, {"title", "title::text"}}}}}}}}}});
 }
 
@@ -230,14 +252,15 @@ TEST(components, a_pipeline_registered_in_cpp_is_enabled_from_a_crawl_files_item
 // and with CONCURRENT_REQUESTS 1 the next page waits for it.
 TEST(components, a_page_waits_for_its_items_in_an_async_pipeline) {
   http_server server({.site_pages = 3});
-  auto run = run_crawl_file(server, {{"ITEM_PIPELINES", {{"tests.SlowPipeline", 300},
-                                                         {"tests.UppercaseTitle", 400}}},
-                                     {"CONCURRENT_REQUESTS", 1}});
+  auto run = run_crawl_file(
+      server, {{"ITEM_PIPELINES", {{"tests.SlowPipeline", 300}, {"tests.UppercaseTitle", 400}}},
+               {"CONCURRENT_REQUESTS", 1}});
   ASSERT_EQ(run.status, 0);
   ASSERT_EQ(run.items.size(), 3u) << "an item still held when the spider closed would be lost";
   for (const auto& item : run.items) {
     EXPECT_EQ(item["held"], true);
-    EXPECT_TRUE(item["title"].get<std::string>().starts_with("PAGE ")) << "the pipeline after it ran";
+    EXPECT_TRUE(item["title"].get<std::string>().starts_with("PAGE "))
+        << "the pipeline after it ran";
   }
   // Three pages' items held 300 ms each, one page at a time.
   EXPECT_GE(run.stats.value("elapsed_time_seconds", 0.0), 0.9) << run.stats.dump();
@@ -245,15 +268,18 @@ TEST(components, a_page_waits_for_its_items_in_an_async_pipeline) {
 
 TEST(components, pipelines_run_lowest_order_first_and_null_leaves_one_out) {
   http_server server({.site_pages = 2});
-  auto run = run_crawl_file(server, {{"ITEM_PIPELINES", {{"tests.MarkA", 200}, {"tests.MarkB", 100}}}}, 2);
+  auto run =
+      run_crawl_file(server, {{"ITEM_PIPELINES", {{"tests.MarkA", 200}, {"tests.MarkB", 100}}}}, 2);
   ASSERT_EQ(run.status, 0);
   ASSERT_EQ(run.items.size(), 2u);
   EXPECT_EQ(run.items[0]["seen_by"], json({"b", "a"}));
-  run = run_crawl_file(server, {{"ITEM_PIPELINES", {{"tests.MarkA", 100}, {"tests.MarkB", 200}}}}, 2);
+  run =
+      run_crawl_file(server, {{"ITEM_PIPELINES", {{"tests.MarkA", 100}, {"tests.MarkB", 200}}}}, 2);
   ASSERT_EQ(run.items.size(), 2u);
   EXPECT_EQ(run.items[0]["seen_by"], json({"a", "b"}));
 
-  run = run_crawl_file(server, {{"ITEM_PIPELINES", {{"tests.MarkA", 200}, {"tests.MarkB", nullptr}}}}, 2);
+  run = run_crawl_file(server,
+                       {{"ITEM_PIPELINES", {{"tests.MarkA", 200}, {"tests.MarkB", nullptr}}}}, 2);
   ASSERT_EQ(run.items.size(), 2u);
   EXPECT_EQ(run.items[0]["seen_by"], json({"a"}));
 }
@@ -263,7 +289,8 @@ TEST(components, crawler_check_names_each_component_no_one_registered) {
   auto file = (dir.path() / "crawl.json").string();
   auto write = [&](json settings) {
     std::ofstream(file) << json{{"settings", std::move(settings)},
-                                {"spider", {{"name", "checked"}, {"start_urls", {"http://example.org/"}}}}}
+                                {"spider",
+                                 {{"name", "checked"}, {"start_urls", {"http://example.org/"}}}}}
                                .dump();
   };
   write({{"ITEM_PIPELINES", {{"tests.UppercaseTitle", 300}, {"myproject.Clean", 400}}},
@@ -272,20 +299,22 @@ TEST(components, crawler_check_names_each_component_no_one_registered) {
   testing::internal::CaptureStderr();
   EXPECT_EQ(crawler_main({"check", file}), 1);
   auto log = testing::internal::GetCapturedStderr();
-  EXPECT_NE(log.find("settings.ITEM_PIPELINES[\"myproject.Clean\"]: no item pipeline is registered"),
-            std::string::npos)
+  EXPECT_NE(
+      log.find("settings.ITEM_PIPELINES[\"myproject.Clean\"]: no item pipeline is registered"),
+      std::string::npos)
       << log;
   EXPECT_NE(log.find("settings.EXTENSIONS[\"myproject.Stats\"]: no extension is registered"),
             std::string::npos)
       << log;
-  EXPECT_NE(log.find("settings.DOWNLOADER_MIDDLEWARES[\"tests.UserAgentWitness\"]: the order must be "
-                     "an integer"),
-            std::string::npos)
+  EXPECT_NE(
+      log.find("settings.DOWNLOADER_MIDDLEWARES[\"tests.UserAgentWitness\"]: the order must be "
+               "an integer"),
+      std::string::npos)
       << log;
   EXPECT_EQ(log.find("tests.UppercaseTitle\"]"), std::string::npos) << "registered: no problem";
 
-  write({{"ITEM_PIPELINES", {{"tests.UppercaseTitle", 300},
-                             {"scrapy.pipelines.files.FilesPipeline", 1}}}});
+  write({{"ITEM_PIPELINES",
+          {{"tests.UppercaseTitle", 300}, {"scrapy.pipelines.files.FilesPipeline", 1}}}});
   testing::internal::CaptureStdout();
   EXPECT_EQ(crawler_main({"check", file}), 0);
   EXPECT_NE(testing::internal::GetCapturedStdout().find("OK"), std::string::npos);
@@ -344,19 +373,21 @@ TEST(components, a_builtin_middleware_set_to_null_in_downloader_middlewares_is_l
   auto with_retries = crawl(json::object());
   EXPECT_EQ(with_retries.value("retry/count", 0), 2);
   EXPECT_EQ(server.hits("/status/503"), 3u);
-  auto without = crawl(
-      {{"DOWNLOADER_MIDDLEWARES", {{"scrapy.downloadermiddlewares.retry.RetryMiddleware", nullptr}}}});
+  auto without = crawl({{"DOWNLOADER_MIDDLEWARES",
+                         {{"scrapy.downloadermiddlewares.retry.RetryMiddleware", nullptr}}}});
   EXPECT_FALSE(without.contains("retry/count")) << without.dump(1);
   EXPECT_EQ(server.hits("/status/503"), 4u);
 }
 
 TEST(components, a_downloader_middleware_of_ones_own_runs_among_the_builtins_by_its_order) {
   http_server server({.site_pages = 2});
-  auto after = run_crawl_file(server, {{"DOWNLOADER_MIDDLEWARES", {{"tests.UserAgentWitness", 543}}}}, 2);
+  auto after =
+      run_crawl_file(server, {{"DOWNLOADER_MIDDLEWARES", {{"tests.UserAgentWitness", 543}}}}, 2);
   ASSERT_EQ(after.status, 0);
   EXPECT_EQ(after.stats.value("witness/user_agent_set", 0), 3);
   EXPECT_FALSE(after.stats.contains("witness/user_agent_unset"));
-  auto before = run_crawl_file(server, {{"DOWNLOADER_MIDDLEWARES", {{"tests.UserAgentWitness", 450}}}}, 2);
+  auto before =
+      run_crawl_file(server, {{"DOWNLOADER_MIDDLEWARES", {{"tests.UserAgentWitness", 450}}}}, 2);
   EXPECT_EQ(before.stats.value("witness/user_agent_unset", 0), 3);
   EXPECT_FALSE(before.stats.contains("witness/user_agent_set"));
 }
@@ -379,7 +410,8 @@ TEST(signals, an_extension_hears_what_the_crawl_does) {
   ASSERT_EQ(run.status, 0);
   const auto& stats = run.stats;
   EXPECT_EQ(stats.value("signals/spider_opened", 0), 1);
-  EXPECT_EQ(stats.value("signals/response_received", 0), stats.value("response_received_count", -1));
+  EXPECT_EQ(stats.value("signals/response_received", 0),
+            stats.value("response_received_count", -1));
   EXPECT_EQ(stats.value("signals/item_scraped", 0), 2);  // pages 0 and 2; page 1's was dropped
   EXPECT_EQ(stats.value("signals/item_scraped_with_response", 0), 2);
   EXPECT_EQ(stats.value("signals/item_dropped/page one", 0), 1);
@@ -391,6 +423,18 @@ TEST(signals, an_extension_hears_what_the_crawl_does) {
   EXPECT_EQ(stats.value("signals/request_dropped_site_page", 0),
             stats.value("signals/request_dropped", -1));
   EXPECT_EQ(stats.value("signals/spider_closed", std::string()), "finished");
+}
+
+// The context a component is built with lives for the whole crawl (components.h): kept, it still
+// names the crawl's stats, spider and settings at every later signal.
+TEST(signals, an_extension_that_keeps_its_context_uses_it_at_every_signal) {
+  http_server server({.site_pages = 3});
+  auto run = run_crawl_file(
+      server, {{"EXTENSIONS", {{"tests.KeepsItsContext", 500}}}, {"DOWNLOAD_DELAY", 0.001}});
+  ASSERT_EQ(run.status, 0);
+  EXPECT_EQ(run.stats.value("kept/components/items", 0), run.stats.value("item_scraped_count", -1));
+  EXPECT_EQ(run.stats.value("kept/components/items", 0), 3) << run.stats.dump();
+  EXPECT_EQ(run.stats.value("kept/delay", 0.0), 0.001);
 }
 
 TEST(signals, a_fleet_worker_hears_request_dropped_for_the_duplicates_redis_answered) {
@@ -412,8 +456,8 @@ TEST(signals, a_fleet_worker_hears_request_dropped_for_the_duplicates_redis_answ
 
 TEST(signals, a_spider_idle_handler_keeps_the_spider_open_by_scheduling_requests) {
   http_server server({.site_pages = 20});
-  auto run = run_crawl_file(server, {{"EXTENSIONS", {{"tests.FeedWhenIdle", 500}}},
-                                     {"TEST_FEED_BASE", server.url("")}});
+  auto run = run_crawl_file(
+      server, {{"EXTENSIONS", {{"tests.FeedWhenIdle", 500}}}, {"TEST_FEED_BASE", server.url("")}});
   ASSERT_EQ(run.status, 0);
   for (int page : {10, 11, 12}) EXPECT_EQ(server.hits("/site/" + std::to_string(page)), 1u) << page;
   EXPECT_EQ(run.stats.value("feed_when_idle/idle", 0), 4);  // three fed, the fourth let it close
