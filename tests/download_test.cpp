@@ -9,6 +9,7 @@
 #include <fstream>
 #include <map>
 #include <optional>
+#include <tuple>
 
 #include "crawl_fixture.h"
 #include "redis_server.h"
@@ -326,6 +327,22 @@ TEST(crawl, http_user_and_pass_authenticate_to_http_auth_domain_only) {
   auto everywhere = statuses("");
   EXPECT_EQ(everywhere[server.url("/auth")], 200);
   EXPECT_EQ(everywhere[elsewhere], 200);
+}
+
+// The Authorization header is RFC 4648 base64 of user:pass whatever its length: padded with two
+// "=", one, or none (the expected values are Python's base64.b64encode).
+TEST(crawl, http_credentials_of_every_length_are_sent_as_padded_base64) {
+  http_server server;
+  for (const auto& [user, pass, basic] :
+       std::vector<std::tuple<std::string, std::string, std::string>>{
+           {"ab", "c", "YWI6Yw=="}, {"ab", "cd", "YWI6Y2Q="}, {"ab", "cde", "YWI6Y2Rl"}}) {
+    recording_spider spider({get(server.url("/auth?basic=" + basic))});
+    spider.set_argument("http_user", user);
+    spider.set_argument("http_pass", pass);
+    crawl(spider, {"RETRY_ENABLED=false"});
+    ASSERT_EQ(spider.responses.size(), 1u) << user << ":" << pass;
+    EXPECT_EQ(spider.responses[0].body, "welcome") << user << ":" << pass;
+  }
 }
 
 // HTTPPROXY_ENABLED (on): meta["proxy"], with its credentials, or the http_proxy environment
