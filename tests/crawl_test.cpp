@@ -172,6 +172,59 @@ TEST(crawl, a_link_that_cannot_be_fingerprinted_is_dropped_and_the_crawl_goes_on
   EXPECT_EQ(stat(result, "response_received_count"), 2);
 }
 
+// A callback that reads a meta or cb_kwargs key its request lacks (the start page's here) fails
+// alone, as a Python dict's KeyError fails a Scrapy callback: the error names the key and what
+// is there, and the crawl goes on to the pages whose requests carry it.
+class reads_meta_spider : public crawler::spider {
+ public:
+  explicit reads_meta_spider(std::string start) : spider("reads_meta"), start_(std::move(start)) {}
+  void start_requests(crawler::output& out) override { out.request(crawler::request{start_}); }
+  void parse(const crawler::response& response, crawler::output& out) override {
+    if (response.url == start_) {
+      auto next = response.follow("/site/7");
+      next.meta["page"] = 7;
+      next.cb_kwargs["kind"] = "listing";
+      out.request(std::move(next));
+      auto bare = response.follow("/site/8");
+      out.request(std::move(bare));
+      seen.push_back(response.meta()["page"].dump());  // the start request has no "page"
+      return;
+    }
+    seen.push_back(response.meta()["page"].dump() + " " +
+                   response.cb_kwargs()["kind"].get<std::string>());
+  }
+  std::vector<std::string> seen;
+
+ private:
+  std::string start_;
+};
+
+TEST(crawl, a_meta_or_cb_kwargs_key_the_request_lacks_fails_that_callback_alone) {
+  http_server server({.site_pages = 1000});
+  reads_meta_spider spider(server.url("/site/0"));
+  auto result = crawl(spider);
+  EXPECT_EQ(result.finish_reason, "finished");
+  EXPECT_EQ(spider.seen, std::vector<std::string>{"7 listing"});
+  EXPECT_EQ(server.hits("/site/7"), 1u);
+  EXPECT_EQ(server.hits("/site/8"), 1u);
+  // The start page's callback and /site/8's (no "page" in its meta).
+  EXPECT_EQ(stat(result, "spider_exceptions/crawler::missing_key"), 2);
+  crawler::request bare{"http://a/"};
+  bare.cb_kwargs["kind"] = "x";
+  crawler::response response;
+  response.request = bare;
+  try {
+    (void)response.cb_kwargs()["page"];
+    ADD_FAILURE() << "no missing_key";
+  } catch (const crawler::missing_key& error) {
+    EXPECT_EQ(std::string(error.what()),
+              "response.cb_kwargs() has no key \"page\" (it holds kind); .value(key, default) or "
+              ".contains(key) read one that may be missing");
+  }
+  EXPECT_THROW((void)response.meta()["page"], crawler::missing_key);
+  EXPECT_EQ(response.meta().value("page", 3), 3);
+}
+
 // Scrapy's cb_kwargs: what a callback is called with travels with its request, through a retry
 // (the first answer is a 503) and a redirect, to response.cb_kwargs().
 TEST(crawl, a_callbacks_cb_kwargs_reach_it_through_retries_and_redirects) {
@@ -356,16 +409,18 @@ TEST(crawl, a_rule_with_a_callback_follows_only_when_told_to) {
 // keyword arguments, a failed request its errback, and process_request sees (and may drop or
 // change) every request the rule makes.
 TEST(crawl, a_rules_cb_kwargs_errback_and_process_request_apply_to_its_requests) {
-  http_server server({.pages = {{"/", R"(<a href="/s?wd=1">1</a><a href="/s?wd=2">2</a>)"
-                                      R"(<a href="/s?wd=skip">skip</a><a href="/status/404">x</a>)"}}});
+  http_server server(
+      {.pages = {{"/", R"(<a href="/s?wd=1">1</a><a href="/s?wd=2">2</a>)"
+                       R"(<a href="/s?wd=skip">skip</a><a href="/status/404">x</a>)"}}});
   class rules_spider : public crawler::crawl_spider {
    public:
     explicit rules_spider(std::string start) : crawl_spider("rule_options") {
       start_urls = {std::move(start)};
       crawler::rule search{crawler::link_extractor({.allow = {R"(/s\?wd=)"}}), "result"};
       search.cb_kwargs = {{"kind", "search"}};
-      search.process_request = [](crawler::request request, const crawler::response& from)
-          -> std::optional<crawler::request> {
+      search.process_request =
+          [](crawler::request request,
+             const crawler::response& from) -> std::optional<crawler::request> {
         if (request.url.ends_with("skip")) return std::nullopt;
         request.meta["from"] = from.url;
         return request;
@@ -388,10 +443,9 @@ TEST(crawl, a_rules_cb_kwargs_errback_and_process_request_apply_to_its_requests)
   rules_spider spider(server.url("/"));
   crawl(spider);
   std::sort(spider.results.begin(), spider.results.end());
-  EXPECT_EQ(spider.results,
-            (std::vector<std::vector<std::string>>{
-                {server.url("/s?wd=1"), "search", server.url("/")},
-                {server.url("/s?wd=2"), "search", server.url("/")}}));
+  EXPECT_EQ(spider.results, (std::vector<std::vector<std::string>>{
+                                {server.url("/s?wd=1"), "search", server.url("/")},
+                                {server.url("/s?wd=2"), "search", server.url("/")}}));
   EXPECT_EQ(server.hits("/s?wd=skip"), 0u);
   EXPECT_EQ(spider.failures, std::vector<std::string>{"HttpError " + server.url("/status/404")});
 }

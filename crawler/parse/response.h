@@ -21,6 +21,7 @@
 
 #include "crawler/parse/html.h"
 #include "crawler/parse/selector.h"
+#include "request/keyed_values.h"
 #include "request/request.h"
 
 namespace crawler {
@@ -53,12 +54,13 @@ struct response {
   /// The parser document() reads the page with (HTML_PARSER, set by the engine).
   html_parser parser = html_parser::gumbo;
 
-  const nlohmann::json& meta() const { return request.meta; }
+  /// The request's meta; meta()["key"] throws missing_key for a key it lacks (keyed_values.h).
+  keyed_values meta() const { return {request.meta, "meta"}; }
   /// The value of the first header called `name` (any case), or "".
   std::string_view header(std::string_view name) const { return find_header(headers, name); }
   /// The request's cb_kwargs: what its callback was given to work with (Scrapy's
   /// response.cb_kwargs).
-  const nlohmann::json& cb_kwargs() const { return request.cb_kwargs; }
+  keyed_values cb_kwargs() const { return {request.cb_kwargs, "cb_kwargs"}; }
   /// The body as text (bytes as received, after decoding the content encoding).
   std::string_view text() const { return body; }
   /// The body parsed as JSON. Throws std::invalid_argument naming the URL when it is not JSON.
