@@ -91,6 +91,7 @@ engine::engine(asio::io_context& io, const settings& settings, stats& stats, spi
   // Built by name from the settings, built-ins included, in their orders (components.h). The
   // scheme check stays first whatever they say: it keeps pages from leading to local files.
   register_builtin_middlewares();
+  spider_.crawl_stats_ = &stats_;
   downloader_middlewares_ = build_components<downloader_middleware>(context_);
   spider_middlewares_.push_back(scheme_spider_middleware(settings, stats));
   for (auto& middleware : build_components<spider_middleware>(context_)) {
@@ -135,7 +136,9 @@ engine::engine(asio::io_context& io, const settings& settings, stats& stats, spi
   }
 }
 
-engine::~engine() = default;
+engine::~engine() {
+  spider_.crawl_stats_ = nullptr;
+}
 
 void engine::add_pipeline(std::unique_ptr<item_pipeline> pipeline) {
   pipelines_wait_ = pipelines_wait_ || pipeline->waits();

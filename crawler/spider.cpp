@@ -63,6 +63,19 @@ std::string spider_name_problem(std::string_view name) {
 spider::spider(std::string name) : name_(std::move(name)) {}
 spider::~spider() = default;
 
+crawler::stats& spider::stats() const {
+  if (!crawl_stats_) {
+    throw std::logic_error("spider " + name_ +
+                           ": stats() is the running crawl's, and no crawl "
+                           "runs this spider now");
+  }
+  return *crawl_stats_;
+}
+
+std::shared_ptr<spdlog::logger> spider::logger() const {
+  return get_logger(name_);
+}
+
 void spider::start_requests(output& out) {
   for (const auto& url : start_urls) {
     crawler::request start{url};

@@ -21,6 +21,8 @@
 // up every download.
 #pragma once
 
+#include <spdlog/logger.h>
+
 #include <functional>
 #include <map>
 #include <memory>
@@ -30,6 +32,7 @@
 #include <string_view>
 #include <vector>
 
+#include "config/stats.h"
 #include "crawler/parse/form_request.h"
 #include "crawler/parse/item_loader.h"
 #include "crawler/parse/response.h"
@@ -112,6 +115,13 @@ class spider {
   /// is set aside before it is fetched.
   virtual std::string check_request(const request& request) const;
 
+  /// The running crawl's stats (Scrapy's self.crawler.stats), from the engine's start (so in
+  /// opened(), callbacks and closed()) to its end. Throws std::logic_error outside a crawl.
+  crawler::stats& stats() const;
+  /// The spider's logger (Scrapy's self.logger): its lines say "[NAME] LEVEL: ...", under
+  /// LOG_LEVEL and LOG_FILE as every other.
+  std::shared_ptr<spdlog::logger> logger() const;
+
   /// Spider arguments, `crawler crawl NAME -a key=value`.
   void set_argument(std::string key, std::string value) {
     arguments_[std::move(key)] = std::move(value);
@@ -171,7 +181,9 @@ class spider {
   }
 
  private:
+  friend class engine;  // hands its stats to stats() for the crawl's length
   std::string name_;
+  crawler::stats* crawl_stats_ = nullptr;
   std::map<std::string, callback_fn, std::less<>> callbacks_;
   std::map<std::string, errback_fn, std::less<>> errbacks_;
   std::map<std::string, std::string, std::less<>> arguments_;

@@ -225,6 +225,38 @@ TEST(crawl, a_meta_or_cb_kwargs_key_the_request_lacks_fails_that_callback_alone)
   EXPECT_EQ(response.meta().value("page", 3), 3);
 }
 
+// Scrapy's self.crawler.stats and self.logger: a spider counts into the crawl's stats from
+// opened() to closed(), and logs under its own name; outside a crawl stats() says so.
+class counting_spider : public crawler::spider {
+ public:
+  explicit counting_spider(std::string start) : spider("counting"), start_(std::move(start)) {}
+  void start_requests(crawler::output& out) override { out.request(crawler::request{start_}); }
+  void opened(const crawler::settings&) override { stats().set_value("counting/opened", 1); }
+  void parse(const crawler::response&, crawler::output&) override {
+    stats().inc_value("counting/pages");
+    logger_name = logger()->name();
+  }
+  void closed(std::string_view reason) override {
+    stats().set_value("counting/closed", std::string(reason));
+  }
+  std::string logger_name;
+
+ private:
+  std::string start_;
+};
+
+TEST(crawl, a_spider_counts_into_the_crawls_stats_and_logs_under_its_name) {
+  http_server server;
+  counting_spider spider(server.url("/site/0"));
+  EXPECT_THROW(spider.stats(), std::logic_error);
+  auto result = crawl(spider);
+  EXPECT_EQ(stat(result, "counting/opened"), 1);
+  EXPECT_EQ(stat(result, "counting/pages"), 1);
+  EXPECT_EQ(result.stats.value("counting/closed", std::string()), "finished");
+  EXPECT_EQ(spider.logger_name, "counting");
+  EXPECT_THROW(spider.stats(), std::logic_error);  // the crawl is over
+}
+
 // Scrapy's cb_kwargs: what a callback is called with travels with its request, through a retry
 // (the first answer is a 503) and a redirect, to response.cb_kwargs().
 TEST(crawl, a_callbacks_cb_kwargs_reach_it_through_retries_and_redirects) {
