@@ -75,28 +75,65 @@ TEST(form_request, a_login_keeps_the_hidden_token_and_the_checked_fields_and_cli
   }
 }
 
+// from_response passes Scrapy's Request keyword arguments on: errback, meta, cb_kwargs,
+// priority, dont_filter and headers, a Content-Type among them winning over the form's (as
+// FormRequest's setdefault leaves a caller's), any other header added.
+TEST(form_request, the_request_keywords_scrapy_passes_on_go_with_the_submitted_form) {
+  auto submitted = form_request::from_response(
+      login, {.formname = "login",
+              .callback = "after_login",
+              .errback = "login_failed",
+              .meta = {{"cookiejar", "alice"}},
+              .cb_kwargs = {{"user", "alice"}},
+              .headers = {{"content-type", "application/x-www-form-urlencoded; charset=utf-8"},
+                          {"X-Requested-With", "XMLHttpRequest"}},
+              .priority = 5,
+              .dont_filter = true});
+  EXPECT_EQ(submitted.method, "POST");
+  EXPECT_EQ(submitted.errback, "login_failed");
+  EXPECT_EQ(submitted.meta, (nlohmann::json{{"cookiejar", "alice"}}));
+  EXPECT_EQ(submitted.cb_kwargs, (nlohmann::json{{"user", "alice"}}));
+  EXPECT_EQ(submitted.priority, 5);
+  EXPECT_TRUE(submitted.dont_filter);
+  EXPECT_EQ(find_header(submitted.headers, "Content-Type"),
+            "application/x-www-form-urlencoded; charset=utf-8");
+  EXPECT_EQ(find_header(submitted.headers, "X-Requested-With"), "XMLHttpRequest");
+  std::size_t content_types = 0;
+  for (const auto& [name, value] : submitted.headers) {
+    content_types += name == "Content-Type" || name == "content-type";
+  }
+  EXPECT_EQ(content_types, 1u);
+  // Left unset, they are a plain request's.
+  auto plain = form_request::from_response(login, {.formname = "login"});
+  EXPECT_EQ(plain.errback, "");
+  EXPECT_EQ(plain.meta, nlohmann::json::object());
+  EXPECT_FALSE(plain.dont_filter);
+  EXPECT_EQ(plain.priority, 0);
+}
+
 TEST(form_request, the_form_is_chosen_by_name_id_number_css_or_xpath_as_scrapy_does) {
-  EXPECT_EQ(described(form_request::from_response(login, {.formdata = {{"wd", "caf\xc3\xa9 & tea"}}})),
-            "GET http://example.com/s?wd=caf%C3%A9+%26+tea  ");
+  EXPECT_EQ(
+      described(form_request::from_response(login, {.formdata = {{"wd", "caf\xc3\xa9 & tea"}}})),
+      "GET http://example.com/s?wd=caf%C3%A9+%26+tea  ");
   EXPECT_EQ(described(form_request::from_response(login, {.formid = "search"})),
             "GET http://example.com/s?wd=  ");
-  EXPECT_EQ(described(form_request::from_response(
-                login, {.formnumber = 1, .formdata = {{"remember", std::nullopt}},
-                        .dont_click = true})),
-            "POST http://example.com/login csrf=TOKEN&username=&password=&lang=fr "
-            "application/x-www-form-urlencoded");
+  EXPECT_EQ(
+      described(form_request::from_response(
+          login, {.formnumber = 1, .formdata = {{"remember", std::nullopt}}, .dont_click = true})),
+      "POST http://example.com/login csrf=TOKEN&username=&password=&lang=fr "
+      "application/x-www-form-urlencoded");
   EXPECT_EQ(described(form_request::from_response(
                 login, {.formcss = "select[name=lang]", .clickdata = {{{"name", "action"}}}})),
             "POST http://example.com/login "
             "csrf=TOKEN&username=&password=&remember=yes&lang=fr&action=log+in "
             "application/x-www-form-urlencoded");
   // A repeated name in formdata sends each value, and replaces the form's field of that name.
-  EXPECT_EQ(described(form_request::from_response(
-                login, {.formxpath = "//input[@name='username']",
-                        .formdata = {{"lang", "de"}, {"lang", "it"}}})),
-            "POST http://example.com/login "
-            "csrf=TOKEN&username=&password=&remember=yes&action=log+in&lang=de&lang=it "
-            "application/x-www-form-urlencoded");
+  EXPECT_EQ(
+      described(form_request::from_response(login, {.formxpath = "//input[@name='username']",
+                                                    .formdata = {{"lang", "de"}, {"lang", "it"}}})),
+      "POST http://example.com/login "
+      "csrf=TOKEN&username=&password=&remember=yes&action=log+in&lang=de&lang=it "
+      "application/x-www-form-urlencoded");
   // A name that matches no form falls through to formnumber, as in Scrapy.
   EXPECT_EQ(form_request::from_response(login, {.formname = "nope"}).url,
             "http://example.com/s?wd=");
@@ -111,10 +148,11 @@ TEST(form_request, clickdata_nr_counts_every_field_and_method_and_url_can_be_giv
   EXPECT_EQ(described(form_request::from_response(login, {.formname = "login", .method = "put"})),
             "GET http://example.com/login?"
             "csrf=TOKEN&username=&password=&remember=yes&lang=fr&action=log+in  ");
-  EXPECT_EQ(described(form_request::from_response(login, {.formname = "login", .url = "../other#x"})),
-            "POST http://example.com/other#x "
-            "csrf=TOKEN&username=&password=&remember=yes&lang=fr&action=log+in "
-            "application/x-www-form-urlencoded");
+  EXPECT_EQ(
+      described(form_request::from_response(login, {.formname = "login", .url = "../other#x"})),
+      "POST http://example.com/other#x "
+      "csrf=TOKEN&username=&password=&remember=yes&lang=fr&action=log+in "
+      "application/x-www-form-urlencoded");
 }
 
 TEST(form_request, selects_textareas_checkboxes_and_unnamed_fields_send_what_a_browser_sends) {
@@ -159,7 +197,8 @@ TEST(form_request, form_data_goes_in_the_body_for_post_and_replaces_the_query_fo
   EXPECT_EQ(described(form_request("http://example.com/post", {{"k", "~_.-*'()!"}})),
             "POST http://example.com/post k=~_.-%2A%27%28%29%21 "
             "application/x-www-form-urlencoded");
-  EXPECT_EQ(described(form_request("http://example.com/post", {})), "GET http://example.com/post  ");
+  EXPECT_EQ(described(form_request("http://example.com/post", {})),
+            "GET http://example.com/post  ");
 }
 
 TEST(json_request, the_body_is_pythons_sorted_json_dumps_with_scrapys_headers) {

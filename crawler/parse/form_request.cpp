@@ -125,10 +125,10 @@ const html_node* chosen_form(const response& page, const form_options& options) 
     for (const html_node* node = found.empty() ? nullptr : found.front().node(); node;
          node = node->parent)
       if (node->is_element() && node->name == "form") return node;
-    throw form_error("no <form> element found with " +
-                     (options.formxpath ? "formxpath " + *options.formxpath
-                                        : "formcss " + *options.formcss) +
-                     " in " + page.url);
+    throw form_error(
+        "no <form> element found with " +
+        (options.formxpath ? "formxpath " + *options.formxpath : "formcss " + *options.formcss) +
+        " in " + page.url);
   }
   if (options.formnumber >= forms.size())
     throw form_error("form number " + std::to_string(options.formnumber) + " not found in " +
@@ -176,9 +176,10 @@ std::optional<std::pair<std::string, std::string>> clicked(const html_node& form
       for (const auto& [name, value] : wanted)
         described += (described.empty() ? "" : ", ") + name + "=\"" + value + "\"";
       if (matches.size() > 1)
-        throw form_error(std::to_string(matches.size()) +
-                         " elements match the clickdata {" + described + "}");
-      if (matches.empty()) throw form_error("no clickable element matches the clickdata {" + described + "}");
+        throw form_error(std::to_string(matches.size()) + " elements match the clickdata {" +
+                         described + "}");
+      if (matches.empty())
+        throw form_error("no clickable element matches the clickdata {" + described + "}");
       chosen = matches.front();
     }
   }
@@ -221,7 +222,8 @@ form_request form_request::from_response(const response& page, const form_option
     if (e.name == "textarea") {
       fields.emplace_back(std::string(*name), all_text(e));
     } else if (e.name == "select") {
-      for (auto& value : select_values(e)) fields.emplace_back(std::string(*name), std::move(value));
+      for (auto& value : select_values(e))
+        fields.emplace_back(std::string(*name), std::move(value));
     } else if (e.name == "input") {
       if (type_is(e, {"submit", "image", "reset"})) return;
       bool checkable = type_is(e, {"checkbox", "radio"});
@@ -248,6 +250,21 @@ form_request form_request::from_response(const response& page, const form_option
 
   form_request submitted(std::move(target), fields, method);
   submitted.callback = options.callback;
+  submitted.errback = options.errback;
+  submitted.meta = options.meta;
+  submitted.cb_kwargs = options.cb_kwargs;
+  submitted.priority = options.priority;
+  submitted.dont_filter = options.dont_filter;
+  for (const auto& [name, value] : options.headers) {
+    auto same = std::find_if(
+        submitted.headers.begin(), submitted.headers.end(),
+        [&name](const auto& header) { return ascii_lower(header.first) == ascii_lower(name); });
+    if (same != submitted.headers.end()) {
+      same->second = value;
+    } else {
+      submitted.headers.emplace_back(name, value);
+    }
+  }
   return submitted;
 }
 

@@ -63,6 +63,15 @@ struct form_options {
   bool dont_click = false;
   std::optional<std::string> url, method;
   std::string callback;
+  /// What the request carries besides the form, as Scrapy's Request keyword arguments that
+  /// from_response passes on. A Content-Type in `headers` replaces the form's own; any other
+  /// header is added.
+  std::string errback;
+  nlohmann::json meta = nlohmann::json::object();
+  nlohmann::json cb_kwargs = nlohmann::json::object();
+  header_list headers;
+  int priority = 0;
+  bool dont_filter = false;
 };
 
 struct form_request : request {
