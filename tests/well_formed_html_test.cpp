@@ -141,6 +141,12 @@ TEST(well_formed_html, leaves_broken_or_complex_markup_to_gumbo) {
       "<p id=a id=b class=c>two ids</p>",
       "<p hidden id=x hidden class=c>a valueless attribute twice</p>",
       "<foo><bar>unknown tags Gumbo takes for one</foo></bar>",
+      // A list item opened inside an <address>, <div> or <p> of the item before closes that item
+      // through them, an error HTML allows (the special elements past which it does not look
+      // leave those three out).
+      "<ul><li>one<address>x<li>two</ul>",
+      "<ul><li>one<div>x<li>two</ul>",
+      "<dl><dt>a<address>b<dd>c</dl>",
   };
   for (const auto& page : pages) {
     EXPECT_FALSE(well_formed_tree(page).has_value()) << "taken: " << page;
