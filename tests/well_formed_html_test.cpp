@@ -145,6 +145,7 @@ TEST(well_formed_html, leaves_broken_or_complex_markup_to_gumbo) {
       // through them, an error HTML allows (the special elements past which it does not look
       // leave those three out).
       "<ul><li>one<address>x<li>two</ul>",
+      "<ul><li>one<address>x<li>two</address></ul>",
       "<ul><li>one<div>x<li>two</ul>",
       "<dl><dt>a<address>b<dd>c</dl>",
   };
