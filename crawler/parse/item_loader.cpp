@@ -2,6 +2,8 @@
 
 #include <stdexcept>
 
+#include "crawler/parse/regex.h"
+
 namespace crawler {
 
 namespace {
@@ -53,8 +55,7 @@ const processors::processor& item_loader::input_of(const item_type::field& field
 }
 
 const processors::processor& item_loader::output_of(const item_type::field& field) const {
-  if (auto found = overrides_.find(field.name);
-      found != overrides_.end() && found->second.output) {
+  if (auto found = overrides_.find(field.name); found != overrides_.end() && found->second.output) {
     return found->second.output;
   }
   return field.processors.output ? field.processors.output : default_output;
@@ -68,7 +69,7 @@ item_loader& item_loader::add_value(std::string_view name, const processors::val
   // As itemloaders: nothing left after the processors adds nothing, not even an empty list.
   auto processed = as_list(input_of(field)(as_list(value)));
   if (processed.empty()) return *this;
-  auto& list = collected_[field.name];
+  auto& list = collected()[field.name];
   for (auto& each : processed) list.push_back(std::move(each));
   return *this;
 }
@@ -79,8 +80,17 @@ processors::value item_loader::texts(const selector_list& matches) const {
   return values;
 }
 
+crawler::item& item_loader::collected() {
+  return parent_ ? parent_->collected() : collected_;
+}
+
+const crawler::item& item_loader::collected() const {
+  return parent_ ? parent_->collected() : collected_;
+}
+
 selector_list item_loader::select(std::string_view query, bool xpath,
                                   std::string_view caller) const {
+  if (selection_) return xpath ? selection_->xpath(query) : selection_->css(query);
   if (selector_) return xpath ? selector_->xpath(query) : selector_->css(query);
   if (response_) return xpath ? response_->xpath(query) : response_->css(query);
   throw std::logic_error("item_loader::" + std::string(caller) +
@@ -97,9 +107,51 @@ item_loader& item_loader::add_xpath(std::string_view field, std::string_view que
   return add_value(field, texts(select(query, true, "add_xpath")), extra);
 }
 
+item_loader& item_loader::add_value(std::string_view field, const processors::value& values,
+                                    re pattern,
+                                    std::initializer_list<processors::processor> extra) {
+  auto compiled = compile_regex(pattern.pattern);
+  std::vector<std::string> taken;
+  for (const auto& value : as_list(values)) {
+    if (value.is_string())
+      append_regex_matches(*compiled, value.get_ref<const std::string&>(), taken);
+  }
+  processors::value matches = processors::value::array();
+  for (auto& text : taken) matches.push_back(std::move(text));
+  return add_value(field, matches, extra);
+}
+
+item_loader& item_loader::add_css(std::string_view field, std::string_view query, re pattern,
+                                  std::initializer_list<processors::processor> extra) {
+  return add_value(field, texts(select(query, false, "add_css")), pattern, extra);
+}
+
+item_loader& item_loader::add_xpath(std::string_view field, std::string_view query, re pattern,
+                                    std::initializer_list<processors::processor> extra) {
+  return add_value(field, texts(select(query, true, "add_xpath")), pattern, extra);
+}
+
+item_loader item_loader::nested(selector_list selection) {
+  item_loader inner(type_);
+  inner.selection_ = std::move(selection);
+  inner.parent_ = this;
+  inner.default_input = default_input;
+  inner.default_output = default_output;
+  inner.overrides_ = overrides_;
+  return inner;
+}
+
+item_loader item_loader::nested_css(std::string_view query) {
+  return nested(select(query, false, "nested_css"));
+}
+
+item_loader item_loader::nested_xpath(std::string_view query) {
+  return nested(select(query, true, "nested_xpath"));
+}
+
 item_loader& item_loader::replace_value(std::string_view field, const processors::value& values,
                                         std::initializer_list<processors::processor> extra) {
-  collected_.erase(std::string(field));
+  collected().erase(std::string(field));
   return add_value(field, values, extra);
 }
 
@@ -110,8 +162,9 @@ item_loader& item_loader::replace_css(std::string_view field, std::string_view q
 
 processors::value item_loader::get_collected_values(std::string_view field) const {
   type_.at(field);
-  auto found = collected_.find(std::string(field));
-  return found == collected_.end() ? processors::value::array() : *found;
+  const auto& all = collected();
+  auto found = all.find(std::string(field));
+  return found == all.end() ? processors::value::array() : *found;
 }
 
 processors::value item_loader::get_output_value(std::string_view field) const {
@@ -120,7 +173,8 @@ processors::value item_loader::get_output_value(std::string_view field) const {
 
 crawler::item item_loader::load_item() const {
   crawler::item item = crawler::item::object();
-  for (const auto& [name, values] : collected_.items()) {
+  const auto& all = collected();
+  for (const auto& [name, values] : all.items()) {
     auto value = output_of(type_.at(name))(values);
     if (!value.is_null()) item[name] = std::move(value);
   }

@@ -70,6 +70,13 @@ class item_type {
   std::vector<field> fields_;
 };
 
+/// Scrapy's re= of add_css, add_xpath and add_value: only what the regex takes from each value
+/// is added (parsel's re(): each match whole, or its groups).
+///   loader.add_css("price", "p.price::text", crawler::re{R"([\d.]+)"});
+struct re {
+  std::string_view pattern;
+};
+
 class item_loader {
  public:
   /// A loader for `type` over `response`'s page (for add_css and add_xpath). Both must outlive it.
@@ -96,6 +103,21 @@ class item_loader {
   /// Adds the text of every match of the XPath expression `query`.
   item_loader& add_xpath(std::string_view field, std::string_view query,
                          std::initializer_list<processors::processor> extra = {});
+  /// As add_value, add_css and add_xpath, keeping only what `pattern` takes from each value.
+  /// Throws std::invalid_argument naming a regex RE2 cannot take.
+  item_loader& add_value(std::string_view field, const processors::value& values, re pattern,
+                         std::initializer_list<processors::processor> extra = {});
+  item_loader& add_css(std::string_view field, std::string_view query, re pattern,
+                       std::initializer_list<processors::processor> extra = {});
+  item_loader& add_xpath(std::string_view field, std::string_view query, re pattern,
+                         std::initializer_list<processors::processor> extra = {});
+
+  /// A loader over the matches of `query` that adds to this loader's item (Scrapy's nested_css
+  /// and nested_xpath): its add_css and add_xpath select under those matches (none: they add
+  /// nothing), with this loader's processors. This loader must outlive it.
+  item_loader nested_css(std::string_view query);
+  item_loader nested_xpath(std::string_view query);
+
   /// As add_value, add_css, add_xpath, with what the field had collected dropped first.
   item_loader& replace_value(std::string_view field, const processors::value& values,
                              std::initializer_list<processors::processor> extra = {});
@@ -116,9 +138,16 @@ class item_loader {
   // Where add_css and add_xpath select: under the selector, else in the response.
   selector_list select(std::string_view query, bool xpath, std::string_view caller) const;
 
+  // Where values go: this loader's collected_, or its outermost parent's.
+  crawler::item& collected();
+  const crawler::item& collected() const;
+  item_loader nested(selector_list selection);
+
   const item_type& type_;
   const response* response_ = nullptr;
   std::optional<crawler::selector> selector_;
+  std::optional<selector_list> selection_;  // a nested loader's matches
+  item_loader* parent_ = nullptr;           // a nested loader's parent
   std::map<std::string, crawler::field_processors, std::less<>> overrides_;
   // Field name -> its values (a JSON array), in the order fields were first added.
   crawler::item collected_ = crawler::item::object();

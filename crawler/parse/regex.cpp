@@ -57,4 +57,16 @@ void for_each_match(const re2::RE2& pattern, std::string_view text,
   }
 }
 
+void append_regex_matches(const re2::RE2& pattern, std::string_view text,
+                          std::vector<std::string>& out) {
+  for_each_match(pattern, text, [&out](std::span<const std::string_view> groups) {
+    if (groups.size() == 1) {
+      out.emplace_back(groups[0]);
+    } else {
+      for (auto group : groups.subspan(1)) out.emplace_back(group);
+    }
+    return true;
+  });
+}
+
 }  // namespace crawler

@@ -14,7 +14,9 @@
 #include <functional>
 #include <memory>
 #include <span>
+#include <string>
 #include <string_view>
+#include <vector>
 
 namespace re2 {
 class RE2;
@@ -36,5 +38,10 @@ int regex_groups(const re2::RE2& pattern);
 /// Calls `on_match` for each non-overlapping match, left to right, as Python's re.finditer.
 void for_each_match(const re2::RE2& pattern, std::string_view text,
                     const std::function<bool(std::span<const std::string_view> groups)>& on_match);
+
+/// Appends what parsel's re() takes from `text`: each match whole when the pattern has no group,
+/// else every group of every match, in order.
+void append_regex_matches(const re2::RE2& pattern, std::string_view text,
+                          std::vector<std::string>& out);
 
 }  // namespace crawler

@@ -401,18 +401,7 @@ std::vector<std::string> selector_list::getall() const {
 std::vector<std::string> selector_list::re(std::string_view regex) const {
   auto pattern = compile(regex);
   std::vector<std::string> matches;
-  for (const auto& item : *this) {
-    auto text = item.get();
-    // As parsel: the whole match without groups, else every group of every match, in order.
-    for_each_match(*pattern, text, [&matches](std::span<const std::string_view> groups) {
-      if (groups.size() == 1) {
-        matches.emplace_back(groups[0]);
-      } else {
-        for (auto group : groups.subspan(1)) matches.emplace_back(group);
-      }
-      return true;
-    });
-  }
+  for (const auto& item : *this) append_regex_matches(*pattern, item.get(), matches);
   return matches;
 }
 
