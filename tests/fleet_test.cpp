@@ -870,4 +870,39 @@ TEST(fleet, status_holds_a_record_without_its_interval_live_for_three_default_in
   EXPECT_NE(status_with_heartbeat_age(34).find(stopped), std::string::npos);
 }
 
+// The fleet's keys carry their layout's version (site:requests:layout): the first worker writes
+// its own, a worker of another version refuses at start naming both and touches nothing, and a
+// flush on start (no worker running) starts the fleet over on the flusher's layout. (Without
+// SCHEDULER_PERSIST the version goes with the queue when the crawl is over.)
+TEST(fleet, a_worker_of_another_layout_version_is_refused_naming_both) {
+  http_server site({.site_pages = 10});
+  redis_server redis;
+  temp_dir dir;
+  auto first = fleet_worker(site, redis, dir.path() / "a.jsonl", "redis_set",
+                            {"-s", "SCHEDULER_PERSIST=true"});
+  ASSERT_EQ(first->wait(), 0) << first->stderr_text();
+  EXPECT_EQ(redis_run(redis.port(), {"GET", "site:requests:layout"}),
+            std::vector<std::string>{"1"});
+
+  redis_run(redis.port(), {"SET", "site:requests:layout", "2"});
+  auto hits = site.total_hits();
+  auto refused = fleet_worker(site, redis, dir.path() / "b.jsonl", "redis_set", {"-L", "ERROR"});
+  EXPECT_EQ(refused->wait(), 2);
+  EXPECT_NE(refused->stderr_text().find(
+                "site:requests:layout says the fleet's keys are laid out as version 2, and "
+                "this worker lays them out as version 1"),
+            std::string::npos)
+      << refused->stderr_text();
+  EXPECT_EQ(site.total_hits(), hits);
+  EXPECT_EQ(redis_run(redis.port(), {"GET", "site:requests:layout"}),
+            std::vector<std::string>{"2"});
+
+  auto flusher =
+      fleet_worker(site, redis, dir.path() / "c.jsonl", "redis_set",
+                   {"-s", "SCHEDULER_FLUSH_ON_START=true", "-s", "SCHEDULER_PERSIST=true"});
+  EXPECT_EQ(flusher->wait(), 0) << flusher->stderr_text();
+  EXPECT_EQ(redis_run(redis.port(), {"GET", "site:requests:layout"}),
+            std::vector<std::string>{"1"});
+}
+
 }  // namespace

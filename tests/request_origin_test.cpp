@@ -6,8 +6,8 @@
 #include <signal.h>
 
 #include <fstream>
-#include <nlohmann/json.hpp>
 #include <iostream>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <thread>
 
@@ -20,7 +20,6 @@
 namespace {
 
 using namespace std::chrono_literals;
-using crawler::fixtures::set_aside_json;
 using crawler::fixtures::child_process;
 using crawler::fixtures::crawler_binary;
 using crawler::fixtures::fleet_worker;
@@ -28,6 +27,7 @@ using crawler::fixtures::http_server;
 using crawler::fixtures::redis_list;
 using crawler::fixtures::redis_run;
 using crawler::fixtures::redis_server;
+using crawler::fixtures::set_aside_json;
 using crawler::fixtures::temp_dir;
 using crawler::fixtures::wait_until;
 
@@ -184,8 +184,9 @@ TEST(fleet_origin, a_fleet_with_a_file_start_url_stops_before_it_starts_naming_i
             std::string::npos)
       << fleet.stderr_text();
   for (const auto& key : redis_list(redis.port(), "*", "KEYS")) {
-    // The epoch is the worker's joining the fleet, at open; nothing was queued.
-    if (key != "site:requests:epoch") {
+    // The epoch and the layout version are the worker's joining the fleet, at open; nothing was
+    // queued.
+    if (key != "site:requests:epoch" && key != "site:requests:layout") {
       EXPECT_FALSE(key.starts_with("site:requests")) << key;
     }
   }
@@ -304,9 +305,9 @@ TEST(fleet_state, a_redis_that_refuses_the_worker_is_named_as_refusing_not_as_a_
   http_server site({.site_pages = 3});
   redis_server redis({.password = "s3cret"});
   temp_dir dir;
-  auto worker = fleet_worker(
-      site, redis, dir.path() / "items.jsonl", "redis_set",
-      {"-s", "REDIS_URL=redis://127.0.0.1:" + std::to_string(redis.port()) + "/0"});
+  auto worker =
+      fleet_worker(site, redis, dir.path() / "items.jsonl", "redis_set",
+                   {"-s", "REDIS_URL=redis://127.0.0.1:" + std::to_string(redis.port()) + "/0"});
   EXPECT_EQ(worker->wait(), 2) << worker->stderr_text();
   auto said = worker->stderr_text();
   EXPECT_NE(said.find("read the type of site:"), std::string::npos) << said;
@@ -426,7 +427,8 @@ TEST(push_only_workers, three_with_one_killed_every_second_and_a_half_crawl_ever
   EXPECT_LE(fetched_twice, kills * 2 * 4);
   std::set<std::string> stored;
   auto items = redis_list(redis.port(), "site:items");
-  for (const auto& item : items) stored.insert(nlohmann::json::parse(item)["url"].get<std::string>());
+  for (const auto& item : items)
+    stored.insert(nlohmann::json::parse(item)["url"].get<std::string>());
   // The pushed start URLs go to the rules' follow, as a CrawlSpider's: they make no item.
   EXPECT_EQ(items.size(), pages - 2);
   EXPECT_EQ(stored.size(), pages - 2);

@@ -58,8 +58,8 @@ void check_slot_of(const std::vector<std::pair<std::string, std::string>>& keys,
                          "\" does not lie in the crawl's hash slot (" + std::to_string(slot) +
                          ", the slot of " + home +
                          "): on a Redis Cluster the fleet's scripts touch its keys together, so "
-                         "each must carry %(spider)s (written " + home + " there) or the tag " +
-                         home);
+                         "each must carry %(spider)s (written " +
+                         home + " there) or the tag " + home);
   }
 }
 
@@ -106,8 +106,7 @@ std::unique_ptr<settings> shard_settings(const settings& crawl, std::size_t shar
   auto copy = std::make_unique<settings>(crawl);
   auto capacity = crawl.get_int("BLOOMFILTER_CAPACITY");
   if (capacity > 0) {
-    copy->set("BLOOMFILTER_CAPACITY",
-              (capacity + std::int64_t(shards) - 1) / std::int64_t(shards),
+    copy->set("BLOOMFILTER_CAPACITY", (capacity + std::int64_t(shards) - 1) / std::int64_t(shards),
               "BLOOMFILTER_CAPACITY / SCHEDULER_SHARDS");
   }
   return copy;
@@ -130,7 +129,8 @@ std::unique_ptr<scheduler> fleet_scheduler::create(const scheduler_context& cont
   if (shards.size() > 1 && redis_queue_form_from(settings) == queue_entry_form::pickle) {
     throw settings_error(
         "SCHEDULER_SHARDS: scrapy-redis's workers (SCHEDULER_SERIALIZER "
-        "scrapy_redis.picklecompat) know one queue key, not " + std::to_string(shards.size()) +
+        "scrapy_redis.picklecompat) know one queue key, not " +
+        std::to_string(shards.size()) +
         " shards; a fleet shared with them keeps SCHEDULER_SHARDS = 1");
   }
   std::unique_ptr<crawler::settings> shared_out;
@@ -157,8 +157,8 @@ std::unique_ptr<scheduler> fleet_scheduler::create(const scheduler_context& cont
     throw settings_error(error.what());
   }
   return std::unique_ptr<scheduler>(new fleet_scheduler(context, std::move(dupefilters),
-                                                         std::move(shared_out), std::move(client),
-                                                         std::move(signer)));
+                                                        std::move(shared_out), std::move(client),
+                                                        std::move(signer)));
 }
 
 namespace {
@@ -183,10 +183,10 @@ std::vector<redis_queue_options> shard_options(const scheduler_context& context,
       .signer = std::move(signer),
       .secrets = request_secrets(settings),
       // As the downloader's slots: per server address with CONCURRENT_REQUESTS_PER_IP.
-      .host_limit = std::size_t(std::max<std::int64_t>(
-          0, settings.get_int("CONCURRENT_REQUESTS_PER_IP") > 0
-                 ? settings.get_int("CONCURRENT_REQUESTS_PER_IP")
-                 : settings.get_int("CONCURRENT_REQUESTS_PER_DOMAIN"))),
+      .host_limit = std::size_t(
+          std::max<std::int64_t>(0, settings.get_int("CONCURRENT_REQUESTS_PER_IP") > 0
+                                        ? settings.get_int("CONCURRENT_REQUESTS_PER_IP")
+                                        : settings.get_int("CONCURRENT_REQUESTS_PER_DOMAIN"))),
       .host_delay = milliseconds_of(settings, "DOWNLOAD_DELAY"),
       .randomize_delay = settings.get_bool("RANDOMIZE_DOWNLOAD_DELAY"),
       .limit_by_address = settings.get_int("CONCURRENT_REQUESTS_PER_IP") > 0};
@@ -195,7 +195,8 @@ std::vector<redis_queue_options> shard_options(const scheduler_context& context,
   for (const auto& shard : shards) {
     options.push_back(fleet);
     options.back().key = spider_key(settings.get_string("SCHEDULER_QUEUE_KEY"), shard);
-    if (cluster) options.back().items_key = spider_key(settings.get_string("REDIS_ITEMS_KEY"), shard);
+    if (cluster)
+      options.back().items_key = spider_key(settings.get_string("REDIS_ITEMS_KEY"), shard);
   }
   return options;
 }
@@ -368,6 +369,18 @@ redis.call('SET', KEYS[1], ARGV[1], 'NX')
 return redis.call('GET', KEYS[1])
 )lua";
 
+// The version of the fleet's key layout: what its keys hold and what its scripts expect of them.
+// Raise it with any change a worker of the release before would misread: a worker that finds
+// another version in <queue>:layout refuses to start, naming both (check_key_types).
+constexpr std::string_view fleet_layout_version = "1";
+
+// KEYS the layout key; ARGV this worker's layout version. Returns the fleet's version, writing
+// this worker's when the fleet has none yet.
+constexpr const char* claim_layout_script = R"lua(
+redis.call('SET', KEYS[1], ARGV[1], 'NX')
+return redis.call('GET', KEYS[1])
+)lua";
+
 // A worker's heartbeat: its line in <spider>:workers (write_worker). A line that is not a
 // worker's record (another program wrote it) would read as a dead worker forever, in `crawler
 // status` and in every judgement of the fleet's liveness: it goes aside to <queue>:bad. KEYS
@@ -434,7 +447,7 @@ void fleet_scheduler::do_open(asio::any_completion_handler<done_signature> handl
   const auto& queue = queue_.shard(0);
   auto keys = fleet_keys();
   keys.insert(keys.end(), {queue_key_ + ":bad", queue_key_ + ":dead", queue_key_ + ":shards",
-                           stats_key_, queue.epoch_key()});
+                           stats_key_, queue.epoch_key(), queue_key_ + ":layout"});
   redis::command flush{"EVAL", flush_once_script, std::to_string(keys.size())};
   flush.insert(flush.end(), keys.begin(), keys.end());
   flush.push_back(queue.worker());
@@ -469,8 +482,8 @@ std::exception_ptr fleet_scheduler::flush_problem(std::exception_ptr error,
   }
   if (answer.elements.size() != 2) return nullptr;
   return std::make_exception_ptr(std::runtime_error(
-      "SCHEDULER_FLUSH_ON_START: not flushing the fleet at " + client_->where().address() +
-      ": " + leased + " holds " + std::to_string(answer.elements[0].integer) +
+      "SCHEDULER_FLUSH_ON_START: not flushing the fleet at " + client_->where().address() + ": " +
+      leased + " holds " + std::to_string(answer.elements[0].integer) +
       " leases that have not expired (the last in " + std::to_string(answer.elements[1].integer) +
       " s), though no worker has a fresh heartbeat in " + workers_key_ +
       ": a worker holding them may be paused or starting. Flushing would throw away "
@@ -520,18 +533,24 @@ void fleet_scheduler::flush_shards(
       }
       flushes.push_back(std::move(flush));
     }
-    client_->async_pipeline(std::move(flushes), [this, alive = alive_, then, fail](
-                                                    std::exception_ptr error,
-                                                    std::vector<redis::reply> answers) {
-      if (!*alive) return;
-      for (std::size_t i = 0; !error && i < answers.size(); ++i) {
-        error = flush_problem(nullptr, answers[i], queue_.shard(i).key() + ":leased");
-      }
-      if (error) return std::move(*fail)(error);
-      logger_->info("Flushed the fleet's {} shards and its stats (SCHEDULER_FLUSH_ON_START)",
-                    queue_.size());
-      then();
-    });
+    // A flush starts the fleet over: on the layout of the worker that flushed it.
+    flushes.push_back({"DEL", queue_key_ + ":layout"});
+    client_->async_pipeline(
+        std::move(flushes), [this, alive = alive_, then, fail](std::exception_ptr error,
+                                                               std::vector<redis::reply> answers) {
+          if (!*alive) return;
+          for (std::size_t i = 0; !error && i < queue_.size(); ++i) {
+            error = flush_problem(nullptr, answers[i], queue_.shard(i).key() + ":leased");
+          }
+          if (!error && answers.back().is_error()) {
+            error = std::make_exception_ptr(
+                redis::reply_error("delete " + queue_key_ + ":layout", answers.back().str));
+          }
+          if (error) return std::move(*fail)(error);
+          logger_->info("Flushed the fleet's {} shards and its stats (SCHEDULER_FLUSH_ON_START)",
+                        queue_.size());
+          then();
+        });
   });
 }
 
@@ -552,6 +571,25 @@ std::exception_ptr fleet_scheduler::version_problem(const redis::reply& info) co
       "; SCHEDULER=redis needs Redis 6.2 or later (its scripts use LPOP with a count)"));
 }
 
+// Workers of two releases that lay the fleet's keys out differently would run different scripts
+// on the same keys, each misreading what the other wrote: refuse at start, naming both versions.
+std::exception_ptr fleet_scheduler::layout_problem(const redis::reply& fleet,
+                                                   const std::string& layout_key) const {
+  if (fleet.is_error()) {
+    return std::make_exception_ptr(redis::reply_error(
+        "read the fleet's layout version in " + layout_key + " at " + client_->where().address(),
+        fleet.str));
+  }
+  if (fleet.str == fleet_layout_version) return nullptr;
+  return std::make_exception_ptr(std::runtime_error(
+      "redis at " + client_->where().address() + ": " + layout_key +
+      " says the fleet's keys are laid out as version " + quoted_for_log(fleet.str, 40) +
+      ", and this worker lays them out as version " + std::string(fleet_layout_version) +
+      ": workers of two releases would misread each other's keys. Run every worker of one "
+      "release, or start this one with SCHEDULER_FLUSH_ON_START once the others have stopped, "
+      "or give it another SCHEDULER_QUEUE_KEY"));
+}
+
 // A key of the wrong type would fail every script run on it, again and again: refuse at start,
 // naming the key, what it holds and what the fleet keeps there.
 void fleet_scheduler::check_key_types(
@@ -561,9 +599,13 @@ void fleet_scheduler::check_key_types(
   // <queue>:count: finding them is finding a fleet of the other SCHEDULER_QUEUE_CLASS.
   bool hosts = queue_.order() == "host";
   auto queue_type = hosts ? "none" : queue_.order() == "priority" ? "zset" : "list";
+  auto layout_key = queue_key_ + ":layout";
   std::vector<std::pair<std::string, std::string>> expected{
-      {start_urls_key_, queue_.start_urls_type()}, {stats_key_, "hash"}, {workers_key_, "hash"},
-      {queue_key_ + ":bad", "list"}};
+      {start_urls_key_, queue_.start_urls_type()},
+      {stats_key_, "hash"},
+      {workers_key_, "hash"},
+      {queue_key_ + ":bad", "list"},
+      {layout_key, "string"}};
   for (std::size_t i = 0; i < queue_.size(); ++i) {
     const auto& key = queue_.shard(i).key();
     expected.insert(expected.end(), {{key, queue_type},
@@ -580,6 +622,8 @@ void fleet_scheduler::check_key_types(
   std::vector<redis::command> types;
   for (const auto& [key, type] : expected) types.push_back({"TYPE", key});
   types.push_back({"INFO", "server"});
+  types.push_back(
+      {"EVAL", claim_layout_script, "1", layout_key, std::string(fleet_layout_version)});
   // Every worker must share the fleet's requests out among the same shards: the first to start
   // writes their number beside the fleet's keys, one shard (today's keys) by leaving it unset.
   auto shards_key = queue_key_ + ":shards";
@@ -590,8 +634,9 @@ void fleet_scheduler::check_key_types(
     types.push_back({"GET", shards_key});
   }
   client_->async_pipeline(
-      std::move(types), [this, alive = alive_, expected, shards_key, then = std::move(then),
-                         fail](std::exception_ptr error, std::vector<redis::reply> replies) {
+      std::move(types),
+      [this, alive = alive_, expected, shards_key, layout_key, then = std::move(then), fail](
+          std::exception_ptr error, std::vector<redis::reply> replies) {
         if (!*alive) return;
         // An error reply (NOAUTH, a command renamed away) is Redis refusing the worker, never
         // the key's type or the server's version.
@@ -603,6 +648,7 @@ void fleet_scheduler::check_key_types(
           }
         }
         if (!error) error = version_problem(replies[expected.size()]);
+        if (!error) error = layout_problem(replies[expected.size() + 1], layout_key);
         if (!error) {
           for (std::size_t i = 0; i < expected.size(); ++i) {
             const auto& held = replies[i].str;
@@ -629,15 +675,16 @@ void fleet_scheduler::check_key_types(
           auto shards = std::to_string(queue_.size());
           bool unset = stored.type == redis::reply::kind::nil;
           if (stored.is_error() || (unset ? queue_.size() != 1 : stored.str != shards)) {
-            auto found = stored.is_error() ? quoted_for_log(stored.str, 200)
-                         : stored.str == "one"
-                             ? std::string("1 (its queue's epoch, ") + queue_key_ +
-                                   ":epoch, is there)"
+            auto found = stored.is_error()     ? quoted_for_log(stored.str, 200)
+                         : stored.str == "one" ? std::string("1 (its queue's epoch, ") +
+                                                     queue_key_ + ":epoch, is there)"
                          : unset ? std::string("1 (no ") + shards_key + ")"
                                  : quoted_for_log(stored.str, 40) + " (in " + shards_key + ")";
             error = std::make_exception_ptr(std::runtime_error(
-                "redis at " + client_->where().address() + ": the fleet's requests are shared "
-                "out among " + found + " shards, and this worker's SCHEDULER_SHARDS is " + shards +
+                "redis at " + client_->where().address() +
+                ": the fleet's requests are shared "
+                "out among " +
+                found + " shards, and this worker's SCHEDULER_SHARDS is " + shards +
                 ": workers that disagree would queue and crawl one URL once per shard count. "
                 "Give every worker the fleet's SCHEDULER_SHARDS, or another SCHEDULER_QUEUE_KEY"));
           }
@@ -685,7 +732,7 @@ void fleet_scheduler::open_dupefilters(
   idle_since_ = std::chrono::steady_clock::now();
   heartbeat();
   take_more();
-  std::move(*handler)(nullptr);
+  std::move (*handler)(nullptr);
 }
 
 // Start URLs first, as many as this worker has room for beyond what the queue already holds (as
@@ -720,8 +767,8 @@ void fleet_scheduler::take_leased() {
   // plus the lease time, they are surely this worker's.
   auto sent = std::chrono::steady_clock::now();
   // The host frontier gives a host's turn for now: what is taken must be downloadable at once.
-  auto count = paces_hosts() ? batch_size_ - std::min(batch_size_, holding())
-                             : batch_size_ - buffer_.size();
+  auto count =
+      paces_hosts() ? batch_size_ - std::min(batch_size_, holding()) : batch_size_ - buffer_.size();
   if (count == 0 || close_waiting_) {
     taking_ = false;
     if (close_waiting_) {  // the start URLs' feed it waited for is done: no take now
@@ -731,56 +778,54 @@ void fleet_scheduler::take_leased() {
     }
     return;
   }
-  queue_.async_take(
-      count,
-      [this, alive = alive_, sent, asked = count](std::exception_ptr error,
-                                                  std::vector<leased_request> taken) {
-        if (!*alive) return;
-        taking_ = false;
-        if (close_waiting_) {
-          // The close waited for this take: what it leased goes back with the rest, now rather
-          // than when its leases expire.
-          if (!error) {
-            for (const auto& leased : taken) to_release_.push_back(leased.lease_id);
-          }
-          auto handler = std::move(*close_waiting_);
-          close_waiting_.reset();
-          return do_close(std::move(handler));
-        }
-        count_set_asides();
-        if (stopped(error)) return;
-        if (error) {
-          redis_failed("take requests from the fleet's queue", error);
-          if (open_ && failure_timeout_.count() > 0 &&
-              std::chrono::steady_clock::now() - *redis_down_since_ >= failure_timeout_) {
-            logger_->error("Could not take requests for {} s (REDIS_FAILURE_TIMEOUT): closing",
-                           std::chrono::duration<double>(failure_timeout_).count());
-            return fatal("redis_unavailable");
-          }
-          return after_empty_take();
-        }
-        redis_answered();
-        if (taken.empty()) return after_empty_take();
-        idle_backoff_.reset();
-        idle_since_ = std::chrono::steady_clock::now();
-        fleet_done_ = false;
-        for (auto& leased : taken) {
-          held_[leased.lease_id] = sent + lease_time_;
-          leased.request.lease = leased.lease_id;
-          buffer_.push_back(std::move(leased));
-        }
-        // Room left (pages settled while this take was away): take again now, or when the next
-        // host is due, not at the next settle.
-        if (paces_hosts() && holding() < batch_size_ && taken.size() == asked) {
-          take_more();
-        } else if (auto due = queue_.next_host_due(); due && holding() < batch_size_) {
-          poll_timer_.expires_after(*due + std::chrono::milliseconds(1));
-          poll_timer_.async_wait([this, alive = alive_](boost::system::error_code cancelled) {
-            if (*alive && !cancelled) take_more();
-          });
-        }
-        ready();
+  queue_.async_take(count, [this, alive = alive_, sent, asked = count](
+                               std::exception_ptr error, std::vector<leased_request> taken) {
+    if (!*alive) return;
+    taking_ = false;
+    if (close_waiting_) {
+      // The close waited for this take: what it leased goes back with the rest, now rather
+      // than when its leases expire.
+      if (!error) {
+        for (const auto& leased : taken) to_release_.push_back(leased.lease_id);
+      }
+      auto handler = std::move(*close_waiting_);
+      close_waiting_.reset();
+      return do_close(std::move(handler));
+    }
+    count_set_asides();
+    if (stopped(error)) return;
+    if (error) {
+      redis_failed("take requests from the fleet's queue", error);
+      if (open_ && failure_timeout_.count() > 0 &&
+          std::chrono::steady_clock::now() - *redis_down_since_ >= failure_timeout_) {
+        logger_->error("Could not take requests for {} s (REDIS_FAILURE_TIMEOUT): closing",
+                       std::chrono::duration<double>(failure_timeout_).count());
+        return fatal("redis_unavailable");
+      }
+      return after_empty_take();
+    }
+    redis_answered();
+    if (taken.empty()) return after_empty_take();
+    idle_backoff_.reset();
+    idle_since_ = std::chrono::steady_clock::now();
+    fleet_done_ = false;
+    for (auto& leased : taken) {
+      held_[leased.lease_id] = sent + lease_time_;
+      leased.request.lease = leased.lease_id;
+      buffer_.push_back(std::move(leased));
+    }
+    // Room left (pages settled while this take was away): take again now, or when the next
+    // host is due, not at the next settle.
+    if (paces_hosts() && holding() < batch_size_ && taken.size() == asked) {
+      take_more();
+    } else if (auto due = queue_.next_host_due(); due && holding() < batch_size_) {
+      poll_timer_.expires_after(*due + std::chrono::milliseconds(1));
+      poll_timer_.async_wait([this, alive = alive_](boost::system::error_code cancelled) {
+        if (*alive && !cancelled) take_more();
       });
+    }
+    ready();
+  });
 }
 
 // Leases taken and not settled, less the pages whose outcome waits for its store: up to
@@ -960,8 +1005,8 @@ void fleet_scheduler::after_empty_take() {
           const auto& epoch = replies[3 * i + 2].str;
           // An empty queue in a Redis that forgot the fleet is not a finished crawl.
           if (epoch != queue_.shard(i).epoch()) {
-            stopped(std::make_exception_ptr(queue_.shard(i).epoch_lost(
-                epoch.empty() ? "is gone" : "is now " + epoch)));
+            stopped(std::make_exception_ptr(
+                queue_.shard(i).epoch_lost(epoch.empty() ? "is gone" : "is now " + epoch)));
             return;
           }
           fleet_idle = fleet_idle && replies[3 * i].integer == 0 && replies[3 * i + 1].integer == 0;
@@ -1265,9 +1310,10 @@ void fleet_scheduler::do_close(asio::any_completion_handler<done_signature> hand
 // At close a worker removes its line in <spider>:workers. SCHEDULER_PERSIST=false also deletes
 // the fleet's queue and dupefilter, but only once the crawl is over for everyone: no live worker
 // (heartbeats older than three intervals are dropped as dead), nothing queued, nothing leased. A
-// worker that stops early leaves them. KEYS: fleet_keys(). What a person reads after the crawl
-// stays: the stats, the :bad and :dead records, and the epoch, whose absence beside the stats
-// says that Redis forgot the fleet rather than that its crawl ended (`crawler stats`).
+// worker that stops early leaves them. KEYS: fleet_keys(), then the layout version (nothing is
+// left for another release to misread). What a person reads after the crawl stays: the stats,
+// the :bad and :dead records, and the epoch, whose absence beside the stats says that Redis
+// forgot the fleet rather than that its crawl ended (`crawler stats`).
 const std::string fleet_done_script = std::string(live_worker_lua) + R"lua(
 if live_worker(KEYS[1], true) then return -1 end
 if redis.call('EXISTS', KEYS[2]) == 1 or redis.call('HLEN', KEYS[3]) > 0 then return -1 end
@@ -1317,6 +1363,7 @@ void fleet_scheduler::leave_fleet(asio::any_completion_handler<done_signature> h
   std::vector<redis::command> commands{{"HDEL", workers_key_, queue_.worker()}};
   if (!persist_ && queue_.size() == 1) {
     auto keys = fleet_keys();
+    keys.push_back(queue_key_ + ":layout");
     redis::command done{"EVAL", fleet_done_script, std::to_string(keys.size())};
     done.insert(done.end(), keys.begin(), keys.end());
     commands.push_back(std::move(done));
@@ -1324,19 +1371,19 @@ void fleet_scheduler::leave_fleet(asio::any_completion_handler<done_signature> h
     commands.push_back({"EVAL", fleet_alive_script, "1", workers_key_});
   }
   auto shared = std::make_shared<asio::any_completion_handler<done_signature>>(std::move(handler));
-  client_->async_pipeline(std::move(commands), [this, alive = alive_, shared](
-                                                   std::exception_ptr error,
-                                                   std::vector<redis::reply> replies) {
-    if (!*alive) return;
-    bool over = !error && replies.size() == 2 && !replies[1].is_error();
-    if (over && queue_.size() > 1 && replies[1].integer == 0) {
-      return delete_finished_shards([this, shared] { close_dupefilters(std::move(*shared)); });
-    }
-    if (over && queue_.size() == 1 && replies[1].integer >= 0) {
-      logger_->info("The fleet's crawl is over: deleted its queue and dupefilter keys");
-    }
-    close_dupefilters(std::move(*shared));
-  });
+  client_->async_pipeline(
+      std::move(commands),
+      [this, alive = alive_, shared](std::exception_ptr error, std::vector<redis::reply> replies) {
+        if (!*alive) return;
+        bool over = !error && replies.size() == 2 && !replies[1].is_error();
+        if (over && queue_.size() > 1 && replies[1].integer == 0) {
+          return delete_finished_shards([this, shared] { close_dupefilters(std::move(*shared)); });
+        }
+        if (over && queue_.size() == 1 && replies[1].integer >= 0) {
+          logger_->info("The fleet's crawl is over: deleted its queue and dupefilter keys");
+        }
+        close_dupefilters(std::move(*shared));
+      });
 }
 
 void fleet_scheduler::delete_finished_shards(std::function<void()> then) {
@@ -1347,22 +1394,24 @@ void fleet_scheduler::delete_finished_shards(std::function<void()> then) {
     done.insert(done.end(), keys.begin(), keys.end());
     deletions.push_back(std::move(done));
   }
-  client_->async_pipeline(std::move(deletions), [this, alive = alive_, then = std::move(then)](
-                                                    std::exception_ptr error,
-                                                    std::vector<redis::reply> replies) {
-    if (!*alive) return;
-    bool all = !error && std::all_of(replies.begin(), replies.end(), [](const auto& reply) {
-      return !reply.is_error() && reply.integer >= 0;
-    });
-    if (!all) return then();
-    logger_->info("The fleet's crawl is over: deleted the queue and dupefilter keys of its {} shards",
-                  queue_.size());
-    // The shard count goes with them: the next crawl on these keys may choose another.
-    client_->async_command({"DEL", queue_key_ + ":shards"},
-                           [alive = alive_, then](std::exception_ptr, redis::reply) {
-                             if (*alive) then();
-                           });
-  });
+  client_->async_pipeline(
+      std::move(deletions), [this, alive = alive_, then = std::move(then)](
+                                std::exception_ptr error, std::vector<redis::reply> replies) {
+        if (!*alive) return;
+        bool all = !error && std::all_of(replies.begin(), replies.end(), [](const auto& reply) {
+          return !reply.is_error() && reply.integer >= 0;
+        });
+        if (!all) return then();
+        logger_->info(
+            "The fleet's crawl is over: deleted the queue and dupefilter keys of its {} shards",
+            queue_.size());
+        // The shard count and the layout version go with them: the next crawl on these keys may
+        // choose another count, and be run by another release.
+        client_->async_command({"DEL", queue_key_ + ":shards", queue_key_ + ":layout"},
+                               [alive = alive_, then](std::exception_ptr, redis::reply) {
+                                 if (*alive) then();
+                               });
+      });
 }
 
 void fleet_scheduler::close_dupefilters(asio::any_completion_handler<done_signature> handler) {
@@ -1374,7 +1423,7 @@ void fleet_scheduler::close_dupefilters(asio::any_completion_handler<done_signat
   for (auto& dupefilter : dupefilters_) {
     dupefilter->async_close([shared, waiting, first_error](std::exception_ptr error) {
       if (error && !*first_error) *first_error = error;
-      if (--*waiting == 0) std::move(*shared)(*first_error);
+      if (--*waiting == 0) std::move (*shared)(*first_error);
     });
   }
 }

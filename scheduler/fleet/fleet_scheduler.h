@@ -79,6 +79,7 @@ class fleet_scheduler final : public scheduler {
                        std::shared_ptr<asio::any_completion_handler<done_signature>> fail);
   // Why this Redis is too old for the fleet's scripts (INFO server's answer), or null.
   std::exception_ptr version_problem(const redis::reply& info) const;
+  std::exception_ptr layout_problem(const redis::reply& fleet, const std::string& layout_key) const;
   void open_dupefilters(std::size_t next,
                         std::shared_ptr<asio::any_completion_handler<done_signature>> handler);
   void warn_if_evicting();
