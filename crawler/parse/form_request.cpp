@@ -255,14 +255,15 @@ form_request form_request::from_response(const response& page, const form_option
   submitted.cb_kwargs = options.cb_kwargs;
   submitted.priority = options.priority;
   submitted.dont_filter = options.dont_filter;
-  for (const auto& [name, value] : options.headers) {
-    auto same = std::find_if(
-        submitted.headers.begin(), submitted.headers.end(),
-        [&name](const auto& header) { return ascii_lower(header.first) == ascii_lower(name); });
+  for (const auto& given : options.headers) {
+    auto name = ascii_lower(given.first);
+    auto same =
+        std::find_if(submitted.headers.begin(), submitted.headers.end(),
+                     [&name](const auto& header) { return ascii_lower(header.first) == name; });
     if (same != submitted.headers.end()) {
-      same->second = value;
+      same->second = given.second;
     } else {
-      submitted.headers.emplace_back(name, value);
+      submitted.headers.push_back(given);
     }
   }
   return submitted;
