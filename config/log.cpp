@@ -64,6 +64,9 @@ class redacting_sink : public spdlog::sinks::base_sink<std::mutex> {
     auto line = redact(std::string_view(formatted.data(), formatted.size()));
     if (!file_ && !status_.empty()) line = "\r\x1b[K" + line + status_ + "\x1b[K";
     std::fwrite(line.data(), 1, line.size(), file_ ? file_ : stderr);
+    // A LOG_FILE line is in the file when it is logged, as Python's FileHandler flushes each
+    // record: `tail -f` shows a running crawl, and a killed one leaves its last words.
+    if (file_) std::fflush(file_);
   }
   void flush_() override { std::fflush(file_ ? file_ : stderr); }
 
@@ -105,12 +108,18 @@ std::string log_pattern(const settings& settings) {
                              format);
       }
       auto field = format.substr(i + 2, close - i - 2);
-      if (field == "asctime") pattern += date;
-      else if (field == "name") pattern += name;
-      else if (field == "levelname") pattern += "%*";
-      else if (field == "message") pattern += "%v";
-      else if (field == "process") pattern += "%P";
-      else if (field == "thread") pattern += "%t";
+      if (field == "asctime")
+        pattern += date;
+      else if (field == "name")
+        pattern += name;
+      else if (field == "levelname")
+        pattern += "%*";
+      else if (field == "message")
+        pattern += "%v";
+      else if (field == "process")
+        pattern += "%P";
+      else if (field == "thread")
+        pattern += "%t";
       else {
         throw settings_error("LOG_FORMAT: unsupported field %(" + field +
                              ") (asctime, name, levelname, message, process, thread)");
