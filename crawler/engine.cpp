@@ -84,6 +84,7 @@ engine::engine(asio::io_context& io, const settings& settings, stats& stats, spi
       context_{settings, stats, signals_, spider_, *this, io.get_executor()},
       idle_timer_(io),
       closespider_timer_(io),
+      close_watch_(io),
       item_limit_(settings.get_int("CLOSESPIDER_ITEMCOUNT")),
       page_limit_(settings.get_int("CLOSESPIDER_PAGECOUNT")),
       error_limit_(settings.get_int("CLOSESPIDER_ERRORCOUNT")),
@@ -662,6 +663,7 @@ struct engine::page_items {
   bool export_now = true;
   std::vector<std::optional<crawler::item>> items;
   std::size_t waiting = 0;
+  std::multiset<std::string>::iterator in_watch;  // its line in pipeline_pages_
 };
 
 void engine::process_items_later(std::vector<crawler::item> items, const response* from,
@@ -674,6 +676,9 @@ void engine::process_items_later(std::vector<crawler::item> items, const respons
   held->items.resize(items.size());
   held->waiting = items.size();
   ++pages_in_pipelines_;
+  held->in_watch = pipeline_pages_.insert(held->from   ? held->from->url
+                                          : held->page ? held->page->url
+                                                       : "(a start request's items)");
   for (std::size_t slot = 0; slot < items.size(); ++slot) {
     run_pipelines(std::move(items[slot]), slot, 0, held);
   }
@@ -709,6 +714,7 @@ void engine::item_through(const std::shared_ptr<page_items>& held, std::size_t s
   held->items[slot] = std::move(item);
   if (--held->waiting > 0) return;
   --pages_in_pipelines_;
+  pipeline_pages_.erase(held->in_watch);
   const response* from = held->from.get();
   if (downloads_cancelled_ && held->page && !held->page->lease.empty()) {
     // The close cancelled downloads the pipelines waited for (files), perhaps this page's: the
@@ -875,7 +881,59 @@ void engine::begin_close(const std::string& reason) {
   // queue (and to JOBDIR), so a long DOWNLOAD_DELAY cannot hold the close.
   restore_unsent(downloader_->take_waiting(), "waiting for a download slot");
   scheduler_->begin_close();  // outcomes waiting through an outage get their last try now
+  watch_close();
   check_idle();
+}
+
+// Every five seconds of the crawl's clock while the close waits: what holds it, so that a close
+// that never ends says why without a debugger.
+void engine::watch_close() {
+  closing_since_ = crawl_clock::now();
+  say_what_holds_the_close();
+}
+
+void engine::say_what_holds_the_close() {
+  close_watch_.expires_after(std::chrono::seconds(5));
+  close_watch_.async_wait([this](boost::system::error_code error) {
+    if (error || phase_ != phase::closing) return;
+    logger_->info("Closing spider ({}): waited {:.0f} s for {}", close_reason_,
+                  seconds_since(closing_since_), close_holders());
+    say_what_holds_the_close();
+  });
+}
+
+std::string engine::close_holders() const {
+  std::vector<std::string> held;
+  auto stage = [&held](std::size_t count, std::string_view one, std::string_view many) {
+    if (count) held.push_back(std::to_string(count) + " " + std::string(count == 1 ? one : many));
+  };
+  stage(downloader_->active(), "download", "downloads");
+  stage(robots_ ? robots_->waiting() : 0, "request waiting for robots.txt",
+        "requests waiting for robots.txt");
+  stage(parsing_, "page being parsed", "pages being parsed");
+  stage(answered_here_, "answer on its way to a callback", "answers on their way to callbacks");
+  if (pages_in_pipelines_) {
+    std::string urls;
+    std::size_t listed = 0;
+    for (const auto& url : pipeline_pages_) {
+      if (listed++ == 5) {
+        urls += ", ...";
+        break;
+      }
+      urls += (urls.empty() ? "" : ", ") + url;
+    }
+    stage(pages_in_pipelines_, "page's items in the item pipelines (" + urls + ")",
+          "pages' items in the item pipelines (" + urls + ")");
+  }
+  stage(pending_stores_, "page's outcome being stored by the scheduler",
+        "pages' outcomes being stored by the scheduler");
+  if (pumping_) held.push_back("the engine taking requests from the scheduler");
+  if (held.empty()) return "nothing (the close is about to end)";
+  std::string out;
+  for (std::size_t i = 0; i < held.size(); ++i) {
+    out += (i == 0 ? "" : i + 1 == held.size() ? " and " : ", ") + held[i];
+  }
+  return out;
 }
 
 // What the downloader gave back goes to the queue, with what waits for a robots.txt download.
@@ -916,8 +974,11 @@ void engine::force_close(std::string reason) {
   asio::post(io_, [this, reason = std::move(reason)] {
     if (phase_ == phase::closed) return;
     restore_unsent(downloader_->abort_all(), "in flight", true);
-    if (phase_ != phase::closing) close_reason_ = reason;
-    phase_ = phase::closing;
+    if (phase_ != phase::closing) {
+      close_reason_ = reason;
+      phase_ = phase::closing;
+      watch_close();
+    }
     scheduler_->begin_close();
     check_idle();
   });
@@ -927,6 +988,7 @@ void engine::finish() {
   phase_ = phase::closed;
   closespider_timer_.cancel();
   idle_timer_.cancel();
+  close_watch_.cancel();
   scheduler_->async_close([this](std::exception_ptr error) {
     if (error) {
       try {

@@ -42,6 +42,7 @@
 #include <string_view>
 #include <vector>
 
+#include "config/crawl_clock.h"
 #include "config/settings.h"
 #include "config/stats.h"
 #include "crawler/components.h"
@@ -156,6 +157,9 @@ class engine : public crawl_engine {
   // Hands a page's outcome to the scheduler, and exports its items once stored when they wait.
   void store(page_outcome outcome);
   void check_idle();
+  void watch_close();
+  void say_what_holds_the_close();
+  std::string close_holders() const;
   // Whether spider_idle's handlers let the spider close (nothing scheduled, none objected).
   bool idle_lets_close();
   void begin_close(const std::string& reason);
@@ -191,6 +195,11 @@ class engine : public crawl_engine {
   boost::asio::steady_timer idle_timer_;  // asks spider_idle again while a handler keeps it open
   bool idle_held_ = false;                // a handler threw dont_close_spider: wait for the timer
   boost::asio::steady_timer closespider_timer_;
+  // A close that waits says, every few seconds, what it waits for (watch_close): stage by stage,
+  // with the pages in the pipelines by URL (pipeline_pages_, beside pages_in_pipelines_).
+  crawl_timer close_watch_;
+  crawl_clock::time_point closing_since_{};
+  std::multiset<std::string> pipeline_pages_;
   std::vector<std::function<void()>> when_opened_;
 
   phase phase_ = phase::opening;

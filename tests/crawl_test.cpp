@@ -7,13 +7,16 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <mutex>
 #include <optional>
 #include <set>
 #include <thread>
 
+#include "child_process.h"
 #include "config/crawl_clock.h"
 #include "crawl_fixture.h"
+#include "crawler/components.h"
 #include "crawler/crawl_spider.h"
 #include "crawler/parse/form_request.h"
 #include "redis_server.h"
@@ -793,6 +796,85 @@ TEST(crawl, a_close_does_not_wait_out_download_delay_for_requests_still_in_their
   EXPECT_EQ(result.finish_reason, "closespider_pagecount");
   EXPECT_EQ(spider.responses.size(), 1u);
   EXPECT_EQ(server.total_hits(), 1u);
+}
+
+// Holds the first page's item for 12 s of the crawl's clock, as a slow store would.
+class holds_one_page : public crawler::async_item_pipeline {
+ public:
+  explicit holds_one_page(crawler::crawl_context& crawl) : timer_(crawl.executor) {}
+  void process_item_async(crawler::item item, crawler::spider&, crawler::item_done done) override {
+    if (held_) return done(std::move(item), nullptr);
+    held_ = true;
+    timer_.expires_after(std::chrono::seconds(12));
+    timer_.async_wait([item = std::move(item), done = std::move(done)](auto) mutable {
+      done(std::move(item), nullptr);
+    });
+  }
+
+ private:
+  crawler::crawl_timer timer_;
+  bool held_ = false;
+};
+CRAWLER_REGISTER_ITEM_PIPELINE(holds_one_page, "tests.HoldsOnePage");
+
+class item_per_page : public recording_spider {
+ public:
+  using recording_spider::recording_spider;
+  void parse(const crawler::response& response, crawler::output& out) override {
+    out.item({{"url", response.url}});
+  }
+};
+
+// A close that waits says what for, every five seconds of the crawl's clock, stage by stage and
+// page by page: here the first page's item held in an item pipeline for 12 s. The clock is the
+// test's: "5 s pass" is a step.
+TEST(crawl, a_close_held_by_a_page_in_a_pipeline_says_so_every_five_seconds) {
+  http_server server;
+  crawler::driven_clock clock;
+  temp_dir dir;
+  auto log_file = dir.path() / "crawl.log";
+  auto log = [&] {
+    std::ifstream in(log_file);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  item_per_page spider({get(server.url("/site/0"))});
+  crawler::crawl_result result;
+  std::string failed;
+  std::thread crawling([&] {
+    try {
+      result =
+          crawl(spider, {"ITEM_PIPELINES={\"tests.HoldsOnePage\": 100}", "CLOSESPIDER_PAGECOUNT=1",
+                         "LOG_LEVEL=INFO", "LOG_FILE=" + log_file.string()});
+    } catch (const std::exception& error) {
+      failed = error.what();
+    }
+  });
+  struct joined {
+    std::thread& thread;
+    ~joined() {
+      if (thread.joinable()) thread.join();
+    }
+  } join_at_the_end{crawling};
+  const std::string waited = "Closing spider (closespider_pagecount): waited ";
+  const std::string holder =
+      " s for 1 page's items in the item pipelines (" + server.url("/site/0") + ")";
+  crawler::fixtures::wait_until([&] { return log().find("Closing spider") != std::string::npos; },
+                                "the close to begin");
+  EXPECT_EQ(log().find(waited), std::string::npos) << log();
+  clock.advance(std::chrono::seconds(5));
+  crawler::fixtures::wait_until(
+      [&] { return log().find(waited + "5" + holder) != std::string::npos; },
+      "the first word of what holds the close");
+  clock.advance(std::chrono::seconds(5));
+  crawler::fixtures::wait_until(
+      [&] { return log().find(waited + "10" + holder) != std::string::npos; },
+      "the second word of what holds the close");
+  clock.advance(std::chrono::seconds(5));  // past the 12 s the pipeline holds the page
+  crawling.join();
+  EXPECT_EQ(failed, "");
+  EXPECT_EQ(result.finish_reason, "closespider_pagecount");
+  EXPECT_EQ(stat(result, "item_scraped_count"), 1);
+  EXPECT_EQ(log().find(waited + "15"), std::string::npos) << log();
 }
 
 // HTML_PARSER reaches the callbacks' pages: Gumbo inserts the <tbody> HTML5 implies, libxml2
