@@ -7,6 +7,7 @@ of what was killed, by which test, and the diff of each survivor. Nobody chooses
   python3 mutation/generate.py run --since 2026-11-25 --sample 60 --seed 1 --budget 3600
   python3 mutation/generate.py run --path scheduler/fleet/pickle.cpp --budget 1800 &
   python3 mutation/generate.py report                               # markdown, from the state
+  python3 mutation/generate.py run --recheck --state FILE           # survivors again, after tests
 
 --since takes a revision or a date (the first commit on or after it is the base). --sample N
 draws N mutants, seeded, in turns over the modules (config, request, redis, dedup, scheduler,
@@ -336,9 +337,22 @@ def load_state(path):
     return done
 
 
-def run(mutants, state_path, budget):
+def relocated(mutant):
+    """The mutant with its line number where its original line is now (code above it may have
+    moved it), or None when that line is no longer in the file exactly once."""
+    path = os.path.join(REPO, mutant["path"])
+    if not os.path.exists(path):
+        return None
+    lines = open(path, encoding="utf-8").read().split("\n")
+    if 0 < mutant["line"] <= len(lines) and lines[mutant["line"] - 1] == mutant["original"]:
+        return mutant
+    found = [i for i, line in enumerate(lines, 1) if line == mutant["original"]]
+    return dict(mutant, line=found[0]) if len(found) == 1 else None
+
+
+def run(mutants, state_path, budget, again=False):
     done = load_state(state_path)
-    todo = [m for m in mutants if m["id"] not in done]
+    todo = [m for m in mutants if again or m["id"] not in done]
     print(f"{len(mutants)} mutants, {len(mutants) - len(todo)} decided before, {len(todo)} to run",
           flush=True)
     if not todo:
@@ -436,9 +450,26 @@ def main():
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--budget", type=int, default=0, help="seconds; 0: no limit")
     parser.add_argument("--state", default=os.path.join(SCRATCH, "state.jsonl"))
+    parser.add_argument("--recheck", action="store_true",
+                        help="run the state's survivors again, against the tree as it is now "
+                             "(after tests were added to kill them); their new verdicts replace "
+                             "the old")
     args = parser.parse_args()
     os.makedirs(SCRATCH, exist_ok=True)
     if args.command == "report":
+        return report(args.state)
+    if args.command == "run" and args.recheck:
+        survivors = [record for record in load_state(args.state).values()
+                     if record["verdict"] == "survived"]
+        mutants = []
+        for record in survivors:
+            moved = relocated({k: record[k] for k in ("id", "path", "line", "module", "operator",
+                                                       "original", "mutated")})
+            if moved:
+                mutants.append(moved)
+            else:
+                print(f"stale      {record['path']}:{record['line']}: its line is gone", flush=True)
+        run(mutants, args.state, args.budget, again=True)
         return report(args.state)
     selection = changed_lines(args.since) if args.since else {}
     for path in args.path:
