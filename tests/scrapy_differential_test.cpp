@@ -34,12 +34,16 @@ const fs::path python = "/usr/bin/python3";
 // Debian's python3-doc (python3.11-doc) installs the HTML here.
 const fs::path python_docs = "/usr/share/doc/python3.11/html";
 
-// A directory served over HTTP on a free loopback port by Python's http.server.
+// A directory served over HTTP on a free loopback port by Python's http.server, or by `server`,
+// a script that says "port N" as it does.
 class static_site {
  public:
-  explicit static_site(const fs::path& root)
-      : server_({python.string(), "-u", "-m", "http.server", "0", "--bind", "127.0.0.1",
-                 "--directory", root.string()}) {
+  explicit static_site(const fs::path& root, const fs::path& server = {})
+      : server_(
+            server.empty()
+                ? std::vector<std::string>{python.string(), "-u", "-m", "http.server", "0",
+                                           "--bind", "127.0.0.1", "--directory", root.string()}
+                : std::vector<std::string>{python.string(), "-u", server.string(), root.string()}) {
     static const std::regex listening(R"(port (\d+))");
     crawler::fixtures::wait_until(
         [&] {
@@ -83,13 +87,13 @@ struct compared {
 // Runs `name`'s crawl file on a site of `root` with us (and `our_settings`) and with Scrapy, and
 // compares what they wrote.
 compared run_both(const std::string& name, const fs::path& root,
-                  const std::vector<std::string>& our_settings = {}) {
+                  const std::vector<std::string>& our_settings = {}, const fs::path& server = {}) {
   if (!fs::is_directory(root)) {
     throw std::runtime_error(root.string() +
                              " is missing: install Debian's python3-doc (apt-get install "
                              "python3-doc), as .ci/packages.txt does");
   }
-  static_site site(root);
+  static_site site(root, server);
   crawler::fixtures::temp_dir dir;
   auto text = slurp(crawler::fixtures::fixtures_dir() / "scrapy_differential" / (name + ".json"));
   text = std::regex_replace(text, std::regex("BASE"), site.host());
@@ -105,6 +109,12 @@ compared run_both(const std::string& name, const fs::path& root,
     theirs.push_back((dir.path() / "theirs.").string() + format);
   }
   for (const auto& setting : our_settings) ours.insert(ours.end(), {"-s", setting});
+  // A server that tells clients apart by their user agent (messy_server.py) sees two.
+  auto file_settings = nlohmann::json::parse(text)["settings"];
+  if (file_settings.contains("USER_AGENT")) {
+    ours.insert(ours.end(),
+                {"-s", "USER_AGENT=" + file_settings["USER_AGENT"].get<std::string>() + " (ours)"});
+  }
   child_process our_crawl(ours);
   child_process scrapy(theirs);
   EXPECT_EQ(our_crawl.wait(240s), 0) << our_crawl.stderr_text();
@@ -167,7 +177,8 @@ TEST(scrapy_differential, python_docs_through_four_rules_as_scrapy_crawls_them) 
 
 // A generated site of untidy HTML (tests/fixtures/messy_site.py: end tags left out, misnested
 // tags, tables without <tbody>, entities, windows-1252 pages, <base href>, links of every
-// spelling), 30 fields over it. Gumbo builds the tree a browser builds (HTML5), lxml the one
+// spelling, redirects and pages that answer 503 before they answer; messy_server.py serves
+// it), 30 fields over it. The crawls go by different user agents, so each meets each 503. Gumbo builds the tree a browser builds (HTML5), lxml the one
 // libxml2's parser builds: where the two trees differ, the table lists it.
 compared crawl_the_generated_site(const std::vector<std::string>& our_settings) {
   crawler::fixtures::temp_dir site;
@@ -175,7 +186,8 @@ compared crawl_the_generated_site(const std::vector<std::string>& our_settings) 
                           (crawler::fixtures::fixtures_dir() / "messy_site.py").string(),
                           site.path().string(), "60", "1"});
   EXPECT_EQ(generate.wait(60s), 0) << generate.stderr_text();
-  return run_both("messy", site.path(), our_settings);
+  return run_both("messy", site.path(), our_settings,
+                  crawler::fixtures::fixtures_dir() / "messy_server.py");
 }
 
 TEST(scrapy_differential, a_generated_untidy_site_as_scrapy_crawls_it_but_for_html5s_trees) {
