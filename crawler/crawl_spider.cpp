@@ -63,10 +63,10 @@ std::string crawl_spider::check_request(const request& request) const {
                        request.callback == earlier_rule_callback || request.errback == rule_errback;
   if (!rules_request || rule_of(request.meta)) return {};
   auto index = request.meta.find("rule");
-  return "spider " + name() + " has no rule " +
-         (index == request.meta.end() ? std::string("(the request's meta names none)")
-                                      : index->dump()) +
-         " (it has " + std::to_string(rules.size()) +
+  auto problem = index == request.meta.end()
+                     ? "the request's meta names no rule of spider " + name()
+                     : "spider " + name() + " has no rule " + index->dump();
+  return problem + " (it has " + std::to_string(rules.size()) +
          "): both sides of a fleet must declare the same rules in the same order";
 }
 

@@ -691,7 +691,7 @@ TEST(crawl, a_rules_request_whose_rule_index_the_spider_lacks_is_refused) {
             "spider one_rule has no rule \"0\" (it has 1): both sides of a fleet must declare "
             "the same rules in the same order");
   EXPECT_EQ(spider.check_request(rule_request(nlohmann::json::object())),
-            "spider one_rule has no rule (the request's meta names none) (it has 1): both sides "
+            "the request's meta names no rule of spider one_rule (it has 1): both sides "
             "of a fleet must declare the same rules in the same order");
   // The errback alone names the rules too; an earlier release's callback name still does.
   EXPECT_NE(spider.check_request(rule_request({{"rule", 1}}, "parse_item")), "");
