@@ -159,4 +159,30 @@ TEST(item_loader, re_keeps_what_a_regex_takes_and_nested_loaders_add_to_the_oute
   EXPECT_THROW(loader.add_css("price", "p::text", crawler::re{"(unclosed"}), std::invalid_argument);
 }
 
+// Scrapy's loader context, read by a processor that captures the loader (its loader_context
+// argument in Python): set on the loader, copied to a nested one.
+TEST(item_loader, processors_read_the_loaders_context_and_nested_loaders_start_with_it) {
+  auto response = item_page("<p class=\"price\">51.77</p><footer><p>12</p></footer>");
+  const crawler::item_type priced("Priced", {{"price"}, {"footer"}});
+  crawler::item_loader loader(priced, response);
+  loader.context["currency"] = "EUR";
+  auto in_currency = p::map_compose({[&loader](const p::value& value) -> p::value {
+    return value.get<std::string>() + " " + loader.context["currency"].get<std::string>();
+  }});
+  loader.field_processors("price", {.input = in_currency});
+  loader.add_css("price", "p.price::text");
+  auto footer = loader.nested_css("footer");
+  EXPECT_EQ(footer.context, loader.context);
+  footer.context["currency"] = "GBP";
+  footer.field_processors("footer",
+                          {.input = p::map_compose({[&footer](const p::value& value) -> p::value {
+                             return value.get<std::string>() + " " +
+                                    footer.context["currency"].get<std::string>();
+                           }})});
+  footer.add_css("footer", "p::text");
+  EXPECT_EQ(loader.load_item(),
+            crawler::item::parse(R"({"price": ["51.77 EUR"], "footer": ["12 GBP"]})"));
+  EXPECT_EQ(loader.context["currency"], "EUR");
+}
+
 }  // namespace

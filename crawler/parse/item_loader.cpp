@@ -135,6 +135,7 @@ item_loader item_loader::nested(selector_list selection) {
   item_loader inner(type_);
   inner.selection_ = std::move(selection);
   inner.parent_ = this;
+  inner.context = context;
   inner.default_input = default_input;
   inner.default_output = default_output;
   inner.overrides_ = overrides_;

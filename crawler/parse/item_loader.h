@@ -87,6 +87,11 @@ class item_loader {
   /// A loader without a page: add_value only.
   explicit item_loader(const item_type& type);
 
+  /// Scrapy's loader context: what processors may read, given when the loader is made
+  /// (ItemLoader(..., currency="EUR")) or set later. A processor here reads it by capturing the
+  /// loader: map_compose({[&loader](const p::value& v) { ... loader.context["currency"] ... }}).
+  /// A nested loader starts with a copy of its parent's.
+  nlohmann::json context = nlohmann::json::object();
   /// Used for a field with no input / output processor of its own or of its type's.
   processors::processor default_input = processors::identity();
   processors::processor default_output = processors::identity();
