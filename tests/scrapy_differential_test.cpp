@@ -180,13 +180,14 @@ TEST(scrapy_differential, python_docs_through_four_rules_as_scrapy_crawls_them) 
 // spelling, redirects and pages that answer 503 before they answer; messy_server.py serves
 // it), 30 fields over it. The crawls go by different user agents, so each meets each 503. Gumbo builds the tree a browser builds (HTML5), lxml the one
 // libxml2's parser builds: where the two trees differ, the table lists it.
-compared crawl_the_generated_site(const std::vector<std::string>& our_settings) {
+compared crawl_the_generated_site(const std::vector<std::string>& our_settings,
+                                  const std::string& name = "messy") {
   crawler::fixtures::temp_dir site;
   child_process generate({python.string(),
                           (crawler::fixtures::fixtures_dir() / "messy_site.py").string(),
                           site.path().string(), "60", "1"});
   EXPECT_EQ(generate.wait(60s), 0) << generate.stderr_text();
-  return run_both("messy", site.path(), our_settings,
+  return run_both(name, site.path(), our_settings,
                   crawler::fixtures::fixtures_dir() / "messy_server.py");
 }
 
@@ -201,6 +202,15 @@ TEST(scrapy_differential, a_generated_untidy_site_parsed_by_libxml2_as_scrapy_cr
   auto found = crawl_the_generated_site({"HTML_PARSER=libxml2"});
   EXPECT_GE(found.items, 150u) << "the generated site was not all crawled";
   expect_only_the_listed_differences("messy with HTML_PARSER=libxml2", found);
+}
+
+// The generated site from its sitemaps, as Scrapy's SitemapSpider reads them: a robots.txt's
+// Sitemap: line, a sitemap index, a plain sitemap and a gzipped one; each page they list a start
+// page with its item (parse_start_url), each once.
+TEST(scrapy_differential, a_generated_sites_sitemaps_as_scrapy_reads_them) {
+  auto found = crawl_the_generated_site({}, "messy_sitemap");
+  EXPECT_EQ(found.items, 40u) << "the sitemaps list 40 pages";
+  expect_only_the_listed_differences("messy_sitemap", found);
 }
 
 }  // namespace
