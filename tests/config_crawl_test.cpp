@@ -184,6 +184,30 @@ std::string write_config(const temp_dir& dir, json document) {
   return path;
 }
 
+// The built-in middlewares run in Scrapy's order, so a project's own middleware at 543 runs
+// where it ran in Scrapy: each one both have is at the order Scrapy 2.8's default_settings gives
+// it, read from Debian's Scrapy at test time.
+TEST(crawler_run, built_in_middlewares_have_the_orders_of_scrapys_default_settings) {
+  child_process python({"/usr/bin/python3", "-c",
+                        "import json\n"
+                        "from scrapy.settings import default_settings as d\n"
+                        "print(json.dumps({'DOWNLOADER_MIDDLEWARES_BASE': "
+                        "d.DOWNLOADER_MIDDLEWARES_BASE, "
+                        "'SPIDER_MIDDLEWARES_BASE': d.SPIDER_MIDDLEWARES_BASE}))\n"});
+  ASSERT_EQ(python.wait(), 0) << python.stderr_text();
+  auto scrapys = json::parse(python.stdout_text());
+  crawler::settings ours;
+  std::size_t shared = 0;
+  for (const char* base : {"DOWNLOADER_MIDDLEWARES_BASE", "SPIDER_MIDDLEWARES_BASE"}) {
+    for (const auto& [name, order] : ours.get(base).items()) {
+      if (!scrapys[base].contains(name)) continue;  // newer than Scrapy 2.8
+      ++shared;
+      EXPECT_EQ(order, scrapys[base][name]) << base << " " << name;
+    }
+  }
+  EXPECT_GE(shared, 11u);
+}
+
 // Spider arguments in a crawl file's start URLs, as `-a` sets a Scrapy spider's attributes: the
 // run given -a start=... crawls from there; one without it stops before anything is fetched,
 // naming the argument; `check` takes -a too.
