@@ -855,11 +855,14 @@ TEST(fleet, status_counts_a_workers_first_pages_before_its_next_heartbeat) {
 TEST(fleet, status_holds_a_record_without_its_interval_live_for_three_default_intervals) {
   redis_server redis;
   auto now = std::stod(redis_run(redis.port(), {"TIME"}).at(0));
-  auto status_with_heartbeat_age = [&](double age) {
+  auto status_with_heartbeat_age = [&](double age, bool metrics = false) {
     redis_run(redis.port(), {"DEL", "site:workers"});
     redis_run(redis.port(), {"HSET", "site:workers", "host-1",
                              nlohmann::json{{"heartbeat", now - age}, {"pages", 3}}.dump()});
-    child_process status({crawler_binary(), "status", "site", "-s", "REDIS_URL=" + redis.url()});
+    std::vector<std::string> argv{crawler_binary(), "status", "site", "-s",
+                                  "REDIS_URL=" + redis.url()};
+    if (metrics) argv.push_back("--metrics");
+    child_process status(argv);
     EXPECT_EQ(status.wait(), 0) << status.stderr_text();
     return status.stdout_text();
   };
@@ -868,6 +871,10 @@ TEST(fleet, status_holds_a_record_without_its_interval_live_for_three_default_in
   EXPECT_EQ(status_with_heartbeat_age(28).find(stopped), std::string::npos);
   EXPECT_NE(status_with_heartbeat_age(31).find(stopped), std::string::npos);
   EXPECT_NE(status_with_heartbeat_age(34).find(stopped), std::string::npos);
+  // --metrics counts the live one alone.
+  const std::string alive = "crawler_fleet_workers_alive{spider=\"site\"} ";
+  EXPECT_NE(status_with_heartbeat_age(28, true).find(alive + "1\n"), std::string::npos);
+  EXPECT_NE(status_with_heartbeat_age(31, true).find(alive + "0\n"), std::string::npos);
 }
 
 // The fleet's keys carry their layout's version (site:requests:layout): the first worker writes
