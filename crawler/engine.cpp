@@ -663,7 +663,6 @@ struct engine::page_items {
   bool export_now = true;
   std::vector<std::optional<crawler::item>> items;
   std::size_t waiting = 0;
-  std::multiset<std::string>::iterator in_watch;  // its line in pipeline_pages_
 };
 
 void engine::process_items_later(std::vector<crawler::item> items, const response* from,
@@ -676,9 +675,7 @@ void engine::process_items_later(std::vector<crawler::item> items, const respons
   held->items.resize(items.size());
   held->waiting = items.size();
   ++pages_in_pipelines_;
-  held->in_watch = pipeline_pages_.insert(held->from   ? held->from->url
-                                          : held->page ? held->page->url
-                                                       : "(a start request's items)");
+  pipeline_pages_.insert(held.get());
   for (std::size_t slot = 0; slot < items.size(); ++slot) {
     run_pipelines(std::move(items[slot]), slot, 0, held);
   }
@@ -714,7 +711,7 @@ void engine::item_through(const std::shared_ptr<page_items>& held, std::size_t s
   held->items[slot] = std::move(item);
   if (--held->waiting > 0) return;
   --pages_in_pipelines_;
-  pipeline_pages_.erase(held->in_watch);
+  pipeline_pages_.erase(held.get());
   const response* from = held->from.get();
   if (downloads_cancelled_ && held->page && !held->page->lease.empty()) {
     // The close cancelled downloads the pipelines waited for (files), perhaps this page's: the
@@ -915,12 +912,14 @@ std::string engine::close_holders() const {
   if (pages_in_pipelines_) {
     std::string urls;
     std::size_t listed = 0;
-    for (const auto& url : pipeline_pages_) {
+    for (const auto* held : pipeline_pages_) {
       if (listed++ == 5) {
         urls += ", ...";
         break;
       }
-      urls += (urls.empty() ? "" : ", ") + url;
+      urls += (urls.empty() ? "" : ", ") + (held->from   ? held->from->url
+                                            : held->page ? held->page->url
+                                                         : "(a start request's items)");
     }
     stage(pages_in_pipelines_, "page's items in the item pipelines (" + urls + ")",
           "pages' items in the item pipelines (" + urls + ")");

@@ -196,10 +196,11 @@ class engine : public crawl_engine {
   bool idle_held_ = false;                // a handler threw dont_close_spider: wait for the timer
   boost::asio::steady_timer closespider_timer_;
   // A close that waits says, every few seconds, what it waits for (watch_close): stage by stage,
-  // with the pages in the pipelines by URL (pipeline_pages_, beside pages_in_pipelines_).
+  // with the pages in the pipelines by URL (pipeline_pages_, beside pages_in_pipelines_: the
+  // pages themselves, their URLs read only when the close says them).
   crawl_timer close_watch_;
   crawl_clock::time_point closing_since_{};
-  std::multiset<std::string> pipeline_pages_;
+  std::set<const page_items*> pipeline_pages_;
   std::vector<std::function<void()>> when_opened_;
 
   phase phase_ = phase::opening;
