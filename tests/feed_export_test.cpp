@@ -45,13 +45,22 @@ void export_items(const std::string& uri, json options, std::vector<std::string>
 // Python's json puts ", " and ": " inside nested containers too, and empty ones stay "[]" and
 // "{}", a ", " or ": " inside a string untouched. Not as Python: a NaN or an infinity is null
 // (README), where Python writes NaN or Infinity, which no JSON reader takes.
-TEST(feed_export, json_lines_write_nested_values_as_pythons_json_does_and_non_finite_numbers_null) {
-  crawler::fixtures::temp_dir dir;
-  auto path = (dir.path() / "items.jsonl").string();
+// `items` through one feed at `path` with `options` and the FEED_EXPORT_* `overrides`; what the
+// file then holds.
+std::string exported(const std::string& path, const std::vector<crawler::item>& items,
+                     json options = json::object(), std::vector<std::string> overrides = {}) {
+  overrides.push_back("FEEDS=" + json{{path, options}}.dump());
   crawler::settings settings;
-  settings.set_from_string("FEEDS=" + json{{path, json::object()}}.dump());
+  for (const auto& override : overrides) settings.set_from_string(override);
   crawler::stats stats;
   crawler::feed_exporter feeds(settings, stats, {});
+  for (const auto& item : items) EXPECT_TRUE(feeds.export_item(item));
+  EXPECT_TRUE(feeds.close());
+  return read_file(path);
+}
+
+TEST(feed_export, json_lines_write_nested_values_as_pythons_json_does_and_non_finite_numbers_null) {
+  crawler::fixtures::temp_dir dir;
   crawler::item item = crawler::item::object();
   item["nan"] = std::numeric_limits<double>::quiet_NaN();
   item["up"] = std::numeric_limits<double>::infinity();
@@ -59,11 +68,10 @@ TEST(feed_export, json_lines_write_nested_values_as_pythons_json_does_and_non_fi
   item["nested"] = crawler::item::object();
   item["nested"]["a"] = crawler::item::array({1, 2.5, crawler::item::array(), "x, y: z"});
   item["nested"]["b"] = crawler::item::object();
-  ASSERT_TRUE(feeds.export_item(item));
-  ASSERT_TRUE(feeds.close());
-  EXPECT_EQ(read_file(path), R"({"nan": null, "up": null, "down": null, )"
-                             R"("nested": {"a": [1, 2.5, [], "x, y: z"], "b": {}}})"
-                             "\n");
+  EXPECT_EQ(exported((dir.path() / "items.jsonl").string(), {item}),
+            R"({"nan": null, "up": null, "down": null, )"
+            R"("nested": {"a": [1, 2.5, [], "x, y: z"], "b": {}}})"
+            "\n");
 }
 
 TEST(feed_export, fields_choose_and_order_what_json_lines_write_and_escape_non_ascii_by_default) {
@@ -111,11 +119,6 @@ TEST(feed_export, fields_are_the_csv_columns_with_missing_values_empty) {
 // repr(); False as Python spells it, None an empty cell.
 TEST(feed_export, csv_cells_hold_lists_dicts_and_scalars_as_scrapys_csv_exporter_writes_them) {
   crawler::fixtures::temp_dir dir;
-  auto path = (dir.path() / "items.csv").string();
-  crawler::settings settings;
-  settings.set_from_string("FEEDS=" + json{{path, json::object()}}.dump());
-  crawler::stats stats;
-  crawler::feed_exporter feeds(settings, stats, {});
   crawler::item item = crawler::item::object();
   item["empties"] = crawler::item::array({"", "a", ""});
   item["mixed"] = crawler::item::array({1, "a", nullptr, true, 2.5});
@@ -127,9 +130,7 @@ TEST(feed_export, csv_cells_hold_lists_dicts_and_scalars_as_scrapys_csv_exporter
   item["real"] = 1e16;
   item["quote"] = "say \"x\"";
   item["tab"] = crawler::item::array({"a\tb", "c\\d"});
-  ASSERT_TRUE(feeds.export_item(item));
-  ASSERT_TRUE(feeds.close());
-  EXPECT_EQ(read_file(path),
+  EXPECT_EQ(exported((dir.path() / "items.csv").string(), {item}),
             "empties,mixed,object,flag,none,real,quote,tab\r\n"
             R"(",a,","[1, 'a', None, True, 2.5]","{'k': ""it's"", 'n': [1]}",False,,1e+16,)"
             "\"say \"\"x\"\"\",\"a\tb,c\\d\"\r\n");
@@ -143,17 +144,10 @@ TEST(feed_export, a_feed_of_no_item_is_empty_unless_store_empty_says_to_write_it
   crawler::fixtures::temp_dir dir;
   auto written = [&](const std::string& name, json options, std::vector<std::string> overrides,
                      bool with_an_item) {
-    auto path = (dir.path() / name).string();
-    overrides.push_back("FEEDS=" + json{{path, options}}.dump());
-    crawler::settings settings;
-    for (const auto& override : overrides) settings.set_from_string(override);
-    crawler::stats stats;
-    crawler::feed_exporter feeds(settings, stats, {});
-    if (with_an_item) {
-      EXPECT_TRUE(feeds.export_item(second_item));
-    }
-    EXPECT_TRUE(feeds.close());
-    return read_file(path);
+    return exported(
+        (dir.path() / name).string(),
+        with_an_item ? std::vector<crawler::item>{second_item} : std::vector<crawler::item>{},
+        std::move(options), std::move(overrides));
   };
   EXPECT_EQ(written("a.json", json::object(), {}, false), "");
   EXPECT_EQ(written("b.xml", json::object(), {}, false), "");
