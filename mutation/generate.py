@@ -4,6 +4,7 @@
 of what was killed, by which test, and the diff of each survivor. Nobody chooses the bugs.
 
   python3 mutation/generate.py list --since origin/main             # the mutants, one a line
+  python3 mutation/generate.py coverage                             # which tests run which line
   python3 mutation/generate.py run --since 2026-11-25 --sample 60 --seed 1 --budget 3600
   python3 mutation/generate.py run --path scheduler/fleet/pickle.cpp --budget 1800 &
   python3 mutation/generate.py report                               # markdown, from the state
@@ -20,14 +21,22 @@ flipped, anything else by {}), the first two arguments of a call swapped, and in
 swapped for another key of the same script. Comments and string literals are left alone.
 
 Each mutant is applied to a scratch copy of the tree ($MUTATION_DIR, /tmp/crawler-mutation-gen),
-built incrementally (a build that fails: "stillborn"), and tested with the ctest labels of the
-test programs the build relinked (a program that runs `crawler` counts when it is relinked), then
-with every other test; when no test program was relinked, the whole suite runs. A failing or timed-out test kills the mutant.
+built incrementally (a build that fails: "stillborn"), and tested. Which tests: `coverage` runs
+every test once, alone, in a build instrumented with gcov (each test, and every `crawler` or
+worker process it starts, writes its counts under its own GCOV_PREFIX), and keeps which tests
+execute each line of a .cpp file. A mutant on such a line runs those tests only: a test that
+never executes the line cannot see the change. A line that no test executes makes a survivor
+without a run ("uncovered"). Where the map cannot answer (a header, a line gcov does not count,
+such as a constant folded at compile time, a file changed since the map was made, a test that
+failed when it was made), the mutant runs the ctest labels of the test programs the build
+relinked (a program that runs `crawler` counts when it is relinked), then every other test.
+A failing or timed-out test kills the mutant.
 Results go to the state file as they come (one JSON line a mutant): a run stopped by its budget,
 or killed, resumes where it stopped. mutation/equivalent.tsv lists survivors judged equivalent
 (mutant id, then why); the report shows them apart.
 """
 import argparse
+import concurrent.futures
 import datetime
 import hashlib
 import json
@@ -42,6 +51,8 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 SCRATCH = os.environ.get("MUTATION_DIR", "/tmp/crawler-mutation-gen")
+BUILD = os.path.join(SCRATCH, "build")
+FAILED_UNMUTATED = []  # tests that failed on the unmutated tree: they judge no mutant
 MODULES = ["crawler/parse", "crawler/cli", "scheduler/fleet", "config", "request", "redis",
            "dedup", "scheduler", "crawler", "spiders"]
 # Test programs that run the `crawler` program: relinking it reaches them.
@@ -261,8 +272,13 @@ def sync_scratch():
         shutil.copyfile(source, target)
 
 
+def use_build(directory):
+    global BUILD
+    BUILD = directory
+
+
 def build():
-    result = subprocess.run(["cmake", "--build", os.path.join(SCRATCH, "build")],
+    result = subprocess.run(["cmake", "--build", BUILD],
                             capture_output=True, text=True)
     return result.returncode == 0, result.stdout + result.stderr
 
@@ -309,14 +325,18 @@ def labels_to_run(build_log):
     return sorted(suites)
 
 
-def run_tests(labels, timeout, exclude=False):
+def run_tests(labels, timeout, exclude=False, names=None):
     # As README's test command: the suites mostly wait on their servers, so 8 at a time.
     # A test must fail twice to kill: a wall-time test that lost a race under the load of the
     # run itself is not a kill.
-    command = ["ctest", "--test-dir", os.path.join(SCRATCH, "build"), "-j", "8",
+    command = ["ctest", "--test-dir", BUILD, "-j", "8",
                "--stop-on-failure", "--repeat", "until-pass:2", "--timeout", "240"]
     if labels:
         command += ["-LE" if exclude else "-L", "^(" + "|".join(labels) + ")$"]
+    if names:
+        command += ["-R", "^(" + "|".join(re.escape(name) for name in names) + ")$"]
+    if FAILED_UNMUTATED:
+        command += ["-E", "^(" + "|".join(re.escape(name) for name in FAILED_UNMUTATED) + ")$"]
     try:
         result = subprocess.run(command, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -325,6 +345,127 @@ def run_tests(labels, timeout, exclude=False):
     failed = re.findall(r"^\s*\d+ - (\S+).*\((?:Failed|Timeout|SEGFAULT|Subprocess aborted|"
                         r"Child aborted|Exception)[^)]*\)\s*$", result.stdout, re.M)
     return result.returncode == 0, failed
+
+
+# --- which tests execute which line ----------------------------------------------------------
+
+COVERAGE_BUILD = os.path.join(SCRATCH, "coverage-build")
+COVERAGE_MAP = os.path.join(SCRATCH, "coverage.json")
+
+
+def file_digest(path):
+    return hashlib.sha1(open(path, "rb").read()).hexdigest()
+
+
+def gcov_lines(gcda_files):
+    """{source path relative to the tree: {line: count}} for the .cpp files of these objects
+    (their gcno files beside them), from gcov's JSON."""
+    out = {}
+    for start in range(0, len(gcda_files), 40):
+        result = subprocess.run(["gcov", "--json-format", "--stdout", *gcda_files[start:start + 40]],
+                                capture_output=True, text=True, cwd=COVERAGE_BUILD)
+        for document in result.stdout.splitlines():
+            if not document.startswith("{"):
+                continue
+            for entry in json.loads(document).get("files", []):
+                source = os.path.relpath(os.path.join(COVERAGE_BUILD, entry["file"]),
+                                         os.path.join(SCRATCH, "src"))
+                if not source.endswith(".cpp") or source.startswith(".."):
+                    continue
+                lines = out.setdefault(source, {})
+                for line in entry["lines"]:
+                    lines[line["line_number"]] = lines.get(line["line_number"], 0) + line["count"]
+    return out
+
+
+def run_one_test(test, prefix, timeout):
+    """Runs a ctest test as ctest would, its gcov counts going under `prefix`."""
+    properties = {p["name"]: p["value"] for p in test.get("properties", [])}
+    env = dict(os.environ, GCOV_PREFIX=prefix, GCOV_PREFIX_STRIP="0")
+    for assignment in properties.get("ENVIRONMENT", []):
+        name, _, value = assignment.partition("=")
+        env[name] = value
+    try:
+        result = subprocess.run(test["command"], cwd=properties.get("WORKING_DIRECTORY"),
+                                env=env, capture_output=True, timeout=timeout)
+        return result.returncode == 0
+    except subprocess.TimeoutExpired:
+        return False
+
+
+def coverage():
+    """Builds the instrumented tree, runs each test alone and writes COVERAGE_MAP:
+    {"files": {path: sha1}, "lines": {path: {line: [test index...]}}, "tests": [names],
+    "failed": [names]}."""
+    sync_scratch()
+    configure = ["cmake", "-S", os.path.join(SCRATCH, "src"), "-B", COVERAGE_BUILD, "-G", "Ninja",
+                 "-DCMAKE_BUILD_TYPE=None", "-DCRAWLER_BUILD_BENCH=OFF", "-DCMAKE_UNITY_BUILD=OFF",
+                 "-DCMAKE_CXX_FLAGS=--coverage -O0", "-DCMAKE_C_FLAGS=--coverage -O0",
+                 "-DCMAKE_EXE_LINKER_FLAGS=--coverage", "-DCMAKE_SHARED_LINKER_FLAGS=--coverage"]
+    subprocess.run(configure, check=True, capture_output=True)
+    print(f"building the instrumented tree in {COVERAGE_BUILD} ...", flush=True)
+    result = subprocess.run(["cmake", "--build", COVERAGE_BUILD], capture_output=True, text=True)
+    if result.returncode != 0:
+        sys.exit(result.stdout[-3000:] + result.stderr[-2000:] + "\nthe instrumented tree does not build")
+    listing = subprocess.run(["ctest", "--test-dir", COVERAGE_BUILD, "--show-only=json-v1"],
+                             check=True, capture_output=True, text=True).stdout
+    tests = json.loads(listing)["tests"]
+    counts_dir = os.path.join(SCRATCH, "coverage-counts")
+    shutil.rmtree(counts_dir, ignore_errors=True)
+    gcno = [os.path.join(root, name) for root, _, names in os.walk(COVERAGE_BUILD)
+            for name in names if name.endswith(".cpp.gcno")]
+    print(f"running {len(tests)} tests alone, instrumented ...", flush=True)
+
+    def measure(index):
+        prefix = os.path.join(counts_dir, str(index))
+        passed = run_one_test(tests[index], prefix, 300)
+        gcda = []
+        for note in gcno:  # gcov wants the notes beside the counts
+            counts = prefix + note[:-len(".gcno")] + ".gcda"
+            if os.path.exists(counts):
+                os.symlink(note, counts[:-len(".gcda")] + ".gcno")
+                gcda.append(counts)
+        lines = gcov_lines(gcda)
+        shutil.rmtree(prefix, ignore_errors=True)
+        return index, passed, lines
+
+    covered, failed = {}, []
+    with concurrent.futures.ThreadPoolExecutor(max_workers=8) as pool:
+        for done, (index, passed, lines) in enumerate(pool.map(measure, range(len(tests))), 1):
+            if not passed:
+                failed.append(tests[index]["name"])
+            for path, counts in lines.items():
+                by_line = covered.setdefault(path, {})
+                for line, count in counts.items():
+                    runners = by_line.setdefault(line, [])
+                    if count:
+                        runners.append(index)
+            if done % 50 == 0:
+                print(f"  {done} of {len(tests)}", flush=True)
+    files = {path: file_digest(os.path.join(SCRATCH, "src", path)) for path in covered}
+    json.dump({"files": files, "lines": covered, "tests": [t["name"] for t in tests],
+               "failed": failed}, open(COVERAGE_MAP, "w"))
+    print(f"coverage of {len(covered)} files by {len(tests)} tests in {COVERAGE_MAP}"
+          f"{'; failed instrumented: ' + ', '.join(failed) if failed else ''}", flush=True)
+
+
+class CoverageMap:
+    """Answers "which tests execute this line", or None when it cannot tell."""
+
+    def __init__(self):
+        self.data = json.load(open(COVERAGE_MAP)) if os.path.exists(COVERAGE_MAP) else None
+
+    def tests_of(self, path, line):
+        if not self.data or path not in self.data["files"]:
+            return None
+        if file_digest(os.path.join(SCRATCH, "src", path)) != self.data["files"][path]:
+            return None
+        runners = self.data["lines"][path].get(str(line))
+        if runners is None:
+            return None
+        # A test that failed unmutated cannot judge a mutant (the report lists them).
+        failed = set(self.data["failed"])
+        return sorted({self.data["tests"][index] for index in runners} - failed)
 
 
 def load_state(path):
@@ -350,6 +491,21 @@ def relocated(mutant):
     return dict(mutant, line=found[0]) if len(found) == 1 else None
 
 
+def judge(build_log, covering):
+    """(verdict, killers, how it was judged) of a built mutant; `covering`: the tests that
+    execute its line, or None when the coverage map cannot tell."""
+    if covering is not None and not covering:
+        return "survived", [], "uncovered"
+    if covering:
+        passed, killers = run_tests([], 1800, names=covering)
+        return ("survived" if passed else "killed"), killers, f"{len(covering)} covering tests"
+    labels = labels_to_run(build_log)
+    passed, killers = run_tests(labels, 1800)
+    if passed and labels:  # unsure whether its suites are all: the rest too
+        passed, killers = run_tests(labels, 3600, exclude=True)
+    return ("survived" if passed else "killed"), killers, "whole suite"
+
+
 def run(mutants, state_path, budget, again=False):
     done = load_state(state_path)
     todo = [m for m in mutants if again or m["id"] not in done]
@@ -357,7 +513,15 @@ def run(mutants, state_path, budget, again=False):
           flush=True)
     if not todo:
         return
-    prepare()
+    coverage_map = CoverageMap()
+    if coverage_map.data:
+        # The instrumented tree is the baseline (its run made the map), and at -O0 a mutant's
+        # file compiles several times faster than in the Release tree.
+        use_build(COVERAGE_BUILD)
+        FAILED_UNMUTATED[:] = coverage_map.data["failed"]
+        sync_scratch()
+    else:
+        prepare()
     started = time.monotonic()
     for mutant in todo:
         if budget and time.monotonic() - started > budget:
@@ -366,6 +530,8 @@ def run(mutants, state_path, budget, again=False):
         target = os.path.join(SCRATCH, "src", mutant["path"])
         original = open(target, encoding="utf-8").read()
         lines = original.split("\n")
+        judged_by = ""
+        covering = coverage_map.tests_of(mutant["path"], mutant["line"])  # of the unmutated file
         if lines[mutant["line"] - 1] != mutant["original"]:
             verdict, killers = "stale", []
         else:
@@ -376,14 +542,10 @@ def run(mutants, state_path, budget, again=False):
                 if not ok:
                     verdict, killers = "stillborn", []
                 else:
-                    labels = labels_to_run(log)
-                    passed, killers = run_tests(labels, 1800)
-                    if passed and labels:  # unsure whether its suites are all: the rest too
-                        passed, killers = run_tests(labels, 3600, exclude=True)
-                    verdict = "survived" if passed else "killed"
+                    verdict, killers, judged_by = judge(log, covering)
             finally:
                 open(target, "w", encoding="utf-8").write(original)
-        record = dict(mutant, verdict=verdict, killers=killers[:3],
+        record = dict(mutant, verdict=verdict, killers=killers[:3], judged_by=judged_by,
                       at=datetime.datetime.now().isoformat(timespec="seconds"))
         with open(state_path, "a", encoding="utf-8") as out:
             out.write(json.dumps(record) + "\n")
@@ -428,8 +590,9 @@ def report(state_path):
         print(f"\nkilled {killed} of {counted} ({100 * killed // counted}%), equivalent ones "
               "left out")
     for record in sorted(survivors, key=lambda r: (r["path"], r["line"])):
+        unrun = " no test executes this line;" if record.get("judged_by") == "uncovered" else ""
         print(f"\nsurvived {record['id']}: {record['path']}:{record['line']} "
-              f"({record['operator']})")
+              f"({record['operator']};{unrun} {record.get('judged_by') or 'whole suite'})")
         print(f"  - {record['original'].strip()}\n  + {record['mutated'].strip()}")
     killers = {}
     for record in done.values():
@@ -443,7 +606,7 @@ def report(state_path):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("command", choices=["list", "run", "report"])
+    parser.add_argument("command", choices=["list", "coverage", "run", "report"])
     parser.add_argument("--since", help="a revision or a date (YYYY-MM-DD)")
     parser.add_argument("--path", nargs="*", default=[], help="files, every line")
     parser.add_argument("--sample", type=int)
@@ -458,6 +621,8 @@ def main():
     os.makedirs(SCRATCH, exist_ok=True)
     if args.command == "report":
         return report(args.state)
+    if args.command == "coverage":
+        return coverage()
     if args.command == "run" and args.recheck:
         survivors = [record for record in load_state(args.state).values()
                      if record["verdict"] == "survived"]
