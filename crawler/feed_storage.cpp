@@ -10,10 +10,10 @@
 #include <fstream>
 #include <map>
 #include <mutex>
-#include <random>
 #include <stdexcept>
 #include <utility>
 
+#include "config/file_writes.h"
 #include "config/log.h"
 
 namespace crawler {
@@ -55,24 +55,20 @@ void drop_torn_tail(const std::string& path) {
       ->warn("{}: dropped its last {} bytes, a line cut short by a crash", path, size - keep);
 }
 
-// A new file beside `path`, under a name nobody can guess, created by this call alone (O_EXCL:
-// never a file or a link someone planted there), with the permissions of the file it will
-// replace, or the umask's.
-std::string create_beside(const std::string& path, std::filesystem::perms replaced) {
-  static constexpr char digits[] = "0123456789abcdefghijklmnopqrstuvwxyz";
-  std::random_device random;
-  for (int attempt = 0; attempt < 100; ++attempt) {
-    std::string name = path + ".tmp-";
-    for (int i = 0; i < 12; ++i) name += digits[random() % 36];
-    int fd = ::open(name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
-    if (fd < 0 && errno == EEXIST) continue;
-    if (fd < 0) break;
-    if (replaced != std::filesystem::perms::unknown) ::fchmod(fd, static_cast<mode_t>(replaced));
-    ::close(fd);
-    return name;
+// A new file beside `path` (config/file_writes.h: a name nobody can guess, never a planted file
+// or link), with the permissions of the file it will replace, or the umask's.
+std::string create_feed_beside(const std::string& path, std::filesystem::perms replaced) {
+  std::filesystem::path name;
+  int fd = -1;
+  try {
+    fd = create_beside(path, 0666, name);
+  } catch (const std::exception& error) {
+    throw std::runtime_error(path + ": cannot create a file beside it to write the feed to (" +
+                             error.what() + ")");
   }
-  throw std::runtime_error(path + ": cannot create a file beside it to write the feed to: " +
-                           std::strerror(errno));
+  if (replaced != std::filesystem::perms::unknown) ::fchmod(fd, static_cast<mode_t>(replaced));
+  ::close(fd);
+  return name.string();
 }
 
 // Scrapy's FileFeedStorage: a local file, appended to unless the feed overwrites it. An
@@ -95,7 +91,7 @@ class file_storage : public feed_storage {
     auto status = std::filesystem::status(path_, no_status);
     if (target.overwrite && (status.type() == std::filesystem::file_type::not_found ||
                              status.type() == std::filesystem::file_type::regular)) {
-      pending_ = create_beside(path_, status.type() == std::filesystem::file_type::regular
+      pending_ = create_feed_beside(path_, status.type() == std::filesystem::file_type::regular
                                           ? status.permissions()
                                           : std::filesystem::perms::unknown);
     }

@@ -1,18 +1,15 @@
 #include "crawler/files_pipeline.h"
 
 #include <openssl/evp.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <array>
-#include <atomic>
-#include <cerrno>
 #include <chrono>
-#include <cstring>
 #include <memory>
 #include <stdexcept>
 
 #include "config/ascii.h"
+#include "config/file_writes.h"
 #include "config/log.h"
 #include "crawler/detail/whole_file.h"
 
@@ -76,25 +73,6 @@ std::string hex_digest(const EVP_MD* algorithm, std::string_view data) {
     out += hex[digest[i] & 15];
   }
   return out;
-}
-
-// Written beside its place and renamed into it: a reader (the next crawl) sees the whole file or
-// the one before.
-void replace_file(const fs::path& path, std::string_view content) {
-  static std::atomic<unsigned> next_temporary{0};
-  auto temporary = path;
-  temporary += ".tmp" + std::to_string(::getpid()) + "-" + std::to_string(next_temporary++);
-  try {
-    detail::write_whole_file(temporary, content, 0644);
-  } catch (...) {
-    ::unlink(temporary.c_str());
-    throw;
-  }
-  if (::rename(temporary.c_str(), path.c_str()) != 0) {
-    auto error = errno;
-    ::unlink(temporary.c_str());
-    throw std::runtime_error("cannot store " + path.string() + ": " + std::strerror(error));
-  }
 }
 
 // <PREFIX>_STORE: a folder, as a path or a file:// URI. Scrapy's other stores (s3://, gs://,
@@ -272,7 +250,10 @@ files_pipeline::file_result files_pipeline::store(const std::string& url, const 
   try {
     auto where = store_ / path;
     fs::create_directories(where.parent_path());
-    replace_file(where, response.body);
+    // Beside its place under a name nobody can guess, then renamed into it: a reader (the next
+    // crawl) sees the whole file or the one before, and a link planted in the store is never
+    // followed.
+    replace_file(where, response.body, 0644);
   } catch (const std::exception& error) {
     logger_->error("File (error): Error processing file from <GET {}> referred in <None>: {}", url,
                    error.what());

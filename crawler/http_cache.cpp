@@ -5,8 +5,8 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <chrono>
 
@@ -163,14 +163,19 @@ std::optional<request> http_cache_middleware::process_response(const request& re
 
 // Written beside its place and renamed into it: a reader sees a whole entry or none.
 void http_cache_middleware::store(const request& request, const response& response) {
-  static std::atomic<unsigned> next_temporary{0};
   auto found = entry_of(request);
   if (!found) return;
   const auto& entry = *found;
-  auto temporary = entry;
-  temporary += ".tmp" + std::to_string(::getpid()) + "-" + std::to_string(next_temporary++);
+  fs::path temporary;
   try {
-    create_private_directories(temporary);
+    create_private_directories(entry.parent_path());
+    // A folder of its own under a name nobody can guess (mkdtemp: 0700, made by this call), so
+    // no link planted in the cache is ever written through.
+    std::string name = entry.string() + ".tmp-XXXXXX";
+    if (::mkdtemp(name.data()) == nullptr) {
+      throw std::runtime_error("cannot create " + name + ": " + std::strerror(errno));
+    }
+    temporary = name;
     nlohmann::json meta{{"url", request.url},
                         {"method", request.method},
                         {"status", response.status},
@@ -190,7 +195,7 @@ void http_cache_middleware::store(const request& request, const response& respon
     stats_.inc_value("httpcache/store");
   } catch (const std::exception& error) {
     std::error_code ignored;
-    fs::remove_all(temporary, ignored);
+    if (!temporary.empty()) fs::remove_all(temporary, ignored);
     get_logger("httpcache")
         ->warn("Cannot store {} in the HTTP cache: {}", request.describe(), error.what());
   }

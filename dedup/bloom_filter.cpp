@@ -9,6 +9,7 @@
 #include <new>
 #include <string>
 
+#include "config/file_writes.h"
 #include "dedup/bloom_math.h"
 #include "dedup/dupefilter_error.h"
 
@@ -292,13 +293,9 @@ struct sub_filter_header {
 }  // namespace
 
 void scalable_bloom_filter::save(const std::filesystem::path& file) const {
-  std::filesystem::path temporary = file;
-  temporary += ".tmp";
-  {
-    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
-    if (!out)
-      throw dupefilter_error("cannot write Bloom filter to " + temporary.string() + ": " +
-                             std::strerror(errno));
+  try {
+    // Beside its place under a name nobody can guess, then renamed (config/file_writes.h).
+    replacing_file out(file, 0666);
     file_header header{};
     std::memcpy(header.magic, magic, sizeof magic);
     header.version = format_version;
@@ -306,22 +303,20 @@ void scalable_bloom_filter::save(const std::filesystem::path& file) const {
     header.capacity = params_.capacity;
     header.error_rate = params_.error_rate;
     header.sub_filters = filters_.size();
-    out.write(reinterpret_cast<const char*>(&header), sizeof header);
+    out.write({reinterpret_cast<const char*>(&header), sizeof header});
     for (const auto& filter : filters_) {
       sub_filter_header sub{filter->capacity_, filter->rate_,
                             filter->items_,    filter->set_bits_,
                             filter->blocks_,   static_cast<std::uint32_t>(filter->hashes_),
                             filter->salt_};
-      out.write(reinterpret_cast<const char*>(&sub), sizeof sub);
-      out.write(reinterpret_cast<const char*>(filter->words_.data),
-                static_cast<std::streamsize>(filter->words_.count * sizeof(std::uint64_t)));
+      out.write({reinterpret_cast<const char*>(&sub), sizeof sub});
+      out.write({reinterpret_cast<const char*>(filter->words_.data),
+                 filter->words_.count * sizeof(std::uint64_t)});
     }
-    out.flush();
-    if (!out)
-      throw dupefilter_error("cannot write Bloom filter to " + temporary.string() + ": " +
-                             std::strerror(errno));
+    out.commit();
+  } catch (const std::runtime_error& error) {
+    throw dupefilter_error(std::string("Bloom filter not saved: ") + error.what());
   }
-  std::filesystem::rename(temporary, file);
 }
 
 scalable_bloom_filter scalable_bloom_filter::load(const std::filesystem::path& file,

@@ -15,7 +15,7 @@ jobdir_lock::jobdir_lock(const std::filesystem::path& dir) {
   std::error_code ignored;
   std::filesystem::create_directories(dir, ignored);  // a failure shows at open, with its reason
   auto path = dir / "lock";
-  fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);  // never a planted link
   if (fd_ < 0) {
     throw std::runtime_error("JOBDIR " + dir.string() + ": cannot open " + path.string() + ": " +
                              std::strerror(errno));

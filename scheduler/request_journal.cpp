@@ -10,6 +10,8 @@
 #include <random>
 #include <stdexcept>
 
+#include "config/file_writes.h"
+
 namespace crawler {
 namespace {
 
@@ -18,17 +20,6 @@ namespace fs = std::filesystem;
 std::runtime_error io_error(const fs::path& path, std::string_view action) {
   return std::runtime_error("cannot " + std::string(action) + " " + path.string() + ": " +
                             std::strerror(errno));
-}
-
-void write_all(int fd, std::string_view text, const fs::path& path) {
-  while (!text.empty()) {
-    auto written = ::write(fd, text.data(), text.size());
-    if (written < 0) {
-      if (errno == EINTR) continue;
-      throw io_error(path, "write");
-    }
-    text.remove_prefix(std::size_t(written));
-  }
 }
 
 std::string new_token() {
@@ -220,12 +211,14 @@ request_journal::replay_summary request_journal::open(
 
   // Appending resumes after the last whole line; a fresh journal starts with its snapshot's token.
   bool fresh = journal_lines == 0 || !journal_valid;
+  // JOBDIR may be a folder others can write: no file here is written through a link
+  // (config/file_writes.h).
   if (fresh) {
-    std::ofstream(journal_path_, std::ios::trunc) << "# " << token_ << '\n';
+    replace_file(journal_path_, "# " + token_ + "\n", 0666);
   } else if (result.torn_lines) {
     fs::resize_file(journal_path_, whole);
   }
-  fd_ = ::open(journal_path_.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
+  fd_ = open_to_append(journal_path_, 0666);
   if (fd_ < 0) throw io_error(journal_path_, "open");
   return result;
 }
@@ -254,7 +247,7 @@ void request_journal::done(const std::string& id) {
 
 void request_journal::commit() {
   if (pending_.empty() || fd_ < 0) return;
-  write_all(fd_, pending_, journal_path_);
+  if (!write_all(fd_, pending_)) throw io_error(journal_path_, "write");
   if (fsync_ && ::fdatasync(fd_) != 0) throw io_error(journal_path_, "fsync");
   pending_.clear();
 }
@@ -271,28 +264,17 @@ void request_journal::compact(const std::vector<request>& pending,
 void request_journal::compact(const pending_requests& pending,
                               const std::vector<request>& unchecked) {
   commit();
-  auto partial = snapshot_path_;
-  partial += ".partial";
   auto token = new_token();
-  {
-    std::ofstream out(partial, std::ios::trunc);
-    out << "# " << token << '\n';
-    auto write = [this, &out](const request& queued, bool checked) {
-      auto json = secrets_.to_json(queued);
-      if (!checked) json["unchecked"] = true;
-      out << json.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << '\n';
-    };
-    pending([&write](const request& queued) { write(queued, true); });
-    for (const auto& queued : unchecked) write(queued, false);
-    out.flush();
-    if (!out) throw io_error(partial, "write");
-  }
-  if (fsync_) {
-    int fd = ::open(partial.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0 || ::fsync(fd) != 0) throw io_error(partial, "fsync");
-    ::close(fd);
-  }
-  fs::rename(partial, snapshot_path_);
+  replacing_file snapshot(snapshot_path_, 0666);
+  snapshot.write("# " + token + "\n");
+  auto write = [this, &snapshot](const request& queued, bool checked) {
+    auto json = secrets_.to_json(queued);
+    if (!checked) json["unchecked"] = true;
+    snapshot.write(json.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + '\n');
+  };
+  pending([&write](const request& queued) { write(queued, true); });
+  for (const auto& queued : unchecked) write(queued, false);
+  snapshot.commit(fsync_);
   if (fd_ >= 0) ::close(fd_);
   fd_ = -1;
   std::error_code ignored;

@@ -7,8 +7,11 @@
 #include <charconv>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <stdexcept>
+#include <utility>
 
+#include "config/file_writes.h"
 #include "config/settings.h"
 
 namespace crawler {
@@ -84,7 +87,7 @@ memory_queue::memory_queue(queue_order order, spill_options spill)
 }
 
 memory_queue::~memory_queue() {
-  tail_.close();
+  close_tail();
   if (spill_.memory_limit == 0) return;
   std::error_code ignored;
   std::filesystem::remove_all(spill_.directory, ignored);
@@ -160,24 +163,20 @@ bool memory_queue::spill(level& level, std::size_t count) {
   // FIFO: the newest in memory, which pop just before what is on disk. LIFO: the oldest.
   bool newest = order_ == queue_order::fifo;
   segment written{next_path(), count};
-  {
-    std::ofstream out(written.path, std::ios::binary | std::ios::trunc);
-    auto write = [&](const request& request) {
-      if (out) out << spill_.encode(request) << '\n';
-    };
+  try {
+    // Beside its name first, then renamed: a link planted at a segment's name (JOBDIR may be a
+    // folder others can write) is replaced, never written through.
+    replacing_file out(written.path, 0600);
+    auto write = [&](const request& request) { out.write(spill_.encode(request) + '\n'); };
     if (newest) {
       level.memory.visit_back(count, write);
     } else {
       level.memory.visit_front(count, write);
     }
-    out.flush();
-    if (!out) {
-      std::error_code ignored;
-      std::filesystem::remove(written.path, ignored);
-      failed("cannot write " + written.path.string() + ": " + std::strerror(errno) +
-             " (the requests stay in memory)");
-      return false;
-    }
+    out.commit();
+  } catch (const std::exception& error) {
+    failed(error.what() + std::string(" (the requests stay in memory)"));
+    return false;
   }
   if (newest) {
     level.memory.drop_back(count);
@@ -199,11 +198,14 @@ void memory_queue::append_to_disk(int priority, level& level, request request) {
   if (tail_priority_ != priority || level.disk.back().count >= most) {
     close_tail();
     if (level.disk.back().count >= most) level.disk.push_back(segment{next_path(), 0});
-    tail_.open(level.disk.back().path, std::ios::binary | std::ios::app);
+    // O_NOFOLLOW: a link planted at a segment's name is refused, not appended through.
+    int fd = open_to_append(level.disk.back().path, 0600);
+    tail_ = fd < 0 ? nullptr : ::fdopen(fd, "a");
+    if (fd >= 0 && tail_ == nullptr) ::close(fd);
     tail_priority_ = priority;
   }
-  tail_ << spill_.encode(request) << '\n';
-  if (!tail_) {
+  auto line = spill_.encode(request) + '\n';
+  if (tail_ == nullptr || std::fwrite(line.data(), 1, line.size(), tail_) != line.size()) {
     // Kept in memory after what is on disk would reorder the level: the crawl stops on it
     // (spill_failure), and the request is kept meanwhile rather than lost.
     close_tail();
@@ -255,7 +257,7 @@ std::vector<request> memory_queue::read_segment(const segment& segment) const {
 }
 
 void memory_queue::close_tail() const {
-  if (tail_.is_open()) tail_.close();
+  if (tail_ != nullptr) std::fclose(std::exchange(tail_, nullptr));
   tail_priority_.reset();
 }
 

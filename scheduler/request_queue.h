@@ -19,9 +19,9 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdio>
 #include <deque>
 #include <filesystem>
-#include <fstream>
 #include <functional>
 #include <map>
 #include <optional>
@@ -129,7 +129,7 @@ class memory_queue final : public request_frontier {
   levels by_priority_;
   std::size_t size_ = 0, in_memory_ = 0, next_segment_ = 0;
   // FIFO: the last segment of one level, open for appending (which level: tail_priority_).
-  mutable std::ofstream tail_;
+  mutable std::FILE* tail_ = nullptr;
   mutable std::optional<int> tail_priority_;
   mutable std::string failure_;
 };

@@ -1,6 +1,7 @@
 // The FilesPipeline (crawler/files_pipeline.h), enabled from a crawl file as a Scrapy user enables
 // scrapy.pipelines.files.FilesPipeline, against a loopback server that counts what is fetched.
 #include <openssl/evp.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <csignal>
@@ -143,6 +144,31 @@ TEST(files_pipeline, downloads_100_files_once_each_across_two_crawls) {
   }
 }
 
+TEST(files_pipeline, a_link_planted_in_the_store_is_replaced_and_its_target_left_alone) {
+  // Whoever can write FILES_STORE plants links where a file will go, and at the names a writer
+  // that numbers its temporary files would use: none of them is written through.
+  http_server server(catalog());
+  temp_dir store, elsewhere;
+  auto victim = elsewhere.path() / "victim";
+  std::ofstream(victim) << "the victim's own bytes";
+  fs::create_directories(store.path() / "full");
+  auto url = server.url("/files/0.pdf");
+  auto place = store.path() / crawler::files_pipeline::file_path(url);
+  fs::create_symlink(victim, place);
+  for (int n = 0; n < 10; ++n) {
+    for (const auto& suffix : {".tmp" + std::to_string(::getpid()) + "-" + std::to_string(n),
+                               ".tmp-" + std::to_string(n)}) {
+      fs::create_symlink(victim, place.string() + suffix);
+    }
+  }
+  json settings = {{"FILES_STORE", store.path().string()}};
+  auto crawl = fixtures::run_crawl_document(catalog_crawl(server, settings, 1));
+  ASSERT_EQ(crawl.status, 0);
+  EXPECT_EQ(read_file(victim), "the victim's own bytes");
+  EXPECT_FALSE(fs::is_symlink(place));
+  EXPECT_EQ(read_file(place), "file 0");
+}
+
 TEST(files_pipeline, a_file_older_than_files_expires_or_not_a_plain_file_is_downloaded_again) {
   http_server server(catalog());
   temp_dir store;
@@ -173,7 +199,7 @@ TEST(files_pipeline, a_file_older_than_files_expires_or_not_a_plain_file_is_down
   EXPECT_EQ(server.hits("/files/5.pdf"), 2u) << "a folder is not a stored file";
   // Nor is a folder replaced: it may be someone's. The file is left out, the folder named.
   EXPECT_NE(log.find("File (error): Error processing file from <GET " +
-                     server.url("/files/5.pdf") + "> referred in <None>: cannot store " +
+                     server.url("/files/5.pdf") + "> referred in <None>: cannot write " +
                      path_of(5).string() + ": Is a directory"),
             std::string::npos)
       << log;

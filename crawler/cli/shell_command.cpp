@@ -5,7 +5,9 @@
 #include <editline/readline.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -14,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "config/file_writes.h"
 #include "config/redact.h"
 #include "crawler/cli/detail/commands.h"
 #include "crawler/config_spider.h"
@@ -184,7 +187,6 @@ class shell {
       std::cerr << "view: cannot create a temporary file\n";
       return;
     }
-    ::close(fd);
     std::string body = page_->body;
     auto base = "<base href=\"" + page_->url + "\">";
     auto lower = ascii_lower(body.substr(0, std::min<std::size_t>(body.size(), 4096)));
@@ -193,7 +195,13 @@ class shell {
     } else {
       body.insert(0, "<head>" + base + "</head>");
     }
-    std::ofstream(path, std::ios::binary) << body;
+    // Through the descriptor mkstemps opened: the name is never opened again.
+    bool written = write_all(fd, body);
+    ::close(fd);
+    if (!written) {
+      std::cerr << "view: cannot write " << path << ": " << std::strerror(errno) << '\n';
+      return;
+    }
     std::cout << path << "\nfile://" << path << '\n';
   }
 

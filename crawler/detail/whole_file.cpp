@@ -9,6 +9,8 @@
 #include <iterator>
 #include <stdexcept>
 
+#include "config/file_writes.h"
+
 namespace crawler::detail {
 
 std::string read_whole_file(const std::filesystem::path& path) {
@@ -23,17 +25,12 @@ void write_whole_file(const std::filesystem::path& path, std::string_view conten
   auto failed = [&path](int error) {
     return std::runtime_error("cannot write " + path.string() + ": " + std::strerror(error));
   };
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
   if (fd < 0) throw failed(errno);
-  while (!content.empty()) {
-    auto written = ::write(fd, content.data(), content.size());
-    if (written < 0 && errno == EINTR) continue;
-    if (written <= 0) {
-      auto error = written < 0 ? errno : EIO;
-      ::close(fd);
-      throw failed(error);
-    }
-    content.remove_prefix(std::size_t(written));
+  if (!write_all(fd, content)) {
+    auto error = errno;
+    ::close(fd);
+    throw failed(error);
   }
   if (::close(fd) != 0) throw failed(errno);
 }

@@ -1,6 +1,7 @@
 // The in-process backends: `set` (exact) and `bloom` (scalable Bloom filter), each persisted under
 // JOBDIR so a stopped crawl resumes with what it had seen.
 #include <spdlog/spdlog.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstdio>
@@ -8,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "config/file_writes.h"
 #include "dedup/bloom_filter.h"
 #include "dedup/detail/backends.h"
 #include "dedup/detail/fingerprint_set.h"
@@ -52,6 +54,7 @@ class set_dupefilter final : public rfp_dupefilter {
     complete_with(std::move(handler), [this] {
       if (file_path_.empty() || file_) return;
       fs::create_directories(file_path_.parent_path());
+      bool missing_newline = false;
       // Only a regular file holds fingerprints: a device such as /dev/null or /dev/full does not
       // (read, it would never end), though it can be written.
       if (std::ifstream in(file_path_, std::ios::binary); in && fs::is_regular_file(file_path_)) {
@@ -66,7 +69,7 @@ class set_dupefilter final : public rfp_dupefilter {
             if (auto fp = fingerprint::from_hex(std::string_view(text).substr(start, 40));
                 fp && text.size() - start == 40) {
               seen_.insert(*fp);
-              std::ofstream(file_path_, std::ios::app) << '\n';
+              missing_newline = true;
             } else {
               logger_->warn("{}: dropped its last line, cut short by a crash", file_path_.string());
               fs::resize_file(file_path_, whole);
@@ -86,8 +89,16 @@ class set_dupefilter final : public rfp_dupefilter {
           seen_.insert(*fp);
         }
       }
-      file_ = std::fopen(file_path_.c_str(), "a");
-      if (!file_) throw dupefilter_error(describe_errno(file_path_, "open"));
+      // O_NOFOLLOW: JOBDIR may be a folder others can write, and a link planted at
+      // requests.seen is refused, never appended through.
+      int fd = open_to_append(file_path_, 0666);
+      file_ = fd < 0 ? nullptr : ::fdopen(fd, "a");
+      if (!file_) {
+        auto error = describe_errno(file_path_, "open");
+        if (fd >= 0) ::close(fd);
+        throw dupefilter_error(error);
+      }
+      if (missing_newline) std::fputc('\n', file_);
     });
   }
 
