@@ -4,7 +4,8 @@
 of what was killed, by which test, and the diff of each survivor. Nobody chooses the bugs.
 
   python3 mutation/generate.py list --since origin/main             # the mutants, one a line
-  python3 mutation/generate.py coverage                             # which tests run which line
+  python3 mutation/generate.py coverage --since 2026-11-25 --sample 300 --seed 1  # which tests
+                                                                    # run which line of those
   python3 mutation/generate.py run --since 2026-11-25 --sample 60 --seed 1 --budget 3600
   python3 mutation/generate.py run --path scheduler/fleet/pickle.cpp --budget 1800 &
   python3 mutation/generate.py report                               # markdown, from the state
@@ -362,7 +363,10 @@ def gcov_lines(gcda_files):
     (their gcno files beside them), from gcov's JSON."""
     out = {}
     for start in range(0, len(gcda_files), 40):
-        result = subprocess.run(["gcov", "--json-format", "--stdout", *gcda_files[start:start + 40]],
+        # -r -s: the tree's own files only, not the library headers they include (a hundred
+        # times the JSON).
+        result = subprocess.run(["gcov", "--json-format", "--stdout", "-r", "-s",
+                                 os.path.join(SCRATCH, "src"), *gcda_files[start:start + 40]],
                                 capture_output=True, text=True, cwd=COVERAGE_BUILD)
         for document in result.stdout.splitlines():
             if not document.startswith("{"):
@@ -393,8 +397,9 @@ def run_one_test(test, prefix, timeout):
         return False
 
 
-def coverage():
-    """Builds the instrumented tree, runs each test alone and writes COVERAGE_MAP:
+def coverage(paths):
+    """Builds the instrumented tree, runs each test alone and writes COVERAGE_MAP for the .cpp
+    files in `paths` (all of them when empty):
     {"files": {path: sha1}, "lines": {path: {line: [test index...]}}, "tests": [names],
     "failed": [names]}."""
     sync_scratch()
@@ -412,8 +417,9 @@ def coverage():
     tests = json.loads(listing)["tests"]
     counts_dir = os.path.join(SCRATCH, "coverage-counts")
     shutil.rmtree(counts_dir, ignore_errors=True)
+    wanted = {os.path.basename(path) + ".gcno" for path in paths if path.endswith(".cpp")}
     gcno = [os.path.join(root, name) for root, _, names in os.walk(COVERAGE_BUILD)
-            for name in names if name.endswith(".cpp.gcno")]
+            for name in names if name.endswith(".cpp.gcno") and (not paths or name in wanted)]
     print(f"running {len(tests)} tests alone, instrumented ...", flush=True)
 
     def measure(index):
@@ -442,7 +448,8 @@ def coverage():
                         runners.append(index)
             if done % 50 == 0:
                 print(f"  {done} of {len(tests)}", flush=True)
-    files = {path: file_digest(os.path.join(SCRATCH, "src", path)) for path in covered}
+    files = {path: file_digest(os.path.join(SCRATCH, "src", path)) for path in covered
+             if not paths or path in paths}
     json.dump({"files": files, "lines": covered, "tests": [t["name"] for t in tests],
                "failed": failed}, open(COVERAGE_MAP, "w"))
     print(f"coverage of {len(covered)} files by {len(tests)} tests in {COVERAGE_MAP}"
@@ -622,7 +629,11 @@ def main():
     if args.command == "report":
         return report(args.state)
     if args.command == "coverage":
-        return coverage()
+        selection = changed_lines(args.since) if args.since else {}
+        for path in args.path:
+            selection[os.path.relpath(os.path.abspath(path), REPO)] = None
+        paths = {m["path"] for m in sample(generate(selection), args.sample, args.seed)}
+        return coverage(paths)
     if args.command == "run" and args.recheck:
         survivors = [record for record in load_state(args.state).values()
                      if record["verdict"] == "survived"]
