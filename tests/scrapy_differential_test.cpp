@@ -22,6 +22,7 @@
 
 #include "child_process.h"
 #include "redis_server.h"
+#include "scrapy_oracle.h"
 #include "tree_paths.h"
 
 namespace {
@@ -30,72 +31,34 @@ namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 using crawler::fixtures::child_process;
 
-const fs::path python = "/usr/bin/python3";
+const fs::path python = crawler::fixtures::debian_python;
 // Debian's python3-doc (python3.11-doc) installs the HTML here.
 const fs::path python_docs = "/usr/share/doc/python3.11/html";
 
-// A directory served over HTTP on a free loopback port by Python's http.server, or by `server`,
-// a script that says "port N" as it does.
-class static_site {
- public:
-  explicit static_site(const fs::path& root, const fs::path& server = {})
-      : server_(
-            server.empty()
-                ? std::vector<std::string>{python.string(), "-u", "-m", "http.server", "0",
-                                           "--bind", "127.0.0.1", "--directory", root.string()}
-                : std::vector<std::string>{python.string(), "-u", server.string(), root.string()}) {
-    static const std::regex listening(R"(port (\d+))");
-    crawler::fixtures::wait_until(
-        [&] {
-          std::smatch found;
-          auto said = server_.stdout_text();
-          if (!std::regex_search(said, found, listening)) return false;
-          port_ = std::stoi(found[1]);
-          return true;
-        },
-        "python3 -m http.server to listen", 30s);
+// A directory served over HTTP by Python's http.server, or by `server`, a script that serves a
+// directory as it does.
+crawler::fixtures::python_server static_site(const fs::path& root, const fs::path& server) {
+  if (server.empty()) {
+    return crawler::fixtures::python_server(
+        {"-m", "http.server", "0", "--bind", "127.0.0.1", "--directory", root.string()});
   }
-  std::string host() const { return "127.0.0.1:" + std::to_string(port_); }
-
- private:
-  child_process server_;
-  int port_ = 0;
-};
-
-std::string slurp(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), {}};
+  return crawler::fixtures::python_server({server.string(), root.string()});
 }
-
-// docs/scrapy-differences.md's table: scenario -> the kinds of difference it lists.
-std::map<std::string, std::set<std::string>> listed_differences() {
-  std::map<std::string, std::set<std::string>> out;
-  std::istringstream table(slurp(crawler::fixtures::source_dir() / "docs/scrapy-differences.md"));
-  static const std::regex row(R"(^\| `([^`]+)` \| `([^`]+)` \|.*\|\s*$)");
-  for (std::string line; std::getline(table, line);) {
-    std::smatch found;
-    if (std::regex_match(line, found, row)) out[found[1]].insert(found[2]);
-  }
-  return out;
-}
-
-struct compared {
-  std::map<std::string, std::string> differences;  // what -> the comparer's line, with an example
-  std::size_t items = 0;                           // in our JSON lines feed
-};
 
 // Runs `name`'s crawl file on a site of `root` with us (and `our_settings`) and with Scrapy, and
 // compares what they wrote.
-compared run_both(const std::string& name, const fs::path& root,
-                  const std::vector<std::string>& our_settings = {}, const fs::path& server = {}) {
+crawler::fixtures::compared run_both(const std::string& name, const fs::path& root,
+                                     const std::vector<std::string>& our_settings = {},
+                                     const fs::path& server = {}) {
   if (!fs::is_directory(root)) {
     throw std::runtime_error(root.string() +
                              " is missing: install Debian's python3-doc (apt-get install "
                              "python3-doc), as .ci/packages.txt does");
   }
-  static_site site(root, server);
+  auto site = static_site(root, server);
   crawler::fixtures::temp_dir dir;
-  auto text = slurp(crawler::fixtures::fixtures_dir() / "scrapy_differential" / (name + ".json"));
+  auto text = crawler::fixtures::slurp(crawler::fixtures::fixtures_dir() / "scrapy_differential" /
+                                       (name + ".json"));
   text = std::regex_replace(text, std::regex("BASE"), site.host());
   auto file = dir.path() / (name + ".json");
   std::ofstream(file) << text;
@@ -120,33 +83,7 @@ compared run_both(const std::string& name, const fs::path& root,
   EXPECT_EQ(our_crawl.wait(240s), 0) << our_crawl.stderr_text();
   EXPECT_EQ(scrapy.wait(240s), 0) << scrapy.stderr_text();
 
-  child_process compare({python.string(),
-                         (crawler::fixtures::fixtures_dir() / "compare_feeds.py").string(),
-                         (dir.path() / "ours").string(), (dir.path() / "theirs").string()});
-  EXPECT_EQ(compare.wait(120s), 0) << compare.stderr_text();
-  compared out;
-  std::istringstream lines(compare.stdout_text());
-  for (std::string line; std::getline(lines, line);) {
-    auto difference = nlohmann::json::parse(line);
-    out.differences[difference["what"]] = line;
-  }
-  std::istringstream items(slurp(dir.path() / "ours.jsonl"));
-  for (std::string line; std::getline(items, line);) ++out.items;
-  return out;
-}
-
-// What a scenario must show: the differences docs/scrapy-differences.md lists for it, no other.
-void expect_only_the_listed_differences(const std::string& scenario, const compared& found) {
-  auto listed = listed_differences()[scenario];
-  for (const auto& [what, line] : found.differences) {
-    EXPECT_TRUE(listed.count(what)) << scenario << ": our crawl and Scrapy's differ in " << what
-                                    << ", which docs/scrapy-differences.md does not list: " << line;
-  }
-  for (const auto& what : listed) {
-    EXPECT_TRUE(found.differences.count(what))
-        << scenario << ": docs/scrapy-differences.md lists a difference in " << what
-        << " that the crawls no longer show: remove its row";
-  }
+  return crawler::fixtures::compare_feeds(dir.path() / "ours", dir.path() / "theirs");
 }
 
 // One rule over every page of the docs, ten fields of every kind a crawl file has (text, an
@@ -154,14 +91,14 @@ void expect_only_the_listed_differences(const std::string& scenario, const compa
 TEST(scrapy_differential, python_docs_every_page_and_field_as_scrapy_crawls_them) {
   auto found = run_both("pydoc", python_docs);
   EXPECT_GE(found.items, 450u) << "the docs' pages were not all crawled";
-  expect_only_the_listed_differences("pydoc", found);
+  crawler::fixtures::expect_only_the_listed_differences("pydoc", found);
 }
 
 // The same crawl parsed by libxml2 (HTML_PARSER): its tree, not Gumbo's, under the selectors.
 TEST(scrapy_differential, python_docs_parsed_by_libxml2_as_scrapy_crawls_them) {
   auto found = run_both("pydoc", python_docs, {"HTML_PARSER=libxml2"});
   EXPECT_GE(found.items, 450u) << "the docs' pages were not all crawled";
-  expect_only_the_listed_differences("pydoc with HTML_PARSER=libxml2", found);
+  crawler::fixtures::expect_only_the_listed_differences("pydoc with HTML_PARSER=libxml2", found);
 }
 
 // Four rules, each taking its links its own way (restrict_css, allow and deny, <link> tags,
@@ -172,7 +109,7 @@ TEST(scrapy_differential, python_docs_parsed_by_libxml2_as_scrapy_crawls_them) {
 TEST(scrapy_differential, python_docs_through_four_rules_as_scrapy_crawls_them) {
   auto found = run_both("pydoc_rules", python_docs);
   EXPECT_GE(found.items, 300u) << "the rules took too few pages";
-  expect_only_the_listed_differences("pydoc_rules", found);
+  crawler::fixtures::expect_only_the_listed_differences("pydoc_rules", found);
 }
 
 // A generated site of untidy HTML (tests/fixtures/messy_site.py: end tags left out, misnested
@@ -180,7 +117,7 @@ TEST(scrapy_differential, python_docs_through_four_rules_as_scrapy_crawls_them) 
 // spelling, redirects and pages that answer 503 before they answer; messy_server.py serves
 // it), 30 fields over it. The crawls go by different user agents, so each meets each 503. Gumbo builds the tree a browser builds (HTML5), lxml the one
 // libxml2's parser builds: where the two trees differ, the table lists it.
-compared crawl_the_generated_site(const std::vector<std::string>& our_settings,
+crawler::fixtures::compared crawl_the_generated_site(const std::vector<std::string>& our_settings,
                                   const std::string& name = "messy") {
   crawler::fixtures::temp_dir site;
   child_process generate({python.string(),
@@ -194,14 +131,14 @@ compared crawl_the_generated_site(const std::vector<std::string>& our_settings,
 TEST(scrapy_differential, a_generated_untidy_site_as_scrapy_crawls_it_but_for_html5s_trees) {
   auto found = crawl_the_generated_site({});
   EXPECT_GE(found.items, 150u) << "the generated site was not all crawled";
-  expect_only_the_listed_differences("messy", found);
+  crawler::fixtures::expect_only_the_listed_differences("messy", found);
 }
 
 // libxml2 builds the tree lxml builds: then nothing differs.
 TEST(scrapy_differential, a_generated_untidy_site_parsed_by_libxml2_as_scrapy_crawls_it) {
   auto found = crawl_the_generated_site({"HTML_PARSER=libxml2"});
   EXPECT_GE(found.items, 150u) << "the generated site was not all crawled";
-  expect_only_the_listed_differences("messy with HTML_PARSER=libxml2", found);
+  crawler::fixtures::expect_only_the_listed_differences("messy with HTML_PARSER=libxml2", found);
 }
 
 // The generated site from its sitemaps, as Scrapy's SitemapSpider reads them: a robots.txt's
@@ -210,7 +147,7 @@ TEST(scrapy_differential, a_generated_untidy_site_parsed_by_libxml2_as_scrapy_cr
 TEST(scrapy_differential, a_generated_sites_sitemaps_as_scrapy_reads_them) {
   auto found = crawl_the_generated_site({}, "messy_sitemap");
   EXPECT_EQ(found.items, 40u) << "the sitemaps list 40 pages";
-  expect_only_the_listed_differences("messy_sitemap", found);
+  crawler::fixtures::expect_only_the_listed_differences("messy_sitemap", found);
 }
 
 }  // namespace
