@@ -326,26 +326,58 @@ def labels_to_run(build_log):
     return sorted(suites)
 
 
-def run_tests(labels, timeout, exclude=False, names=None):
-    # As README's test command: the suites mostly wait on their servers, so 8 at a time.
-    # A test must fail twice to kill: a wall-time test that lost a race under the load of the
-    # run itself is not a kill.
-    command = ["ctest", "--test-dir", BUILD, "-j", "8",
-               "--stop-on-failure", "--repeat", "until-pass:2", "--timeout", "240"]
-    if labels:
-        command += ["-LE" if exclude else "-L", "^(" + "|".join(labels) + ")$"]
-    if names:
-        command += ["-R", "^(" + "|".join(re.escape(name) for name in names) + ")$"]
+FAILURE = re.compile(r"^\s*\d+ - (.+?) \((Failed|Timeout|SEGFAULT|Subprocess aborted|"
+                     r"Child aborted|Exception)[^)]*\)\s*$", re.M)
+
+
+def ctest(filters, timeout, stop_on_failure=True):
+    """ctest over the tests `filters` select: None when it ran past `timeout`, else
+    (passed, [(full test name, how it failed)])."""
+    command = ["ctest", "--test-dir", BUILD, "-j", "8", "--timeout", "240", *filters]
+    if stop_on_failure:
+        command.append("--stop-on-failure")
     if FAILED_UNMUTATED:
         command += ["-E", "^(" + "|".join(re.escape(name) for name in FAILED_UNMUTATED) + ")$"]
     try:
         result = subprocess.run(command, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
+        return None
+    if "No tests were found" in result.stdout + result.stderr:
+        sys.exit(f"ctest found no test for {' '.join(filters)}: the mutants cannot be judged")
+    return result.returncode == 0, FAILURE.findall(result.stdout)
+
+
+def run_tests(labels, timeout, exclude=False, names=None):
+    """(passed, names of the tests that killed). As README's test command, 8 at a time: the
+    suites mostly wait on their servers. A test that fails runs once more, and kills only if it
+    fails again: a wall-time test that lost a race under the load of the run itself is not a
+    kill. A test that runs past its time limit kills at once: the unmutated tree passed it, and
+    waiting for it twice would double the run."""
+    filters = []
+    if labels:
+        filters += ["-LE" if exclude else "-L", "^(" + "|".join(labels) + ")$"]
+    if names:
+        filters += ["-R", "^(" + "|".join(re.escape(name) for name in names) + ")$"]
+    first = ctest(filters, timeout)
+    if first is None:
         return False, ["(the suites ran past their time limit)"]
-    # "12 - suite.name (Failed)", a parameterized one with "  # GetParam() = ..." between.
-    failed = re.findall(r"^\s*\d+ - (\S+).*\((?:Failed|Timeout|SEGFAULT|Subprocess aborted|"
-                        r"Child aborted|Exception)[^)]*\)\s*$", result.stdout, re.M)
-    return result.returncode == 0, failed
+    passed, failures = first
+    if passed:
+        return True, []
+    short = lambda name: name.split("  # ")[0]  # a parameterized test's "  # GetParam() = ..."
+    hung = [short(name) for name, how in failures if how == "Timeout"]
+    if hung or not failures:
+        return False, hung or ["(ctest failed before any test did)"]
+    again = ctest(["-R", "^(" + "|".join(re.escape(name) for name, _ in failures) + ")$"],
+                  timeout, stop_on_failure=False)
+    if again is None or not again[0]:
+        return False, [short(name) for name, _ in again[1]] if again else [
+            "(the suites ran past their time limit)"]
+    # The first run stopped at that failure: the tests it never started run now.
+    rest = ctest(filters, timeout)
+    if rest is None:
+        return False, ["(the suites ran past their time limit)"]
+    return rest[0], [short(name) for name, _ in rest[1]]
 
 
 # --- which tests execute which line ----------------------------------------------------------
