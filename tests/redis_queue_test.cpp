@@ -471,15 +471,17 @@ TEST(redis_queue, an_entry_set_aside_keeps_every_byte_and_requeue_puts_it_back_u
 }
 
 // A queue written in the other form is not this worker's to judge: nothing is set aside or lost,
-// every entry stays as it was, and the take says which setting makes the two sides agree.
-TEST(redis_queue, an_entry_in_the_other_form_is_left_as_it_was_and_the_take_names_the_setting) {
+// every entry stays as it was, and the take says which setting makes the two sides agree. Three
+// entries, all in the other form: the fewest that say the settings disagree.
+TEST(redis_queue, a_queue_in_the_other_form_is_left_as_it_was_and_the_take_names_the_setting) {
   for (auto form : {crawler::queue_entry_form::json, crawler::queue_entry_form::pickle}) {
     fixture f;
     auto other = form == crawler::queue_entry_form::json ? crawler::queue_entry_form::pickle
                                                           : crawler::queue_entry_form::json;
     redis_queue writer(f.client, {.key = "spider:requests", .form = other, .worker = "writer"});
     redis_queue reader(f.client, {.key = "spider:requests", .form = form, .worker = "reader"});
-    settle(writer, "", {prioritized("http://a/1", 2), request{"http://a/2"}});
+    settle(writer, "",
+           {prioritized("http://a/1", 2), request{"http://a/2"}, request{"http://a/3"}});
     inspector redis(f.server.port());
     auto before = redis.strings("ZRANGE spider:requests 0 -1 WITHSCORES");
     std::promise<void> refused;
@@ -507,6 +509,83 @@ TEST(redis_queue, an_entry_in_the_other_form_is_left_as_it_was_and_the_take_name
     EXPECT_EQ(redis.integer("HLEN spider:requests:leased"), 0);
     EXPECT_EQ(redis.integer("HLEN spider:requests:deliveries"), 0);
     EXPECT_EQ(redis.integer("LLEN spider:requests:bad"), 0);
+  }
+}
+
+// One stray entry in the other form (a record written by a misconfigured worker) is a record
+// like any unreadable one: set aside byte for byte with a reason that names the settings, and
+// the fleet goes on with the rest, at this start and every later one. Two of them among three
+// of ours, and two alone in a queue, are still strays: fewer than three, or not most.
+TEST(redis_queue, a_few_entries_in_the_other_form_are_set_aside_and_the_rest_run) {
+  for (auto form : {crawler::queue_entry_form::json, crawler::queue_entry_form::pickle}) {
+    for (int strays : {1, 2}) {
+      for (int ours : {0, 3}) {
+        fixture f;
+        auto other = form == crawler::queue_entry_form::json ? crawler::queue_entry_form::pickle
+                                                              : crawler::queue_entry_form::json;
+        redis_queue writer(f.client, {.key = "spider:requests", .form = other, .worker = "w"});
+        redis_queue reader(f.client, {.key = "spider:requests", .form = form, .worker = "r"});
+        std::vector<request> stray, own;
+        for (int i = 0; i < strays; ++i) stray.push_back(request{"http://a/stray" + std::to_string(i)});
+        for (int i = 0; i < ours; ++i) own.push_back(request{"http://a/" + std::to_string(i)});
+        settle(writer, "", stray);
+        inspector redis(f.server.port());
+        auto stray_entries = redis.strings("ZRANGE spider:requests 0 -1");
+        settle(reader, "", own);
+        auto taken = take(reader, 10);
+        EXPECT_EQ(taken.size(), std::size_t(ours)) << strays << " strays, " << ours << " ours";
+        auto bad = redis.strings("LRANGE spider:requests:bad 0 -1");
+        ASSERT_EQ(bad.size(), std::size_t(strays));
+        std::set<std::string> set_aside;
+        for (const auto& record : bad) {
+          auto json = crawler::fixtures::set_aside_json(record);
+          set_aside.insert(json["entry"].get<std::string>());
+          auto reason = json["reason"].get<std::string>();
+          EXPECT_NE(reason.find("It was set aside"), std::string::npos) << reason;
+          EXPECT_NE(reason.find("SCHEDULER_SERIALIZER = \"scrapy_redis.picklecompat\""),
+                    std::string::npos)
+              << reason;
+        }
+        EXPECT_EQ(set_aside, std::set<std::string>(stray_entries.begin(), stray_entries.end()));
+        EXPECT_EQ(redis.integer("ZCARD spider:requests"), 0);
+      }
+    }
+  }
+}
+
+// The other form is most of what a worker took once it has taken three of them, however they
+// came: one take of one each time, as a worker with one free slot takes, stops at the third;
+// with as many of its own taken first, it sets them all aside.
+TEST(redis_queue, the_third_entry_in_the_other_form_stops_a_worker_that_took_fewer_of_its_own) {
+  for (int ours : {0, 2, 3}) {
+    fixture f;
+    redis_queue writer(f.client, {.key = "spider:requests",
+                                  .form = crawler::queue_entry_form::pickle, .worker = "w"});
+    redis_queue reader(f.client, {.key = "spider:requests",
+                                  .form = crawler::queue_entry_form::json, .worker = "r"});
+    for (int i = 0; i < ours; ++i) {
+      settle(reader, "", {request{"http://a/" + std::to_string(i)}});
+      EXPECT_EQ(take(reader, 1).size(), 1u);
+    }
+    inspector redis(f.server.port());
+    bool stopped = false;
+    for (int i = 0; i < 3 && !stopped; ++i) {
+      settle(writer, "", {request{"http://a/stray" + std::to_string(i)}});
+      std::promise<std::size_t> taken;
+      reader.async_take(1, [&](std::exception_ptr error, std::vector<leased_request> leased) {
+        if (error) return taken.set_exception(error);
+        taken.set_value(leased.size());
+      });
+      try {
+        EXPECT_EQ(taken.get_future().get(), 0u);
+      } catch (const crawler::queue_form_mismatch&) {
+        stopped = true;
+        EXPECT_EQ(i, 2) << ours << " of its own";
+        EXPECT_EQ(redis.integer("ZCARD spider:requests"), 1) << "the third is put back";
+      }
+    }
+    EXPECT_EQ(stopped, ours < 3) << ours << " of its own";
+    EXPECT_EQ(redis.integer("LLEN spider:requests:bad"), ours < 3 ? 2 : 3) << ours;
   }
 }
 

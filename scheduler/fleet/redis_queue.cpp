@@ -170,7 +170,7 @@ bool redis_queue::in_other_form(std::string_view entry) const {
          entry.substr(0, 16).find_first_not_of("0123456789") == std::string_view::npos;
 }
 
-std::string redis_queue::mismatch_message(std::string_view entry) const {
+std::string redis_queue::mismatch_message(std::string_view entry, bool put_back) const {
   bool pickled = options_.form == queue_entry_form::json;
   return options_.key + " holds " +
          (pickled
@@ -181,7 +181,9 @@ std::string redis_queue::mismatch_message(std::string_view entry) const {
               : "a request in this crawler's JSON form (" + quoted_for_log(entry, 60) +
                     "), and this worker reads and writes scrapy-redis's pickled form "
                     "(SCHEDULER_SERIALIZER = \"scrapy_redis.picklecompat\")") +
-         ". It was left where it was. To share the queue with scrapy-redis's workers, set "
+         (put_back ? ". It was left where it was"
+                   : ". It was set aside: most of what this worker took is in its own form") +
+         ". To share the queue with scrapy-redis's workers, set "
          "SCHEDULER_SERIALIZER = \"scrapy_redis.picklecompat\" on every C++ worker (with "
          "SCHEDULER_QUEUE_CLASS as the Python side has it); to keep two fleets apart, give them "
          "different SCHEDULER_QUEUE_KEYs";
@@ -381,6 +383,23 @@ std::vector<std::string> redis_queue::take_arguments(std::size_t count) const {
   return args;
 }
 
+// Adds to `records` the lease id and the <key>:bad record of an entry not to run.
+void redis_queue::set_aside(std::vector<std::string>& records, const std::string& id,
+                            std::string_view score, std::string_view host,
+                            const std::string& reason, std::string_view entry) {
+  if (reasons_logged_ < 5) {
+    ++reasons_logged_;
+    reasons_.push_back(quoted_for_log(reason, 200));
+  }
+  nlohmann::json header{{"key", options_.key},
+                        {"score", score},
+                        {"reason", quoted_for_log(reason, 500)},
+                        {"worker", options_.worker}};
+  if (options_.order == "host") header["host"] = host;
+  records.push_back(id);
+  records.push_back(redis::encode_set_aside(header, entry));
+}
+
 void redis_queue::async_take(std::size_t count, take_handler done) {
   run_script(
       detail::redis_queue_take,
@@ -390,8 +409,9 @@ void redis_queue::async_take(std::size_t count, take_handler done) {
         std::vector<leased_request> taken;
         // Lease id, then the record that replaces it in <key>:bad, for each entry not to run.
         std::vector<std::string> poisoned;
-        std::vector<std::string> other_form;  // lease ids of entries in the other form
-        std::string mismatch;
+        // Lease id and entry of each entry in the other form.
+        std::vector<std::pair<std::string, std::string>> other_form;
+        std::vector<std::string> scores, hosts;  // of those entries
         try {
           if (error) std::rethrow_exception(error);
           expect(answer, "take", *client_);
@@ -416,8 +436,9 @@ void redis_queue::async_take(std::size_t count, take_handler done) {
             }
             const auto& entry = answer.elements[i + 2].str;
             if (in_other_form(entry)) {
-              if (mismatch.empty()) mismatch = mismatch_message(entry);
-              other_form.push_back(id);
+              other_form.emplace_back(id, entry);
+              scores.emplace_back(score);
+              hosts.emplace_back(host);
               continue;
             }
             try {
@@ -431,36 +452,39 @@ void redis_queue::async_take(std::size_t count, take_handler done) {
             } catch (const std::exception& bad) {
               // Never run what does not decode; keep it, with why, for a person to look at.
               ++bad_;
-              if (reasons_logged_ < 5) {
-                ++reasons_logged_;
-                reasons_.push_back(quoted_for_log(bad.what(), 200));
-              }
-              nlohmann::json header{{"key", options_.key},
-                                    {"score", score},
-                                    {"reason", quoted_for_log(bad.what(), 500)},
-                                    {"worker", options_.worker}};
-              if (options_.order == "host") header["host"] = host;
-              poisoned.push_back(id);
-              poisoned.push_back(redis::encode_set_aside(header, entry));
+              set_aside(poisoned, id, score, host, bad.what(), entry);
             }
           }
+          ours_seen_ += (answer.elements.size() - 5) / 3 - other_form.size();
+          other_form_seen_ += other_form.size();
         } catch (...) {
           return done(std::current_exception(), {});
         }
-        if (!mismatch.empty()) {
-          // Not ours to judge: everything this take leased goes back as it was, and the worker
-          // stops until the settings agree.
-          for (auto& leased : taken) other_form.push_back(std::move(leased.lease_id));
+        // Most of what this worker has taken in another form: the settings disagree with the
+        // queue's writers, which no record is to blame for. Everything this take leased goes back
+        // as it was, and the worker stops until the settings agree. A few such entries among
+        // this worker's own are records like any unreadable one: set aside, and the crawl goes on.
+        if (!other_form.empty() && other_form_seen_ >= settings_disagree_after &&
+            other_form_seen_ > ours_seen_) {
+          auto mismatch = mismatch_message(other_form.front().second, true);
+          std::vector<std::string> leases;
+          for (auto& [id, entry] : other_form) leases.push_back(std::move(id));
+          for (auto& leased : taken) leases.push_back(std::move(leased.lease_id));
           taken.clear();
-          auto put_back = [this, other_form = std::move(other_form), mismatch = std::move(mismatch),
+          auto put_back = [this, leases = std::move(leases), mismatch = std::move(mismatch),
                            done](std::exception_ptr error, auto&&...) {
             if (error) return done(error, {});
-            async_release(other_form, [mismatch, done](std::exception_ptr error, std::size_t) {
+            async_release(leases, [mismatch, done](std::exception_ptr error, std::size_t) {
               done(error ? error : std::make_exception_ptr(queue_form_mismatch(mismatch)), {});
             });
           };
           if (poisoned.empty()) return put_back(nullptr);
           return set_aside_taken(std::move(poisoned), std::move(put_back));
+        }
+        for (std::size_t i = 0; i < other_form.size(); ++i) {
+          const auto& [id, entry] = other_form[i];
+          ++bad_;
+          set_aside(poisoned, id, scores[i], hosts[i], mismatch_message(entry, false), entry);
         }
         if (poisoned.empty()) return done(nullptr, std::move(taken));
         // If this worker dies before the script runs, the lease expires, the entry comes back

@@ -29,9 +29,11 @@
 // request_origin::shared and must pass shared_request_problem (http or https, no meta "proxy"),
 // unless signed with the fleet's key (entry_signature.h, JSON only; with a key, an unsigned entry
 // is refused): an entry that does not decode or does not pass goes to <key>:bad, byte for byte
-// with the reason (redis/set_aside.h), and is never run. An entry in the other form is no one's
-// mistake but the settings': it is put back untouched, and the take fails with
-// queue_form_mismatch, which says what to set.
+// with the reason (redis/set_aside.h), and is never run. So does an entry in the other form
+// among the worker's own (one stray record never stops a fleet); when the other form is most of
+// what a worker takes (3 entries or more), the settings disagree with the queue's writers: what
+// the take leased is put back untouched, and the take fails with queue_form_mismatch, which says
+// what to set.
 // Completions run on the client's executor. Not thread-safe: one owner, one loop.
 #pragma once
 
@@ -296,7 +298,9 @@ class redis_queue {
   // Whether `entry` is in the other form than options_.form.
   bool in_other_form(std::string_view entry) const;
   // What queue_form_mismatch says about `entry`.
-  std::string mismatch_message(std::string_view entry) const;
+  std::string mismatch_message(std::string_view entry, bool put_back) const;
+  void set_aside(std::vector<std::string>& records, const std::string& id, std::string_view score,
+                 std::string_view host, const std::string& reason, std::string_view entry);
   const entry_signer* signer() const { return options_.signer ? &*options_.signer : nullptr; }
   // Runs one of redis_queue_scripts.h with the epoch and the type each key must have; `marking`
   // is the dupefilter whose key the script writes, if any.
@@ -326,6 +330,10 @@ class redis_queue {
   std::string host_prefix_;
   std::vector<std::string> reasons_;  // see set_aside_reasons_taken
   std::size_t reasons_logged_ = 0;    // so a poisoned queue logs a few, not thousands
+  // Entries taken in this worker's form and in the other: the settings disagree with the queue
+  // when the other form is most of what was taken, and at least this many.
+  std::size_t ours_seen_ = 0, other_form_seen_ = 0;
+  static constexpr std::size_t settings_disagree_after = 3;
   // script -> the dupefilter's mark step -> their whole text, sent after a NOSCRIPT, and its
   // SHA-1, for EVALSHA. Two levels, so that finding a script copies no key.
   struct script_text {
