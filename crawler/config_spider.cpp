@@ -1,5 +1,6 @@
 #include "crawler/config_spider.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -537,6 +538,22 @@ crawl_config load_crawl_config(const json& document) {
     }
   }
   problems.throw_if_any();
+  // A callback only a rule or the start pages reach: any other never runs, and its crawl ends
+  // with no item and no word of why but the selectors'.
+  for (const auto& name : callback_names) {
+    bool named = name == "parse_start_url" ||
+                 std::any_of(spider->rules.begin(), spider->rules.end(),
+                             [&name](const rule& r) { return r.callback == name; });
+    if (named) continue;
+    std::string why = child(child(path, "callbacks"), name) +
+                      ": no rule names it (rules[].callback), and the start pages go to "
+                      "parse_start_url, so it never runs";
+    if (name == "parse") {
+      why += " (a CrawlSpider keeps parse for itself, as Scrapy's does: name the start pages' "
+             "callback parse_start_url)";
+    }
+    config.unreachable.push_back(std::move(why));
+  }
   spider->user_settings = config.user_settings;
   config.spider = std::move(spider);
   return config;

@@ -46,6 +46,7 @@
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "crawler/crawl_spider.h"
 
@@ -69,6 +70,10 @@ struct crawl_config {
   /// pushed to Redis (scrapy-redis's RedisSpider). A run whose -s picks another scheduler has
   /// nothing to start from.
   bool push_only = false;
+  /// Callbacks no request can reach, a line each ("spider.callbacks.NAME: why"): no rule names
+  /// them, and start pages go to parse_start_url. `crawler check` counts each as a problem, and
+  /// `crawler run` warns of it before it starts.
+  std::vector<std::string> unreachable;
 };
 
 /// Validates `document` and builds its spider; items have their fields in the document's order.

@@ -229,7 +229,7 @@ TEST(crawler_run, every_setting_of_scrapys_default_settings_at_its_default_runs)
              {"spider",
               {{"name", "carried_over"},
                {"start_urls", {site.url("/site/0")}},
-               {"callbacks", {{"parse", {{"fields", {{"url", "$url"}}}}}}}}}};
+               {"callbacks", {{"parse_start_url", {{"fields", {{"url", "$url"}}}}}}}}}};
   auto file = dir.path() / "carried_over.json";
   std::ofstream(file) << crawl.dump(2);
   child_process check({crawler_binary(), "check", file.string()});
@@ -240,6 +240,10 @@ TEST(crawler_run, every_setting_of_scrapys_default_settings_at_its_default_runs)
   auto log = run.stderr_text();
   EXPECT_EQ(log.find(" ERROR: "), std::string::npos) << log;
   EXPECT_EQ(site.hits("/site/0"), 1u);
+  std::ifstream items(dir.path() / "items.jsonl");
+  std::string item;
+  std::getline(items, item);
+  EXPECT_EQ(item, "{\"url\": \"" + site.url("/site/0") + "\"}");
   // Each name that means nothing here is said once; Scrapy's defaults that are ours are not.
   EXPECT_EQ(count_of(log, "TELNETCONSOLE_ENABLED has no effect here"), 1u);
   EXPECT_EQ(count_of(log, "MAIL_HOST has no effect here: no mail is sent"), 1u);
@@ -717,6 +721,42 @@ TEST(crawler_check, lists_every_problem_with_its_path_and_fetches_nothing) {
   EXPECT_EQ(ok.stdout_text(),
             dir.path().string() + "/crawl.json: OK: spider \"pages\", 1 start URL, 1 rule\n");
   EXPECT_EQ(server.total_hits(), 0u);
+}
+
+// A callback no request reaches never runs: a crawl file whose only callback is parse scraped
+// nothing while `check` said OK. Now `check` names each such callback (parse with what to call it
+// instead), a callback named by a rule or parse_start_url is not one, and `run` warns first.
+TEST(crawler_check, a_callback_no_request_reaches_is_a_problem_and_run_warns_of_it) {
+  http_server server({.site_pages = 2});
+  temp_dir dir;
+  auto document = books_config();
+  document["spider"]["start_urls"] = {server.url("/site/0")};
+  document["spider"]["callbacks"]["parse"] = {{"fields", {{"url", "$url"}}}};
+  document["spider"]["callbacks"]["orphan"] = {{"fields", {{"url", "$url"}}}};
+  document["spider"]["callbacks"]["parse_start_url"] = {{"fields", {{"start", "$url"}}}};
+  auto file = write_config(dir, document);
+  child_process check({crawler_binary(), "check", file});
+  EXPECT_EQ(check.wait(), 1);
+  EXPECT_EQ(check.stderr_text(),
+            file + ": spider.callbacks.orphan: no rule names it (rules[].callback), and the "
+                   "start pages go to parse_start_url, so it never runs\n" +
+                file + ": spider.callbacks.parse: no rule names it (rules[].callback), and the start "
+                       "pages go to parse_start_url, so it never runs (a CrawlSpider keeps parse "
+                       "for itself, as Scrapy's does: name the start pages' callback "
+                       "parse_start_url)\n");
+
+  // `run` crawls as before, saying why first.
+  child_process run({crawler_binary(), "run", file, "-o", (dir.path() / "items.jsonl").string()});
+  EXPECT_EQ(run.wait(), 0) << run.stderr_text();
+  EXPECT_NE(run.stderr_text().find("[crawler] WARNING: " + file +
+                                   ": spider.callbacks.orphan: no rule names it"),
+            std::string::npos)
+      << run.stderr_text();
+
+  document["spider"]["callbacks"].erase("parse");
+  document["spider"]["rules"].push_back({{"allow", {"/nothing"}}, {"callback", "orphan"}});
+  child_process ok({crawler_binary(), "check", write_config(dir, document)});
+  EXPECT_EQ(ok.wait(), 0) << ok.stderr_text();
 }
 
 // `crawler genspider` writes a crawl file that passes `crawler check` and runs: basic makes an item

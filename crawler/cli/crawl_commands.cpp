@@ -14,6 +14,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "config/log.h"
 #include "config/redact.h"
 #include "crawler/builtin_middlewares.h"
 #include "crawler/cli/detail/commands.h"
@@ -177,6 +178,9 @@ void add_feed_options(CLI::App* command, crawl_options_cli& options) {
 int run_config_command(const std::string& file, const crawl_options_cli& options) {
   auto arguments = arguments_by_name(options.arguments);
   auto config = load_crawl_config_file(file, arguments);
+  for (const auto& unreachable : config.unreachable) {
+    get_logger("crawler")->warn("{}: {}", file, unreachable);
+  }
   for (const auto& [key, value] : arguments) config.spider->set_argument(key, value);
   auto settings = crawl_settings(*config.spider, options, config.settings);
   if (config.push_only && !scheduler_is_redis(settings.get_string("SCHEDULER"))) {
@@ -425,6 +429,9 @@ void add_crawl_commands(CLI::App& app, int& exit_status) {
       std::optional<crawl_config> config;
       try {
         config = load_crawl_config_file(*check_file, arguments);
+        for (const auto& unreachable : config->unreachable) {
+          problems.push_back(*check_file + ": " + unreachable);
+        }
       } catch (const config_error& error) {
         std::istringstream lines(error.what());
         for (std::string line; std::getline(lines, line);) problems.push_back(line);
