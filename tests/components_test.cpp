@@ -214,6 +214,19 @@ class hold_open_once : public crawler::extension {
 };
 CRAWLER_REGISTER_EXTENSION(hold_open_once, "tests.HoldOpenOnce");
 
+// Closes the spider from its first spider_idle, with a reason of its own (Scrapy's
+// crawler.engine.close_spider(spider, reason) from an idle handler).
+class close_when_idle : public crawler::extension {
+ public:
+  explicit close_when_idle(crawler::crawl_context& crawl) {
+    crawl.signals.connect<crawler::signals::spider_idle>(
+        [&engine = crawl.engine](const crawler::signals::spider_idle&) {
+          engine.close_spider("nothing_left_upstream");
+        });
+  }
+};
+CRAWLER_REGISTER_EXTENSION(close_when_idle, "tests.CloseWhenIdle");
+
 // `crawler run FILE.json` of `document`, with its items and stats; TEST_FEED_BASE declared for
 // feed_when_idle.
 crawl_run run_crawl_document(json document) {
@@ -462,6 +475,16 @@ TEST(signals, a_spider_idle_handler_keeps_the_spider_open_by_scheduling_requests
   for (int page : {10, 11, 12}) EXPECT_EQ(server.hits("/site/" + std::to_string(page)), 1u) << page;
   EXPECT_EQ(run.stats.value("feed_when_idle/idle", 0), 4);  // three fed, the fourth let it close
   EXPECT_EQ(run.stats.value("finish_reason", std::string()), "finished");
+}
+
+// The close a spider_idle handler asks for is the crawl's, with its reason: the idle close that
+// would have followed does not say "finished" over it.
+TEST(signals, a_spider_idle_handler_that_closes_the_spider_gives_the_finish_reason) {
+  http_server server({.site_pages = 2});
+  auto run = run_crawl_file(server, {{"EXTENSIONS", {{"tests.CloseWhenIdle", 500}}}}, 2);
+  ASSERT_EQ(run.status, 0);
+  EXPECT_EQ(run.stats.value("finish_reason", std::string()), "nothing_left_upstream");
+  EXPECT_EQ(run.items.size(), 2u);
 }
 
 TEST(signals, dont_close_spider_holds_the_spider_open_until_spider_idle_is_sent_again) {

@@ -192,6 +192,26 @@ TEST(request_journal, a_close_makes_a_snapshot_and_a_journal_left_by_a_crash_mid
   EXPECT_TRUE(replay.journaled.empty());
 }
 
+// A snapshot's first line "# TOKEN" pairs it with the journal written after it. A bare "#" or
+// "# " (a snapshot edited by hand) names no token, as a crawl with no snapshot has none: the
+// journal such a crawl starts, "# -", is still its own, and its requests are replayed.
+TEST(request_journal, a_snapshot_without_a_token_keeps_the_journal_a_tokenless_crawl_wrote) {
+  for (std::string header : {"#", "# "}) {
+    temp_dir dir;
+    request queued{"http://a/from-the-snapshot"};
+    std::ofstream(dir.path() / "requests.queue.jsonl")
+        << header << '\n' << queued.to_json().dump() << '\n';
+    std::ofstream(dir.path() / "requests.journal")
+        << "# -\n+7 " << request{"http://a/from-the-journal"}.to_json().dump() << '\n';
+    request_journal journal(dir.path(), false);
+    auto replay = journal.open();
+    EXPECT_FALSE(replay.stale_journal) << '"' << header << '"';
+    EXPECT_EQ(urls(replay.pending), (std::vector<std::string>{"http://a/from-the-snapshot",
+                                                              "http://a/from-the-journal"}))
+        << '"' << header << '"';
+  }
+}
+
 TEST(request_journal, a_bad_line_in_the_middle_is_an_error_naming_the_file_and_line) {
   temp_dir dir;
   {

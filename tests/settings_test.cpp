@@ -212,6 +212,15 @@ TEST(settings, a_users_own_setting_is_declared_by_its_default_and_then_typed) {
             "-s MYPROJECT_PAGES: expected an integer, got 'many'");
   EXPECT_EQ(error_of([&] { s.merge_json({{"MYPROJECT_API", 3}}, "settings"); }),
             "settings.MYPROJECT_API: expected a string, got number 3");
+  // A null default declares a string that may be unset (null) again, as Scrapy's None.
+  s.declare("MYPROJECT_PROXY", nullptr, "user_settings");
+  EXPECT_FALSE(s.has("MYPROJECT_PROXY"));
+  s.set_from_string("MYPROJECT_PROXY=http://proxy:3128");
+  EXPECT_EQ(s.get_string("MYPROJECT_PROXY"), "http://proxy:3128");
+  s.merge_json({{"MYPROJECT_PROXY", nullptr}}, "settings");
+  EXPECT_FALSE(s.has("MYPROJECT_PROXY"));
+  EXPECT_EQ(error_of([&] { s.merge_json({{"MYPROJECT_PROXY", 3128}}, "settings"); }),
+            "settings.MYPROJECT_PROXY: expected a string or null, got number 3128");
   // A copy keeps what was declared.
   settings copy = s;
   copy.set_from_string("MYPROJECT_API=http://other");
