@@ -918,6 +918,62 @@ TEST(redis_queue, start_urls_move_from_a_list_or_a_set_into_the_queue_once) {
   }
 }
 
+// A start URL larger than SCHEDULER_MAX_ENTRY_SIZE is measured where it is: moved to the start
+// key's bad list by Redis, byte for byte with its reason, and never sent to the worker (what
+// Redis sent for the whole feed is far less than the one entry), whichever form the key has.
+// At the limit an entry is read; one byte over, it is not.
+TEST(redis_queue, a_start_url_over_max_entry_size_is_set_aside_in_redis_and_never_read) {
+  for (std::string type : {"list", "set", "zset"}) {
+    fixture f;
+    inspector redis(f.server.port());
+    std::size_t limit = 4096;
+    auto at_limit = "http://a/" + std::string(limit - 9, 'y');
+    auto over = "http://a/" + std::string(2'000'000, 'x');
+    auto one_over = at_limit + "z";
+    for (const auto& url : {std::string("http://a/1"), at_limit, over, one_over}) {
+      redis.command((type == "list"  ? "RPUSH spider:start_urls "
+                     : type == "set" ? "SADD spider:start_urls "
+                                     : "ZADD spider:start_urls 1 ") +
+                    url);
+    }
+    redis_queue queue(f.client, {.key = "spider:requests",
+                                 .order = "fifo",
+                                 .worker = "w1",
+                                 .start_urls_key = "spider:start_urls",
+                                 .start_urls_type = type,
+                                 .max_entry_size = limit});
+    auto sent = [&redis] {  // what Redis has sent its clients so far
+      auto info = redis.text("INFO stats");
+      auto at = info.find("total_net_output_bytes:");
+      return std::stoll(info.substr(at + std::string("total_net_output_bytes:").size()));
+    };
+    auto sent_before = sent();
+    std::promise<settle_result> fed;
+    queue.async_feed(10, nullptr, crawler::dedup::fingerprint_scheme::scrapy_2_7,
+                     [&](std::exception_ptr error, settle_result result) {
+                       if (error) return fed.set_exception(error);
+                       fed.set_value(result);
+                     });
+    EXPECT_EQ(fed.get_future().get().queued, 2u) << type;
+    EXPECT_LT(sent() - sent_before, 100'000) << type;
+    EXPECT_EQ(redis.integer("LLEN spider:requests"), 2) << type;  // a fifo queue
+    auto bad = redis.strings("LRANGE spider:start_urls:bad 0 -1");
+    ASSERT_EQ(bad.size(), 2u) << type;
+    std::set<std::string> set_aside;
+    for (const auto& record : bad) {
+      auto json = set_aside_json(record);
+      set_aside.insert(json["entry"].get<std::string>());
+      EXPECT_EQ(json["key"], "spider:start_urls");
+      EXPECT_TRUE(json["reason"].get<std::string>().ends_with(
+          " bytes, over SCHEDULER_MAX_ENTRY_SIZE (4096)"))
+          << json["reason"];
+    }
+    EXPECT_EQ(set_aside, (std::set<std::string>{over, one_over})) << type;
+    EXPECT_EQ(redis.integer("EXISTS spider:start_urls"), 0) << type;
+    EXPECT_EQ(queue.bad(), 2u) << type;
+  }
+}
+
 TEST(redis_queue, a_lost_lease_stores_nothing_so_its_new_holder_stores_the_outcome_once) {
   fixture f;
   auto slow = f.queue("slow", "fifo", 200ms);

@@ -76,6 +76,20 @@ TEST(crawler_push, refuses_a_local_file_a_proxy_and_a_url_without_a_scheme_namin
     EXPECT_EQ(push.stderr_text(), "crawler push: argument 2: " + message + "\n") << entry;
   }
   EXPECT_EQ(redis_list(redis.port(), "site:start_urls").size(), 0u);  // nothing of them sent
+  // An entry every worker would set aside is refused here: one byte over the limit, and not one
+  // at it.
+  auto at_limit = "http://h.test/" + std::string(300 - 14, 'x');
+  child_process over({crawler_binary(), "push", "site", "-s", "REDIS_URL=" + redis.url(), "-s",
+                      "SCHEDULER_MAX_ENTRY_SIZE=300", at_limit, at_limit + "y"});
+  EXPECT_EQ(over.wait(), 2);
+  EXPECT_EQ(over.stderr_text(),
+            "crawler push: argument 2: an entry of 301 bytes, over SCHEDULER_MAX_ENTRY_SIZE "
+            "(300)\n");
+  child_process at({crawler_binary(), "push", "site", "-s", "REDIS_URL=" + redis.url(), "-s",
+                    "SCHEDULER_MAX_ENTRY_SIZE=300", at_limit});
+  EXPECT_EQ(at.wait(), 0) << at.stderr_text();
+  EXPECT_EQ(redis_list(redis.port(), "site:start_urls"), std::vector<std::string>{at_limit});
+  redis_run(redis.port(), {"DEL", "site:start_urls"});
   // scrapy-redis's JSON form, unsigned, from a Python producer: http(s) works as it always did.
   child_process plain({crawler_binary(), "push", "site", "-s", "REDIS_URL=" + redis.url(),
                        R"({"url": "https://h.test/s", "q": "dune", "meta": {"from": "py"}})"});

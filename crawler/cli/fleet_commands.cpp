@@ -79,8 +79,15 @@ int run(const push_options& options) {
   auto signer = entry_signer::from_environment();
   // Every entry is checked before anything is sent: a typo stops the push, naming its line.
   std::vector<std::string> entries;
+  auto largest = std::size_t(settings.get_int("SCHEDULER_MAX_ENTRY_SIZE"));
   auto add = [&](std::string entry, const std::string& where) {
     try {
+      // Every worker would set it aside: better refused here, where a person reads why.
+      if (entry.size() > largest) {
+        throw std::invalid_argument("an entry of " + std::to_string(entry.size()) +
+                                    " bytes, over SCHEDULER_MAX_ENTRY_SIZE (" +
+                                    std::to_string(largest) + ")");
+      }
       if (signer && entry.find_first_not_of(" \t") != std::string::npos) {
         auto text = std::string_view(entry).substr(entry.find_first_not_of(" \t"));
         entry = signer->sign(text.starts_with('{') ? std::string(text)

@@ -514,17 +514,6 @@ void redis_queue::set_aside_taken(std::vector<std::string> leases_and_records,
              });
 }
 
-redis::command redis_queue::start_urls_read(std::size_t count) const {
-  const auto& key = options_.start_urls_key;
-  // As scrapy-redis's RedisSpider reads them: any members of a set, a sorted set's highest
-  // scores, a list's head.
-  if (options_.start_urls_type == "set") return {"SRANDMEMBER", key, std::to_string(count)};
-  if (options_.start_urls_type == "zset") {
-    return {"ZREVRANGE", key, "0", std::to_string(count - 1)};
-  }
-  return {"LRANGE", key, "0", std::to_string(count - 1)};
-}
-
 request redis_queue::read_start_url(std::string_view raw) const {
   if (raw.size() > options_.max_entry_size) {
     throw std::invalid_argument("an entry of " + std::to_string(raw.size()) +
@@ -534,60 +523,86 @@ request redis_queue::read_start_url(std::string_view raw) const {
   return start_request_from(raw, signer());
 }
 
+void redis_queue::async_read_start_urls(std::size_t count, start_urls_handler done) {
+  static const std::string script = std::string(redis::lua_set_aside_record) +
+                                    detail::redis_lua_remove_start_url +
+                                    detail::redis_queue_read_start_urls;
+  const auto& key = options_.start_urls_key;
+  client_->async_command(
+      {"EVAL", script, "2", key, key + ":bad", options_.start_urls_type, std::to_string(count),
+       std::to_string(options_.max_entry_size)},
+      [this, done = std::move(done)](std::exception_ptr error, redis::reply answer) {
+        if (!error && (answer.is_error() || answer.elements.empty())) {
+          error = std::make_exception_ptr(redis::reply_error(
+              "redis queue at " + client_->where().address() + ": reading " +
+                  options_.start_urls_key + " failed",
+              answer.is_error() ? answer.str : "it answered " + answer.describe()));
+        }
+        if (error) return done(error, {});
+        bad_ += std::size_t(std::max<long long>(0, answer.elements[0].integer));
+        std::vector<std::string> urls;
+        for (std::size_t i = 1; i < answer.elements.size(); ++i) {
+          urls.push_back(std::move(answer.elements[i].str));
+        }
+        done(nullptr, std::move(urls));
+      });
+}
+
 void redis_queue::async_feed(std::size_t count, const dedup::redis_marking* marking,
                              dedup::fingerprint_scheme scheme, settle_handler done) {
-  client_->async_command(start_urls_read(count), [this, marking, scheme, done = std::move(done)](
-                                              std::exception_ptr error, redis::reply answer) {
-    if (!error && answer.is_error()) {
-      error = std::make_exception_ptr(
-          redis::reply_error("redis queue at " + client_->where().address() + ": reading " +
-                                 options_.start_urls_key + " failed",
-                             answer.str));
-    }
+  async_read_start_urls(count, [this, marking, scheme, done = std::move(done)](
+                                   std::exception_ptr error, std::vector<std::string> raw) {
     if (error) return done(error, {});
-    if (answer.elements.empty()) return done(nullptr, {});
-    std::vector<std::string> args{options_.order, options_.start_urls_type, marking ? "1" : ""};
-    for (const auto& element : answer.elements) {
-      const auto& raw = element.str;
-      std::string body, mark, reason, host, priority = "0", dont_filter = "0";
-      try {
-        auto start = read_start_url(raw);
-        if (marking && !start.dont_filter) mark = marking->argument(fingerprint_of(start, scheme));
-        body = entry_body(start);
-        host = pacing_host(start);
-        priority = std::to_string(start.priority);
-        dont_filter = start.dont_filter ? "1" : "0";
-      } catch (const std::exception& bad) {
-        body.clear();
-        reason = quoted_for_log(bad.what(), 500);
-      }
-      args.insert(args.end(), {raw, body, priority, dont_filter, mark, reason, host});
-    }
-    auto filter_key = marking ? marking->key : options_.key;
-    run_script(
-        detail::redis_queue_feed,
-        {options_.start_urls_key, options_.key, seq_key_, filter_key,
-         options_.start_urls_key + ":bad", bad_key_},
-        std::move(args),
-        [this, done](std::exception_ptr error, redis::reply answer) {
-          settle_result result;
-          try {
-            if (error) std::rethrow_exception(error);
-            expect(answer, "feed", *client_);
-            if (answer.elements.size() != 3) {
-              throw std::runtime_error("redis queue: feed answered " + answer.describe());
-            }
-            result.queued = std::size_t(answer.elements[0].integer);
-            queued_ += result.queued;
-            result.duplicates = std::size_t(answer.elements[1].integer);
-            bad_ += std::size_t(answer.elements[2].integer);
-          } catch (...) {
-            return done(std::current_exception(), {});
-          }
-          done(nullptr, result);
-        },
-        marking);
+    queue_start_urls(std::move(raw), marking, scheme, std::move(done));
   });
+}
+
+// The feed's second step: the start URLs read, decoded here and queued by a script that
+// removes each from the start key in the same step.
+void redis_queue::queue_start_urls(std::vector<std::string> raw_urls,
+                                   const dedup::redis_marking* marking,
+                                   dedup::fingerprint_scheme scheme, settle_handler done) {
+  if (raw_urls.empty()) return done(nullptr, {});
+  std::vector<std::string> args{options_.order, options_.start_urls_type, marking ? "1" : ""};
+  for (const auto& raw : raw_urls) {
+    std::string body, mark, reason, host, priority = "0", dont_filter = "0";
+    try {
+      auto start = read_start_url(raw);
+      if (marking && !start.dont_filter) mark = marking->argument(fingerprint_of(start, scheme));
+      body = entry_body(start);
+      host = pacing_host(start);
+      priority = std::to_string(start.priority);
+      dont_filter = start.dont_filter ? "1" : "0";
+    } catch (const std::exception& bad) {
+      body.clear();
+      reason = quoted_for_log(bad.what(), 500);
+    }
+    args.insert(args.end(), {raw, body, priority, dont_filter, mark, reason, host});
+  }
+  auto filter_key = marking ? marking->key : options_.key;
+  run_script(
+      detail::redis_queue_feed,
+      {options_.start_urls_key, options_.key, seq_key_, filter_key,
+       options_.start_urls_key + ":bad", bad_key_},
+      std::move(args),
+      [this, done](std::exception_ptr error, redis::reply answer) {
+        settle_result result;
+        try {
+          if (error) std::rethrow_exception(error);
+          expect(answer, "feed", *client_);
+          if (answer.elements.size() != 3) {
+            throw std::runtime_error("redis queue: feed answered " + answer.describe());
+          }
+          result.queued = std::size_t(answer.elements[0].integer);
+          queued_ += result.queued;
+          result.duplicates = std::size_t(answer.elements[1].integer);
+          bad_ += std::size_t(answer.elements[2].integer);
+        } catch (...) {
+          return done(std::current_exception(), {});
+        }
+        done(nullptr, result);
+      },
+      marking);
 }
 
 void redis_queue::async_renew(const std::vector<std::string>& lease_ids, renew_handler done) {

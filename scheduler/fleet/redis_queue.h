@@ -210,8 +210,11 @@ class redis_queue {
   /// what was queued.
   void async_feed(std::size_t count, const dedup::redis_marking* marking,
                   dedup::fingerprint_scheme scheme, settle_handler done);
-  /// The command that reads up to `count` start URLs without removing them, as async_feed does.
-  redis::command start_urls_read(std::size_t count) const;
+  /// Reads up to `count` start URLs without removing them, as async_feed does. One larger than
+  /// max_entry_size is measured in Redis and moved to <start key>:bad there, never read: a
+  /// worker's memory is bounded before the read. Completes with the others.
+  using start_urls_handler = std::function<void(std::exception_ptr, std::vector<std::string>)>;
+  void async_read_start_urls(std::size_t count, start_urls_handler done);
   /// The request a start URL's entry stands for; throws std::invalid_argument naming what is
   /// wrong (over max_entry_size, not a URL or JSON request, a bad signature).
   request read_start_url(std::string_view raw) const;
@@ -299,6 +302,8 @@ class redis_queue {
   bool in_other_form(std::string_view entry) const;
   // What queue_form_mismatch says about `entry`.
   std::string mismatch_message(std::string_view entry, bool put_back) const;
+  void queue_start_urls(std::vector<std::string> raw, const dedup::redis_marking* marking,
+                        dedup::fingerprint_scheme scheme, settle_handler done);
   void set_aside(std::vector<std::string>& records, const std::string& id, std::string_view score,
                  std::string_view host, const std::string& reason, std::string_view entry);
   const entry_signer* signer() const { return options_.signer ? &*options_.signer : nullptr; }

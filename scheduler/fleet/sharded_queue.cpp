@@ -316,31 +316,26 @@ void sharded_queue::async_settle(const std::string& lease_id, const std::vector<
 void sharded_queue::async_feed(std::size_t count, dedup::fingerprint_scheme scheme,
                                settle_handler done) {
   if (shards_.size() == 1) return shards_[0].async_feed(count, markings_[0], scheme, std::move(done));
-  client_->async_command(shards_[0].start_urls_read(count), [this, scheme, done = std::move(done)](
-                                                                std::exception_ptr error,
-                                                                redis::reply answer) mutable {
+  shards_[0].async_read_start_urls(count, [this, scheme, done = std::move(done)](
+                                              std::exception_ptr error,
+                                              std::vector<std::string> raw) mutable {
     const auto& start_key = start_urls_key();
-    if (!error && answer.is_error()) {
-      error = std::make_exception_ptr(redis::reply_error(
-          "redis queue at " + client_->where().address() + ": reading " + start_key + " failed",
-          answer.str));
-    }
     if (error) return done(error, {});
-    if (answer.elements.empty()) return done(nullptr, {});
+    if (raw.empty()) return done(nullptr, {});
     std::vector<request> starts;
     std::vector<std::vector<std::size_t>> positions(shards_.size());
     redis::command remove{"EVAL", remove_fed_script, "2", start_key, start_key + ":bad",
                           start_urls_type()};
-    for (const auto& element : answer.elements) {
+    for (auto& entry : raw) {
       std::string reason;
       try {
-        auto start = shards_[0].read_start_url(element.str);
+        auto start = shards_[0].read_start_url(entry);
         positions[shard_of(start)].push_back(starts.size());
         starts.push_back(std::move(start));
       } catch (const std::exception& bad) {
         reason = quoted_for_log(bad.what(), 500);
       }
-      remove.push_back(element.str);
+      remove.push_back(std::move(entry));
       remove.push_back(std::move(reason));
     }
     push_by_shard(starts, positions, scheme,
