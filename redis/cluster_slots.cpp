@@ -53,10 +53,11 @@ std::optional<std::string_view> routing_key(const std::vector<std::string>& args
   const std::string& name = args[0];
   if (named(name, "EVAL") || named(name, "EVALSHA") || named(name, "EVAL_RO") ||
       named(name, "EVALSHA_RO") || named(name, "FCALL") || named(name, "FCALL_RO")) {
+    // EVAL script numkeys key...: the first key, when the count says there is one and it is there.
+    if (args.size() < 4) return std::nullopt;
     unsigned keys = 0;
-    const std::string& count = args.size() > 2 ? args[2] : name;
-    auto [end, ec] = std::from_chars(count.data(), count.data() + count.size(), keys);
-    if (ec != std::errc() || keys == 0 || args.size() < 4) return std::nullopt;
+    auto [end, ec] = std::from_chars(args[2].data(), args[2].data() + args[2].size(), keys);
+    if (ec != std::errc() || keys == 0) return std::nullopt;
     return std::string_view(args[3]);
   }
   // The commands whose second word is not a key, or that name no key at all.

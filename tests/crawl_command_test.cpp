@@ -905,6 +905,7 @@ TEST(crawler_command, the_quotes_example_crawls_the_shipped_pages_offline) {
   ASSERT_EQ(crawl.wait(), 0) << crawl.stderr_text();
   // README's first command: a Bloom filter sized for the example's pages, not for 10 million.
   EXPECT_LT(read_json(stats)["bloomfilter/bits"].get<std::int64_t>(), 2000000);
+  EXPECT_EQ(read_json(stats)["bloomfilter/capacity"], 100000);  // the spider's custom_settings
   std::ifstream in(feed);
   std::string header;
   std::getline(in, header);

@@ -700,8 +700,15 @@ TEST(fleet, a_json_worker_on_a_scrapy_redis_queue_stops_with_exit_2_and_destroys
         crawler::scrapy_dict_of(crawler::request{site.url("/stray/" + std::to_string(i))})));
     redis_run(redis.port(), {"ZADD", "site:requests", "0", pickled.back()});
   }
-  auto worker = fleet_worker(site, redis, dir.path() / "items.jsonl", "redis_set", {"-L", "ERROR"});
+  auto stats_file = dir.path() / "stats.json";
+  auto worker = fleet_worker(site, redis, dir.path() / "items.jsonl", "redis_set",
+                             {"-L", "ERROR", "-s", "STATS_FILE=" + stats_file.string()});
   EXPECT_EQ(worker->wait(), 2) << worker->stderr_text();
+  // A stop, said once, not an outage to wait out.
+  auto stats = nlohmann::json::parse(std::ifstream(stats_file));
+  EXPECT_EQ(stats.value("scheduler/other_form", 0), 1) << stats.dump();
+  EXPECT_FALSE(stats.contains("scheduler/redis_outages")) << stats.dump();
+  EXPECT_EQ(stats.value("finish_reason", ""), "queue_form_mismatch");
   EXPECT_NE(worker->stderr_text().find("site:requests holds a request pickled by scrapy-redis"),
             std::string::npos)
       << worker->stderr_text();

@@ -75,6 +75,11 @@ TEST(redis_cluster_routing, a_command_goes_by_its_first_key_and_a_script_by_its_
   EXPECT_EQ(redis::routing_key({"HGET", "h", "f"}), "h");
   EXPECT_EQ(redis::routing_key({"EVALSHA", "abc", "2", "k1", "k2", "arg"}), "k1");
   EXPECT_EQ(redis::routing_key({"eval", "return 1", "0", "arg"}), std::nullopt);
+  // A count that names a key the command does not carry, or is no count: no key to go by.
+  EXPECT_EQ(redis::routing_key({"EVAL", "return 1", "1"}), std::nullopt);
+  EXPECT_EQ(redis::routing_key({"EVAL", "return 1"}), std::nullopt);
+  EXPECT_EQ(redis::routing_key({"EVAL", "return 1", "x", "k"}), std::nullopt);
+  EXPECT_EQ(redis::routing_key({"FCALL", "f", "1", "k"}), "k");
   EXPECT_EQ(redis::routing_key({"TIME"}), std::nullopt);
   EXPECT_EQ(redis::routing_key({"INFO", "memory"}), std::nullopt);
   EXPECT_EQ(redis::routing_key({"OBJECT", "ENCODING", "k"}), "k");
