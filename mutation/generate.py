@@ -10,6 +10,7 @@ of what was killed, by which test, and the diff of each survivor. Nobody chooses
   python3 mutation/generate.py run --path scheduler/fleet/pickle.cpp --budget 1800 &
   python3 mutation/generate.py report                               # markdown, from the state
   python3 mutation/generate.py run --recheck --state FILE           # survivors again, after tests
+  python3 mutation/generate.py run --recheck --state FILE --tests 'REGEX'   # by those tests only
 
 --since takes a revision or a date (the first commit on or after it is the base). --sample N
 draws N mutants, seeded, in turns over the modules (config, request, redis, dedup, scheduler,
@@ -347,7 +348,7 @@ def ctest(filters, timeout, stop_on_failure=True):
     return result.returncode == 0, FAILURE.findall(result.stdout)
 
 
-def run_tests(labels, timeout, exclude=False, names=None):
+def run_tests(labels, timeout, exclude=False, names=None, pattern=None):
     """(passed, names of the tests that killed). As README's test command, 8 at a time: the
     suites mostly wait on their servers. A test that fails runs once more, and kills only if it
     fails again: a wall-time test that lost a race under the load of the run itself is not a
@@ -358,6 +359,8 @@ def run_tests(labels, timeout, exclude=False, names=None):
         filters += ["-LE" if exclude else "-L", "^(" + "|".join(labels) + ")$"]
     if names:
         filters += ["-R", "^(" + "|".join(re.escape(name) for name in names) + ")$"]
+    if pattern:
+        filters += ["-R", pattern]
     first = ctest(filters, timeout)
     if first is None:
         return False, ["(the suites ran past their time limit)"]
@@ -530,9 +533,14 @@ def relocated(mutant):
     return dict(mutant, line=found[0]) if len(found) == 1 else None
 
 
-def judge(build_log, covering):
+def judge(build_log, covering, named=None):
     """(verdict, killers, how it was judged) of a built mutant; `covering`: the tests that
-    execute its line, or None when the coverage map cannot tell."""
+    execute its line, or None when the coverage map cannot tell. `named`: a regex of the tests
+    to run instead (a recheck with the tests written to kill the survivors: a kill is a kill
+    whichever test makes it)."""
+    if named:
+        passed, killers = run_tests([], 1800, pattern=named)
+        return ("survived" if passed else "killed"), killers, f"tests matching {named}"
     if covering is not None and not covering:
         return "survived", [], "uncovered"
     if covering:
@@ -545,7 +553,7 @@ def judge(build_log, covering):
     return ("survived" if passed else "killed"), killers, "whole suite"
 
 
-def run(mutants, state_path, budget, again=False):
+def run(mutants, state_path, budget, again=False, named=None):
     done = load_state(state_path)
     todo = [m for m in mutants if again or m["id"] not in done]
     print(f"{len(mutants)} mutants, {len(mutants) - len(todo)} decided before, {len(todo)} to run",
@@ -581,7 +589,7 @@ def run(mutants, state_path, budget, again=False):
                 if not ok:
                     verdict, killers = "stillborn", []
                 else:
-                    verdict, killers, judged_by = judge(log, covering)
+                    verdict, killers, judged_by = judge(log, covering, named)
             finally:
                 open(target, "w", encoding="utf-8").write(original)
         record = dict(mutant, verdict=verdict, killers=killers[:3], judged_by=judged_by,
@@ -652,6 +660,8 @@ def main():
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--budget", type=int, default=0, help="seconds; 0: no limit")
     parser.add_argument("--state", default=os.path.join(SCRATCH, "state.jsonl"))
+    parser.add_argument("--tests", help="with --recheck: a ctest regex of the tests to judge "
+                                         "by (those written to kill the survivors)")
     parser.add_argument("--recheck", action="store_true",
                         help="run the state's survivors again, against the tree as it is now "
                              "(after tests were added to kill them); their new verdicts replace "
@@ -677,7 +687,7 @@ def main():
                 mutants.append(moved)
             else:
                 print(f"stale      {record['path']}:{record['line']}: its line is gone", flush=True)
-        run(mutants, args.state, args.budget, again=True)
+        run(mutants, args.state, args.budget, again=True, named=args.tests)
         return report(args.state)
     selection = changed_lines(args.since) if args.since else {}
     for path in args.path:
