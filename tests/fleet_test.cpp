@@ -523,6 +523,47 @@ TEST(fleet, a_redis_out_of_memory_mid_crawl_is_said_once_and_nothing_is_lost) {
   EXPECT_EQ(counted["finish_reason"], "finished");
 }
 
+// A Redis past maxmemory before the workers start, for longer than MAX_IDLE_TIME_BEFORE_CLOSE:
+// each worker says why it waits and waits (the outage is no idleness), and once Redis has room
+// they crawl every page, once; none ends "finished" with its start requests unstored.
+TEST(fleet, workers_started_on_a_redis_out_of_memory_wait_for_room_and_crawl_every_page) {
+  http_server site({.site_pages = pages});
+  redis_server redis;
+  temp_dir dir;
+  redis_run(redis.port(), {"CONFIG", "SET", "maxmemory", "1"});
+  std::vector<std::unique_ptr<child_process>> workers;
+  std::vector<std::filesystem::path> stats;
+  for (int i = 0; i < 2; ++i) {
+    stats.push_back(dir.path() / ("stats" + std::to_string(i) + ".json"));
+    auto feed = dir.path() / ("items" + std::to_string(i) + ".jsonl");
+    workers.push_back(fleet_worker(site, redis, feed, "redis_set",
+                                   {"-s", "MAX_IDLE_TIME_BEFORE_CLOSE=1", "-s",
+                                    "REDIS_PIPELINE=true", "-s",
+                                    "STATS_FILE=" + stats.back().string(), "-L", "INFO"}));
+  }
+  crawler::fixtures::wait_until(
+      [&] {
+        for (const auto& worker : workers) {
+          if (worker->stderr_text().find("is out of memory") == std::string::npos) return false;
+        }
+        return true;
+      },
+      "both workers to say Redis is out of memory");
+  std::this_thread::sleep_for(2500ms);  // longer than MAX_IDLE_TIME_BEFORE_CLOSE
+  for (const auto& worker : workers) {
+    EXPECT_EQ(worker->stderr_text().find("Spider closed"), std::string::npos)
+        << worker->stderr_text();
+  }
+  EXPECT_EQ(site.total_hits(), 0u);
+  redis_run(redis.port(), {"CONFIG", "SET", "maxmemory", "0"});
+  for (std::size_t i = 0; i < workers.size(); ++i) {
+    ASSERT_EQ(workers[i]->wait(), 0) << workers[i]->stderr_text();
+    auto counted = nlohmann::json::parse(std::ifstream(stats[i]));
+    EXPECT_EQ(counted["finish_reason"], "finished");
+  }
+  expect_every_page_stored_once(site, redis);
+}
+
 // A key made into another type mid-crawl (an operator's redis-cli, another program) fails every
 // script that uses it, the same way every time: the worker says so once, naming the key, and
 // exits 2, rather than retry as if Redis were away; what it held goes back to the queue.

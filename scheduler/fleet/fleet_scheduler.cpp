@@ -429,16 +429,34 @@ return bad
 )lua";
 
 void fleet_scheduler::do_open(asio::any_completion_handler<done_signature> handler) {
-  auto shared = std::make_shared<asio::any_completion_handler<done_signature>>(std::move(handler));
+  open_fleet(std::make_shared<asio::any_completion_handler<done_signature>>(std::move(handler)));
+}
+
+// A Redis past maxmemory refuses the open's first writes (the layout's version, the epoch): the
+// worker says so once and waits for room, as it does mid-crawl, rather than stop. An outage at
+// start is no more the crawl's end than one later.
+void fleet_scheduler::open_fleet(
+    std::shared_ptr<asio::any_completion_handler<done_signature>> opened) {
+  auto shared = std::make_shared<asio::any_completion_handler<done_signature>>(
+      [this, alive = alive_, opened](std::exception_ptr error) {
+        if (!*alive) return;
+        if (error && out_of_memory("open the fleet's keys", error)) {
+          poll_timer_.expires_after(std::chrono::seconds(1));
+          return poll_timer_.async_wait([this, alive, opened](boost::system::error_code stop) {
+            if (!*alive) return;
+            if (!stop) return open_fleet(opened);
+            std::move(*opened)(std::make_exception_ptr(std::runtime_error(
+                "closed while Redis at " + client_->where().address() + " was out of memory")));
+          });
+        }
+        if (!error) memory_recovered();
+        std::move(*opened)(error);
+      });
   auto check_then_open = [this, alive = alive_, shared] {
     if (!*alive) return;
     check_key_types(
         [this, shared] {
-          queue_.async_join_epoch([this, alive = alive_, shared](std::exception_ptr error) {
-            if (!*alive) return;
-            if (error) return std::move(*shared)(error);
-            open_dupefilters(0, shared);
-          });
+          join_epoch(shared);
         },
         shared);
   };
@@ -735,6 +753,15 @@ void fleet_scheduler::open_dupefilters(
   std::move (*handler)(nullptr);
 }
 
+void fleet_scheduler::join_epoch(
+    std::shared_ptr<asio::any_completion_handler<done_signature>> opened) {
+  queue_.async_join_epoch([this, alive = alive_, opened](std::exception_ptr error) {
+    if (!*alive) return;
+    if (error) return std::move(*opened)(error);
+    open_dupefilters(0, opened);
+  });
+}
+
 // Start URLs first, as many as this worker has room for beyond what the queue already holds (as
 // its last take saw it): the rest stay in the start key for other workers, scrapy-redis's among
 // them, who take theirs when they are idle. Then the queue.
@@ -982,7 +1009,11 @@ void fleet_scheduler::after_empty_take() {
     if (!*alive || cancelled) return;
     take_more();
   });
-  if (max_idle_.count() == 0 || !held_.empty() || !buffer_.empty()) {
+  // An outage is never idleness: while Redis is away or refuses writes (a Redis past maxmemory
+  // answers "nothing to take" while the start requests wait to be stored), the clock of
+  // MAX_IDLE_TIME_BEFORE_CLOSE does not run.
+  if (max_idle_.count() == 0 || !held_.empty() || !buffer_.empty() || out_of_memory_ ||
+      redis_down_since_) {
     idle_since_ = std::chrono::steady_clock::now();
     return;
   }

@@ -104,6 +104,8 @@ class fleet_scheduler final : public scheduler {
   void redis_answered();
   // True when `error` is Redis's OOM answer, which is said once until memory_recovered().
   bool out_of_memory(const std::string& doing, std::exception_ptr error);
+  void open_fleet(std::shared_ptr<asio::any_completion_handler<done_signature>> opened);
+  void join_epoch(std::shared_ptr<asio::any_completion_handler<done_signature>> opened);
   void memory_recovered();
   // An error reply to one of this file's scripts, as a redis::reply_error.
   std::exception_ptr refusal(const std::string& doing, const std::string& text) const;

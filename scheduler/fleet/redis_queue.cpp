@@ -353,6 +353,12 @@ void redis_queue::async_join_epoch(std::function<void(std::exception_ptr)> done)
   client_->async_pipeline(
       {{"SET", epoch_key_, candidate, "NX"}, {"GET", epoch_key_}},
       [this, done = std::move(done)](std::exception_ptr error, std::vector<redis::reply> replies) {
+        // A refused write (a Redis past maxmemory) is said as what it is, not as an empty read.
+        if (!error && !replies.empty() && replies[0].is_error()) {
+          error = std::make_exception_ptr(redis::reply_error(
+              "redis queue at " + client_->where().address() + ": could not write " + epoch_key_,
+              replies[0].str));
+        }
         if (!error && (replies.size() != 2 || replies[1].is_error() || replies[1].str.empty())) {
           error = std::make_exception_ptr(std::runtime_error(
               "redis queue at " + client_->where().address() + ": could not read " + epoch_key_ +
