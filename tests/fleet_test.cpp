@@ -840,6 +840,35 @@ TEST(fleet, push_reads_start_urls_from_stdin_and_refuses_a_bad_line_naming_it) {
   EXPECT_EQ(redis_list(redis.port(), "site:start_urls").size(), 2500u);  // nothing of it sent
 }
 
+// Each of the fleet's gauges counts its own keys: five queued, two leased, three dead letters and
+// one bad record, as --metrics gives them and the screen shows them.
+TEST(fleet, status_metrics_count_the_queue_the_leases_and_the_set_asides_apart) {
+  redis_server redis;
+  for (const char* entry : {"a", "b", "c", "d", "e"}) {
+    redis_run(redis.port(), {"ZADD", "site:requests", "0", entry});
+  }
+  redis_run(redis.port(), {"HSET", "site:requests:leased", "1", "w|0|x", "2", "w|0|y"});
+  redis_run(redis.port(), {"RPUSH", "site:requests:dead", "d1", "d2", "d3"});
+  redis_run(redis.port(), {"RPUSH", "site:requests:bad", "b1"});
+  child_process metrics(
+      {crawler_binary(), "status", "site", "--metrics", "-s", "REDIS_URL=" + redis.url()});
+  ASSERT_EQ(metrics.wait(), 0) << metrics.stderr_text();
+  auto exposition = metrics.stdout_text();
+  for (const auto& [gauge, value] : std::vector<std::pair<std::string, int>>{
+           {"queued_requests", 5},
+           {"leased_requests", 2},
+           {"dead_letters", 3},
+           {"set_aside", 1},
+           {"start_urls_waiting", 0},
+           {"workers_alive", 0}}) {
+    EXPECT_NE(exposition.find("crawler_fleet_" + gauge + "{spider=\"site\"} " +
+                              std::to_string(value) + "\n"),
+              std::string::npos)
+        << gauge << "\n"
+        << exposition;
+  }
+}
+
 class status_with_persist : public testing::TestWithParam<bool> {};
 
 TEST_P(status_with_persist, shows_live_workers_and_what_is_queued_and_in_flight) {

@@ -361,4 +361,26 @@ TEST(scrapy_redis_pickle, a_request_dict_with_a_member_of_the_wrong_type_names_i
   }
 }
 
+// A url is text a JSON request can hold: UTF-8 well formed, every sequence of it. Bytes that
+// start a sequence and are not followed by its continuation bytes, or stop short of them, are
+// refused naming the member; well-formed sequences of each length pass.
+TEST(scrapy_redis_pickle, a_url_that_is_not_well_formed_utf8_is_refused_naming_it) {
+  for (std::string url : {"http://a/\xc3\x28", "http://a/\xe2\x82", "http://a/\xe2\x28\xa1",
+                          "http://a/\xf0\x9f\x98\x28", "http://a/\xff", "http://a/\xc3"}) {
+    auto dict = pickle::value::dict();
+    dict.set("url", pickle::value::str(url));
+    try {
+      crawler::request_from_scrapy_dict(dict, "site:requests entry L1");
+      ADD_FAILURE() << "took " << url;
+    } catch (const std::invalid_argument& refused) {
+      EXPECT_EQ(std::string(refused.what()), "site:requests entry L1: \"url\" is not UTF-8");
+    }
+  }
+  for (std::string url : {"http://a/\xc3\xa9", "http://a/\xe2\x82\xac", "http://a/\xf0\x9f\x98\x80"}) {
+    auto dict = pickle::value::dict();
+    dict.set("url", pickle::value::str(url));
+    EXPECT_EQ(crawler::request_from_scrapy_dict(dict, "site:requests entry L1").url, url);
+  }
+}
+
 }  // namespace
