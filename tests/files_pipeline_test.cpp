@@ -336,6 +336,25 @@ TEST(files_pipeline, an_item_whose_file_urls_is_not_a_list_of_urls_is_an_item_er
   EXPECT_EQ(server.hits("/files/0.pdf"), 0u);
 }
 
+// FILES_STORE as a file:// URI holds its path after the "file://", as Scrapy's FSFilesStore
+// reads it: an absolute one, or one relative to the crawl's folder.
+TEST(files_pipeline, a_file_uri_store_is_the_folder_its_path_names_absolute_or_relative) {
+  http_server server(catalog());
+  temp_dir absolute;
+  auto relative = "files-store-" + std::to_string(::getpid());
+  for (const auto& [uri, folder] : std::vector<std::pair<std::string, fs::path>>{
+           {"file://" + absolute.path().string(), absolute.path()},
+           {"file://" + relative, fs::current_path() / relative}}) {
+    auto run = fixtures::run_crawl_document(catalog_crawl(server, {{"FILES_STORE", uri}}, 1));
+    ASSERT_EQ(run.status, 0) << uri;
+    EXPECT_EQ(read_file(folder / crawler::files_pipeline::file_path(server.url("/files/3.pdf"))),
+              "file 3")
+        << uri;
+  }
+  fs::remove_all(fs::current_path() / relative);
+  fs::remove_all(fs::path("/") / relative);  // where a store read one byte short would go
+}
+
 TEST(files_pipeline, files_store_unset_or_not_a_local_folder_stops_the_crawl_naming_it) {
   http_server server(catalog());
   testing::internal::CaptureStderr();
