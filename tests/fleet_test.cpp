@@ -978,6 +978,53 @@ TEST(fleet, status_holds_a_record_without_its_interval_live_for_three_default_in
   EXPECT_NE(status_with_heartbeat_age(31, true).find(alive + "0\n"), std::string::npos);
 }
 
+// What an operator watching `crawler status` needs of each worker: a live one's pages/s, and for
+// a dead one, how many leases it held and when they come back for the live ones to take.
+TEST(fleet, status_says_a_live_workers_pace_and_when_a_dead_workers_leases_come_back) {
+  redis_server redis;
+  auto now = std::stod(redis_run(redis.port(), {"TIME"}).at(0));
+  auto record = [&](double heartbeat_age, double up, int pages) {
+    return nlohmann::json{{"heartbeat", now - heartbeat_age},
+                          {"started", now - heartbeat_age - up},
+                          {"interval", 10},
+                          {"pages", pages}}
+        .dump();
+  };
+  redis_run(redis.port(), {"HSET", "site:workers", "live-1", record(1, 100, 250), "dead-1",
+                           record(100, 50, 10), "dead-2", record(200, 50, 10), "dead-3",
+                           record(300, 50, 10)});
+  auto lease = [&](const std::string& id, const std::string& worker, double due_in) {
+    redis_run(redis.port(), {"HSET", "site:requests:leased", id, worker + "|0|{}"});
+    redis_run(redis.port(), {"ZADD", "site:requests:deadlines",
+                             std::to_string(std::llround((now + due_in) * 1000)), id});
+  };
+  lease("1", "dead-1", 40.2);
+  lease("2", "dead-1", 20);
+  lease("3", "dead-2", -5);
+  lease("4", "live-1", 50);
+  child_process status({crawler_binary(), "status", "site", "-s", "REDIS_URL=" + redis.url()});
+  ASSERT_EQ(status.wait(), 0) << status.stderr_text();
+  std::map<std::string, std::string> line_of;
+  std::istringstream lines(status.stdout_text());
+  for (std::string line; std::getline(lines, line);) {
+    for (const char* worker : {"live-1", "dead-1", "dead-2", "dead-3"}) {
+      if (line.find(std::string("  ") + worker + " ") == 0) line_of[worker] = line;
+    }
+  }
+  EXPECT_TRUE(line_of["live-1"].ends_with("heartbeat 1 s ago  2.5 pages/s")) << line_of["live-1"];
+  // Its last lease's deadline, 40.2 s after the test read Redis's clock, less the moments since.
+  std::smatch back;
+  ASSERT_TRUE(std::regex_search(line_of["dead-1"], back,
+                                std::regex("  holds 2 leases: back in the queue in (\\d+) s$")))
+      << line_of["dead-1"];
+  EXPECT_LE(std::stoi(back[1]), 41);
+  EXPECT_GE(std::stoi(back[1]), 30);
+  EXPECT_TRUE(
+      line_of["dead-2"].ends_with("  holds 1 leases: expired, back in the queue at the next take"))
+      << line_of["dead-2"];
+  EXPECT_TRUE(line_of["dead-3"].ends_with("heartbeat 300 s ago")) << line_of["dead-3"];
+}
+
 // The fleet's keys carry their layout's version (site:requests:layout): the first worker writes
 // its own, a worker of another version refuses at start naming both and touches nothing, and a
 // flush on start (no worker running) starts the fleet over on the flusher's layout. (Without

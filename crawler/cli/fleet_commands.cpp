@@ -7,10 +7,12 @@
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/use_future.hpp>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <future>
 #include <iostream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -283,6 +285,63 @@ if kind == 'hash' then return redis.call('HLEN', KEYS[1]) end
 return 0
 )lua";
 
+// Per worker, the leases it holds in a shard and when the last of them expires (ms on Redis's
+// clock): {worker, count, deadline, ...}. Counted in Redis: the leases' entries stay there.
+constexpr const char* leases_by_worker_script = R"lua(
+local by_worker, order = {}, {}
+local all = redis.call('HGETALL', KEYS[1])
+for i = 1, #all, 2 do
+  local owner = string.match(all[i + 1], '^([^|]*)|')
+  if owner then
+    local due = tonumber(redis.call('ZSCORE', KEYS[2], all[i])) or 0
+    local held = by_worker[owner]
+    if not held then
+      held = {0, 0}
+      by_worker[owner] = held
+      order[#order + 1] = owner
+    end
+    held[1] = held[1] + 1
+    held[2] = math.max(held[2], due)
+  end
+end
+local out = {}
+for _, owner in ipairs(order) do
+  out[#out + 1] = owner
+  out[#out + 1] = by_worker[owner][1]
+  out[#out + 1] = by_worker[owner][2]
+end
+return out
+)lua";
+
+// The leases each worker holds over the fleet's shards: how many, and when the last one expires
+// (ms on Redis's clock), for a dead worker's line.
+struct held_leases {
+  long long count = 0;
+  double last_deadline_ms = 0;
+};
+
+std::map<std::string, held_leases> leases_by_worker(redis::client& client,
+                                                    const std::vector<std::string>& shards) {
+  std::vector<redis::command> looks;
+  for (const auto& key : shards) {
+    looks.push_back({"EVAL", leases_by_worker_script, "2", key + ":leased", key + ":deadlines"});
+  }
+  std::map<std::string, held_leases> held;
+  for (const auto& reply : client.async_pipeline(std::move(looks), asio::use_future).get()) {
+    if (reply.is_error()) {
+      throw std::runtime_error("counting the fleet's leases at " + client.where().address() +
+                               ": " + reply.str);
+    }
+    for (std::size_t i = 0; i + 2 < reply.elements.size(); i += 3) {
+      auto& worker = held[reply.elements[i].str];
+      worker.count += reply.elements[i + 1].integer;
+      worker.last_deadline_ms =
+          std::max(worker.last_deadline_ms, double(reply.elements[i + 2].integer));
+    }
+  }
+  return held;
+}
+
 // `metrics`: the fleet's summed stats and its gauges in Prometheus' text format, instead of the
 // screen.
 int print_status(const std::string& spider, const std::vector<std::string>& overrides,
@@ -318,7 +377,8 @@ int print_status(const std::string& spider, const std::vector<std::string>& over
                                reply.str);
     }
   }
-  if (auto shards = fleet_queue_keys(settings, spider, client); shards.size() > 1) {
+  auto shards = fleet_queue_keys(settings, spider, client);
+  if (shards.size() > 1) {
     // The figures of a fleet in shards are their sums; its epoch, shard 0's.
     std::vector<redis::command> looks;
     for (const auto& key : shards) {
@@ -373,6 +433,8 @@ int print_status(const std::string& spider, const std::vector<std::string>& over
   std::size_t alive = 0;
   double rate = 0;
   std::string lines;
+  auto held = leases_by_worker(client, shards);
+  double now = seconds_of(replies[5]);
   for (const auto& line_of : workers) {
     if (!line_of.readable) continue;
     const auto& [id, worker, heartbeat_age, live, readable] = line_of;
@@ -390,11 +452,27 @@ int print_status(const std::string& spider, const std::vector<std::string>& over
     char line[512];
     std::snprintf(line, sizeof line,
                   "  %-36s %s  up %6.0f s  pages %8lld  items %8lld  in flight %4lld  "
-                  "heartbeat %.0f s ago\n",
+                  "heartbeat %.0f s ago",
                   quoted_for_log(id, 36).c_str(), live ? "alive" : "DEAD ", up,
                   static_cast<long long>(pages), static_cast<long long>(field("items")),
                   static_cast<long long>(field("in_flight")), heartbeat_age);
     lines += line;
+    if (live) {
+      std::snprintf(line, sizeof line, "  %.1f pages/s", up > 0 ? double(pages) / up : 0.0);
+      lines += line;
+    } else if (auto leases = held.find(id); leases != held.end()) {
+      // What a dead worker held waits for its leases: the live ones take it when they expire.
+      double back_in = leases->second.last_deadline_ms / 1000 - now;
+      std::snprintf(line, sizeof line, "  holds %lld leases: ", leases->second.count);
+      lines += line;
+      if (back_in > 0) {
+        std::snprintf(line, sizeof line, "back in the queue in %.0f s", std::ceil(back_in));
+        lines += line;
+      } else {
+        lines += "expired, back in the queue at the next take";
+      }
+    }
+    lines += '\n';
   }
   std::cout << "workers: " << alive << " alive\n" << lines;
   std::cout << "queued: " << replies[1].integer << "  in flight (leased): " << replies[2].integer
