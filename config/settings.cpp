@@ -282,6 +282,10 @@ const std::vector<setting_spec>& table() {
        "SCHEDULER=redis: bytes a queue entry or start URL may have; a larger one is set aside in "
        "its :bad key, never sent to a worker.",
        {256, 512 * 1048576.0}},
+      {"SCHEDULER_ENTRY_FIELDS", list, json::array({"method", "body", "headers", "cookies"}),
+       "SCHEDULER=redis: what of a request besides its URL an unsigned queue entry or start URL "
+       "may set (method other than GET, body, headers, cookies); one that sets another is set "
+       "aside. [] keeps unsigned entries to plain GETs."},
       {"SCHEDULER_MAX_DELIVERIES", integer, 10,
        "SCHEDULER=redis: times a request may be taken by workers that stop before settling it; "
        "then it goes to <queue>:dead (crawler status shows them, crawler requeue puts them "

@@ -22,6 +22,7 @@
 #include <string>
 #include <string_view>
 
+#include "config/settings.h"
 #include "request/request.h"
 
 namespace crawler {
@@ -29,10 +30,23 @@ namespace crawler {
 /// "Missing scheme in request url: URL" when `url` has no scheme (Scrapy's words), else "".
 std::string missing_scheme_problem(std::string_view url);
 
+/// What of an HTTP request besides its URL a shared (unsigned) entry may set
+/// (SCHEDULER_ENTRY_FIELDS): a method other than GET, a body, headers (besides a Referer, which
+/// the crawl's own entries carry), cookies. Without a signing
+/// key, whoever writes the fleet's Redis chooses them for every worker (a POST with an
+/// Authorization header reaches the site as the crawl's own); an operator who wants none of it
+/// sets SCHEDULER_ENTRY_FIELDS = [], and unsigned entries are plain GETs of their URL.
+struct entry_fields {
+  bool method = true, body = true, headers = true, cookies = true;
+  /// SCHEDULER_ENTRY_FIELDS' values; throws settings_error naming one that is none of the four.
+  static entry_fields from(const settings& settings);
+};
+
 /// Why `request`, read from a shared queue, may not run, or "" when it may: a sentence that names
 /// the URL and what is wrong, for the entry's :bad record and the log. Its URL must be http(s)
 /// with a host whatever its origin; the rest applies to request_origin::shared, which the reader
-/// sets unless the entry was signed with the fleet's key (entry_signature.h).
-std::string shared_request_problem(const request& request);
+/// sets unless the entry was signed with the fleet's key (entry_signature.h): no meta "proxy",
+/// and nothing `allowed` does not allow.
+std::string shared_request_problem(const request& request, const entry_fields& allowed = {});
 
 }  // namespace crawler

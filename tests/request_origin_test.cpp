@@ -96,6 +96,67 @@ TEST(crawler_push, refuses_a_local_file_a_proxy_and_a_url_without_a_scheme_namin
   EXPECT_EQ(plain.wait(), 0) << plain.stderr_text();
 }
 
+// Without a signing key, whoever writes the fleet's Redis chooses what a worker sends: a POST
+// with a body and an Authorization header reaches the site as the crawl's own. An operator who
+// wants none of it sets SCHEDULER_ENTRY_FIELDS = []: unsigned entries and start URLs that set a
+// method, body, headers or cookies are set aside, naming the setting, and the plain GETs run.
+TEST(fleet_origin, scheduler_entry_fields_keeps_unsigned_entries_to_plain_gets) {
+  for (bool restricted : {false, true}) {
+    http_server site({.site_pages = 3});
+    redis_server redis;
+    temp_dir dir;
+    write_queue_entry(redis, "0000000000000001",
+                      {{"url", site.url("/echo?as=post")},
+                       {"method", "POST"},
+                       {"body_hex", "7472616e736665723d616c6c"},  // transfer=all
+                       {"headers", nlohmann::json::array({{"Authorization", "Bearer stolen"}})},
+                       {"dont_filter", true}});
+    write_queue_entry(redis, "0000000000000002",
+                      {{"url", site.url("/cookie/echo")}, {"cookies", {{"session", "theirs"}}}});
+    write_queue_entry(redis, "0000000000000003", {{"url", site.url("/s?wd=plain")}});
+    redis_run(redis.port(), {"RPUSH", "site:start_urls",
+                             nlohmann::json{{"url", site.url("/echo?as=start")},
+                                            {"method", "PUT"}}
+                                 .dump()});
+    std::vector<std::string> extra;
+    if (restricted) extra = {"-s", "SCHEDULER_ENTRY_FIELDS=[]"};
+    auto worker = fleet_worker(site, redis, dir.path() / "items.jsonl", "redis_set", extra);
+    ASSERT_EQ(worker->wait(), 0) << worker->stderr_text();
+    EXPECT_EQ(site.hits("/s?wd=plain"), 1u) << restricted;
+    EXPECT_EQ(site.hits("/echo?as=post"), restricted ? 0u : 1u) << restricted;
+    EXPECT_EQ(site.hits("/cookie/echo"), restricted ? 0u : 1u) << restricted;
+    EXPECT_EQ(site.hits("/echo?as=start"), restricted ? 0u : 1u) << restricted;
+    auto queue_bad = set_aside(redis, "site:requests:bad");
+    auto start_bad = set_aside(redis, "site:start_urls:bad");
+    EXPECT_EQ(queue_bad.size(), restricted ? 2u : 0u);
+    EXPECT_EQ(start_bad.size(), restricted ? 1u : 0u);
+    for (const auto& [entry, reason] : queue_bad) {
+      EXPECT_NE(reason.find(entry.find("POST") != std::string::npos ? "sets its method (POST)"
+                                                                    : "sets cookies"),
+                std::string::npos)
+          << reason;
+      EXPECT_NE(reason.find("which SCHEDULER_ENTRY_FIELDS does not let an unsigned entry set"),
+                std::string::npos)
+          << reason;
+    }
+    for (const auto& [entry, reason] : start_bad) {
+      EXPECT_NE(reason.find("sets its method (PUT)"), std::string::npos) << reason;
+    }
+  }
+  // A value that names no part of a request is refused at start, naming it.
+  redis_server redis;
+  http_server site;
+  temp_dir dir;
+  auto refused = fleet_worker(site, redis, dir.path() / "items.jsonl", "redis_set",
+                              {"-s", R"(SCHEDULER_ENTRY_FIELDS=["body","url"])"});
+  EXPECT_EQ(refused->wait(), 2);
+  EXPECT_NE(refused->stderr_text().find("SCHEDULER_ENTRY_FIELDS: \"url\" is not a part of a "
+                                        "request an entry may set (method, body, headers, "
+                                        "cookies)"),
+            std::string::npos)
+      << refused->stderr_text();
+}
+
 // What the fleet would have done before: fetch the file and put its lines in the feed.
 TEST(fleet_origin, a_file_url_read_from_redis_is_set_aside_and_the_file_is_never_read) {
   http_server site({.site_pages = 5});

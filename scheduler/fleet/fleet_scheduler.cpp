@@ -182,6 +182,7 @@ std::vector<redis_queue_options> shard_options(const scheduler_context& context,
       .max_deliveries = std::size_t(settings.get_int("SCHEDULER_MAX_DELIVERIES")),
       .signer = std::move(signer),
       .secrets = request_secrets(settings),
+      .allowed_fields = entry_fields::from(settings),
       // As the downloader's slots: per server address with CONCURRENT_REQUESTS_PER_IP.
       .host_limit = std::size_t(
           std::max<std::int64_t>(0, settings.get_int("CONCURRENT_REQUESTS_PER_IP") > 0

@@ -234,7 +234,7 @@ request redis_queue::read_entry(std::string_view entry, const std::string& id) c
     bool shared = !signed_entry || json.value("origin", "") == "shared";
     taken.origin = shared ? request_origin::shared : request_origin::local;
   }
-  if (auto problem = shared_request_problem(taken); !problem.empty()) {
+  if (auto problem = shared_request_problem(taken, options_.allowed_fields); !problem.empty()) {
     throw std::invalid_argument(problem);
   }
   return taken;
@@ -526,7 +526,7 @@ request redis_queue::read_start_url(std::string_view raw) const {
                                 " bytes, over SCHEDULER_MAX_ENTRY_SIZE (" +
                                 std::to_string(options_.max_entry_size) + ")");
   }
-  return start_request_from(raw, signer());
+  return start_request_from(raw, signer(), options_.allowed_fields);
 }
 
 void redis_queue::async_read_start_urls(std::size_t count, start_urls_handler done) {

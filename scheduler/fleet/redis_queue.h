@@ -57,6 +57,7 @@
 #include "request/item.h"
 #include "request/request.h"
 #include "scheduler/fleet/entry_signature.h"
+#include "scheduler/shared_request.h"
 #include "scheduler/host_pace.h"
 #include "scheduler/request_secrets.h"
 
@@ -107,6 +108,8 @@ struct redis_queue_options {
   std::optional<entry_signer> signer;
   /// What of a request is never written to Redis (SENSITIVE_HEADERS, DEFAULT_REQUEST_HEADERS).
   request_secrets secrets;
+  /// SCHEDULER_ENTRY_FIELDS: what an unsigned entry or start URL may set besides its URL.
+  entry_fields allowed_fields;
   /// The host frontier's pace (order "host"): leased requests of one host at once, fleet-wide
   /// (CONCURRENT_REQUESTS_PER_DOMAIN; 0: no limit), the time between two takes of one host
   /// (DOWNLOAD_DELAY, unless a worker reported another for it), and whether that time is drawn

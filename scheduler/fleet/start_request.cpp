@@ -104,7 +104,8 @@ request read_entry(std::string_view entry) {
 
 }  // namespace
 
-request start_request_from(std::string_view entry, const entry_signer* signer) {
+request start_request_from(std::string_view entry, const entry_signer* signer,
+                           const entry_fields& allowed) {
   request start;
   std::string signed_body;
   auto verdict = signer ? signer->check(entry, &signed_body) : entry_signer::verdict::missing;
@@ -119,7 +120,7 @@ request start_request_from(std::string_view entry, const entry_signer* signer) {
     start = read_entry(entry);
     start.origin = request_origin::shared;
   }
-  if (auto problem = shared_request_problem(start); !problem.empty()) {
+  if (auto problem = shared_request_problem(start, allowed); !problem.empty()) {
     throw std::invalid_argument(problem);
   }
   return start;

@@ -15,6 +15,7 @@
 #include <string_view>
 
 #include "scheduler/fleet/entry_signature.h"
+#include "scheduler/shared_request.h"
 #include "request/request.h"
 
 namespace crawler {
@@ -25,6 +26,7 @@ namespace crawler {
 /// entry is signed with its key (`crawler push` with SCHEDULER_SIGNING_KEY): then it is the
 /// operator's own, and still http(s) only. Throws std::invalid_argument saying what is wrong,
 /// a forged signature included.
-request start_request_from(std::string_view entry, const entry_signer* signer = nullptr);
+request start_request_from(std::string_view entry, const entry_signer* signer = nullptr,
+                           const entry_fields& allowed = {});
 
 }  // namespace crawler
