@@ -375,11 +375,12 @@ return redis.call('GET', KEYS[1])
 // another version in <queue>:layout refuses to start, naming both (check_key_types).
 constexpr std::string_view fleet_layout_version = "1";
 
-// KEYS the layout key; ARGV this worker's layout version. Returns the fleet's version, writing
-// this worker's when the fleet has none yet.
+// KEYS the layout key; ARGV this worker's layout version. Returns the fleet's version (its first
+// 256 bytes: whatever another program wrote there is not read whole), writing this worker's when
+// the fleet has none yet.
 constexpr const char* claim_layout_script = R"lua(
 redis.call('SET', KEYS[1], ARGV[1], 'NX')
-return redis.call('GET', KEYS[1])
+return redis.call('GETRANGE', KEYS[1], 0, 255)
 )lua";
 
 // A worker's heartbeat: its line in <spider>:workers (write_worker). A line that is not a
@@ -1025,7 +1026,7 @@ void fleet_scheduler::after_empty_take() {
     const auto& shard = queue_.shard(i);
     looks.push_back({"EXISTS", shard.queued_key()});
     looks.push_back({"HLEN", shard.key() + ":leased"});
-    looks.push_back({"GET", shard.epoch_key()});
+    looks.push_back({"GETRANGE", shard.epoch_key(), "0", "255"});  // an epoch is 16 characters
   }
   looks.push_back({"EXISTS", start_urls_key_});
   client_->async_pipeline(

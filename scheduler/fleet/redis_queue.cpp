@@ -351,7 +351,9 @@ void redis_queue::async_join_epoch(std::function<void(std::exception_ptr)> done)
     candidate += digits[byte & 15];
   }
   client_->async_pipeline(
-      {{"SET", epoch_key_, candidate, "NX"}, {"GET", epoch_key_}},
+      // GETRANGE: an epoch is 16 characters, and a worker reads no more than 256 of whatever
+      // another program left there.
+      {{"SET", epoch_key_, candidate, "NX"}, {"GETRANGE", epoch_key_, "0", "255"}},
       [this, done = std::move(done)](std::exception_ptr error, std::vector<redis::reply> replies) {
         // A refused write (a Redis past maxmemory) is said as what it is, not as an empty read.
         if (!error && !replies.empty() && replies[0].is_error()) {
