@@ -409,6 +409,18 @@ TEST(fleet, a_request_whose_workers_keep_dying_becomes_a_dead_letter_and_can_be_
   auto queued = crawler::fixtures::redis_run(redis.port(), {"ZRANGE", "site:requests", "0", "-1"});
   ASSERT_EQ(queued.size(), 1u);
   EXPECT_NE(queued[0].find(poison), std::string::npos) << queued[0];
+
+  // A line another program pushed is no dead letter: left where it is, named, and the command
+  // fails so a script that runs it notices.
+  crawler::fixtures::redis_run(redis.port(), {"RPUSH", "site:requests:dead", "not a record"});
+  child_process left({crawler_binary(), "requeue", "site", "-s", "REDIS_URL=" + redis.url()});
+  EXPECT_EQ(left.wait(), 1) << left.stderr_text();
+  EXPECT_NE(left.stdout_text().find("Left 1 records of site:requests:dead that are not entries of "
+                                    "the queue or its start URLs:\n"),
+            std::string::npos)
+      << left.stdout_text();
+  EXPECT_EQ(redis_list(redis.port(), "site:requests:dead"),
+            std::vector<std::string>{"not a record"});
 }
 
 TEST(fleet, a_key_of_the_wrong_type_stops_a_worker_at_start_naming_the_key) {

@@ -125,6 +125,29 @@ TEST_F(redis_cluster_client, a_script_whose_keys_share_a_tag_runs_and_one_across
 
 // A reshard moves slots while the client holds the old map: the old owner answers MOVED, and the
 // client follows it, reads the new map, and loses no write.
+// A slot no master holds (unassigned by an operator mid-maintenance): its command gets an error
+// that names the slot and the cluster, at once, while the other slots' commands are served; and
+// the client says which cluster it is (its seeds' address) wherever it names where it is.
+TEST_F(redis_cluster_client, a_slot_no_master_holds_is_an_error_naming_it_and_the_rest_are_served) {
+  const std::string key = "unserved:key";
+  int slot = redis::key_slot(key);
+  for (int port : cluster_->ports()) {  // every node forgets who serves it
+    auto* context = redisConnect("127.0.0.1", port);
+    freeReplyObject(redisCommand(context, "CLUSTER DELSLOTS %d", slot));
+    redisFree(context);
+  }
+  auto client = connect();
+  auto where = client->where().address();
+  EXPECT_NE(where.find(std::to_string(cluster_->ports()[0])), std::string::npos) << where;
+  std::vector<redis::command> commands{{"GET", key}, {"PING"}};
+  auto replies = client->async_pipeline(commands, use_future).get();
+  ASSERT_EQ(replies.size(), 2u);
+  EXPECT_TRUE(replies[0].is_error());
+  EXPECT_EQ(replies[0].str, "CLUSTERDOWN Hash slot not served (no master of " + where +
+                                " holds slot " + std::to_string(slot) + ")");
+  EXPECT_EQ(replies[1].str, "PONG");
+}
+
 TEST_F(redis_cluster_client, follows_moved_when_a_reshard_moved_the_slot) {
   auto client = connect();
   const std::string key = "moving:key";
