@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <optional>
+
 #include <random>
 #include <string>
 #include <vector>
@@ -126,6 +128,30 @@ TEST(packed_requests, a_followed_link_takes_its_url_and_a_few_bytes) {
   // numbers, the depth, a 3-byte id and the record's two lengths.
   EXPECT_LE(level.bytes() / 1000, 58u + 13);
   EXPECT_EQ(packer.shared_strings(), 2u);
+}
+
+// A lease id of digits packs as a number up to 19 of them (any fits 64 bits), the ids a fleet's
+// queue gives (16 digits) among them; 20 digits, or a leading zero, stay text. Each comes back
+// as it went in.
+TEST(packed_requests, a_lease_of_up_to_19_digits_packs_as_a_number_and_comes_back_as_it_was) {
+  auto packed_size = [](const std::string& lease) {
+    request_packer packer;
+    packed_requests level{packer, 0};
+    request r{"http://a/"};
+    r.lease = lease;
+    level.push_back(r);
+    std::optional<request> back;
+    level.visit_front(1, [&](const request& taken) { back = taken; });
+    EXPECT_TRUE(back && back->lease == lease) << lease;
+    return level.bytes();
+  };
+  auto one = packed_size("7");
+  auto nineteen = packed_size("9999999999999999999");
+  auto twenty = packed_size("10000000000000000000");
+  auto leading_zero = packed_size("0999999999999999999");
+  EXPECT_LE(nineteen, one + 9) << "a 64-bit number is at most ten bytes as a varint";
+  EXPECT_GE(twenty, one + 20) << "text: its twenty digits";
+  EXPECT_GE(leading_zero, one + 19);
 }
 
 }  // namespace
