@@ -464,24 +464,44 @@ end
   }
 }
 
-TEST(fleet_shards, flush_on_start_empties_every_shard_once_for_the_fleet) {
+// With the host frontier too, whose per-host keys each shard keeps beside its queue: after the
+// flush no host key of the crawl before is left in any shard.
+class fleet_shards_flush : public testing::TestWithParam<std::string> {};
+
+TEST_P(fleet_shards_flush, flush_on_start_empties_every_shard_once_for_the_fleet) {
+  const auto& order = GetParam();
   auto hosts = eight_hosts(3);
   redis_server redis;
   temp_dir dir;
   std::vector<std::string> kept{"SCHEDULER_SHARDS=3", "SCHEDULER_PERSIST=True",
                                 "DOWNLOAD_DELAY=0"};
-  auto first = worker(start_urls(hosts), redis, dir.path() / "first.jsonl", "priority", kept);
+  auto first = worker(start_urls(hosts), redis, dir.path() / "first.jsonl", order, kept);
   ASSERT_EQ(first->wait(), 0) << first->stderr_text();
   // Kept: a second crawl on these keys finds every page seen.
-  auto again = worker(start_urls(hosts), redis, dir.path() / "again.jsonl", "priority", kept);
+  auto again = worker(start_urls(hosts), redis, dir.path() / "again.jsonl", order, kept);
   ASSERT_EQ(again->wait(), 0) << again->stderr_text();
   for (const auto& host : hosts) EXPECT_EQ(host->total_hits(), 3u) << host->url("/");
   // Flushed: every shard's queue and dupefilter went, so every page is crawled once more.
   kept.push_back("SCHEDULER_FLUSH_ON_START=True");
-  auto flushed = worker(start_urls(hosts), redis, dir.path() / "flushed.jsonl", "priority", kept);
+  auto flushed = worker(start_urls(hosts), redis, dir.path() / "flushed.jsonl", order, kept);
   ASSERT_EQ(flushed->wait(), 0) << flushed->stderr_text();
   for (const auto& host : hosts) EXPECT_EQ(host->total_hits(), 6u) << host->url("/");
+  if (order == "host") {
+    // Only what the flushing crawl left: its persisted per-host keys, none busy or in flight.
+    for (int shard = 0; shard < 3; ++shard) {
+      auto prefix = "site:" + std::to_string(shard) + ":requests:";
+      EXPECT_EQ(crawler::fixtures::redis_run(
+                    redis.port(),
+                    {"EVAL", "return tostring(redis.call('ZCARD', KEYS[1]) + "
+                             "redis.call('HLEN', KEYS[2]))",
+                     "2", prefix + "busy", prefix + "inflight"}),
+                std::vector<std::string>{"0"})
+          << prefix;
+    }
+  }
 }
+
+INSTANTIATE_TEST_SUITE_P(fleet_shards, fleet_shards_flush, testing::Values("priority", "host"));
 
 // CONCURRENT_REQUESTS_PER_IP: host names of one server share its limit across the fleet, once
 // workers have reported the server's address (before a host's first fetch its address is
