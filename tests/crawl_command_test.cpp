@@ -5,11 +5,14 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <fstream>
 #include <iostream>
 #include <map>
@@ -774,14 +777,19 @@ TEST(crawler_command,
   EXPECT_EQ(site.fetches().lost, std::vector<std::size_t>{});
 }
 
-// The dupefilter's own file in JOBDIR failing (here requests.seen is /dev/full, while the journal
-// beside it writes): the crawl stops, and the resume loses nothing. Its answers were right all
-// along, so no page is fetched twice but those in flight.
+// The dupefilter's own file in JOBDIR failing (here requests.seen is a node of the device
+// /dev/full is, which answers every write as a full disk does, while the journal beside it
+// writes; a link to /dev/full would be refused as any planted link is): the crawl stops, and the
+// resume loses nothing. Its answers were right all along, so no page is fetched twice but those
+// in flight.
 TEST(crawler_command, a_requests_seen_that_cannot_be_written_stops_the_crawl_losing_nothing) {
   interrupted_site site({.site_pages = 300, .page_delay_ms = 5});
   auto job = site.dir.path() / "job";
   std::filesystem::create_directories(job);
-  std::filesystem::create_symlink("/dev/full", job / "requests.seen");
+  struct stat full {};
+  ASSERT_EQ(::stat("/dev/full", &full), 0);
+  ASSERT_EQ(::mknod((job / "requests.seen").c_str(), S_IFCHR | 0666, full.st_rdev), 0)
+      << std::strerror(errno);
   {
     child_process first(site.argv(1, {"CONCURRENT_REQUESTS=4"}));
     EXPECT_EQ(first.wait(), 1) << first.stderr_text();
