@@ -723,6 +723,19 @@ TEST(crawler_command, a_feed_on_a_full_disk_stops_the_crawl_with_a_reason) {
   EXPECT_GT(read_item_urls(kept).size(), 0u);       // every line whole
 }
 
+// `-o -` on a standard output that refuses what is written (/dev/full): the items are held in the
+// stream's buffer until the close, and the close's failure is the crawl's, not "finished".
+TEST(crawler_command, a_feed_to_a_standard_output_that_refuses_it_fails_the_crawl_at_close) {
+  temp_dir dir;
+  auto stats = dir.path() / "stats.json";
+  child_process crawl({"/bin/bash", "-c",
+                       crawler_binary() + " crawl quotes -o - --nolog -s STATS_FILE=" +
+                           stats.string() + " > /dev/full"});
+  EXPECT_EQ(crawl.wait(), 1) << crawl.stderr_text();
+  EXPECT_EQ(read_json(stats)["finish_reason"], "feed_write_failed");
+  EXPECT_EQ(read_json(stats)["item_scraped_count"], 30);
+}
+
 // The crawl `argv` run twice in a private mount namespace (unshare: as root, or in a user
 // namespace), with `dir` a tmpfs: first while it holds `size`, a disk that really fills, then once
 // it has grown to 64 MB. STATS_FILE is stats1.json, then stats2.json, beside `dir`; `after` runs

@@ -881,6 +881,29 @@ TEST(fleet, status_metrics_count_the_queue_the_leases_and_the_set_asides_apart) 
   }
 }
 
+// The fleet's number of shards is read from beside its keys, so it is input: 1 to 1024 are read
+// (1024 shards' figures summed), and 0, 1025 or text are refused naming the key.
+TEST(fleet, status_reads_one_to_1024_shards_and_refuses_other_numbers_naming_the_key) {
+  redis_server redis;
+  auto status_with_shards = [&](const std::string& shards) {
+    redis_run(redis.port(), {"SET", "site:requests:shards", shards});
+    child_process status({crawler_binary(), "status", "site", "-s", "REDIS_URL=" + redis.url()});
+    int exit = status.wait();
+    return std::pair{exit, status.stdout_text() + status.stderr_text()};
+  };
+  for (const char* fine : {"1", "2", "1024"}) {
+    auto [exit, said] = status_with_shards(fine);
+    EXPECT_EQ(exit, 0) << fine << ": " << said;
+  }
+  for (const char* refused : {"0", "1025", "many"}) {
+    auto [exit, said] = status_with_shards(refused);
+    EXPECT_NE(exit, 0) << refused;
+    EXPECT_NE(said.find("site:requests:shards at "), std::string::npos) << said;
+    EXPECT_NE(said.find("not the fleet's number of shards (1 to 1024)"), std::string::npos)
+        << said;
+  }
+}
+
 class status_with_persist : public testing::TestWithParam<bool> {};
 
 TEST_P(status_with_persist, shows_live_workers_and_what_is_queued_and_in_flight) {
