@@ -71,6 +71,31 @@ std::string create_feed_beside(const std::string& path, std::filesystem::perms r
   return name.string();
 }
 
+// A feed appended to is the file its name names, never a file behind a link: anyone who can
+// write the feed's folder could have put the link there, and the crawl would append to (and cut
+// a torn line off) whatever it points at. A link to a device or a pipe (/dev/stdout) is a
+// destination, not a file to harm: written through as before.
+void refuse_a_link_to_a_file(const std::string& path) {
+  std::error_code error;
+  if (!std::filesystem::is_symlink(path, error)) return;
+  auto target = std::filesystem::status(path, error).type();
+  if (target == std::filesystem::file_type::character ||
+      target == std::filesystem::file_type::fifo) {
+    return;
+  }
+  throw std::runtime_error(path +
+                           ": is a symbolic link: a feed is appended to a file itself, never "
+                           "through a link (write to the file it points at, or use -O)");
+}
+
+// `path` opened to append to, not through a link (refuse_a_link_to_a_file), as a name the stream
+// can open: the descriptor's /proc/self/fd entry, so the name is not looked up again.
+int open_feed_to_append(const std::string& path) {
+  int fd = open_to_append(path, 0666);
+  if (fd < 0 && errno == ELOOP) fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
+  return fd;
+}
+
 // Scrapy's FileFeedStorage: a local file, appended to unless the feed overwrites it. An
 // overwritten file is written beside it first (a name of its own, create_beside) and takes its
 // place with the first item, once the crawl is under way (or at its end, when none came): a crawl
@@ -83,6 +108,7 @@ class file_storage : public feed_storage {
     if (auto parent = std::filesystem::path(path_).parent_path(); !parent.empty()) {
       std::filesystem::create_directories(parent);
     }
+    if (!target.overwrite) refuse_a_link_to_a_file(path_);
     existing_ = !target.overwrite && std::filesystem::is_regular_file(path_) &&
                 std::filesystem::file_size(path_) > 0;
     if (existing_) drop_torn_tail(path_);
@@ -95,7 +121,15 @@ class file_storage : public feed_storage {
                                           ? status.permissions()
                                           : std::filesystem::perms::unknown);
     }
-    out_.open(written(), target.overwrite ? std::ios::trunc : std::ios::app);
+    if (target.overwrite) {
+      out_.open(written(), std::ios::trunc);
+    } else {
+      int fd = open_feed_to_append(path_);
+      if (fd >= 0) {
+        out_.open("/proc/self/fd/" + std::to_string(fd), std::ios::app);
+        ::close(fd);
+      }
+    }
     if (!out_) throw std::runtime_error(path_ + ": cannot open the feed for writing");
     std::error_code no_size;  // a device such as /dev/full: none to go back to
     whole_size_ = std::filesystem::file_size(written(), no_size);

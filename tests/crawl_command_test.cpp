@@ -723,6 +723,29 @@ TEST(crawler_command, a_feed_on_a_full_disk_stops_the_crawl_with_a_reason) {
   EXPECT_GT(read_item_urls(kept).size(), 0u);       // every line whole
 }
 
+// `-o FILE` appends to the file its name names: a link planted there (by anyone who can write
+// the folder) is refused at start, naming it, and its target is left alone; a link to a device
+// (/dev/null here, /dev/stdout as people write it) is a destination and is written through.
+TEST(crawler_command, an_appended_feed_is_never_written_through_a_link_to_a_file) {
+  temp_dir dir;
+  auto victim = dir.path() / "victim";
+  std::ofstream(victim) << "the victim's own bytes\ncut";
+  auto planted = dir.path() / "items.jsonl";
+  std::filesystem::create_symlink(victim, planted);
+  child_process refused({crawler_binary(), "crawl", "quotes", "-o", planted.string(), "--nolog"});
+  EXPECT_NE(refused.wait(), 0);
+  EXPECT_NE(refused.stderr_text().find(planted.string() + ": is a symbolic link"),
+            std::string::npos)
+      << refused.stderr_text();
+  std::ifstream in(victim);
+  EXPECT_EQ(std::string(std::istreambuf_iterator<char>(in), {}), "the victim's own bytes\ncut");
+
+  auto to_device = dir.path() / "discarded.jsonl";
+  std::filesystem::create_symlink("/dev/null", to_device);
+  child_process written({crawler_binary(), "crawl", "quotes", "-o", to_device.string(), "--nolog"});
+  EXPECT_EQ(written.wait(), 0) << written.stderr_text();
+}
+
 // `-o -` on a standard output that refuses what is written (/dev/full): the items are held in the
 // stream's buffer until the close, and the close's failure is the crawl's, not "finished".
 TEST(crawler_command, a_feed_to_a_standard_output_that_refuses_it_fails_the_crawl_at_close) {
