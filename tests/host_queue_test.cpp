@@ -67,6 +67,21 @@ TEST(host_queue, a_host_at_its_limit_waits_for_one_of_its_requests_to_be_done) {
   EXPECT_EQ(pop_all(queue), (std::vector<std::string>{"http://slow.test/1"}));
 }
 
+// One at a time (CONCURRENT_REQUESTS_PER_DOMAIN 1): each request's done makes room for the next,
+// down to the last; a done for a host with nothing running changes nothing.
+TEST(host_queue, one_at_a_time_each_done_makes_room_for_the_next) {
+  fake_clock clock;
+  host_queue queue(queue_order::fifo, {.limit = 1, .delay = 0, .randomize = false},
+                   clock.function());
+  for (int i = 0; i < 3; ++i) queue.push(page("one.test", i));
+  queue.done("one.test");  // nothing running yet: no extra room
+  EXPECT_EQ(pop_all(queue), (std::vector<std::string>{"http://one.test/0"}));
+  for (int i = 1; i < 3; ++i) {
+    queue.done("one.test");
+    EXPECT_EQ(pop_all(queue), (std::vector<std::string>{"http://one.test/" + std::to_string(i)}));
+  }
+}
+
 TEST(host_queue, priority_comes_first_within_a_host) {
   fake_clock clock;
   host_queue queue(queue_order::fifo, {.limit = 0, .delay = 0, .randomize = false},
