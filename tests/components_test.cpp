@@ -369,7 +369,12 @@ TEST(components, crawler_components_lists_every_registered_name_under_its_settin
                         "(DOWNLOADER_MIDDLEWARES_BASE)\n"),
             std::string::npos)
       << listed;
-  EXPECT_NE(listed.find("EXTENSIONS\n  tests.FeedWhenIdle\n"), std::string::npos) << listed;
+  auto extensions = listed.find("EXTENSIONS\n");
+  ASSERT_NE(extensions, std::string::npos) << listed;
+  for (const char* extension : {"  tests.CloseWhenIdle\n", "  tests.FeedWhenIdle\n"}) {
+    auto found = listed.find(extension);
+    EXPECT_TRUE(found != std::string::npos && found > extensions) << extension << listed;
+  }
 }
 
 TEST(components, a_builtin_middleware_set_to_null_in_downloader_middlewares_is_left_out) {
