@@ -21,6 +21,7 @@
 #include "crawler/parse/form_request.h"
 #include "crawler/parse/item_loader.h"
 #include "crawler/xml_feed_spider.h"
+#include "redis_server.h"
 #include "scrapy_oracle.h"
 
 namespace {
