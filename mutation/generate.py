@@ -693,8 +693,20 @@ def main():
                                                        "original", "mutated")})
             if moved:
                 mutants.append(moved)
-            else:
-                print(f"stale      {record['path']}:{record['line']}: its line is gone", flush=True)
+                continue
+            path = os.path.join(REPO, record["path"])
+            text = open(path, encoding="utf-8").read() if os.path.exists(path) else ""
+            if record["original"] in text.split("\n"):
+                # The line is there more than once: which one was mutated cannot be told.
+                print(f"ambiguous  {record['path']}:{record['line']}: its line is there more "
+                      "than once; still a survivor", flush=True)
+                continue
+            # The code is gone: nothing is left to judge, and it is no survivor of the tree now.
+            print(f"stale      {record['path']}:{record['line']}: its line is gone", flush=True)
+            with open(args.state, "a", encoding="utf-8") as out:
+                out.write(json.dumps(dict(record, verdict="stale", killers=[],
+                                          at=datetime.datetime.now().isoformat(
+                                              timespec="seconds"))) + "\n")
         run(mutants, args.state, args.budget, again=True, named=args.tests)
         return report(args.state)
     selection = changed_lines(args.since) if args.since else {}
