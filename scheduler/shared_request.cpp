@@ -5,7 +5,6 @@
 #include <algorithm>
 
 #include "config/ascii.h"
-
 #include "request/url_bytes.h"
 
 namespace crawler {
