@@ -56,6 +56,10 @@ std::string urljoin(std::string_view base_text, std::string_view link) {
   std::string encoded;
   if (!reference) {
     encoded = percent_encode_unsafe(link);
+    // Boost.URL 1.81's resolve decodes the escapes of a path it merges ("a%2Fb" becomes "a/b",
+    // "%2e%2e" a ".." that climbs): a different resource. Python's urljoin keeps them, and so
+    // does the parser-free join, which takes a link that the escaping made plain.
+    if (auto joined = plain_urljoin(base_text, encoded)) return std::move(*joined);
     reference = boost::urls::parse_uri_reference(encoded);
   }
   if (!reference) {
