@@ -524,7 +524,9 @@ def load_state(path):
 
 def relocated(mutant):
     """The mutant with its line number where its original line is now (code above it may have
-    moved it), or None when that line is no longer in the file exactly once."""
+    moved it), or None when that line is no longer in the file. A line that is there more than
+    once is taken where it is nearest to where it was: code moves by a few lines between a run
+    and its recheck, while copies of a line sit in different functions."""
     path = os.path.join(REPO, mutant["path"])
     if not os.path.exists(path):
         return None
@@ -532,7 +534,9 @@ def relocated(mutant):
     if 0 < mutant["line"] <= len(lines) and lines[mutant["line"] - 1] == mutant["original"]:
         return mutant
     found = [i for i, line in enumerate(lines, 1) if line == mutant["original"]]
-    return dict(mutant, line=found[0]) if len(found) == 1 else None
+    if not found:
+        return None
+    return dict(mutant, line=min(found, key=lambda number: abs(number - mutant["line"])))
 
 
 def judge(build_log, covering, named=None):
@@ -693,13 +697,6 @@ def main():
                                                        "original", "mutated")})
             if moved:
                 mutants.append(moved)
-                continue
-            path = os.path.join(REPO, record["path"])
-            text = open(path, encoding="utf-8").read() if os.path.exists(path) else ""
-            if record["original"] in text.split("\n"):
-                # The line is there more than once: which one was mutated cannot be told.
-                print(f"ambiguous  {record['path']}:{record['line']}: its line is there more "
-                      "than once; still a survivor", flush=True)
                 continue
             # The code is gone: nothing is left to judge, and it is no survivor of the tree now.
             print(f"stale      {record['path']}:{record['line']}: its line is gone", flush=True)
