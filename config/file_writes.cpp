@@ -1,6 +1,7 @@
 #include "config/file_writes.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -103,6 +104,40 @@ void replace_file(const std::filesystem::path& path, std::string_view content, m
   replacing_file file(path, mode);
   file.write(content);
   file.commit();
+}
+
+int open_destination(const std::filesystem::path& path, mode_t mode, bool truncate) {
+  int mode_flags = truncate ? O_TRUNC : O_APPEND;
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW | mode_flags, mode);
+  if (fd >= 0 || errno != ELOOP) return fd;
+  // A link: followed only to a device or a pipe, judged on what was opened (no second lookup),
+  // and opened without O_TRUNC, which would cut a file before it could be judged.
+  fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC | O_APPEND);
+  if (fd < 0) return -1;
+  struct stat opened {};
+  if (::fstat(fd, &opened) != 0 || !(S_ISCHR(opened.st_mode) || S_ISFIFO(opened.st_mode))) {
+    ::close(fd);
+    errno = ELOOP;
+    return -1;
+  }
+  return fd;
+}
+
+void write_destination(const std::filesystem::path& path, std::string_view content) {
+  int fd = open_destination(path, 0666, true);
+  if (fd < 0) {
+    if (errno != ELOOP) throw cannot_write(path, errno);
+    throw std::runtime_error("cannot write " + path.string() +
+                             ": a symbolic link to a file (written to a file itself, or to a "
+                             "device or pipe)");
+  }
+  bool written = write_all(fd, content);
+  int error = errno;
+  if (::close(fd) != 0 && written) {
+    written = false;
+    error = errno;
+  }
+  if (!written) throw cannot_write(path, error);
 }
 
 }  // namespace crawler

@@ -61,6 +61,18 @@ int create_beside(const std::filesystem::path& path, mode_t mode, std::filesyste
 /// name. Returns the descriptor, or -1 with errno set (ELOOP for a link).
 int open_to_append(const std::filesystem::path& path, mode_t mode);
 
+/// `path` opened for writing as a destination a user named (LOG_FILE, STATS_FILE, a feed
+/// appended to): the regular file at that name, created with `mode` when missing, truncated
+/// when `truncate` and appended to otherwise; or the device or pipe the name, or a link at it,
+/// leads to (/dev/stderr, a FIFO). A link to anything else is refused, and what it points at is
+/// left untouched: whoever can write the folder could have planted it. Returns the descriptor,
+/// or -1 with errno set (ELOOP for a refused link).
+int open_destination(const std::filesystem::path& path, mode_t mode, bool truncate);
+
+/// Writes `content` to `path` opened by open_destination (truncated). Throws std::runtime_error
+/// "cannot write PATH: why".
+void write_destination(const std::filesystem::path& path, std::string_view content);
+
 /// Writes all of `bytes` to `fd`, retrying short writes; false with errno set when it cannot.
 bool write_all(int fd, std::string_view bytes);
 

@@ -3,11 +3,14 @@
 #include <spdlog/pattern_formatter.h>
 #include <spdlog/sinks/base_sink.h>
 
+#include <unistd.h>
+
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <mutex>
 
+#include "config/file_writes.h"
 #include "config/redact.h"
 #include "config/settings.h"
 #include "config/stats.h"
@@ -190,8 +193,20 @@ void configure_logging(const settings& settings) {
   auto formatter = formatter_for(log_pattern(settings));
   std::FILE* file = nullptr;
   if (auto path = settings.get_string("LOG_FILE"); !path.empty()) {
-    file = std::fopen(path.c_str(), settings.get_bool("LOG_FILE_APPEND") ? "a" : "w");
-    if (!file) throw settings_error("LOG_FILE: cannot open " + path + ": " + std::strerror(errno));
+    // Not through a link planted at the name (file_writes.h): a log in a shared folder would
+    // otherwise append to, or cut, whatever file the link points at.
+    bool append = settings.get_bool("LOG_FILE_APPEND");
+    int fd = open_destination(path, 0666, !append);
+    if (fd >= 0) file = ::fdopen(fd, append ? "a" : "w");
+    if (!file) {
+      int error = errno;
+      if (fd >= 0) ::close(fd);
+      throw settings_error("LOG_FILE: cannot open " + path + ": " +
+                           (error == ELOOP ? std::string("a symbolic link to a file (a log is "
+                                                         "written to a file itself, or to a "
+                                                         "device or pipe)")
+                                           : std::strerror(error)));
+    }
   }
   shared_sink()->set_formatter(std::move(formatter));
   shared_sink()->write_to(file);

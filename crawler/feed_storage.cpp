@@ -88,14 +88,6 @@ void refuse_a_link_to_a_file(const std::string& path) {
                            "through a link (write to the file it points at, or use -O)");
 }
 
-// `path` opened to append to, not through a link (refuse_a_link_to_a_file), as a name the stream
-// can open: the descriptor's /proc/self/fd entry, so the name is not looked up again.
-int open_feed_to_append(const std::string& path) {
-  int fd = open_to_append(path, 0666);
-  if (fd < 0 && errno == ELOOP) fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
-  return fd;
-}
-
 // Scrapy's FileFeedStorage: a local file, appended to unless the feed overwrites it. An
 // overwritten file is written beside it first (a name of its own, create_beside) and takes its
 // place with the first item, once the crawl is under way (or at its end, when none came): a crawl
@@ -124,7 +116,9 @@ class file_storage : public feed_storage {
     if (target.overwrite) {
       out_.open(written(), std::ios::trunc);
     } else {
-      int fd = open_feed_to_append(path_);
+      // Not through a link (refuse_a_link_to_a_file), and as a name the stream can open: the
+      // descriptor's /proc/self/fd entry, so the name is not looked up again.
+      int fd = open_destination(path_, 0666, false);
       if (fd >= 0) {
         out_.open("/proc/self/fd/" + std::to_string(fd), std::ios::app);
         ::close(fd);

@@ -2,10 +2,10 @@
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
-#include <fstream>
 #include <functional>
 #include <optional>
 
+#include "config/file_writes.h"
 #include "config/log.h"
 #include "config/prometheus_text.h"
 #include "config/redact.h"
@@ -145,9 +145,11 @@ crawl_result run_crawl(spider& spider, const settings& settings, crawl_options o
   logger->info("Spider closed ({})", result.finish_reason);
   if (status) status->finish(result.finish_reason);  // the last line on the terminal
   if (auto path = settings.get_string("STATS_FILE"); !path.empty()) {
-    std::ofstream out(path, std::ios::trunc);
-    out << stats.to_json().dump(2) << '\n';
-    if (!out) logger->error("STATS_FILE: cannot write {}", path);
+    try {
+      write_destination(path, stats.to_json().dump(2) + '\n');
+    } catch (const std::exception& error) {
+      logger->error("STATS_FILE: {}", error.what());
+    }
   }
   return result;
 }

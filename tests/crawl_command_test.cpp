@@ -746,6 +746,49 @@ TEST(crawler_command, an_appended_feed_is_never_written_through_a_link_to_a_file
   EXPECT_EQ(written.wait(), 0) << written.stderr_text();
 }
 
+// LOG_FILE and STATS_FILE name files in folders others may write, as a feed does: a link
+// planted at either name is refused and its target left alone (the log at start, naming the
+// setting; the stats at the end, logged); a link to a device is written through.
+TEST(crawler_command, log_file_and_stats_file_are_never_written_through_a_link_to_a_file) {
+  temp_dir dir;
+  auto victim = dir.path() / "victim";
+  auto victim_untouched = [&] {
+    std::ifstream in(victim);
+    return std::string(std::istreambuf_iterator<char>(in), {}) == "the victim's own bytes\n";
+  };
+  std::ofstream(victim) << "the victim's own bytes\n";
+  auto log = dir.path() / "crawl.log";
+  std::filesystem::create_symlink(victim, log);
+  for (std::string append : {"True", "False"}) {
+    child_process refused({crawler_binary(), "crawl", "quotes", "-s", "LOG_FILE=" + log.string(),
+                           "-s", "LOG_FILE_APPEND=" + append});
+    EXPECT_NE(refused.wait(), 0);
+    EXPECT_NE(refused.stderr_text().find("LOG_FILE: cannot open " + log.string() +
+                                         ": a symbolic link to a file"),
+              std::string::npos)
+        << refused.stderr_text();
+    EXPECT_TRUE(victim_untouched()) << "LOG_FILE_APPEND=" << append;
+  }
+
+  auto stats = dir.path() / "stats.json";
+  std::filesystem::create_symlink(victim, stats);
+  child_process crawl({crawler_binary(), "crawl", "quotes", "-s", "STATS_FILE=" + stats.string(),
+                       "-L", "ERROR"});
+  EXPECT_EQ(crawl.wait(), 0) << crawl.stderr_text();
+  EXPECT_NE(crawl.stderr_text().find("STATS_FILE: cannot write " + stats.string() +
+                                     ": a symbolic link to a file"),
+            std::string::npos)
+      << crawl.stderr_text();
+  EXPECT_TRUE(victim_untouched());
+
+  auto to_device = dir.path() / "to-null";
+  std::filesystem::create_symlink("/dev/null", to_device);
+  child_process written({crawler_binary(), "crawl", "quotes", "-s", "LOG_FILE=" +
+                         to_device.string(), "-s", "STATS_FILE=" + to_device.string()});
+  EXPECT_EQ(written.wait(), 0) << written.stderr_text();
+  EXPECT_EQ(written.stderr_text(), "");  // the log went to the device
+}
+
 // `-o -` on a standard output that refuses what is written (/dev/full): the items are held in the
 // stream's buffer until the close, and the close's failure is the crawl's, not "finished".
 TEST(crawler_command, a_feed_to_a_standard_output_that_refuses_it_fails_the_crawl_at_close) {

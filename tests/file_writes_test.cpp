@@ -142,6 +142,53 @@ TEST(open_to_append, refuses_a_link_at_its_name_and_appends_to_a_file) {
   EXPECT_EQ(read_file(dir.path() / "log"), "one\ntwo\n");
 }
 
+// LOG_FILE, STATS_FILE and a feed appended to are destinations a user names: the file at the
+// name, created, cut or appended to as asked; a device or pipe a link leads to (/dev/null); never
+// the file behind a planted link, which is neither cut nor written.
+TEST(open_destination, writes_the_file_at_its_name_or_a_device_and_refuses_a_link_to_a_file) {
+  temp_dir dir;
+  for (bool truncate : {true, false}) {
+    planted_link link(dir.path(), "stats.json");
+    errno = 0;
+    EXPECT_EQ(crawler::open_destination(dir.path() / "stats.json", 0644, truncate), -1);
+    EXPECT_EQ(errno, ELOOP);
+    EXPECT_TRUE(link.victim_untouched()) << (truncate ? "cut" : "appended to");
+    EXPECT_THROW(
+        {
+          try {
+            crawler::write_destination(dir.path() / "stats.json", "{}");
+          } catch (const std::runtime_error& error) {
+            EXPECT_NE(std::string(error.what()).find("stats.json: a symbolic link to a file"),
+                      std::string::npos)
+                << error.what();
+            throw;
+          }
+        },
+        std::runtime_error);
+    EXPECT_TRUE(link.victim_untouched());
+    fs::remove(dir.path() / "stats.json");
+    fs::remove(link.victim);
+  }
+
+  fs::create_symlink("/dev/null", dir.path() / "to-null");
+  int fd = crawler::open_destination(dir.path() / "to-null", 0644, true);
+  EXPECT_GE(fd, 0) << "a link to a device is a destination";
+  if (fd >= 0) ::close(fd);
+
+  auto log = dir.path() / "crawl.log";
+  crawler::write_destination(log, "first run\n");  // created
+  int appended = crawler::open_destination(log, 0644, false);
+  ASSERT_GE(appended, 0);
+  EXPECT_TRUE(crawler::write_all(appended, "second run\n"));
+  ::close(appended);
+  EXPECT_EQ(read_file(log), "first run\nsecond run\n");
+  crawler::write_destination(log, "cut\n");
+  EXPECT_EQ(read_file(log), "cut\n");
+
+  EXPECT_THROW(crawler::write_destination(dir.path() / "no-such-folder" / "x", "{}"),
+               std::runtime_error);
+}
+
 TEST(jobdir_files, links_planted_at_the_journals_names_are_replaced_never_written_through) {
   temp_dir dir;
   planted_link journal(dir.path(), "requests.journal");

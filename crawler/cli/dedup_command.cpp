@@ -2,12 +2,12 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/use_future.hpp>
 #include <cstdio>
-#include <fstream>
 #include <iostream>
 #include <memory>
 #include <string_view>
 #include <thread>
 
+#include "config/file_writes.h"
 #include "config/log.h"
 #include "config/redact.h"
 #include "config/settings.h"
@@ -130,8 +130,14 @@ int run(const dedup_options& options) {
   std::cout.flush();
   filter->async_close(asio::use_future).get();
   log->info("Dumping crawler stats:\n{}", stats.to_json().dump(1));
-  if (settings.has("STATS_FILE"))
-    std::ofstream(settings.get_string("STATS_FILE")) << stats.to_json().dump(1) << '\n';
+  if (settings.has("STATS_FILE")) {
+    try {
+      write_destination(settings.get_string("STATS_FILE"), stats.to_json().dump(1) + '\n');
+    } catch (const std::exception& error) {
+      std::cerr << "crawler dedup: STATS_FILE: " << error.what() << '\n';
+      all_ok = false;
+    }
+  }
   return all_ok ? 0 : 1;
 }
 
