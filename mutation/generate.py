@@ -237,6 +237,7 @@ def generate(selection):
                     continue
                 ident = hashlib.sha1(f"{path}\0{original.strip()}\0{operator}\0{column}".encode())
                 mutants.append({"id": ident.hexdigest()[:12], "path": path, "line": number,
+                                "before": lines[number - 2] if number > 1 else "",
                                 "module": module_of(path) or "other", "operator": operator,
                                 "original": original, "mutated": mutated})
     return mutants
@@ -525,8 +526,8 @@ def load_state(path):
 def relocated(mutant):
     """The mutant with its line number where its original line is now (code above it may have
     moved it), or None when that line is no longer in the file. A line that is there more than
-    once is taken where it is nearest to where it was: code moves by a few lines between a run
-    and its recheck, while copies of a line sit in different functions."""
+    once is taken where the line above it is the one recorded with the mutant, and among those
+    (or for a record without it) where it is nearest to where it was."""
     path = os.path.join(REPO, mutant["path"])
     if not os.path.exists(path):
         return None
@@ -534,6 +535,9 @@ def relocated(mutant):
     if 0 < mutant["line"] <= len(lines) and lines[mutant["line"] - 1] == mutant["original"]:
         return mutant
     found = [i for i, line in enumerate(lines, 1) if line == mutant["original"]]
+    # The line above tells copies apart where the mutant recorded it.
+    beside = [i for i in found if i > 1 and lines[i - 2] == mutant.get("before")]
+    found = beside or found
     if not found:
         return None
     return dict(mutant, line=min(found, key=lambda number: abs(number - mutant["line"])))
@@ -694,7 +698,8 @@ def main():
         mutants = []
         for record in survivors:
             moved = relocated({k: record[k] for k in ("id", "path", "line", "module", "operator",
-                                                       "original", "mutated")})
+                                                       "original", "mutated", "before")
+                               if k in record})
             if moved:
                 mutants.append(moved)
                 continue

@@ -720,18 +720,20 @@ TEST(redis_queue, a_signing_key_with_scrapy_redis_form_is_refused_by_name) {
 }
 
 TEST(entry_signer, tells_its_own_signature_from_a_missing_or_forged_one) {
-  crawler::entry_signer signer("a key of sixteen+ bytes");
+  auto signer = crawler::entry_signer("a key of sixteen+ bytes").bound_to("spider:requests");
   auto body = std::string(R"({"url":"http://a/","v":1})");
   auto entry = signer.sign(body);
-  // Python's hmac.new(key, body, "sha256").hexdigest(), so any producer can sign.
-  EXPECT_EQ(entry, R"({"hmac":"8694364c177993835a7c1598d7f792171ecbfd2b1a3083d249e7ab37346e33a0",)"
+  // Python's hmac.new(key, b"spider:requests\n" + body, "sha256").hexdigest(), so any producer
+  // can sign.
+  EXPECT_EQ(entry, R"({"hmac":"d475224e9f86cf06007441d5b1ef783ede554ebabe2ce3f2432a6035516c6306",)"
                    R"("url":"http://a/","v":1})");
   // A key longer than SHA-256's block is hashed first (RFC 2104).
   EXPECT_TRUE(
       crawler::entry_signer(std::string(100, 'k'))
+          .bound_to("spider:requests")
           .sign(body)
           .starts_with(
-              R"({"hmac":"7e80d08dcae2717fdc9e653752d296b8bae9236d67bf32005d259dd8e3f6d873")"));
+              R"({"hmac":"7134b1b71aeaf9caaffd13df68077b28b0db00c70a23a0df996cc778d9302eb3")"));
   EXPECT_FALSE(nlohmann::json::parse(entry).is_discarded());  // still one JSON object
   std::string signed_body;
   EXPECT_EQ(signer.check(entry, &signed_body), crawler::entry_signer::verdict::valid);
@@ -740,9 +742,27 @@ TEST(entry_signer, tells_its_own_signature_from_a_missing_or_forged_one) {
   auto changed = entry;
   changed.replace(changed.find("http://a/"), 9, "http://b/");
   EXPECT_EQ(signer.check(changed), crawler::entry_signer::verdict::forged);
-  EXPECT_EQ(crawler::entry_signer("another key, also long").check(entry),
+  EXPECT_EQ(crawler::entry_signer("another key, also long").bound_to("spider:requests").check(entry),
             crawler::entry_signer::verdict::forged);
   EXPECT_THROW(crawler::entry_signer("too short"), std::invalid_argument);
+}
+
+// A signature holds in the key it was written for: the same entry, copied into another spider's
+// queue or between a queue and a start-URL list, is forged there. A signer bound to no key
+// signs nothing, and no key name can make two scopes sign alike.
+TEST(entry_signer, a_signature_binds_the_entry_to_its_redis_key) {
+  crawler::entry_signer key("a key of sixteen+ bytes");
+  auto entry = key.bound_to("books:requests").sign(R"({"url":"http://a/"})");
+  EXPECT_EQ(key.bound_to("books:requests").check(entry), crawler::entry_signer::verdict::valid);
+  for (const char* elsewhere : {"shop:requests", "books:start_urls", "books:requests:0",
+                                "books:request"}) {
+    EXPECT_EQ(key.bound_to(elsewhere).check(entry), crawler::entry_signer::verdict::forged)
+        << elsewhere;
+  }
+  EXPECT_THROW(key.sign(R"({"url":"http://a/"})"), std::logic_error);
+  EXPECT_THROW(key.check(entry), std::logic_error);
+  EXPECT_THROW(key.bound_to(""), std::invalid_argument);
+  EXPECT_THROW(key.bound_to("a\nb"), std::invalid_argument);
 }
 
 // With a key, a worker signs what it queues; what it takes back keeps its writer's origin: the

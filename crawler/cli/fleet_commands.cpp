@@ -79,6 +79,7 @@ int run(const push_options& options) {
   // With the fleet's key, every entry is signed (as JSON, a plain URL as {"url": ...}), so the
   // workers take it as the operator's own rather than as anyone's.
   auto signer = entry_signer::from_environment();
+  if (signer) signer = signer->bound_to(key);
   // Every entry is checked before anything is sent: a typo stops the push, naming its line.
   std::vector<std::string> entries;
   auto largest = std::size_t(settings.get_int("SCHEDULER_MAX_ENTRY_SIZE"));

@@ -69,13 +69,27 @@ std::shared_ptr<const entry_signer::keyed_digests> entry_signer::digests_for(std
   return digests;
 }
 
+entry_signer entry_signer::bound_to(std::string_view scope) const {
+  if (scope.empty() || scope.find('\n') != std::string_view::npos) {
+    throw std::invalid_argument("SCHEDULER_SIGNING_KEY: entries are signed for a Redis key, and \"" +
+                                std::string(scope.substr(0, 200)) +
+                                "\" is none (empty, or holds a newline)");
+  }
+  entry_signer bound = *this;
+  bound.scope_ = scope;
+  return bound;
+}
+
 std::string entry_signer::mac_hex(std::string_view body) const {
+  if (scope_.empty()) throw std::logic_error("entry_signer: not bound to a Redis key (bound_to)");
   // One working context per thread, so a signer may be shared by threads.
   thread_local std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> work(EVP_MD_CTX_new(),
                                                                             &EVP_MD_CTX_free);
   unsigned char inner[EVP_MAX_MD_SIZE], mac[EVP_MAX_MD_SIZE];
   unsigned int inner_length = 0, length = 0;
   if (EVP_MD_CTX_copy_ex(work.get(), digests_->inner) != 1 ||
+      EVP_DigestUpdate(work.get(), scope_.data(), scope_.size()) != 1 ||
+      EVP_DigestUpdate(work.get(), "\n", 1) != 1 ||
       EVP_DigestUpdate(work.get(), body.data(), body.size()) != 1 ||
       EVP_DigestFinal_ex(work.get(), inner, &inner_length) != 1 ||
       EVP_MD_CTX_copy_ex(work.get(), digests_->outer) != 1 ||

@@ -3,8 +3,9 @@
 //
 //   export SCHEDULER_SIGNING_KEY=$(openssl rand -hex 32)   # the same on every worker, producer
 //   auto signer = crawler::entry_signer::from_environment(); // nullopt when the variable is unset
-//   auto body = signer->sign(request.to_json().dump());      // {"hmac":"<64 hex>","meta":...}
-//   signer->check(body);                                     // entry_signer::verdict::valid
+//   auto queue = signer->bound_to("books:requests");          // signatures valid in that key only
+//   auto body = queue.sign(request.to_json().dump());          // {"hmac":"<64 hex>","meta":...}
+//   queue.check(body);                                         // entry_signer::verdict::valid
 //
 // With a key, every queue and lease entry a worker writes, and every start URL `crawler push`
 // writes, is signed. A queue entry without a valid signature is set aside in :bad and never runs;
@@ -13,9 +14,12 @@
 // start URL without a signature is read as every start URL is without a key (a Python producer
 // cannot sign): a shared request (shared_request.h). Without a key nothing is signed or checked.
 //
-// The signature is HMAC-SHA256 of the entry's JSON text, written as its first member, so a signed
-// entry is still one JSON object, and the bytes checked are the bytes written: nothing is
-// re-serialized. Any producer can sign: hmac.new(key, body, "sha256").hexdigest() in Python.
+// The signature is HMAC-SHA256 of the Redis key the entry is written to, a newline and the entry's
+// JSON text, written as the JSON's first member, so a signed entry is still one JSON object, and
+// the bytes checked are the bytes written: nothing is re-serialized. The key is in the signature
+// so that an entry copied from one queue (another spider's, a start-URL list) into another is
+// forged there. Any producer can sign: hmac.new(key, f"{redis_key}\n{body}".encode(),
+// "sha256").hexdigest() in Python.
 // The key is read from the environment only, never from settings, and is never logged.
 #pragma once
 
@@ -35,7 +39,14 @@ class entry_signer {
   /// only SHA-256 states derived from it. Copies share them; any thread may sign and check.
   explicit entry_signer(std::string_view key);
 
+  /// This signer, its signatures bound to `scope`: the Redis key its entries are written to and
+  /// read from. Throws std::invalid_argument for an empty scope or one that holds a newline.
+  entry_signer bound_to(std::string_view scope) const;
+  /// The key its signatures are bound to; "" until bound_to.
+  const std::string& scope() const { return scope_; }
+
   /// `body`, the text of a JSON object, with {"hmac":"<hex>", in front of its first member.
+  /// Throws std::logic_error when the signer is not bound to a key.
   std::string sign(std::string_view body) const;
 
   enum class verdict {
@@ -43,8 +54,9 @@ class entry_signer {
     missing,  // no "hmac" member in front
     forged,   // an "hmac" member that this key did not write
   };
-  /// Whether `entry` is signed with this key; with valid, `body` is set to the JSON object that
-  /// was signed (the entry without its "hmac" member).
+  /// Whether `entry` is signed with this key for this scope; with valid, `body` is set to the
+  /// JSON object that was signed (the entry without its "hmac" member). Throws std::logic_error
+  /// when the signer is not bound to a key.
   verdict check(std::string_view entry, std::string* body = nullptr) const;
 
  private:
@@ -52,6 +64,7 @@ class entry_signer {
   static std::shared_ptr<const keyed_digests> digests_for(std::string_view key);
   std::string mac_hex(std::string_view body) const;
   std::shared_ptr<const keyed_digests> digests_;
+  std::string scope_;
 };
 
 }  // namespace crawler

@@ -143,6 +143,14 @@ redis_queue::redis_queue(std::shared_ptr<redis::client> client, redis_queue_opti
         "queue in its form (SCHEDULER_SERIALIZER = \"scrapy_redis.picklecompat\") cannot be "
         "signed; a signed fleet is ours alone (SCHEDULER_SERIALIZER = \"json\")");
   }
+  // An entry is signed for the key it sits in: copied into another queue, or from the start
+  // URLs into a queue, it is forged there.
+  if (options_.signer) {
+    if (!options_.start_urls_key.empty()) {
+      start_signer_ = options_.signer->bound_to(options_.start_urls_key);
+    }
+    options_.signer = options_.signer->bound_to(options_.key);
+  }
 }
 
 redis_queue::~redis_queue() = default;
@@ -528,7 +536,8 @@ request redis_queue::read_start_url(std::string_view raw) const {
                                 " bytes, over SCHEDULER_MAX_ENTRY_SIZE (" +
                                 std::to_string(options_.max_entry_size) + ")");
   }
-  return start_request_from(raw, signer(), options_.allowed_fields);
+  return start_request_from(raw, start_signer_ ? &*start_signer_ : nullptr,
+                            options_.allowed_fields);
 }
 
 void redis_queue::async_read_start_urls(std::size_t count, start_urls_handler done) {

@@ -309,7 +309,6 @@ class redis_queue {
                         dedup::fingerprint_scheme scheme, settle_handler done);
   void set_aside(std::vector<std::string>& records, const std::string& id, std::string_view score,
                  std::string_view host, const std::string& reason, std::string_view entry);
-  const entry_signer* signer() const { return options_.signer ? &*options_.signer : nullptr; }
   // Runs one of redis_queue_scripts.h with the epoch and the type each key must have; `marking`
   // is the dupefilter whose key the script writes, if any.
   void run_script(const char* body, std::vector<std::string> keys, std::vector<std::string> args,
@@ -326,7 +325,8 @@ class redis_queue {
   std::string expected_type(const std::string& key, const dedup::redis_marking* marking) const;
 
   std::shared_ptr<redis::client> client_;
-  redis_queue_options options_;
+  redis_queue_options options_;  // its signer bound to the queue's key
+  std::optional<entry_signer> start_signer_;  // the signer bound to the start URLs' key
   std::string leased_key_, deadlines_key_, seq_key_, bad_key_, deliveries_key_, dead_key_;
   std::string epoch_key_, items_key_;
   std::string epoch_;  // "" until async_join_epoch: the scripts check nothing
