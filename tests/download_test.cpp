@@ -9,6 +9,7 @@
 #include <fstream>
 #include <map>
 #include <optional>
+#include <set>
 #include <tuple>
 
 #include "crawl_fixture.h"
@@ -140,6 +141,27 @@ TEST(crawl, a_meta_refresh_is_followed_as_a_redirect_within_metarefresh_maxdelay
   ASSERT_EQ(unrefreshed.responses.size(), 1u);
   EXPECT_EQ(unrefreshed.responses[0].url, server.url("/soon"));
   EXPECT_EQ(server.hits("/s?wd=soon"), 1u);
+}
+
+// As Scrapy's MetaRefreshMiddleware, each of its reasons alone leaves a refresh unfollowed: the
+// request's meta dont_redirect, or a response that is not HTML (here application/xml). The same
+// refresh in an HTML page asked for plainly is followed.
+TEST(crawl, a_meta_refresh_is_not_followed_with_dont_redirect_or_from_a_page_that_is_not_html) {
+  const std::string refresh = R"(<meta http-equiv="refresh" content="0; url=/s?wd=)";
+  http_server server({.pages = {{"/html", refresh + R"(from-html">)"},
+                                {"/held", refresh + R"(held">)"},
+                                {"/feed.xml", refresh + R"(from-xml">)"}}});
+  auto held = get(server.url("/held"));
+  held.meta["dont_redirect"] = true;
+  recording_spider spider({get(server.url("/html")), held, get(server.url("/feed.xml"))});
+  crawl(spider);
+  EXPECT_EQ(server.hits("/s?wd=from-html"), 1u);
+  EXPECT_EQ(server.hits("/s?wd=held"), 0u);
+  EXPECT_EQ(server.hits("/s?wd=from-xml"), 0u);
+  std::set<std::string> reached;
+  for (const auto& response : spider.responses) reached.insert(response.url);
+  EXPECT_EQ(reached, (std::set<std::string>{server.url("/s?wd=from-html"), server.url("/held"),
+                                            server.url("/feed.xml")}));
 }
 
 TEST(crawl, a_redirect_loop_ends_at_the_dupefilter) {

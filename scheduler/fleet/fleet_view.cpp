@@ -1,0 +1,341 @@
+#include "scheduler/fleet/fleet_view.h"
+
+#include <boost/asio/use_future.hpp>
+
+#include <algorithm>
+#include <charconv>
+#include <cstdlib>
+#include <future>
+#include <stdexcept>
+
+#include "request/request.h"
+
+
+namespace crawler {
+namespace {
+
+namespace asio = boost::asio;
+
+// The number of entries of `key` whatever its type (a priority queue is a sorted set, fifo and
+// lifo are lists, start URLs a list or a set); for a queue that is not there, the count a host
+// frontier keeps beside it (KEYS[2], <queue>:count), if any.
+constexpr const char* size_script = R"lua(
+local kind = redis.call('TYPE', KEYS[1]).ok
+if kind == 'none' and KEYS[2] and redis.call('TYPE', KEYS[2]).ok == 'string' then
+  return tonumber(redis.call('GET', KEYS[2])) or 0
+end
+if kind == 'zset' then return redis.call('ZCARD', KEYS[1]) end
+if kind == 'list' then return redis.call('LLEN', KEYS[1]) end
+if kind == 'set' then return redis.call('SCARD', KEYS[1]) end
+if kind == 'hash' then return redis.call('HLEN', KEYS[1]) end
+return 0
+)lua";
+
+// Per worker, the leases it holds in a shard and when the last of them expires (ms on Redis's
+// clock): {worker, count, deadline, ...}. Counted in Redis: the leases' entries stay there.
+constexpr const char* leases_by_worker_script = R"lua(
+local by_worker, order = {}, {}
+local all = redis.call('HGETALL', KEYS[1])
+for i = 1, #all, 2 do
+  local owner = string.match(all[i + 1], '^([^|]*)|')
+  if owner then
+    local due = tonumber(redis.call('ZSCORE', KEYS[2], all[i])) or 0
+    local held = by_worker[owner]
+    if not held then
+      held = {0, 0}
+      by_worker[owner] = held
+      order[#order + 1] = owner
+    end
+    held[1] = held[1] + 1
+    held[2] = math.max(held[2], due)
+  end
+end
+local out = {}
+for _, owner in ipairs(order) do
+  out[#out + 1] = owner
+  out[#out + 1] = by_worker[owner][1]
+  out[#out + 1] = by_worker[owner][2]
+end
+return out
+)lua";
+
+std::vector<redis::reply> read_all(redis::client& client, std::vector<redis::command> commands,
+                                   const std::string& what) {
+  auto replies = client.async_pipeline(std::move(commands), asio::use_future).get();
+  for (const auto& reply : replies) {
+    if (reply.is_error()) {
+      throw std::runtime_error("reading " + what + " at " + client.where().address() + ": " +
+                               reply.str);
+    }
+  }
+  return replies;
+}
+
+std::vector<fleet_worker> workers_of(const redis::reply& workers, double now) {
+  std::vector<fleet_worker> lines;
+  for (std::size_t i = 0; i + 1 < workers.elements.size(); i += 2) {
+    auto record = nlohmann::json::parse(workers.elements[i + 1].str, nullptr, false);
+    if (!record.is_object()) {
+      lines.push_back({.id = workers.elements[i].str, .record = nullptr, .readable = false});
+      continue;
+    }
+    fleet_worker line{.id = workers.elements[i].str, .record = std::move(record)};
+    double heartbeat = line.field("heartbeat");
+    auto interval_field = line.record.find("interval");
+    double interval = interval_field != line.record.end() && interval_field->is_number()
+                          ? interval_field->get<double>()
+                          : 10;
+    line.heartbeat_age = now - heartbeat;
+    line.live = now - heartbeat < 3 * interval;
+    lines.push_back(std::move(line));
+  }
+  return lines;
+}
+
+// Why the fleet's summed figures may be short of what its workers did: a worker that died adds
+// nothing it counted after its last heartbeat, and a Redis that lost the fleet's epoch may have
+// lost the stats with it.
+std::vector<std::string> partial_reasons(const std::vector<fleet_worker>& lines,
+                                         const redis::reply& epoch, const std::string& epoch_key) {
+  std::vector<std::string> reasons;
+  std::size_t dead = 0, unreadable = 0;
+  for (const auto& line : lines) {
+    dead += line.readable && !line.live;
+    unreadable += !line.readable;
+  }
+  if (unreadable) {
+    reasons.push_back(std::to_string(unreadable) +
+                      " lines of the workers' key are not workers' records (a live worker sets "
+                      "them aside in the queue's :bad at its next heartbeat)");
+  }
+  if (dead) {
+    reasons.push_back(std::to_string(dead) +
+                      " workers stopped without closing (their counts since their last "
+                      "heartbeat are not in the sums)");
+  }
+  if (epoch.type != redis::reply::kind::string) {
+    reasons.push_back(epoch_key +
+                      " is missing: this Redis may have lost the fleet's state (restart without "
+                      "persistence, flush, eviction), its stats with it");
+  }
+  return reasons;
+}
+
+// The Redis clock from a TIME reply, in seconds.
+double seconds_of(const redis::reply& time) {
+  if (time.elements.size() != 2) throw std::runtime_error("TIME answered " + time.describe());
+  return std::stod(time.elements[0].str) + std::stod(time.elements[1].str) / 1e6;
+}
+
+// <spider>:stats as JSON: a field that holds a whole number is that number, any other is text.
+nlohmann::json stats_of(const redis::reply& hash) {
+  nlohmann::json stats = nlohmann::json::object();
+  for (std::size_t i = 0; i + 1 < hash.elements.size(); i += 2) {
+    const auto& value = hash.elements[i + 1].str;
+    char* end = nullptr;
+    long long number = std::strtoll(value.c_str(), &end, 10);
+    if (end && *end == '\0' && !value.empty()) {
+      stats[hash.elements[i].str] = number;
+    } else {
+      stats[hash.elements[i].str] = value;
+    }
+  }
+  return stats;
+}
+
+// A stats field as stored: "" when missing.
+std::string stored_text(const redis::reply& reply) {
+  return reply.type == redis::reply::kind::string ? reply.str : std::string();
+}
+
+// The leases each worker holds over the fleet's shards: how many, and when the last expires.
+void count_leases(redis::client& client, const std::vector<std::string>& shards, double now,
+                  std::vector<fleet_worker>& workers) {
+  std::vector<redis::command> looks;
+  for (const auto& key : shards) {
+    looks.push_back({"EVAL", leases_by_worker_script, "2", key + ":leased", key + ":deadlines"});
+  }
+  std::map<std::string, std::pair<long long, double>> held;  // count, last deadline in ms
+  for (const auto& reply : read_all(client, std::move(looks), "the fleet's leases")) {
+    for (std::size_t i = 0; i + 2 < reply.elements.size(); i += 3) {
+      auto& worker = held[reply.elements[i].str];
+      worker.first += reply.elements[i + 1].integer;
+      worker.second = std::max(worker.second, double(reply.elements[i + 2].integer));
+    }
+  }
+  for (auto& worker : workers) {
+    if (auto found = held.find(worker.id); found != held.end()) {
+      worker.leases = found->second.first;
+      worker.leases_back_in = found->second.second / 1000 - now;
+    }
+  }
+}
+
+}  // namespace
+
+double fleet_worker::field(const char* name) const {
+  if (!record.is_object()) return 0;
+  auto found = record.find(name);
+  return found != record.end() && found->is_number() ? found->get<double>() : 0.0;
+}
+
+std::vector<std::string> fleet_queue_keys(redis::client& client, const settings& settings,
+                                          const std::string& spider) {
+  auto queue_of = [&](const std::string& name) {
+    return spider_key(settings.get_string("SCHEDULER_QUEUE_KEY"), key_spider_name(settings, name));
+  };
+  auto marker = queue_of(spider) + ":shards";
+  auto stored = client.async_command({"GET", marker}, asio::use_future).get();
+  if (stored.type == redis::reply::kind::nil) return {queue_of(spider)};
+  int shards = 0;
+  auto [end, problem] = std::from_chars(stored.str.data(), stored.str.data() + stored.str.size(),
+                                        shards);
+  if (stored.type != redis::reply::kind::string || problem != std::errc() ||
+      end != stored.str.data() + stored.str.size() || shards < 1 || shards > 1024) {
+    throw std::runtime_error(marker + " at " + client.where().address() + " holds " +
+                             quoted_for_log(stored.str, 40) +
+                             ", not the fleet's number of shards (1 to 1024)");
+  }
+  if (shards == 1) return {queue_of(spider)};
+  std::vector<std::string> keys;
+  for (int i = 0; i < shards; ++i) keys.push_back(queue_of(spider + ":" + std::to_string(i)));
+  return keys;
+}
+
+fleet_stats read_fleet_stats(redis::client& client, const settings& settings,
+                             const std::string& spider) {
+  auto named = key_spider_name(settings, spider);
+  auto key = named + ":stats";
+  // A fleet in shards has an epoch per shard: shard 0's stands for them.
+  auto epoch_key = fleet_queue_keys(client, settings, spider)[0] + ":epoch";
+  auto replies = read_all(
+      client, {{"HGETALL", key}, {"HGETALL", named + ":workers"}, {"GET", epoch_key}, {"TIME"}},
+      key);
+  fleet_stats out;
+  out.stats = stats_of(replies[0]);
+  if (!replies[0].elements.empty()) {
+    out.partial = partial_reasons(workers_of(replies[1], seconds_of(replies[3])), replies[2],
+                                  epoch_key);
+  }
+  return out;
+}
+
+fleet_state read_fleet(redis::client& client, const settings& settings,
+                       const std::string& spider) {
+  auto named = key_spider_name(settings, spider);
+  fleet_state fleet;
+  fleet.spider = spider;
+  fleet.redis_address = client.where().address();
+  fleet.start_urls = spider_key(settings.get_string("REDIS_START_URLS_KEY"), named);
+  auto queue_key = spider_key(settings.get_string("SCHEDULER_QUEUE_KEY"), named);
+  auto shards = fleet_queue_keys(client, settings, spider);
+  // The queue's own :bad: a sharded fleet's holds what its feeds set aside, beside the shards'.
+  std::vector<redis::command> looks{
+      {"HGETALL", named + ":workers"},
+      {"TIME"},
+      {"HGETALL", named + ":stats"},
+      {"EVAL", size_script, "1", fleet.start_urls},
+      {"LLEN", fleet.start_urls + ":bad"},
+      {"GET", shards[0] + ":epoch"},  // shard 0's stands for them all
+      {"LRANGE", queue_key + ":bad", "0", "2"},
+      {"LLEN", queue_key + ":bad"}};
+  constexpr std::size_t per_shard_from = 8;
+  for (const auto& key : shards) {
+    looks.push_back({"EVAL", size_script, "2", key, key + ":count"});
+    looks.push_back({"HLEN", key + ":leased"});
+    looks.push_back({"LLEN", key + ":dead"});
+    looks.push_back({"LLEN", key + ":bad"});
+  }
+  auto replies = read_all(client, std::move(looks), "the fleet");
+  fleet.now = seconds_of(replies[1]);
+  fleet.workers = workers_of(replies[0], fleet.now);
+  fleet.stats = stats_of(replies[2]);
+  for (std::size_t i = 0; i + 1 < replies[2].elements.size(); i += 2) {
+    if (replies[2].elements[i].str == "response_received_count") {
+      fleet.pages = stored_text(replies[2].elements[i + 1]);
+    } else if (replies[2].elements[i].str == "item_scraped_count") {
+      fleet.items = stored_text(replies[2].elements[i + 1]);
+    }
+  }
+  fleet.start_urls_waiting = replies[3].integer;
+  fleet.start_urls_set_aside = replies[4].integer;
+  for (const auto& record : replies[6].elements) fleet.first_set_aside.push_back(record.str);
+  for (std::size_t i = 0; i < shards.size(); ++i) {
+    fleet.queued += replies[per_shard_from + 4 * i].integer;
+    fleet.leased += replies[per_shard_from + 4 * i + 1].integer;
+    fleet.dead_letters += replies[per_shard_from + 4 * i + 2].integer;
+    fleet.set_aside += replies[per_shard_from + 4 * i + 3].integer;
+  }
+  if (shards.size() > 1) fleet.set_aside += replies[7].integer;
+  fleet.queue = shards.size() > 1 ? shards[0] + " ... " + shards.back() : shards[0];
+  fleet.dead_letters_at = fleet.queue + ":dead";
+  fleet.set_aside_at = fleet.queue + ":bad";
+  fleet.start_urls_set_aside_at = fleet.start_urls + ":bad";
+  count_leases(client, shards, fleet.now, fleet.workers);
+  fleet.partial = partial_reasons(fleet.workers, replies[5], fleet.queue + ":epoch");
+  return fleet;
+}
+
+fleet_requeue_result requeue_fleet(const std::shared_ptr<redis::client>& client,
+                                   const settings& settings, const std::string& spider,
+                                   set_aside_list from) {
+  constexpr std::size_t entries_per_round_trip = 1000;
+  auto named = key_spider_name(settings, spider);
+  auto queue_key = spider_key(settings.get_string("SCHEDULER_QUEUE_KEY"), named);
+  auto shard_keys = fleet_queue_keys(*client, settings, spider);
+  // The fleet's layout is what Redis holds: a host frontier's keys make it one, whatever
+  // SCHEDULER_QUEUE_CLASS this command was given.
+  auto order = redis_queue_order_from(settings);
+  for (const auto& key : shard_keys) {
+    auto frontier = client
+                        ->async_command({"EXISTS", key + ":hosts", key + ":busy", key + ":count",
+                                         key + ":inflight"},
+                                        asio::use_future)
+                        .get();
+    if (frontier.integer > 0) order = "host";
+  }
+  auto queue_at = [&](const std::string& key) {
+    return redis_queue(
+        client, {.key = key,
+                 .order = order,
+                 .form = redis_queue_form_from(settings),
+                 .worker = "crawler-requeue",
+                 .start_urls_key = spider_key(settings.get_string("REDIS_START_URLS_KEY"), named),
+                 .start_urls_type = start_urls_type_from(settings)});
+  };
+  // Each shard's lists; the start URLs' :bad through the fleet's own queue key, which shares
+  // the start key's hash slot on a cluster.
+  bool bad = from != set_aside_list::dead;
+  std::vector<std::pair<std::string, set_aside_list>> lists;
+  for (const auto& key : shard_keys) {
+    lists.emplace_back(key, bad ? set_aside_list::bad : set_aside_list::dead);
+  }
+  if (bad) {
+    if (shard_keys.size() > 1) lists.emplace_back(queue_key, set_aside_list::bad);
+    lists.emplace_back(queue_key, set_aside_list::start_bad);
+  }
+  fleet_requeue_result out;
+  out.where = queue_key + (shard_keys.size() > 1 ? " (and its shards')" : "") +
+              (bad ? ":bad and its start URLs' :bad" : ":dead");
+  for (const auto& [key, list] : lists) {
+    auto queue = queue_at(key);
+    std::size_t left = 0;  // at the head of this list: records that are not entries
+    for (;;) {
+      std::promise<requeue_result> answer;
+      queue.async_requeue(list, left, entries_per_round_trip,
+                          [&](std::exception_ptr error, requeue_result result) {
+                            if (error) return answer.set_exception(error);
+                            answer.set_value(std::move(result));
+                          });
+      auto result = answer.get_future().get();
+      out.requeued += result.requeued;
+      left += result.unreadable.size();
+      out.unreadable.insert(out.unreadable.end(), result.unreadable.begin(),
+                            result.unreadable.end());
+      if (result.requeued == 0 && result.unreadable.empty()) break;
+    }
+  }
+  return out;
+}
+
+}  // namespace crawler
