@@ -337,6 +337,33 @@ TEST(redis_backends, a_key_of_another_type_is_refused_at_open) {
   }
 }
 
+// A parameters key that holds no Bloom filter's parameters, beside an empty filter, is set aside
+// and the filter starts anew: its estimated false-positive rate counts what this crawl inserts
+// from nought (0 when nothing yet, then that of exactly the fingerprints it was given).
+TEST(redis_bitmap_backend, a_filter_whose_parameters_were_set_aside_estimates_from_nothing) {
+  fixtures::redis_server server;
+  fixtures::event_loop loop;
+  auto client = redis::client::create(loop.executor(), redis::parse_redis_url(server.url()));
+  client->async_command({"SET", "spider:bloomfilter:params", "m=whatever"}, use_future).get();
+  crawler::settings settings;
+  crawler::stats stats;
+  settings.set("DUPEFILTER_CLASS", "redis_bitmap");
+  settings.set("REDIS_URL", server.url());
+  settings.set("BLOOMFILTER_BIT", 12);
+  auto filter = make_dupefilter({settings, stats, "spider", loop.executor()});
+  filter->async_open(use_future).get();
+  EXPECT_EQ(client->async_command({"LLEN", "spider:bloomfilter:bad"}, use_future).get().integer, 1);
+  EXPECT_EQ(stats.get_value("bloomfilter/estimated_fpr")->get<double>(), 0.0);
+  std::vector<fingerprint> three;
+  for (const char* url : {"http://a.example/", "http://b.example/", "http://c.example/"}) {
+    three.push_back(request_fingerprint("GET", url));
+  }
+  filter->async_seen(three, use_future).get();
+  auto hashes = int(stats.get_int("bloomfilter/hash_number"));
+  EXPECT_DOUBLE_EQ(stats.get_value("bloomfilter/estimated_fpr")->get<double>(),
+                   crawler::dedup::bloom_math::expected_fpr(std::uint64_t{1} << 12, hashes, 3));
+}
+
 TEST(redis_bitmap_backend, shares_a_key_with_scrapy_redis_bloomfilter_bit_for_bit) {
   // ScrapyRedisBloomFilter's insert() is k SETBITs at its HashMap offsets; after them, our filter
   // with BLOOMFILTER_HASH=scrapy_redis_bloomfilter must answer "seen".
