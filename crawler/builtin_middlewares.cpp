@@ -7,6 +7,7 @@
 #include "config/ascii.h"
 #include "config/log.h"
 #include "config/redact.h"
+#include "crawler/basic_auth.h"
 #include "crawler/files_pipeline.h"
 #include "crawler/http_cache.h"
 #include "crawler/middleware.h"
@@ -76,7 +77,7 @@ class http_auth_middleware : public downloader_middleware {
     auto password = spider.argument("http_pass");
     if (user.empty() && password.empty()) return;
     remember_secret(password);
-    header_ = "Basic " + base64(user + ":" + password);
+    header_ = basic_authorization(user, password);
     remember_secret(header_.substr(6));
     domain_set_ = spider.has_argument("http_auth_domain");
     if (domain_set_) domain_ = ascii_lower(spider.argument("http_auth_domain"));
@@ -96,23 +97,6 @@ class http_auth_middleware : public downloader_middleware {
   }
 
  private:
-  static std::string base64(std::string_view bytes) {
-    static constexpr char digits[] =
-        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    std::string out;
-    for (std::size_t i = 0; i < bytes.size(); i += 3) {
-      auto byte = [&](std::size_t at) -> std::uint32_t {
-        return at < bytes.size() ? static_cast<unsigned char>(bytes[at]) : 0;
-      };
-      std::uint32_t chunk = byte(i) << 16 | byte(i + 1) << 8 | byte(i + 2);
-      out += digits[(chunk >> 18) & 63];
-      out += digits[(chunk >> 12) & 63];
-      out += i + 1 < bytes.size() ? digits[(chunk >> 6) & 63] : '=';
-      out += i + 2 < bytes.size() ? digits[chunk & 63] : '=';
-    }
-    return out;
-  }
-
   std::string header_;
   std::string domain_;
   bool domain_set_ = false;

@@ -3,20 +3,17 @@
 // (the fleet's summed counters), `crawler status NAME` (one screen on the fleet) and `crawler
 // requeue NAME [--bad]` (dead letters, or what workers set aside, back where they were).
 #include <algorithm>
-#include <boost/asio/executor_work_guard.hpp>
-#include <boost/asio/io_context.hpp>
 #include <boost/asio/use_future.hpp>
 #include <cmath>
 #include <cstdio>
 #include <future>
 #include <iostream>
 #include <nlohmann/json.hpp>
-#include <thread>
 
-#include "config/prometheus_text.h"
 #include "config/redact.h"
 #include "config/settings.h"
 #include "crawler/cli/detail/commands.h"
+#include "crawler/cli/detail/fleet_session.h"
 #include "redis/client.h"
 #include "redis/set_aside.h"
 #include "scheduler/fleet/fleet_view.h"
@@ -35,38 +32,6 @@ struct push_options {
 };
 
 constexpr std::size_t entries_per_round_trip = 1000;
-
-// The settings of a fleet command: the defaults and each -s, with their secrets kept out of
-// whatever the command prints.
-crawler::settings fleet_settings(const std::vector<std::string>& overrides) {
-  crawler::settings settings;
-  for (const auto& override : overrides) settings.set_from_string(override);
-  remember_secrets(settings);
-  return settings;
-}
-
-// A loop on its own thread for the Redis client, while the command waits on futures.
-class redis_session {
- public:
-  explicit redis_session(const settings& settings)
-      : work_(io_.get_executor()),
-        thread_([this] { io_.run(); }),
-        client_(redis::client::create(io_.get_executor(), redis::endpoint_from(settings))) {}
-  ~redis_session() {
-    client_->close();
-    work_.reset();
-    io_.stop();
-    thread_.join();
-  }
-  redis::client& client() { return *client_; }
-  const std::shared_ptr<redis::client>& shared_client() const { return client_; }
-
- private:
-  asio::io_context io_;
-  asio::executor_work_guard<asio::io_context::executor_type> work_;
-  std::thread thread_;
-  std::shared_ptr<redis::client> client_;
-};
 
 int run(const push_options& options) {
   auto settings = fleet_settings(options.overrides);
@@ -157,19 +122,7 @@ int print_status(const std::string& spider, const std::vector<std::string>& over
     return quoted_for_log(stored, 40) + " (not a count)";
   };
   if (metrics) {
-    auto live = std::count_if(fleet.workers.begin(), fleet.workers.end(),
-                              [](const auto& worker) { return worker.readable && worker.live; });
-    std::cout << prometheus_text(
-        fleet.stats, spider,
-        {{"fleet_workers_alive", "Workers whose heartbeat is recent", double(live)},
-         {"fleet_queued_requests", "Requests in the fleet's queue", double(fleet.queued)},
-         {"fleet_leased_requests", "Requests leased to workers (in flight)",
-          double(fleet.leased)},
-         {"fleet_start_urls_waiting", "Start URLs not yet taken",
-          double(fleet.start_urls_waiting)},
-         {"fleet_dead_letters", "Requests in <queue>:dead", double(fleet.dead_letters)},
-         {"fleet_set_aside", "Records in <queue>:bad and the start URLs' :bad",
-          double(fleet.set_aside + fleet.start_urls_set_aside)}});
+    std::cout << fleet_metrics(fleet);
     return 0;
   }
   std::cout << "Fleet \"" << spider << "\" at " << fleet.redis_address << "\n";

@@ -27,6 +27,7 @@ int main(int argc, char** argv) {
   add_stats_command(app, exit_status);
   add_requeue_command(app, exit_status);
   add_status_command(app, exit_status);
+  add_serve_command(app, exit_status);
   add_genspider_command(app, exit_status);
   add_shell_command(app, exit_status);
   add_bench_command(app, exit_status);

@@ -4,6 +4,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/streambuf.hpp>
 #include <boost/asio/write.hpp>
+#include <cctype>
 #include <chrono>
 #include <istream>
 #include <memory>
@@ -17,14 +18,17 @@ using tcp = asio::ip::tcp;
 
 constexpr std::size_t max_request_head = 8192;
 
-// One scrape: read the request head, answer, close.
+// One request: read its head, answer, close.
 class exchange : public std::enable_shared_from_this<exchange> {
  public:
-  exchange(tcp::socket socket, const std::function<std::string()>& render)
+  exchange(tcp::socket socket, const std::map<std::string, http_route>& routes,
+           const std::string& authorization, const std::string& not_found)
       : socket_(std::move(socket)),
         timer_(socket_.get_executor()),
         head_(max_request_head),
-        render_(render) {}
+        routes_(routes),
+        authorization_(authorization),
+        not_found_(not_found) {}
 
   void start() {
     timer_.expires_after(std::chrono::seconds(10));
@@ -37,20 +41,44 @@ class exchange : public std::enable_shared_from_this<exchange> {
   }
 
  private:
+  // The value of the request's Authorization header ("" without one).
+  static std::string authorization_of(std::istream& head) {
+    std::string line;
+    while (std::getline(head, line) && line != "\r") {
+      auto colon = line.find(':');
+      if (colon == std::string::npos) continue;
+      std::string name = line.substr(0, colon);
+      for (auto& c : name) c = char(std::tolower(static_cast<unsigned char>(c)));
+      if (name != "authorization") continue;
+      auto value = line.substr(colon + 1);
+      value.erase(0, value.find_first_not_of(" \t"));
+      while (!value.empty() && (value.back() == '\r' || value.back() == ' ')) value.pop_back();
+      return value;
+    }
+    return {};
+  }
+
   void answer(boost::system::error_code error) {
     if (error) return close();
     std::istream in(&head_);
-    std::string method, target;
+    std::string method, target, rest_of_line;
     in >> method >> target;
-    std::string status = "200 OK", body;
-    if (method == "GET" && (target == "/metrics" || target.starts_with("/metrics?"))) {
-      body = render_();
+    std::getline(in, rest_of_line);
+    std::string status = "200 OK", body, type = "text/plain; charset=utf-8", extra;
+    auto route = routes_.find(target.substr(0, target.find('?')));
+    if (!authorization_.empty() && authorization_of(in) != authorization_) {
+      status = "401 Unauthorized";
+      body = "This server asks for a user name and password\n";
+      extra = "WWW-Authenticate: Basic realm=\"crawler\", charset=\"UTF-8\"\r\n";
+    } else if (method == "GET" && route != routes_.end()) {
+      body = route->second.render();
+      type = route->second.content_type;
     } else {
       status = "404 Not Found";
-      body = "Not found: the metrics are at /metrics\n";
+      body = not_found_;
     }
-    reply_ = "HTTP/1.1 " + status +
-             "\r\nContent-Type: text/plain; version=0.0.4; charset=utf-8\r\nContent-Length: " +
+    reply_ = "HTTP/1.1 " + status + "\r\nContent-Type: " + type + "\r\n" + extra +
+             "Cache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\nContent-Length: " +
              std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body;
     asio::async_write(
         socket_, asio::buffer(reply_),
@@ -67,7 +95,9 @@ class exchange : public std::enable_shared_from_this<exchange> {
   tcp::socket socket_;
   asio::steady_timer timer_;
   asio::streambuf head_;
-  const std::function<std::string()>& render_;
+  const std::map<std::string, http_route>& routes_;
+  const std::string& authorization_;
+  const std::string& not_found_;
   std::string reply_;
 };
 
@@ -75,19 +105,31 @@ class exchange : public std::enable_shared_from_this<exchange> {
 
 metrics_server::metrics_server(asio::io_context& io, const std::string& host, unsigned short port,
                                std::function<std::string()> render)
-    : acceptor_(io), pause_(io), render_(std::move(render)) {
+    : metrics_server(io, host, port,
+                     {{"/metrics", {"text/plain; version=0.0.4; charset=utf-8", std::move(render)}}},
+                     service{}) {}
+
+metrics_server::metrics_server(asio::io_context& io, const std::string& host, unsigned short port,
+                               std::map<std::string, http_route> routes, service named)
+    : acceptor_(io),
+      pause_(io),
+      routes_(std::move(routes)),
+      authorization_(std::move(named.authorization)),
+      not_found_(std::move(named.not_found)) {
   boost::system::error_code error;
   auto address = asio::ip::make_address(host, error);
   auto where = host + ":" + std::to_string(port);
-  if (error) throw std::runtime_error("METRICS_HOST: \"" + host + "\" is not an IP address");
+  if (error) {
+    throw std::runtime_error(named.host_option + ": \"" + host + "\" is not an IP address");
+  }
   tcp::endpoint endpoint(address, port);
   acceptor_.open(endpoint.protocol(), error);
   if (!error) acceptor_.set_option(tcp::acceptor::reuse_address(true), error);
   if (!error) acceptor_.bind(endpoint, error);
   if (!error) acceptor_.listen(asio::socket_base::max_listen_connections, error);
   if (error) {
-    throw std::runtime_error("METRICS_PORT: cannot serve metrics on " + where + ": " +
-                             error.message());
+    throw std::runtime_error(named.port_option + ": cannot serve " + named.what + " on " +
+                             where + ": " + error.message());
   }
   accept();
 }
@@ -97,6 +139,8 @@ metrics_server::~metrics_server() {
   acceptor_.close(ignored);
   pause_.cancel();
 }
+
+unsigned short metrics_server::port() const { return acceptor_.local_endpoint().port(); }
 
 std::string metrics_server::url() const {
   auto endpoint = acceptor_.local_endpoint();
@@ -109,7 +153,8 @@ void metrics_server::accept() {
   acceptor_.async_accept([this](boost::system::error_code error, tcp::socket socket) {
     if (error == asio::error::operation_aborted) return;
     if (!error) {
-      std::make_shared<exchange>(std::move(socket), render_)->start();
+      std::make_shared<exchange>(std::move(socket), routes_, authorization_, not_found_)
+          ->start();
       return accept();
     }
     // Out of file descriptors, say: try again in a while rather than at once, forever.

@@ -59,6 +59,29 @@ end
 return out
 )lua";
 
+// The reasons of a list's first ARGV[1] records (redis/set_aside.h), counted in Redis so that
+// the records, up to SCHEDULER_MAX_ENTRY_SIZE each, stay there: {reason, count, ...}.
+constexpr const char* reasons_script = R"lua(
+local counts, order = {}, {}
+for _, record in ipairs(redis.call('LRANGE', KEYS[1], 0, tonumber(ARGV[1]) - 1)) do
+  local ok, header = pcall(cjson.decode, string.match(record, '^[^\n]*'))
+  local reason = ok and type(header) == 'table' and type(header.reason) == 'string' and
+                 header.reason or 'a record no worker wrote'
+  reason = string.sub(string.gsub(reason, '%d+', 'N'), 1, 200)
+  if not counts[reason] then
+    counts[reason] = 0
+    order[#order + 1] = reason
+  end
+  counts[reason] = counts[reason] + 1
+end
+local out = {}
+for _, reason in ipairs(order) do
+  out[#out + 1] = reason
+  out[#out + 1] = counts[reason]
+end
+return out
+)lua";
+
 std::vector<redis::reply> read_all(redis::client& client, std::vector<redis::command> commands,
                                    const std::string& what) {
   auto replies = client.async_pipeline(std::move(commands), asio::use_future).get();
@@ -274,6 +297,33 @@ fleet_state read_fleet(redis::client& client, const settings& settings,
   count_leases(client, shards, fleet.now, fleet.workers);
   fleet.partial = partial_reasons(fleet.workers, replies[5], fleet.queue + ":epoch");
   return fleet;
+}
+
+std::map<std::string, std::map<std::string, long long>> read_fleet_reasons(
+    redis::client& client, const settings& settings, const std::string& spider,
+    std::size_t most) {
+  auto named = key_spider_name(settings, spider);
+  auto queue_key = spider_key(settings.get_string("SCHEDULER_QUEUE_KEY"), named);
+  auto shards = fleet_queue_keys(client, settings, spider);
+  std::vector<std::pair<std::string, std::string>> lists;  // what, key
+  for (const auto& key : shards) lists.emplace_back("dead letters", key + ":dead");
+  for (const auto& key : shards) lists.emplace_back("set aside", key + ":bad");
+  if (shards.size() > 1) lists.emplace_back("set aside", queue_key + ":bad");
+  lists.emplace_back("start URLs set aside",
+                     spider_key(settings.get_string("REDIS_START_URLS_KEY"), named) + ":bad");
+  std::vector<redis::command> looks;
+  for (const auto& [what, key] : lists) {
+    looks.push_back({"EVAL", reasons_script, "1", key, std::to_string(most)});
+  }
+  std::map<std::string, std::map<std::string, long long>> out;
+  auto replies = read_all(client, std::move(looks), "the fleet's set-aside records");
+  for (std::size_t i = 0; i < lists.size(); ++i) {
+    auto& counted = out[lists[i].first];
+    for (std::size_t at = 0; at + 1 < replies[i].elements.size(); at += 2) {
+      counted[replies[i].elements[at].str] += replies[i].elements[at + 1].integer;
+    }
+  }
+  return out;
 }
 
 fleet_requeue_result requeue_fleet(const std::shared_ptr<redis::client>& client,

@@ -79,6 +79,14 @@ struct fleet_stats {
 fleet_stats read_fleet_stats(redis::client& client, const settings& settings,
                              const std::string& spider);
 
+/// The fleet's dead letters and set-aside records counted by reason, over the first `most`
+/// records of each of its lists (every shard's): {"dead letters" | "set aside" | "start URLs set
+/// aside" -> {reason -> count}}. Digits in a reason read as "N", so that "entry 12 ..." and
+/// "entry 13 ..." are one reason; a record no worker wrote counts as such.
+std::map<std::string, std::map<std::string, long long>> read_fleet_reasons(
+    redis::client& client, const settings& settings, const std::string& spider,
+    std::size_t most = 1000);
+
 /// What requeue_fleet did.
 struct fleet_requeue_result {
   std::size_t requeued = 0;

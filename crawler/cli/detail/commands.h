@@ -43,6 +43,10 @@ void add_requeue_command(CLI::App& app, int& exit_status);
 /// its heartbeat, pages, items, in flight), queued, leased, start URLs waiting, pages/s.
 void add_status_command(CLI::App& app, int& exit_status);
 
+/// `crawler serve NAME [-s K=V]... [--port N] [--bind ADDRESS] [--interval S] [--no-auth]`: a
+/// live page on the fleet at /, its figures at /api/fleet, its metrics at /metrics.
+void add_serve_command(CLI::App& app, int& exit_status);
+
 /// `crawler genspider NAME DOMAIN [-t basic|crawl|cpp] [-d DIR] [--force]`: writes NAME.json
 /// (basic: an item per start page; crawl: a rule and its callback) or NAME/NAME.cpp with its
 /// CMakeLists.txt. Exit 1 when a file exists (without --force) or cannot be written, 2 for a bad
