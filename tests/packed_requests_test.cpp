@@ -130,6 +130,29 @@ TEST(packed_requests, a_followed_link_takes_its_url_and_a_few_bytes) {
   EXPECT_EQ(packer.shared_strings(), 2u);
 }
 
+// A field a request does not have costs no byte: a bare GET is its URL, two flag bytes and the
+// lengths; a callback adds its shared string's number (1 byte), a Referer a header count, the
+// shared Referer's mark and its number (3 bytes); each alone, and both together.
+TEST(packed_requests, a_field_a_request_lacks_costs_no_byte) {
+  const std::string url = "https://books.toscrape.com/a";  // 28 bytes
+  auto bytes_of = [&](bool callback, bool referer) {
+    request_packer packer;
+    packed_requests level{packer, 0};
+    request r{url};
+    if (callback) r.callback = "parse_book";
+    if (referer) r.headers.emplace_back("Referer", "https://books.toscrape.com/");
+    level.push_back(r);
+    EXPECT_EQ(everything(level.pop_front()), everything(r));
+    level.push_back(r);
+    return level.bytes();
+  };
+  auto bare = bytes_of(false, false);
+  EXPECT_EQ(bare, 1 + 2 + 1 + url.size() + 1);  // length, flags, URL's length, URL, length
+  EXPECT_EQ(bytes_of(true, false), bare + 1);
+  EXPECT_EQ(bytes_of(false, true), bare + 3);
+  EXPECT_EQ(bytes_of(true, true), bare + 4);
+}
+
 // A lease id of digits packs as a number up to 19 of them (any fits 64 bits), the ids a fleet's
 // queue gives (16 digits) among them; 20 digits, or a leading zero, stay text. Each comes back
 // as it went in.
