@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <regex>
@@ -13,6 +14,7 @@
 #include "fleet.h"
 #include "http_server.h"
 #include "redis_server.h"
+#include "tree_paths.h"
 
 namespace {
 
@@ -82,6 +84,34 @@ struct served {
   std::unique_ptr<child_process> process;
   std::string base;
 };
+
+// The page as Debian's chromium renders it (headless, its script run for three seconds of the
+// page's time), as the DOM it built; with `screenshot`, a picture of it there too.
+std::string rendered(const std::string& url, const std::filesystem::path& screenshot = {}) {
+  EXPECT_TRUE(std::filesystem::exists("/usr/bin/chromium"))
+      << "Debian's chromium is needed (.ci/packages.txt)";
+  temp_dir profile;
+  std::vector<std::string> argv{"/usr/bin/chromium", "--headless", "--no-sandbox",
+                                "--disable-gpu", "--user-data-dir=" + profile.path().string(),
+                                "--virtual-time-budget=3000", "--window-size=1280,1150"};
+  if (!screenshot.empty()) {
+    std::filesystem::create_directories(screenshot.parent_path());
+    argv.push_back("--screenshot=" + screenshot.string());
+  } else {
+    argv.push_back("--dump-dom");
+  }
+  argv.push_back(url);
+  child_process browser(argv);
+  EXPECT_EQ(browser.wait(std::chrono::seconds(60)), 0) << browser.stderr_text();
+  return browser.stdout_text();
+}
+
+// The number a card of the page shows (its <b id=...>), or -1.
+long long card(const std::string& dom, const std::string& id) {
+  std::smatch found;
+  if (!std::regex_search(dom, found, std::regex("<b id=\"" + id + "\">(\\d+)</b>"))) return -1;
+  return std::stoll(found[1]);
+}
 
 // A fleet of two workers, one killed with SIGKILL mid-crawl: the page's figures show both
 // workers, the live one alive and the killed one dead with the leases it held, the queue and
@@ -211,6 +241,82 @@ TEST(fleet_serve, asks_for_its_credentials_and_refuses_an_open_address_without_t
             std::string::npos)
       << malformed.stderr_text();
   EXPECT_EQ(malformed.stderr_text().find("no-colon-here"), std::string::npos);
+}
+
+// The page in a real browser during a fleet crawl: the worker rows and the counts appear and
+// change as the crawl goes, a worker killed mid-crawl shows as dead, and a picture of the page
+// is kept (build/test-artifacts/fleet-page.png).
+TEST(fleet_serve, the_page_in_a_real_browser_follows_the_crawl_and_shows_a_killed_worker_dead) {
+  http_server site({.site_pages = 1000, .page_delay_ms = 30});
+  redis_server redis;
+  temp_dir dir;
+  served serve(redis, "site");
+  // One page at a time each (15 s for the site): the crawl outlasts the browser's visits.
+  std::vector<std::string> quick{"-s", "SCHEDULER_LEASE_TIME=5", "-s",
+                                 "SCHEDULER_HEARTBEAT_INTERVAL=0.5", "-s",
+                                 "CONCURRENT_REQUESTS=1"};
+  auto first = fleet_worker(site, redis, dir.path() / "first.jsonl", "redis_set", quick);
+  auto second = fleet_worker(site, redis, dir.path() / "second.jsonl", "redis_set", quick);
+  wait_until([&] { return serve.fleet()["pages"].get<long long>() > 20; },
+             "the fleet's first pages", 60s);
+  auto early = rendered(serve.base + "/");
+  EXPECT_EQ(card(early, "alive"), 2) << early;
+  EXPECT_EQ(std::regex_search(early, std::regex("<td>alive</td>")), true) << early;
+  auto pages_early = card(early, "pages");
+  EXPECT_GT(pages_early, 20) << early;
+  wait_until([&] { return serve.fleet()["pages"].get<long long>() > pages_early + 50; },
+             "the fleet's pages to grow", 60s);
+  auto later = rendered(serve.base + "/");
+  EXPECT_GT(card(later, "pages"), pages_early) << later;
+
+  first->signal(SIGKILL);
+  first->wait();
+  nlohmann::json seen;
+  auto one_dead = [&] {
+    seen = serve.fleet();
+    for (const auto& worker : seen["workers"]) {
+      if (!worker["live"].get<bool>()) return true;
+    }
+    return false;
+  };
+  try {
+    wait_until(one_dead, "the killed worker dead in the figures", 25s);
+  } catch (const std::exception&) {
+    FAIL() << "no worker is dead in " << seen.dump();
+  }
+  auto after = rendered(serve.base + "/");
+  EXPECT_EQ(card(after, "dead"), 1) << after;
+  EXPECT_TRUE(std::regex_search(after, std::regex("<tr class=\"dead\"><td>[^<]+</td><td>dead</td>")))
+      << after;
+  auto picture = crawler::fixtures::binary_dir() / "test-artifacts" / "fleet-page.png";
+  rendered(serve.base + "/", picture);
+  EXPECT_GT(std::filesystem::file_size(picture), 10000u);
+  ASSERT_EQ(second->wait(std::chrono::seconds(240)), 0) << second->stderr_text();
+}
+
+// Whatever Redis holds reaches the page as text: a spider's and a worker's name that hold
+// markup (an <img> whose onerror would mark the page) are shown as the characters they are, in
+// a real browser, and run nothing.
+TEST(fleet_serve, names_holding_markup_are_shown_as_text_in_a_real_browser) {
+  redis_server redis;
+  const std::string spider = "<img src=x onerror=document.body.setAttribute('data-pwned','1')>";
+  auto now = std::stod(redis_run(redis.port(), {"TIME"}).at(0));
+  redis_run(redis.port(),
+            {"HSET", spider + ":workers", "w<img src=y onerror=document.title='pwned'>",
+             nlohmann::json{{"heartbeat", now}, {"started", now - 100}, {"interval", 10},
+                            {"pages", 250}}
+                 .dump()});
+  served serve(redis, spider);
+  auto dom = rendered(serve.base + "/");
+  EXPECT_EQ(dom.find("data-pwned=\"1\""), std::string::npos) << dom;
+  EXPECT_EQ(dom.find("<title>pwned"), std::string::npos) << dom;
+  EXPECT_NE(dom.find("<h1 id=\"title\">Fleet &lt;img src=x onerror=document.body.setAttribute("
+                     "'data-pwned','1')&gt;</h1>"),
+            std::string::npos)
+      << dom;
+  EXPECT_NE(dom.find("<td>w&lt;img src=y onerror=document.title='pwned'&gt;</td>"),
+            std::string::npos)
+      << dom;
 }
 
 }  // namespace

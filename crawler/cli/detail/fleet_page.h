@@ -1,6 +1,6 @@
 // The page `crawler serve` answers at /: one file, its style and script inside, nothing fetched
 // from elsewhere. Its script asks api/fleet every two seconds and redraws: the counts, two
-// charts over the last hour (pages/s and items/s; queued and leased), the workers, the records
+// charts over the last hour, or since the first reading (pages/s and items/s; queued and leased), the workers, the records
 // set aside by reason and the errors by kind. Everything it shows comes from Redis, which anyone
 // who reaches it may write: it goes into the page as text (textContent), never as markup.
 #pragma once
@@ -52,11 +52,11 @@ inline constexpr const char* fleet_page_html = R"html(<!DOCTYPE html>
   <div class="card">set aside<b id="set_aside">-</b></div>
 </div>
 <div class="charts">
-  <figure><figcaption>pages/s and items/s, last hour
+  <figure><figcaption>pages/s and items/s
     <span class="legend"><span style="color:#1f77b4">&#9632; pages/s</span>
     <span style="color:#2ca02c">&#9632; items/s</span></span></figcaption>
     <canvas id="rates" width="560" height="200"></canvas></figure>
-  <figure><figcaption>queue depth and leases, last hour
+  <figure><figcaption>queue depth and leases
     <span class="legend"><span style="color:#ff7f0e">&#9632; queued</span>
     <span style="color:#9467bd">&#9632; leased</span></span></figcaption>
     <canvas id="depth" width="560" height="200"></canvas></figure>
@@ -115,7 +115,13 @@ function rates(history, field) {
   return out;
 }
 
-function chart(canvasId, series, now) {
+// The charts span the last hour, or less while the readings do not go back that far.
+function span(history, now) {
+  if (history.length === 0) return 60;
+  return Math.min(3600, Math.max(60, now - history[0].t));
+}
+
+function chart(canvasId, series, now, seconds) {
   const canvas = $(canvasId);
   const g = canvas.getContext("2d");
   const w = canvas.width, h = canvas.height, left = 48, bottom = 18;
@@ -131,9 +137,10 @@ function chart(canvasId, series, now) {
     g.beginPath(); g.moveTo(left, y); g.lineTo(w, y); g.stroke();
     g.fillText((top * k / 4).toPrecision(3), 2, Math.max(10, y));
   }
-  g.fillText("-60 min", left, h - 4);
+  g.fillText(seconds >= 120 ? "-" + Math.round(seconds / 60) + " min" : "-" +
+             Math.round(seconds) + " s", left, h - 4);
   g.fillText("now", w - 24, h - 4);
-  const x = (t) => left + (w - left) * (1 - (now - t) / 3600);
+  const x = (t) => left + (w - left) * (1 - (now - t) / seconds);
   for (const s of series) {
     g.strokeStyle = s.color;
     g.lineWidth = 2;
@@ -172,12 +179,12 @@ function render(fleet) {
   fill("reasons", reasons);
   fill("errors", Object.entries(fleet.errors).map(([kind, count]) => ({ values: [kind, count] })));
   show("partial", fleet.partial.map((p) => "figures may be partial: " + p).join("\n"));
-  const history = fleet.history;
+  const history = fleet.history, seconds = span(history, fleet.now);
   chart("rates", [{ color: "#1f77b4", points: rates(history, "pages") },
-                  { color: "#2ca02c", points: rates(history, "items") }], fleet.now);
+                  { color: "#2ca02c", points: rates(history, "items") }], fleet.now, seconds);
   chart("depth", [{ color: "#ff7f0e", points: history.map((s) => ({ t: s.t, v: s.queued })) },
                   { color: "#9467bd", points: history.map((s) => ({ t: s.t, v: s.leased })) }],
-        fleet.now);
+        fleet.now, seconds);
 }
 
 async function tick() {
