@@ -902,6 +902,14 @@ TEST(fleet, status_reads_one_to_1024_shards_and_refuses_other_numbers_naming_the
     EXPECT_NE(said.find("not the fleet's number of shards (1 to 1024)"), std::string::npos)
         << said;
   }
+  // What another program wrote there is quoted up to 40 bytes: 40 whole, 41 cut with its size.
+  auto [exit_40, said_40] = status_with_shards(std::string(40, 'x'));
+  EXPECT_NE(said_40.find(" holds " + std::string(40, 'x') + ", not the fleet's"), std::string::npos)
+      << said_40;
+  auto [exit_41, said_41] = status_with_shards(std::string(41, 'x'));
+  EXPECT_NE(said_41.find(" holds " + std::string(40, 'x') + "... (41 bytes), not the fleet's"),
+            std::string::npos)
+      << said_41;
 }
 
 class status_with_persist : public testing::TestWithParam<bool> {};
