@@ -5,6 +5,8 @@
 // page's outcome through an outage of the Redis behind them until it can be stored. The engine
 // sees nothing else of them, so whatever passes here can stand behind it.
 #include <gtest/gtest.h>
+#include <hiredis/hiredis.h>
+#include <sys/resource.h>
 
 #include <algorithm>
 #include <boost/asio/post.hpp>
@@ -12,6 +14,7 @@
 #include <future>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <string>
 #include <thread>
 
 #include "event_loop.h"
@@ -356,6 +359,57 @@ TEST(fleet_scheduler, start_requests_every_worker_yields_are_queued_once) {
   EXPECT_EQ(alone.enqueue({start}), 1u);
   EXPECT_EQ(alone.enqueue({start}), 1u);
   alone.close();
+}
+
+// This process's peak resident memory, in MB.
+long peak_rss_mb() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return usage.ru_maxrss / 1024;
+}
+
+// `key` on `redis` made a string of 100 MB (zeros, then "x"), as another program could write it.
+void fill_100_mb(const redis_server& redis, const std::string& key) {
+  auto* context = redisConnect("127.0.0.1", redis.port());
+  ASSERT_TRUE(context && !context->err);
+  auto* reply = static_cast<redisReply*>(
+      redisCommand(context, "SETRANGE %s %d x", key.c_str(), 100 * 1024 * 1024 - 1));
+  ASSERT_TRUE(reply && reply->type == REDIS_REPLY_INTEGER);
+  freeReplyObject(reply);
+  redisFree(context);
+}
+
+// Every string a fleet worker reads at its start from keys others may write (the number of
+// shards, the layout's version, a Bloom filter's parameters) is read only as far as it can be
+// right: each 100 MB long, the worker's memory grows by far less than that, and it says what is
+// wrong (or, for parameters over an empty filter, sets them aside and opens).
+TEST(fleet_scheduler, values_of_100_mb_where_a_worker_reads_at_start_are_not_read_whole) {
+  for (const std::string suffix : {"requests:shards", "requests:layout", "bloomfilter:params"}) {
+    redis_server redis;
+    auto settings = fleet_settings(redis);
+    settings.set("DUPEFILTER_CLASS", "redis_bitmap");
+    settings.set("BLOOMFILTER_BIT", 20);
+    fill_100_mb(redis, "contract:" + suffix);
+    event_loop loop;
+    auto before = peak_rss_mb();
+    driven_scheduler worker(settings, loop);
+    std::string refused;
+    try {
+      worker.open();
+    } catch (const std::exception& error) {
+      refused = error.what();
+    }
+    EXPECT_LT(peak_rss_mb() - before, 50) << suffix << " was read whole";
+    if (suffix == "bloomfilter:params") {
+      EXPECT_EQ(refused, "");
+      worker.close();
+    } else {
+      EXPECT_NE(refused.find(suffix == "requests:shards" ? "shards" : "laid out as version"),
+                std::string::npos)
+          << suffix << ": " << refused;
+      EXPECT_LT(refused.size(), 2000u) << suffix;
+    }
+  }
 }
 
 // The host frontier's worker takes no more than it can download at once: a page downloaded and

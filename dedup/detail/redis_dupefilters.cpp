@@ -7,10 +7,15 @@
 #include "dedup/bitmap_hash.h"
 #include "dedup/bloom_math.h"
 #include "dedup/detail/backends.h"
+#include "redis/bounded_get.h"
 #include "redis/set_aside.h"
 
 namespace crawler::dedup::detail {
 namespace {
+
+// How much of a Bloom filter's parameters key is read: parameters are about a hundred bytes, and
+// a key another program filled may be megabytes long.
+constexpr std::size_t params_read_bound = 1024;
 
 using redis::command;
 using redis::reply;
@@ -208,8 +213,10 @@ return new
         .dump();
   }
 
-  // Whether `text` is parameters this crawler wrote (for these settings or others).
+  // Whether `text` is parameters this crawler wrote (for these settings or others). A value of
+  // params_read_bound bytes or more was cut when read: parameters are a hundred bytes or so.
   static bool are_parameters(const std::string& text) {
+    if (text.size() >= params_read_bound) return false;
     auto stored = nlohmann::json::parse(text, nullptr, false);
     return stored.is_object() && stored.contains("format") && stored["format"] == 1 &&
            stored.contains("bits") && stored["bits"].is_number_unsigned() &&
@@ -235,17 +242,23 @@ return new
           " bits set: there is no telling how they were set. Delete both keys to start the "
           "filter over, or put its parameters back"));
     }
+    // ARGV[1] is what the worker read of the value: all of it, or its first ARGV[4] bytes.
+    // Only that value is set aside (whole, in Redis), not one a racing writer put there since.
     static const std::string set_aside = std::string(redis::lua_set_aside_record) + R"lua(
-if redis.call('GET', KEYS[1]) == ARGV[1] then
-  redis.call('RPUSH', KEYS[2], set_aside_record({key = KEYS[1], reason = ARGV[3]}, ARGV[1]))
+local held = redis.call('GET', KEYS[1])
+local read = ARGV[1]
+if held and (held == read or (#read == tonumber(ARGV[4]) and string.sub(held, 1, #read) == read))
+then
+  redis.call('RPUSH', KEYS[2], set_aside_record({key = KEYS[1], reason = ARGV[3]}, held))
   redis.call('SET', KEYS[1], ARGV[2])
 end
-return redis.call('GET', KEYS[1])
+return redis.call('GETRANGE', KEYS[1], 0, tonumber(ARGV[4]) - 1)
 )lua";
     run(std::vector<command>{{"EVAL", set_aside, "2", params_key_, key_ + ":bad", stored.str,
                               params_text(),
                               "not the parameters of a Bloom filter; the filter was empty, and "
-                              "was given the settings' parameters"}},
+                              "was given the settings' parameters",
+                              std::to_string(params_read_bound)}},
         std::move(handler), [this](replies answers, auto& handler) {
           check_params(expect(answers[0], "EVAL (set aside)", params_key_));
           report(0);
@@ -265,7 +278,7 @@ return redis.call('GET', KEYS[1])
   void do_open(asio::any_completion_handler<done_signature> handler) override {
     std::vector<command> commands;
     commands.push_back({"TYPE", key_});
-    commands.push_back({"GET", params_key_});
+    commands.push_back(redis::bounded_get(params_key_, params_read_bound));
     commands.push_back({"BITCOUNT", key_});
     run(std::move(commands), std::move(handler), [this](replies answers, auto& handler) {
       const reply& type = answers[answers.size() - 3];
@@ -273,7 +286,7 @@ return redis.call('GET', KEYS[1])
       check_type(type, key_, {"string"});
       set_bits_at_open_ = expect(answers.back(), "BITCOUNT", key_).integer;
       if (params.type != reply::kind::nil) {
-        expect(params, "GET", params_key_);
+        expect(params, "GETRANGE", params_key_);
         if (!are_parameters(params.str)) return replace_malformed_params(params, handler);
         check_params(params);
         report(0);
@@ -286,9 +299,10 @@ return redis.call('GET', KEYS[1])
                                         "BLOOMFILTER_HASH=scrapy_redis_bloomfilter to share it"));
       }
       // First opener records the parameters; NX keeps a racing worker's, which GET then checks.
-      run(std::vector<command>{{"SET", params_key_, params_text(), "NX"}, {"GET", params_key_}},
+      run(std::vector<command>{{"SET", params_key_, params_text(), "NX"},
+                               redis::bounded_get(params_key_, params_read_bound)},
           std::move(handler), [this](replies answers, auto& handler) {
-            check_params(expect(answers[1], "GET", params_key_));
+            check_params(expect(answers[1], "GETRANGE", params_key_));
             report(0);
             std::move(handler)(nullptr);
           });

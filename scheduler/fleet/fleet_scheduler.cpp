@@ -7,6 +7,7 @@
 #include <random>
 
 #include "config/log.h"
+#include "redis/bounded_get.h"
 #include "redis/cluster_slots.h"
 #include "redis/endpoint.h"
 #include "redis/reply_error.h"
@@ -363,11 +364,12 @@ return 1
 // The number of shards a fleet shares its requests out among, written by the first worker of
 // more than one shard (one shard leaves it unset: the keys of releases before shards). KEYS the
 // number's key, the epoch of the one-shard queue on the same keys; ARGV this worker's number.
-// Returns 'one' when a fleet of one shard is there, else the number the fleet has.
+// Returns 'one' when a fleet of one shard is there, else the number the fleet has (its first 256
+// bytes: whatever another program wrote there is not read whole).
 constexpr const char* claim_shards_script = R"lua(
 if redis.call('EXISTS', KEYS[2]) == 1 then return 'one' end
 redis.call('SET', KEYS[1], ARGV[1], 'NX')
-return redis.call('GET', KEYS[1])
+return redis.call('GETRANGE', KEYS[1], 0, 255)
 )lua";
 
 // The version of the fleet's key layout: what its keys hold and what its scripts expect of them.
@@ -651,7 +653,7 @@ void fleet_scheduler::check_key_types(
     types.push_back({"EVAL", claim_shards_script, "2", shards_key, queue_key_ + ":epoch",
                      std::to_string(queue_.size())});
   } else {
-    types.push_back({"GET", shards_key});
+    types.push_back(redis::bounded_get(shards_key, 256));
   }
   client_->async_pipeline(
       std::move(types),

@@ -8,6 +8,7 @@
 #include <future>
 #include <stdexcept>
 
+#include "redis/bounded_get.h"
 #include "request/request.h"
 
 
@@ -208,7 +209,7 @@ std::vector<std::string> fleet_queue_keys(redis::client& client, const settings&
     return spider_key(settings.get_string("SCHEDULER_QUEUE_KEY"), key_spider_name(settings, name));
   };
   auto marker = queue_of(spider) + ":shards";
-  auto stored = client.async_command({"GET", marker}, asio::use_future).get();
+  auto stored = client.async_command(redis::bounded_get(marker, 256), asio::use_future).get();
   if (stored.type == redis::reply::kind::nil) return {queue_of(spider)};
   int shards = 0;
   auto [end, problem] = std::from_chars(stored.str.data(), stored.str.data() + stored.str.size(),
