@@ -15,6 +15,9 @@ of what was killed, by which test, and the diff of each survivor. Nobody chooses
 --since takes a revision or a date (the first commit on or after it is the base). --sample N
 draws N mutants, seeded, in turns over the modules (config, request, redis, dedup, scheduler,
 scheduler/fleet, crawler, crawler/parse, crawler/cli, spiders), so each module gets its share.
+The tree grows between sessions, and with it the lines --since selects: --frozen FILE keeps a
+sample (the first run writes it, later ones read it and find each line where it is now), so
+the 300 of a sample are judged over several sessions.
 
 Operators (C++ and the Lua in R"lua(...)lua" strings): relational and boundary (< <=, > >=,
 == !=, Lua's ~=), logical (&& ||, and or), a negation removed, an integer constant +1 and -1, a
@@ -523,14 +526,32 @@ def load_state(path):
     return done
 
 
+def moved_elsewhere(mutant):
+    """The mutant in the one other file of the tree that now holds its line, once (code moved
+    to a file of its own), or None."""
+    if len(mutant["original"].strip()) < 12:  # "}" or "break;": anywhere, and says nothing
+        return None
+    candidates = subprocess.run(["git", "-C", REPO, "grep", "-l", "-F", "-e", mutant["original"],
+                                 "--", "*" + os.path.splitext(mutant["path"])[1]],
+                                capture_output=True, text=True).stdout.split()
+    found = []
+    for path in candidates:
+        lines = open(os.path.join(REPO, path), encoding="utf-8").read().split("\n")
+        found += [(path, number) for number, line in enumerate(lines, 1)
+                  if line == mutant["original"]]
+    if len(found) != 1:
+        return None
+    return dict(mutant, path=found[0][0], line=found[0][1])
+
+
 def relocated(mutant):
     """The mutant with its line number where its original line is now (code above it may have
     moved it), or None when that line is no longer in the file. A line that is there more than
     once is taken where the line above it is the one recorded with the mutant, and among those
     (or for a record without it) where it is nearest to where it was."""
     path = os.path.join(REPO, mutant["path"])
-    if not os.path.exists(path):
-        return None
+    if not os.path.exists(path) or mutant["original"] not in open(path, encoding="utf-8").read():
+        return moved_elsewhere(mutant)
     lines = open(path, encoding="utf-8").read().split("\n")
     if 0 < mutant["line"] <= len(lines) and lines[mutant["line"] - 1] == mutant["original"]:
         return mutant
@@ -667,6 +688,35 @@ def report(state_path):
             print(f"  {count:4}  {test}")
 
 
+def selected(args):
+    """The mutants a command works on: the frozen sample (its lines found where they are now;
+    those gone are left out, said), or the sample of --since/--path, frozen when asked."""
+    if args.frozen and os.path.exists(args.frozen):
+        mutants = []
+        for line in open(args.frozen, encoding="utf-8"):
+            if not line.strip():
+                continue
+            mutant = json.loads(line)
+            moved = relocated(mutant)
+            if moved:
+                mutants.append(moved)
+            else:
+                print(f"gone       {mutant['path']}:{mutant['line']}: its line is no longer "
+                      "there", flush=True)
+        return mutants
+    selection = changed_lines(args.since) if args.since else {}
+    for path in args.path:
+        selection[os.path.relpath(os.path.abspath(path), REPO)] = None
+    if not selection:
+        sys.exit("nothing selected: give --since REV, --path FILE... or an existing --frozen")
+    mutants = sample(generate(selection), args.sample, args.seed)
+    if args.frozen:
+        with open(args.frozen, "w", encoding="utf-8") as out:
+            for mutant in mutants:
+                out.write(json.dumps(mutant) + "\n")
+    return mutants
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("command", choices=["list", "coverage", "run", "report"])
@@ -678,6 +728,10 @@ def main():
     parser.add_argument("--state", default=os.path.join(SCRATCH, "state.jsonl"))
     parser.add_argument("--tests", help="with --recheck: a ctest regex of the tests to judge "
                                          "by (those written to kill the survivors)")
+    parser.add_argument("--frozen", help="a file of the sample's mutants: written by the first "
+                                         "run, read by every later one (their lines found where "
+                                         "they are now), so a sample stays the same sample while "
+                                         "the tree grows")
     parser.add_argument("--recheck", action="store_true",
                         help="run the state's survivors again, against the tree as it is now "
                              "(after tests were added to kill them); their new verdicts replace "
@@ -687,10 +741,7 @@ def main():
     if args.command == "report":
         return report(args.state)
     if args.command == "coverage":
-        selection = changed_lines(args.since) if args.since else {}
-        for path in args.path:
-            selection[os.path.relpath(os.path.abspath(path), REPO)] = None
-        paths = {m["path"] for m in sample(generate(selection), args.sample, args.seed)}
+        paths = {m["path"] for m in selected(args)}
         return coverage(paths)
     if args.command == "run" and args.recheck:
         survivors = [record for record in load_state(args.state).values()
@@ -711,12 +762,7 @@ def main():
                                               timespec="seconds"))) + "\n")
         run(mutants, args.state, args.budget, again=True, named=args.tests)
         return report(args.state)
-    selection = changed_lines(args.since) if args.since else {}
-    for path in args.path:
-        selection[os.path.relpath(os.path.abspath(path), REPO)] = None
-    if not selection:
-        sys.exit("nothing selected: give --since REV or --path FILE...")
-    mutants = sample(generate(selection), args.sample, args.seed)
+    mutants = selected(args)
     if args.command == "list":
         for m in mutants:
             print(f"{m['id']}  {m['path']}:{m['line']}  {m['operator']}\n"
