@@ -13,10 +13,10 @@
 #include "crawler/detail/empty_crawl.h"
 #include "crawler/detail/log_stats.h"
 #include "crawler/detail/memory_usage.h"
-#include "crawler/detail/metrics_server.h"
 #include "crawler/detail/periodic_log.h"
 #include "crawler/detail/progress_line.h"
 #include "crawler/engine.h"
+#include "crawler/metrics_server.h"
 
 namespace crawler {
 namespace {
@@ -109,7 +109,7 @@ crawl_result run_crawl(spider& spider, const settings& settings, crawl_options o
   detail::periodic_log periodic{io, settings, stats};
   detail::memory_usage memory{io, settings, stats,
                               [&engine](std::string reason) { engine.close(std::move(reason)); }};
-  std::optional<detail::metrics_server> metrics;
+  std::optional<metrics_server> metrics;
   if (auto port = settings.get_int("METRICS_PORT"); port > 0) {
     metrics.emplace(
         io, settings.get_string("METRICS_HOST"), static_cast<unsigned short>(port),

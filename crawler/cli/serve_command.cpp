@@ -26,7 +26,7 @@
 #include "crawler/cli/detail/commands.h"
 #include "crawler/cli/detail/fleet_page.h"
 #include "crawler/cli/detail/fleet_session.h"
-#include "crawler/detail/metrics_server.h"
+#include "crawler/metrics_server.h"
 #include "scheduler/fleet/fleet_view.h"
 
 namespace crawler::cli {
@@ -207,7 +207,7 @@ int serve(const serve_options& options) {
   auto settings = fleet_settings(options.overrides);
   fleet_watch watch(settings, options.spider, options.interval);
   asio::io_context io;
-  crawler::detail::metrics_server server(
+  crawler::metrics_server server(
       io, options.bind, options.port,
       {{"/", {"text/html; charset=utf-8", [] { return std::string(detail::fleet_page_html); }}},
        {"/api/fleet", {"application/json", [&watch] { return watch.json(); }}},

@@ -1,4 +1,4 @@
-#include "crawler/detail/metrics_server.h"
+#include "crawler/metrics_server.h"
 
 #include <boost/asio/read_until.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -10,7 +10,7 @@
 #include <memory>
 #include <stdexcept>
 
-namespace crawler::detail {
+namespace crawler {
 namespace {
 
 namespace asio = boost::asio;
@@ -175,4 +175,4 @@ void metrics_server::accept() {
   });
 }
 
-}  // namespace crawler::detail
+}  // namespace crawler

@@ -12,7 +12,7 @@
 #include <map>
 #include <string>
 
-namespace crawler::detail {
+namespace crawler {
 
 /// What a GET of one path answers: its Content-Type, and the body rendered at that moment.
 struct http_route {
@@ -58,4 +58,4 @@ class metrics_server {
   std::string authorization_, not_found_;
 };
 
-}  // namespace crawler::detail
+}  // namespace crawler
