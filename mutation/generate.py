@@ -744,8 +744,10 @@ def main():
         paths = {m["path"] for m in selected(args)}
         return coverage(paths)
     if args.command == "run" and args.recheck:
+        # Those judged equivalent (equivalent.tsv) stay as they are: no test can tell them.
+        equivalent = equivalents()
         survivors = [record for record in load_state(args.state).values()
-                     if record["verdict"] == "survived"]
+                     if record["verdict"] == "survived" and record["id"] not in equivalent]
         mutants = []
         for record in survivors:
             moved = relocated({k: record[k] for k in ("id", "path", "line", "module", "operator",
