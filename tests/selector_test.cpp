@@ -306,6 +306,29 @@ TEST_P(encoding, a_byte_order_mark_wins) {
   EXPECT_EQ(response.css("p::text").get(), "ok");
 }
 
+// Characters at the edges of each length of UTF-8 (RFC 3629's table: the first and last lead
+// byte of each, either side of the surrogates) come through as they are, as Scrapy's selectors
+// give them; the lead bytes just outside a range, and the second bytes that would make a
+// sequence overlong or a surrogate, are replaced, one U+FFFD a byte, as Python's
+// bytes.decode("utf-8", "replace") replaces them. (The characters chosen are neither controls
+// nor noncharacters, which HTML treats apart.)
+TEST_P(encoding, every_boundary_of_utf8_is_kept_and_the_bytes_past_it_replaced) {
+  for (std::string kept : {"\xc2\xa9", "\xdf\xbf", "\xe0\xa0\x80", "\xed\x9f\xbf", "\xee\x80\x80",
+                           "\xef\xbf\xbc", "\xf0\x90\x80\x80", "\xf4\x8f\xbf\xbd"}) {
+    EXPECT_EQ(page("<p>[" + kept + "]</p>").css("p::text").get(), "[" + kept + "]")
+        << testing::PrintToString(kept);
+  }
+  const std::string fffd = "\xef\xbf\xbd";
+  for (auto [bytes, replaced] : std::vector<std::pair<std::string, int>>{
+           {"\xc1\xbf", 2}, {"\xf5\x80", 2}, {"\xe0\x9f\xbf", 3}, {"\xed\xa0\x80", 3},
+           {"\xf4\x90\x80\x80", 4}, {"\xf0\x8f\xbf\xbf", 4}}) {
+    std::string expected = "[";
+    for (int i = 0; i < replaced; ++i) expected += fffd;
+    EXPECT_EQ(page("<p>[" + bytes + "]</p>").css("p::text").get(), expected + "]")
+        << testing::PrintToString(bytes);
+  }
+}
+
 TEST_P(encoding, invalid_utf8_becomes_replacement_characters) {
   auto response = page(
       "<p>a\xff\xfe"
