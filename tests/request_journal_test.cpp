@@ -232,6 +232,37 @@ TEST(request_journal, a_bad_line_in_the_middle_is_an_error_naming_the_file_and_l
   }
 }
 
+// A mark names a request queued before it, in the snapshot or on an earlier line: a mark of an
+// id the journal never queued (among fifty it did), or of one queued only after it, is an error
+// naming its line, never a request quietly taken for done.
+TEST(request_journal, a_mark_of_a_request_it_never_queued_is_an_error_naming_its_line) {
+  std::string queued;
+  for (int id = 1; id <= 50; ++id) {
+    queued += "+" + std::to_string(id) + " {\"url\": \"http://a/" + std::to_string(id) + "\"}\n";
+  }
+  // Line 1 is the token: the fifty requests take lines 2 to 51, the mark line 52.
+  for (const std::string mark : {"-999", "-77", "~123456", "-51"}) {
+    temp_dir dir;
+    {
+      request_journal journal(dir.path(), false);
+      journal.open();
+    }
+    auto body = queued + mark + "\n";
+    if (mark == "-51") body += "+51 {\"url\": \"http://a/51\"}\n";  // queued after its mark
+    append(dir.path() / "requests.journal", body);
+    request_journal journal(dir.path(), false);
+    try {
+      journal.open();
+      ADD_FAILURE() << mark << " was read as a mark of a queued request";
+    } catch (const std::runtime_error& error) {
+      EXPECT_NE(std::string(error.what()).find("requests.journal:52: marks a request it never "
+                                               "queued"),
+                std::string::npos)
+          << mark << ": " << error.what();
+    }
+  }
+}
+
 TEST(request_journal, a_write_that_fails_is_an_error_naming_the_file) {
   temp_dir dir;
   request_journal journal(dir.path(), false);
