@@ -182,6 +182,14 @@ TEST_P(resume, one_ctrl_c_then_a_second_run_equals_one_uninterrupted_crawl) {
     ASSERT_EQ(first.wait(), 0) << first.stderr_text();
     EXPECT_NE(first.stderr_text().find("Received SIGINT, shutting down gracefully"),
               std::string::npos);
+    // What is left is said, with where it went; a crawl that ends with nothing left says nothing.
+    EXPECT_TRUE(std::regex_search(
+        first.stderr_text(),
+        std::regex("Saved [1-9][0-9]* pending requests to " +
+                   std::regex_replace((site.dir.path() / "job").string(),
+                                      std::regex(R"([.^$|()\[\]{}*+?\\])"), R"(\$&)") +
+                   "/requests.queue.jsonl")))
+        << first.stderr_text();
   }
   auto first_stats = read_json(site.dir.path() / "stats1.json");
   EXPECT_EQ(first_stats["finish_reason"], "shutdown");
@@ -191,6 +199,8 @@ TEST_P(resume, one_ctrl_c_then_a_second_run_equals_one_uninterrupted_crawl) {
   child_process second(site.argv(2, settings()));
   ASSERT_EQ(second.wait(), 0) << second.stderr_text();
   EXPECT_NE(second.stderr_text().find("Resuming crawl"), std::string::npos);
+  EXPECT_EQ(second.stderr_text().find("pending requests to"), std::string::npos)
+      << second.stderr_text();
   EXPECT_EQ(read_json(site.dir.path() / "stats2.json")["finish_reason"], "finished");
 
   auto items = read_item_urls(site.dir.path() / "items.jsonl");
