@@ -119,6 +119,14 @@ TEST(settings, out_of_range_values_are_refused_from_the_file_and_the_command_lin
             "settings.BLOOMFILTER_ERRORRATE: expected a finite number > 0 and < 1, got 1");
   EXPECT_EQ(error_of([&] { s.set_from_string("RETRY_TIMES=-1"); }),
             "-s RETRY_TIMES: expected an integer >= 0 and <= 1000, got -1");
+  // A fleet's queue in no shards, or past the 1,024 a marker records, is no fleet's.
+  for (const char* shards : {"0", "1025"}) {
+    EXPECT_EQ(error_of([&] { s.set_from_string(std::string("SCHEDULER_SHARDS=") + shards); }),
+              std::string("-s SCHEDULER_SHARDS: expected an integer >= 1 and <= 1024, got ") +
+                  shards);
+  }
+  s.set_from_string("SCHEDULER_SHARDS=1");
+  s.set_from_string("SCHEDULER_SHARDS=1024");
   // Values inside the range, the bounds included, are taken.
   s.set_from_string("DOWNLOAD_DELAY=86400");
   s.set_from_string("DOWNLOAD_TIMEOUT=0.5");
