@@ -5,8 +5,6 @@
 #include <hiredis/hiredis.h>
 
 #include <boost/asio/use_future.hpp>
-#include <chrono>
-#include <thread>
 
 #include "config/settings.h"
 #include "event_loop.h"
@@ -255,24 +253,10 @@ TEST_F(redis_cluster_client, a_seed_that_is_no_cluster_node_is_an_error_naming_i
 // A node that has met no other does not know its own address: CLUSTER SLOTS names it with an
 // empty host. The client reaches it where it asked (the seed's host), as for "?".
 TEST(redis_cluster_one_node, a_node_that_names_itself_without_a_host_is_reached_at_the_seeds) {
-  fixtures::redis_server node({.cluster_node = true});
+  fixtures::redis_cluster cluster(1);
+  auto& node = cluster.node(0);
   auto* context = redisConnect("127.0.0.1", node.port());
   ASSERT_TRUE(context && !context->err);
-  auto* added = static_cast<redisReply*>(redisCommand(context, "CLUSTER ADDSLOTSRANGE 0 16383"));
-  ASSERT_TRUE(added && added->type == REDIS_REPLY_STATUS) << (added ? added->str : "no reply");
-  freeReplyObject(added);
-  auto state_ok = [&] {
-    auto* info = static_cast<redisReply*>(redisCommand(context, "CLUSTER INFO"));
-    bool ok = info && info->str &&
-              std::string(info->str).find("cluster_state:ok") != std::string::npos;
-    if (info) freeReplyObject(info);
-    return ok;
-  };
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  while (!state_ok()) {
-    ASSERT_LT(std::chrono::steady_clock::now(), deadline) << "the one-node cluster is not ok";
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
   auto* slots = static_cast<redisReply*>(redisCommand(context, "CLUSTER SLOTS"));
   ASSERT_TRUE(slots && slots->elements == 1 && slots->element[0]->elements >= 3);
   EXPECT_EQ(std::string(slots->element[0]->element[2]->element[0]->str), "");  // as Redis says
