@@ -227,6 +227,18 @@ TEST(fleet_serve, asks_for_its_credentials_and_refuses_an_open_address_without_t
     // base64("operator:s3cret pass")
     EXPECT_EQ(get(serve.base + "/api/fleet", "Basic b3BlcmF0b3I6czNjcmV0IHBhc3M=").status, 200);
   }
+  // By default on loopback at Scrapyd's port, as README says.
+  {
+    child_process by_default({crawler_binary(), "serve", "site", "-s", "REDIS_URL=" + redis.url()});
+    wait_until([&] { return by_default.stdout_text().find("Serving fleet") != std::string::npos ||
+                            by_default.stderr_text().find("serve") != std::string::npos; },
+               "crawler serve to start or say why not", 30s);
+    EXPECT_NE(by_default.stdout_text().find("at http://127.0.0.1:6800/ "), std::string::npos)
+        << by_default.stdout_text() << by_default.stderr_text();
+    EXPECT_EQ(get("http://127.0.0.1:6800/api/fleet").status, 200);
+    by_default.signal(SIGTERM);
+    EXPECT_EQ(by_default.wait(), 0);
+  }
   child_process open({crawler_binary(), "serve", "site", "-s", "REDIS_URL=" + redis.url(),
                       "--bind", "0.0.0.0", "--port", "0"});
   EXPECT_EQ(open.wait(), 2);
