@@ -256,13 +256,21 @@ bool engine::items_wait_for_store(const std::string& lease) const {
   return !lease.empty() && scheduler_->items_wait_for_store();
 }
 
-void engine::store(page_outcome outcome) {
+void engine::store(page_outcome outcome, std::uint64_t flushed) {
   if (outcome.requests.empty() && outcome.lease.empty() && outcome.items.empty()) return;
   bool export_when_stored = items_wait_for_store(outcome.lease);
   ++pending_stores_;
-  scheduler_->async_store(std::move(outcome), [this, export_when_stored](stored_outcome stored) {
+  scheduler_->async_store(std::move(outcome), [this, export_when_stored,
+                                               flushed](stored_outcome stored) {
     for (const auto& dropped : stored.dropped) {
       signals_.send(signals::request_dropped{dropped, spider_});
+    }
+    // With JOBDIR the page's items went to the feeds before its outcome was stored (flush
+    // number `flushed`): they stay only if JOBDIR recorded the page as done.
+    if (!stored.recorded) {
+      feeds_hold_unrecorded_ = true;
+    } else if (flushed) {
+      feeds_->recorded(flushed);
     }
     if (export_when_stored && stored.settled) {
       for (const auto& item : stored.items) export_item(item);
@@ -603,7 +611,7 @@ void engine::finish_page(page_outcome outcome, const request& page, bool had_ite
     feed_failed();
     return scheduler_->restore(page);
   }
-  store(std::move(outcome));
+  store(std::move(outcome), flush_feeds_per_page_ && had_items ? feeds_->flushes() : 0);
 }
 
 std::optional<crawler::item> engine::process_item(crawler::item item, const response* from) {
@@ -1003,6 +1011,8 @@ void engine::finish() {
         logger_->error("Error closing an item pipeline: {}", e.what());
       }
     }
+    // The resume crawls again the pages JOBDIR could not record as done: their items go.
+    if (feeds_hold_unrecorded_) feeds_->take_back_unrecorded();
     // Items that could not be stored make the crawl a failure, whatever else ended it.
     if (!feeds_->close()) close_reason_ = "feed_write_failed";
     try {

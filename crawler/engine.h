@@ -155,7 +155,8 @@ class engine : public crawl_engine {
   // rather than as they come (scheduler::items_wait_for_store).
   bool items_wait_for_store(const std::string& lease) const;
   // Hands a page's outcome to the scheduler, and exports its items once stored when they wait.
-  void store(page_outcome outcome);
+  // `flushed`: with JOBDIR, the feeds' flush that handed on the page's items (0: none).
+  void store(page_outcome outcome, std::uint64_t flushed = 0);
   void check_idle();
   void watch_close();
   void say_what_holds_the_close();
@@ -214,6 +215,7 @@ class engine : public crawl_engine {
   std::int64_t item_limit_, page_limit_, error_limit_;
   std::int64_t items_ = 0, pages_ = 0, errors_ = 0;
   bool flush_feeds_per_page_;  // JOBDIR: a page's items reach the OS before it is marked done
+  bool feeds_hold_unrecorded_ = false;  // JOBDIR could not record a page whose items they hold
   std::size_t parsing_ = 0;
   std::size_t answered_here_ = 0;  // a downloader middleware ignored or answered, not yet handed on
   bool pipelines_wait_ = false;    // some pipeline is an async_item_pipeline

@@ -6,6 +6,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <deque>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -127,6 +128,8 @@ class file_storage : public feed_storage {
     if (!out_) throw std::runtime_error(path_ + ": cannot open the feed for writing");
     std::error_code no_size;  // a device such as /dev/full: none to go back to
     whole_size_ = std::filesystem::file_size(written(), no_size);
+    appended_ = !target.overwrite && !no_size;
+    recorded_size_ = whole_size_;
   }
   ~file_storage() override {
     std::error_code ignored;
@@ -138,10 +141,35 @@ class file_storage : public feed_storage {
   bool under_way() override { return put_in_place(); }
 
   bool flush() override {
+    ++flushes_;
     if (!feed_storage::flush() || !put_in_place()) return false;
     std::error_code error;
     if (auto size = std::filesystem::file_size(path_, error); !error) whole_size_ = size;
+    if (flushed_per_page_ && appended_) unrecorded_.emplace_back(flushes_, whole_size_);
     return true;
+  }
+
+  void recorded(std::uint64_t flush) override {
+    while (!unrecorded_.empty() && unrecorded_.front().first <= flush) {
+      recorded_size_ = unrecorded_.front().second;
+      unrecorded_.pop_front();
+    }
+  }
+
+  // Only a file appended to: one overwritten is written anew by the resume, whole.
+  void take_back_unrecorded() override {
+    if (!flushed_per_page_ || !appended_) return;
+    // First: what it buffers would land after the cut. The stream appends, so what comes
+    // after (nothing, for JSON lines and CSV) lands at the new end.
+    out_.flush();
+    std::error_code ignored;
+    if (std::filesystem::file_size(path_, ignored) > recorded_size_) {
+      get_logger("feedexport")
+          ->warn("{}: took back the items of the pages JOBDIR could not record as done, to "
+                 "{} bytes; the resume exports them again",
+                 path_, recorded_size_);
+    }
+    std::filesystem::resize_file(path_, recorded_size_, ignored);
   }
 
   // A failed write may have put part of a line on the disk (all of it that fit). With JOBDIR the
@@ -179,6 +207,12 @@ class file_storage : public feed_storage {
   bool flushed_per_page_;
   bool existing_ = false;
   std::uintmax_t whole_size_ = 0;  // the file's size at the last flush that succeeded
+  bool appended_ = false;          // a regular file, appended to (not overwritten)
+  std::uint64_t flushes_ = 0;
+  // With JOBDIR: the size after the last flush whose pages are recorded as done, and after each
+  // flush since (its number, the size).
+  std::uintmax_t recorded_size_ = 0;
+  std::deque<std::pair<std::uint64_t, std::uintmax_t>> unrecorded_;
 };
 
 // Scrapy's StdoutFeedStorage. What the crawl prints goes to stderr: standard output is the

@@ -26,6 +26,7 @@
 // failed should.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <ostream>
@@ -61,6 +62,14 @@ class feed_storage {
   virtual bool flush();
   /// A write failed (a full disk): put back what a half-written item left, as far as possible.
   virtual void after_failed_write() {}
+  /// With JOBDIR, the flush()es of this storage counted from 1: JOBDIR recorded as done every
+  /// page whose items reached this storage by its `flush`-th flush. Their items must stay.
+  virtual void recorded(std::uint64_t flush) { (void)flush; }
+  /// With JOBDIR, at the close of a crawl stopped because JOBDIR could not record the pages
+  /// flushed after the last recorded() one (a full disk): the resume crawls them again and
+  /// exports their items again. A storage that can takes them back out (a file appended to goes
+  /// back to its size after that flush); one that cannot keeps them, and they appear twice.
+  virtual void take_back_unrecorded() {}
   /// The feed is complete: keep it (close the file, upload it). False when it could not be.
   virtual bool store() = 0;
   /// The storage's name in the stats, as Scrapy's class names: "FileFeedStorage".

@@ -241,8 +241,10 @@ std::pair<std::string, nlohmann::json> feed_for_file(std::string_view argument, 
 
 class feed_exporter::feed {
  public:
-  feed(const feed_options& options, bool flushed_per_page)
-      : path_(options.path),
+  // `flushes_before`: the exporter's flushes before this feed opened.
+  feed(const feed_options& options, bool flushed_per_page, std::uint64_t flushes_before)
+      : flushes_before_(flushes_before),
+        path_(options.path),
         format_(options.format),
         fields_(options.fields),
         ensure_ascii_(options.ensure_ascii),
@@ -300,6 +302,12 @@ class feed_exporter::feed {
     if (!check()) return false;
     return storage_->flush();
   }
+
+  // The exporter's flush numbers, as this feed's storage counts its own.
+  void recorded(std::uint64_t flush) {
+    if (flush > flushes_before_) storage_->recorded(flush - flushes_before_);
+  }
+  void take_back_unrecorded() { storage_->take_back_unrecorded(); }
 
   bool close(stats& stats) {
     if (!started_ && store_empty_) start();
@@ -393,6 +401,7 @@ class feed_exporter::feed {
     out_ << "\r\n";
   }
 
+  std::uint64_t flushes_before_;
   std::string path_;
   std::string format_;
   std::vector<std::string> fields_;  // the columns of a CSV; what JSON writes, when given
@@ -481,7 +490,7 @@ feed_exporter::feed_exporter(const settings& settings, stats& stats,
         batched{std::move(feed), parameters, settings.has("JOBDIR"), nullptr});
     try {
       opened->current =
-          std::make_unique<feed_exporter::feed>(opened->options, opened->flushed_per_page);
+          std::make_unique<feed_exporter::feed>(opened->options, opened->flushed_per_page, 0);
     } catch (const std::invalid_argument& no_storage) {
       throw settings_error(where + ": " + no_storage.what());
     }
@@ -534,7 +543,8 @@ bool feed_exporter::export_item(const crawler::item& item) {
       ++batch->id;
       batch->options.path =
           expand_uri(batch->options.uri, batch_parameters(batch->parameters, batch->id));
-      batch->current = std::make_unique<feed>(batch->options, batch->flushed_per_page);
+      batch->current =
+          std::make_unique<feed>(batch->options, batch->flushed_per_page, flushes_);
     }
     ok = batch->current->write(item) && ok;
     if (batch->options.batch_item_count > 0 && ++batch->items == batch->options.batch_item_count) {
@@ -547,11 +557,24 @@ bool feed_exporter::export_item(const crawler::item& item) {
 }
 
 bool feed_exporter::flush() {
+  ++flushes_;
   bool ok = true;
   for (auto& batch : batches_) {
     if (batch->current) ok = batch->current->flush() && ok;
   }
   return ok;
+}
+
+void feed_exporter::recorded(std::uint64_t flush) {
+  for (auto& batch : batches_) {
+    if (batch->current) batch->current->recorded(flush);
+  }
+}
+
+void feed_exporter::take_back_unrecorded() {
+  for (auto& batch : batches_) {
+    if (batch->current) batch->current->take_back_unrecorded();
+  }
 }
 
 bool feed_exporter::close() {

@@ -29,6 +29,7 @@
 // leaves no empty last batch.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -69,6 +70,15 @@ class feed_exporter {
   /// Hands what is buffered to the operating system, so a killed process loses none of it.
   /// False when a feed could not be written.
   bool flush();
+  /// How many times flush() was called: the number of the last one.
+  std::uint64_t flushes() const { return flushes_; }
+  /// With JOBDIR: the pages whose items the `flush`-th flush() (and those before) handed on are
+  /// recorded as done. Their items stay whatever happens after.
+  void recorded(std::uint64_t flush);
+  /// With JOBDIR, before close() when JOBDIR could not record some pages as done: their items
+  /// go back out of the feeds that can take them back (feed_storage::take_back_unrecorded),
+  /// since the resume exports them again.
+  void take_back_unrecorded();
   /// Finishes every file; returns false if one could not be written (each is logged).
   bool close();
 
@@ -88,6 +98,7 @@ class feed_exporter {
 
   std::vector<std::unique_ptr<batched>> batches_;
   stats& stats_;
+  std::uint64_t flushes_ = 0;
 };
 
 }  // namespace crawler

@@ -137,6 +137,13 @@ class rfp_dupefilter {
   /// would be forgotten by a resume: the scheduler stops the crawl (jobdir_write_failed).
   virtual std::string record_failure() const { return {}; }
 
+  /// With JOBDIR: the queue's journal, which a local backend's record trails, could not be
+  /// written. From now on nothing reaches that record, not even what was answered before and is
+  /// not written yet: a resume would take requests the journal never got for seen, and lose
+  /// them. Answers go on coming from memory. Redis backends, which record as they answer, are
+  /// not asked again once the journal fails.
+  virtual void stop_recording() {}
+
   /// Records one filtered request, as Scrapy's RFPDupeFilter.log: counts `<prefix>/filtered`, and
   /// logs the first duplicate only ("no more duplicates will be shown") unless DUPEFILTER_DEBUG.
   /// `request` is the request as Scrapy prints it, e.g. "<GET http://example.com/>".

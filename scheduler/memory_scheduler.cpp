@@ -134,6 +134,7 @@ void memory_scheduler::check_loaded(asio::any_completion_handler<done_signature>
 void memory_scheduler::do_store(page_outcome outcome,
                                 asio::any_completion_handler<attempt_signature> handler) {
   host_done(outcome.lease);
+  if (journal_failed_) return not_recorded(std::move(outcome), std::move(handler));
   auto requests = std::move(outcome.requests);
   const auto& parent_lease = outcome.lease;
   std::vector<dedup::fingerprint> fingerprints;
@@ -159,7 +160,9 @@ void memory_scheduler::do_store(page_outcome outcome,
     std::vector<request> none_dropped;
     auto queued = queue_new(accepted, {}, {}, {}, parent_lease, false, none_dropped);
     return std::move(handler)(nullptr,
-                              stored_outcome{.queued = queued, .items = std::move(outcome.items)},
+                              stored_outcome{.queued = queued,
+                                             .items = std::move(outcome.items),
+                                             .recorded = !journal_failed_},
                               page_outcome{});
   }
   // A Redis dupefilter records what it answers at once: the journal writes ahead of it
@@ -173,6 +176,7 @@ void memory_scheduler::do_store(page_outcome outcome,
       journal_->settling(parent_lease);
     }
     commit_journal();
+    if (journal_failed_) return not_recorded(std::move(outcome), std::move(handler));
   }
   // queue_new needs the fingerprints only while pages torn by a crash wait (torn_settles_, which
   // only shrinks).
@@ -196,6 +200,7 @@ void memory_scheduler::do_store(page_outcome outcome,
         stored.queued = queue_new(batch, flags, fingerprints, positions, outcome.lease,
                                   journaled_ahead, stored.dropped);
         stored.items = std::move(outcome.items);
+        stored.recorded = !journal_failed_;
         std::move(handler)(nullptr, std::move(stored), page_outcome{});
       });
 }
@@ -257,12 +262,28 @@ std::size_t memory_scheduler::queue_new(std::vector<request>& requests,
 }
 
 // A JOBDIR that cannot be written stops the crawl: what is not journaled would be lost to a crash.
+// From the first failure on, nothing more is recorded (request_journal::commit): the dupefilter's
+// own record, which trails the journal, stops too, or a resume would take the links of a page the
+// journal never got for seen, and lose them.
 void memory_scheduler::commit_journal() {
   try {
     journal_->commit();
   } catch (const std::exception& error) {
+    if (!journal_failed_) {
+      journal_failed_ = true;
+      dupefilter_->stop_recording();
+    }
     jobdir_failed(error.what());
   }
+}
+
+// Once the journal has failed, an outcome is neither checked nor queued: a Redis dupefilter would
+// record its links for good, and the queue would not be saved. Its page stays pending in JOBDIR,
+// so the resume crawls it again and finds its links again.
+void memory_scheduler::not_recorded(page_outcome outcome,
+                                    asio::any_completion_handler<attempt_signature> handler) {
+  std::move(handler)(nullptr, stored_outcome{.items = std::move(outcome.items), .recorded = false},
+                     page_outcome{});
 }
 
 void memory_scheduler::check_dupefilter_record() {

@@ -67,6 +67,7 @@ class memory_scheduler final : public scheduler {
                         const std::string& parent_lease, bool journaled_ahead,
                         std::vector<request>& dropped);
   void commit_journal();
+  void not_recorded(page_outcome outcome, asio::any_completion_handler<attempt_signature> handler);
   void check_dupefilter_record();
   void jobdir_failed(const std::string& why);
   void check_segments();
@@ -97,6 +98,7 @@ class memory_scheduler final : public scheduler {
   std::unordered_set<std::string> torn_settles_;  // request_journal::replay::torn_settles
   std::unordered_set<std::uint64_t> journal_prefixes_;  // while torn_settles_: queue_new
   bool jobdir_failed_ = false;
+  bool journal_failed_ = false;  // a commit failed: nothing is recorded any more
   bool segments_failed_ = false, told_segments_ = false;
   std::unique_ptr<dedup::rfp_dupefilter> dupefilter_;
   bool dupefilter_records_at_once_;  // a Redis backend: the journal writes ahead of it

@@ -1,6 +1,7 @@
 #include "scheduler/request_journal.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -220,6 +221,9 @@ request_journal::replay_summary request_journal::open(
   }
   fd_ = open_to_append(journal_path_, 0666);
   if (fd_ < 0) throw io_error(journal_path_, "open");
+  struct stat opened {};
+  if (::fstat(fd_, &opened) != 0) throw io_error(journal_path_, "stat");
+  committed_size_ = std::uintmax_t(opened.st_size);
   return result;
 }
 
@@ -245,10 +249,20 @@ void request_journal::done(const std::string& id) {
   pending_ += '\n';
 }
 
+// A failed write may have put part of the batch on the disk: whole lines of it would read as
+// recorded on resume, though the caller was told they are not. So the file goes back to its size
+// after the last commit that succeeded, and nothing is written after the failure: what the journal
+// holds is exactly what commit() said it holds.
 void request_journal::commit() {
+  if (!failure_.empty()) throw std::runtime_error(failure_);
   if (pending_.empty() || fd_ < 0) return;
-  if (!write_all(fd_, pending_)) throw io_error(journal_path_, "write");
-  if (fsync_ && ::fdatasync(fd_) != 0) throw io_error(journal_path_, "fsync");
+  bool written = write_all(fd_, pending_);
+  if (!written || (fsync_ && ::fdatasync(fd_) != 0)) {
+    failure_ = io_error(journal_path_, written ? "fsync" : "write").what();
+    holds_only_commits_ = ::ftruncate(fd_, off_t(committed_size_)) == 0;
+    throw std::runtime_error(failure_);
+  }
+  committed_size_ += pending_.size();
   pending_.clear();
 }
 

@@ -85,8 +85,14 @@ class request_journal {
   /// Marks the request with id `id` done; written by the next commit().
   void done(const std::string& id);
   /// Writes what queued() and done() collected, in one write (and fsync with JOBDIR_FSYNC).
-  /// Throws std::runtime_error naming the file when the write fails (a full disk).
+  /// Throws std::runtime_error naming the file when the write fails (a full disk). The journal
+  /// then goes back to what the commits before wrote, and every later commit (and compact) throws
+  /// the same error without writing: nothing is recorded after the first failure.
   void commit();
+  /// Whether the journal holds exactly what the commits that returned wrote: false only when a
+  /// write failed and the file could not be cut back after it (the resume may then find part of
+  /// that batch).
+  bool holds_only_commits() const { return holds_only_commits_; }
 
   /// Calls its argument with each pending request in queue order (memory_queue::for_each), so a
   /// queue larger than memory is written without being read into it.
@@ -105,6 +111,9 @@ class request_journal {
   std::uint64_t next_id_ = 1;
   std::string token_;    // the snapshot's
   std::string pending_;  // lines collected for the next commit
+  std::uintmax_t committed_size_ = 0;  // the file's size after the last commit that succeeded
+  std::string failure_;                // the first commit that failed, why
+  bool holds_only_commits_ = true;
 };
 
 }  // namespace crawler

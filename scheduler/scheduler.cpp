@@ -129,7 +129,8 @@ void scheduler::store(page_outcome outcome, asio::any_completion_handler<store_s
     keep_unchecked(std::move(unstored));
     // Not settled: the page is done again, with its outcome, by the run (or worker) that takes
     // it next, so its items are that run's to export.
-    std::move(handler)(stored_outcome{.settled = false, .items = std::move(items)});
+    std::move(handler)(
+        stored_outcome{.settled = false, .items = std::move(items), .recorded = false});
   });
 }
 

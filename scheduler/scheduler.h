@@ -102,6 +102,9 @@ struct stored_outcome {
   std::vector<crawler::item> items;
   /// The requests the dupefilter dropped, when report_dropped_requests() asked for them.
   std::vector<crawler::request> dropped;
+  /// False when JOBDIR could not record the outcome (its disk is full): the page stays pending
+  /// there, and a resume crawls it again, items and all.
+  bool recorded = true;
 };
 
 class scheduler {

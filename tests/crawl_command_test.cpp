@@ -850,7 +850,9 @@ void expect_a_stop_then_a_finish(const child_process& runs) {
 }
 
 // JOBDIR on a disk that fills mid-crawl: the crawl stops (exit 1, jobdir_write_failed, a line
-// naming the file), and once there is room a resume crawls every page, none lost.
+// naming the file), and once there is room a resume crawls every page, none lost, and its feed
+// holds each item once: the items of the pages the full disk kept from being recorded as done
+// went back out of it, since the resume crawls those pages again.
 TEST(crawler_command,
      a_jobdir_disk_filling_mid_crawl_stops_the_crawl_and_the_resume_loses_nothing) {
   interrupted_site site({.site_pages = 300, .page_delay_ms = 5});
@@ -863,8 +865,55 @@ TEST(crawler_command,
   EXPECT_EQ(read_json(site.dir.path() / "stats2.json")["finish_reason"], "finished");
   auto items = read_item_urls(site.dir.path() / "items.jsonl");
   EXPECT_EQ(std::set<std::string>(items.begin(), items.end()), site.expected_urls());
+  EXPECT_EQ(items.size(), site.pages) << "an item was written twice";
   EXPECT_EQ(site.fetches().lost, std::vector<std::size_t>{});
 }
+
+// A journal that can no longer grow while the dupefilter's file still can (a file size limit,
+// which the journal's longer lines reach first, as a disk quota would): the crawl stops, and the
+// dupefilter's file (requests.seen, appended as it goes; requests.bloom, saved at close) gets none
+// of the fingerprints of the links the journal failed to record, or the resume would take them
+// for seen and never crawl their pages. The resume crawls every page, each item once.
+class journal_that_cannot_grow : public testing::TestWithParam<std::string> {};
+
+TEST_P(journal_that_cannot_grow, stops_the_dupefilters_record_too_and_the_resume_loses_nothing) {
+  interrupted_site site({.site_pages = 300, .page_delay_ms = 5});
+  std::vector<std::string> settings{"CONCURRENT_REQUESTS=4", "DUPEFILTER_CLASS=" + GetParam(),
+                                    "BLOOMFILTER_CAPACITY=1000"};
+  // A Redis dupefilter records as it answers: once the journal fails it must not be asked. With
+  // SCHEDULER_PERSIST its keys outlive the failed run, as they would for a fleet's dupefilter.
+  std::unique_ptr<redis_server> redis;
+  if (GetParam().starts_with("redis")) {
+    redis = std::make_unique<redis_server>();
+    settings.push_back("REDIS_URL=" + redis->url());
+    settings.push_back("SCHEDULER_PERSIST=True");
+  }
+  // dash's ulimit -f counts 512-byte blocks: 16 KiB. An ignored SIGXFSZ stays ignored across
+  // exec, so a write past the limit fails with EFBIG instead of killing the crawl.
+  std::vector<std::string> limited{"/bin/sh", "-c", "trap '' XFSZ; ulimit -f 32; exec \"$@\"",
+                                   "sh"};
+  auto first_argv = site.argv(1, settings);
+  limited.insert(limited.end(), first_argv.begin(), first_argv.end());
+  {
+    child_process first(limited);
+    EXPECT_EQ(first.wait(), 1) << first.stderr_text();
+    EXPECT_NE(first.stderr_text().find("requests.journal: File too large; closing the spider"),
+              std::string::npos)
+        << first.stderr_text();
+  }
+  EXPECT_EQ(read_json(site.dir.path() / "stats1.json")["finish_reason"], "jobdir_write_failed");
+  EXPECT_LT(site.server.total_hits(), site.pages);
+  child_process second(site.argv(2, settings));
+  ASSERT_EQ(second.wait(), 0) << second.stderr_text();
+  EXPECT_EQ(read_json(site.dir.path() / "stats2.json")["finish_reason"], "finished");
+  EXPECT_EQ(site.fetches().lost, std::vector<std::size_t>{});
+  auto items = read_item_urls(site.dir.path() / "items.jsonl");
+  EXPECT_EQ(std::set<std::string>(items.begin(), items.end()), site.expected_urls());
+  EXPECT_EQ(items.size(), site.pages) << "an item was written twice";
+}
+
+INSTANTIATE_TEST_SUITE_P(crawler_command, journal_that_cannot_grow,
+                         testing::Values("set", "bloom", "redis_set"));
 
 // The dupefilter's own file in JOBDIR failing (here requests.seen is a node of the device
 // /dev/full is, which answers every write as a full disk does, while the journal beside it

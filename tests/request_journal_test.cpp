@@ -288,4 +288,53 @@ TEST(request_journal, a_write_that_fails_is_an_error_naming_the_file) {
       << what;
 }
 
+// A write that fails part way (a file size limit 150 bytes past the journal's end: the first
+// lines of the batch fit) puts none of its batch in the journal: the file goes back to its size
+// after the last commit, since whole lines left there would read as recorded on resume though the
+// crawl was told they are not. Every later commit fails the same way and writes nothing, even once
+// there is room again: what was not recorded stays unrecorded, and a resume finds exactly the
+// commits that succeeded.
+TEST(request_journal, a_write_that_fails_part_way_leaves_none_of_its_batch_and_nothing_after) {
+  temp_dir dir;
+  auto path = dir.path() / "requests.journal";
+  request recorded{"http://a/recorded"};
+  std::uintmax_t committed = 0;
+  {
+    request_journal journal(dir.path(), false);
+    journal.open();
+    journal.queued(recorded);
+    journal.commit();
+    committed = std::filesystem::file_size(path);
+    rlimit before{};
+    getrlimit(RLIMIT_FSIZE, &before);
+    auto* previous = std::signal(SIGXFSZ, SIG_IGN);
+    rlimit almost{rlim_t(committed + 150), before.rlim_max};
+    setrlimit(RLIMIT_FSIZE, &almost);
+    std::vector<request> batch;
+    for (int i = 0; i < 20; ++i) batch.push_back(request{"http://a/lost/" + std::to_string(i)});
+    for (auto& request : batch) journal.queued(request);
+    journal.done(recorded.lease);
+    EXPECT_THROW(journal.commit(), std::runtime_error);
+    setrlimit(RLIMIT_FSIZE, &before);
+    std::signal(SIGXFSZ, previous);
+    EXPECT_EQ(std::filesystem::file_size(path), committed);
+    EXPECT_TRUE(journal.holds_only_commits());
+    request later{"http://a/later"};
+    journal.queued(later);
+    try {
+      journal.commit();
+      ADD_FAILURE() << "a commit after a failed one wrote";
+    } catch (const std::runtime_error& error) {
+      EXPECT_NE(std::string(error.what()).find("cannot write " + path.string()), std::string::npos)
+          << error.what();
+    }
+    EXPECT_EQ(std::filesystem::file_size(path), committed);
+    EXPECT_THROW(journal.compact(std::vector<request>{}, {}), std::runtime_error);
+  }
+  request_journal again(dir.path(), false);
+  auto replay = again.open();
+  EXPECT_EQ(urls(replay.pending), std::vector<std::string>{"http://a/recorded"});
+  EXPECT_EQ(replay.torn_lines, 0u);
+}
+
 }  // namespace

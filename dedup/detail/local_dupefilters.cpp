@@ -111,7 +111,7 @@ class set_dupefilter final : public rfp_dupefilter {
     for (std::size_t i = 0; i < batch.size(); ++i) {
       bool inserted = seen_.insert(batch[i]);
       flags[i] = !inserted;
-      if (inserted && file_) {
+      if (inserted && file_ && recording_) {
         char line[41];
         batch[i].write_hex(line);
         line[40] = '\n';
@@ -122,6 +122,11 @@ class set_dupefilter final : public rfp_dupefilter {
   }
 
   std::string record_failure() const override { return record_failure_; }
+
+  void stop_recording() override {
+    recording_ = false;
+    unwritten_.clear();
+  }
 
   void do_close(asio::any_completion_handler<done_signature> handler) override {
     complete_with(std::move(handler), [this] {
@@ -135,7 +140,7 @@ class set_dupefilter final : public rfp_dupefilter {
   }
 
   void write_unwritten() {
-    if (!file_ || unwritten_.empty()) return;
+    if (!file_ || !recording_ || unwritten_.empty()) return;
     std::fwrite(unwritten_.data(), 1, unwritten_.size(), file_);
     unwritten_.clear();
     // The first failure's reason; the stream stays in error after it.
@@ -149,6 +154,7 @@ class set_dupefilter final : public rfp_dupefilter {
   std::FILE* file_ = nullptr;
   std::string unwritten_;  // the last batch's new fingerprints, written with the next
   std::string record_failure_;
+  bool recording_ = true;  // stop_recording
 };
 
 // A scalable Bloom filter in memory; with JOBDIR saved to requests.bloom at close and loaded at
@@ -188,9 +194,12 @@ class bloom_dupefilter final : public rfp_dupefilter {
     complete_with(std::move(handler), [this] {
       if (!filter_) return;
       report();
-      if (!file_path_.empty()) filter_->save(file_path_);
+      if (!file_path_.empty() && recording_) filter_->save(file_path_);
     });
   }
+
+  // The file saved at the last clean close stays; the journal since then marks the rest seen.
+  void stop_recording() override { recording_ = false; }
 
   void report() {
     report_bloom(params_.capacity, filter_->bits(), filter_->hashes(), filter_->estimated_fpr(),
@@ -198,6 +207,7 @@ class bloom_dupefilter final : public rfp_dupefilter {
   }
 
   scalable_bloom_filter::params params_;
+  bool recording_ = true;  // stop_recording
   std::optional<scalable_bloom_filter> filter_;
   std::uint64_t batches_ = 0;
   fs::path file_path_;
