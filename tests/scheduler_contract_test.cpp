@@ -412,6 +412,54 @@ TEST(fleet_scheduler, values_of_100_mb_where_a_worker_reads_at_start_are_not_rea
   }
 }
 
+// Runs `lua` on `redis` (EVAL, no keys): values made inside Redis, so the test's own memory never
+// holds them.
+void eval_on(const redis_server& redis, const std::string& lua) {
+  auto* context = redisConnect("127.0.0.1", redis.port());
+  ASSERT_TRUE(context && !context->err);
+  auto* reply = static_cast<redisReply*>(redisCommand(context, "EVAL %s 0", lua.c_str()));
+  ASSERT_TRUE(reply && reply->type != REDIS_REPLY_ERROR) << (reply ? reply->str : "no reply");
+  freeReplyObject(reply);
+  redisFree(context);
+}
+
+// The same, for the values a worker meets as it crawls: a queue entry, a lease record whose
+// deadline passed, a start URL, the entry counter and a delivery count, each 100 MB long. The
+// worker's memory grows by far less than that; the value is set aside (or, for the counter,
+// restarted), and the crawl goes on: the request queued beside it is taken.
+TEST(fleet_scheduler, values_of_100_mb_where_a_worker_reads_as_it_crawls_are_not_read_whole) {
+  const std::string big = "string.rep('x', 100 * 1024 * 1024)";
+  const std::vector<std::pair<std::string, std::string>> places{
+      {"a queue entry",
+       "redis.call('ZADD', 'contract:requests', 0, '0000000000000001|{\"url\":\"' .. " + big +
+           ")"},
+      {"a lease record",
+       "redis.call('HSET', 'contract:requests:leased', '0000000000000002', 'gone|0|' .. " + big +
+           "); redis.call('ZADD', 'contract:requests:deadlines', 0, '0000000000000002')"},
+      {"a start URL", "redis.call('LPUSH', 'contract:start_urls', 'https://a.example/' .. " + big +
+                          ")"},
+      {"the entry counter", "redis.call('SET', 'contract:requests:seq', " + big + ")"},
+      {"a delivery count",
+       "redis.call('HSET', 'contract:requests:deliveries', '0000000000000001', " + big + ")"}};
+  for (const auto& [place, lua] : places) {
+    SCOPED_TRACE(place);
+    redis_server redis;
+    auto settings = fleet_settings(redis);
+    eval_on(redis, lua);
+    event_loop loop;
+    auto before = peak_rss_mb();
+    driven_scheduler worker(settings, loop);
+    worker.open();
+    ASSERT_EQ(worker.enqueue({request("https://b.example/next")}), 1u);
+    auto taken = worker.take(3);
+    EXPECT_LT(peak_rss_mb() - before, 50) << place << " was read whole";
+    ASSERT_EQ(taken.size(), 1u);
+    EXPECT_EQ(taken[0].url, "https://b.example/next");
+    worker.settle(taken[0]);
+    worker.close();
+  }
+}
+
 // The host frontier's worker takes no more than it can download at once: a page downloaded and
 // still being parsed holds its download slot (only one whose outcome waits for its store leaves
 // it, engine.h), so a lease taken then would wait, and its host's turn would come late.
