@@ -747,6 +747,23 @@ TEST(entry_signer, tells_its_own_signature_from_a_missing_or_forged_one) {
   EXPECT_THROW(crawler::entry_signer("too short"), std::invalid_argument);
 }
 
+// A queue entry's number is signed with it: the HMAC of "<key>\n<number>|<body>", Python's
+// hmac.new(key, b"spider:requests\n0000000000000042|" + body, "sha256").hexdigest(). The same
+// body under another number, or without one, is forged.
+TEST(entry_signer, a_number_is_signed_with_its_entry) {
+  auto signer = crawler::entry_signer("a key of sixteen+ bytes").bound_to("spider:requests");
+  auto body = std::string(R"({"url":"http://a/","v":1})");
+  auto entry = signer.sign(body, "0000000000000042");
+  EXPECT_EQ(entry, R"({"hmac":"9465f2ceac0ae939b4fa60968a3ec9c5689fad0960a92947889217b45fddb18d",)"
+                   R"("url":"http://a/","v":1})");
+  EXPECT_EQ(signer.check(entry, nullptr, "0000000000000042"),
+            crawler::entry_signer::verdict::valid);
+  for (const char* other : {"0000000000000043", "000000000000042", ""}) {
+    EXPECT_EQ(signer.check(entry, nullptr, other), crawler::entry_signer::verdict::forged)
+        << other;
+  }
+}
+
 // A signature holds in the key it was written for: the same entry, copied into another spider's
 // queue or between a queue and a start-URL list, is forged there. A signer bound to no key
 // signs nothing, and no key name can make two scopes sign alike.
@@ -788,6 +805,95 @@ TEST(redis_queue, with_a_signing_key_entries_are_signed_and_keep_their_origin) {
   EXPECT_EQ(taken[0].request.origin, crawler::request_origin::local);
   EXPECT_EQ(taken[0].request.meta["proxy"], "http://proxy.test:3128");
   EXPECT_EQ(taken[1].request.origin, crawler::request_origin::shared);
+}
+
+redis_queue signed_queue(fixture& f, const std::string& worker = "w1") {
+  return redis_queue(f.client, {.key = "spider:requests",
+                                .order = "fifo",
+                                .worker = worker,
+                                .items_key = "spider:items",
+                                .signer = crawler::entry_signer("a key of sixteen+ bytes")});
+}
+
+// The reasons <key>:bad gives, in order.
+std::vector<std::string> bad_reasons(inspector& redis) {
+  std::vector<std::string> reasons;
+  for (const auto& record : redis.strings("LRANGE spider:requests:bad 0 -1")) {
+    reasons.push_back(set_aside_json(record)["reason"].get<std::string>());
+  }
+  return reasons;
+}
+
+// A signed entry runs once. A copy taken while its entry is leased is set aside as running now;
+// one taken after it was settled, as having run. And should two leases of one number ever be
+// held together (here the record of which lease holds it is deleted by hand), only the first
+// settle stores anything: the second's children and items go nowhere, and it says it did not
+// settle.
+TEST(redis_queue, a_signed_entry_copied_back_into_its_queue_runs_once) {
+  fixture f;
+  auto queue = signed_queue(f);
+  inspector redis(f.server.port());
+  settle(queue, "", {request{"http://a/once"}});
+  auto entry = redis.strings("LRANGE spider:requests 0 -1").at(0);
+  auto number = entry.substr(0, 16);
+  redis.binary({"LPUSH", "spider:requests", entry});
+  auto taken = take(queue, 10);
+  ASSERT_EQ(urls(taken), std::vector<std::string>{"http://a/once"});
+  auto reasons = bad_reasons(redis);
+  ASSERT_EQ(reasons.size(), 1u);
+  EXPECT_NE(reasons[0].find(": a copy of entry " + number + ", which is running now"),
+            std::string::npos)
+      << reasons[0];
+  redis.binary({"LPUSH", "spider:requests", entry});
+  redis.binary({"HDEL", "spider:requests:settled", "r" + number});
+  auto copy = take(queue, 10);
+  ASSERT_EQ(urls(copy), std::vector<std::string>{"http://a/once"});
+  auto first = settle(queue, taken[0].lease_id, {request{"http://a/child"}}, {{{"n", 1}}});
+  EXPECT_TRUE(first.settled);
+  EXPECT_EQ(first.queued, 1u);
+  auto second = settle(queue, copy[0].lease_id, {request{"http://a/other-child"}}, {{{"n", 2}}});
+  EXPECT_FALSE(second.settled);
+  EXPECT_EQ(second.queued, 0u);
+  EXPECT_EQ(redis.strings("LRANGE spider:items 0 -1"), std::vector<std::string>{R"({"n": 1})"});
+  EXPECT_EQ(redis.integer("HLEN spider:requests:leased"), 0);
+  // Copies after it ran: three, never run.
+  for (int copies = 0; copies < 3; ++copies) redis.binary({"LPUSH", "spider:requests", entry});
+  EXPECT_EQ(urls(take(queue, 10)), std::vector<std::string>{"http://a/child"});
+  reasons = bad_reasons(redis);
+  ASSERT_EQ(reasons.size(), 4u);
+  for (std::size_t i = 1; i < reasons.size(); ++i) {
+    EXPECT_NE(reasons[i].find(": a copy of entry " + number + ", which ran already"),
+              std::string::npos)
+        << reasons[i];
+  }
+  EXPECT_EQ(redis.integer("HLEN spider:requests:leased"), 1);  // the child's lease only
+}
+
+// A copy renumbered to pass for a new entry is forged: the number is signed. A copy of an entry
+// from an earlier crawl on the same keys (validly signed, numbered below where this crawl's
+// counter started) is a copy too, however the keys were cleared between the crawls.
+TEST(redis_queue, a_signed_copy_renumbered_is_forged_and_one_from_an_earlier_crawl_is_a_copy) {
+  fixture f;
+  auto queue = signed_queue(f);
+  inspector redis(f.server.port());
+  settle(queue, "", {request{"http://a/now"}});
+  auto entry = redis.strings("LRANGE spider:requests 0 -1").at(0);
+  auto from = redis.text("HGET spider:requests:settled from");
+  ASSERT_EQ(from.size(), 16u);
+  EXPECT_LT(from, entry.substr(0, 16));
+  auto renumbered = "9" + entry.substr(1);
+  redis.binary({"RPUSH", "spider:requests", renumbered});
+  auto signer = crawler::entry_signer("a key of sixteen+ bytes").bound_to("spider:requests");
+  auto earlier = std::string("0000000000000007|") +
+                 signer.sign(R"({"url":"http://a/earlier"})", "0000000000000007");
+  redis.binary({"LPUSH", "spider:requests", earlier});
+  EXPECT_EQ(urls(take(queue, 10)), std::vector<std::string>{"http://a/now"});
+  auto reasons = bad_reasons(redis);
+  ASSERT_EQ(reasons.size(), 2u);
+  EXPECT_NE(reasons[0].find(": forged signature"), std::string::npos) << reasons[0];
+  EXPECT_NE(reasons[1].find(": a copy of entry 0000000000000007, which ran already"),
+            std::string::npos)
+      << reasons[1];
 }
 
 class settle_through : public testing::TestWithParam<std::string> {};

@@ -80,7 +80,7 @@ entry_signer entry_signer::bound_to(std::string_view scope) const {
   return bound;
 }
 
-std::string entry_signer::mac_hex(std::string_view body) const {
+std::string entry_signer::mac_hex(std::string_view body, std::string_view id) const {
   if (scope_.empty()) throw std::logic_error("entry_signer: not bound to a Redis key (bound_to)");
   // One working context per thread, so a signer may be shared by threads.
   thread_local std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> work(EVP_MD_CTX_new(),
@@ -90,6 +90,8 @@ std::string entry_signer::mac_hex(std::string_view body) const {
   if (EVP_MD_CTX_copy_ex(work.get(), digests_->inner) != 1 ||
       EVP_DigestUpdate(work.get(), scope_.data(), scope_.size()) != 1 ||
       EVP_DigestUpdate(work.get(), "\n", 1) != 1 ||
+      (!id.empty() && (EVP_DigestUpdate(work.get(), id.data(), id.size()) != 1 ||
+                       EVP_DigestUpdate(work.get(), "|", 1) != 1)) ||
       EVP_DigestUpdate(work.get(), body.data(), body.size()) != 1 ||
       EVP_DigestFinal_ex(work.get(), inner, &inner_length) != 1 ||
       EVP_MD_CTX_copy_ex(work.get(), digests_->outer) != 1 ||
@@ -107,12 +109,12 @@ std::string entry_signer::mac_hex(std::string_view body) const {
   return hex;
 }
 
-std::string entry_signer::sign(std::string_view body) const {
+std::string entry_signer::sign(std::string_view body, std::string_view id) const {
   if (body.size() < 2 || body.front() != '{') {
     throw std::invalid_argument("entry_signer::sign: not a JSON object");
   }
   std::string signed_body(prefix);
-  signed_body += mac_hex(body);
+  signed_body += mac_hex(body, id);
   signed_body += '"';
   // {"hmac":"...","url":...} — or {"hmac":"..."} for an empty object.
   if (body.substr(1).find_first_not_of(" \t\r\n") != std::string_view::npos &&
@@ -123,7 +125,8 @@ std::string entry_signer::sign(std::string_view body) const {
   return signed_body;
 }
 
-entry_signer::verdict entry_signer::check(std::string_view entry, std::string* body) const {
+entry_signer::verdict entry_signer::check(std::string_view entry, std::string* body,
+                                          std::string_view id) const {
   if (!entry.starts_with(prefix)) return verdict::missing;
   auto mac = entry.substr(prefix.size(), hex_digits);
   auto rest = entry.substr(std::min(entry.size(), prefix.size() + hex_digits));
@@ -131,7 +134,7 @@ entry_signer::verdict entry_signer::check(std::string_view entry, std::string* b
   rest.remove_prefix(1);
   std::string original = "{";
   original += rest.starts_with(',') ? rest.substr(1) : rest;
-  auto expected = mac_hex(original);
+  auto expected = mac_hex(original, id);
   if (CRYPTO_memcmp(expected.data(), mac.data(), hex_digits) != 0) return verdict::forged;
   if (body) *body = std::move(original);
   return verdict::valid;

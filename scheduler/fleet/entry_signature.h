@@ -14,11 +14,13 @@
 // start URL without a signature is read as every start URL is without a key (a Python producer
 // cannot sign): a shared request (shared_request.h). Without a key nothing is signed or checked.
 //
-// The signature is HMAC-SHA256 of the Redis key the entry is written to, a newline and the entry's
-// JSON text, written as the JSON's first member, so a signed entry is still one JSON object, and
-// the bytes checked are the bytes written: nothing is re-serialized. The key is in the signature
-// so that an entry copied from one queue (another spider's, a start-URL list) into another is
-// forged there. Any producer can sign: hmac.new(key, f"{redis_key}\n{body}".encode(),
+// The signature is HMAC-SHA256 of the Redis key the entry is written to, a newline, for a queue
+// entry its number and '|', and the entry's JSON text, written as the JSON's first member, so a
+// signed entry is still one JSON object, and the bytes checked are the bytes written: nothing is
+// re-serialized. The key is in the signature so that an entry copied from one queue (another
+// spider's, a start-URL list) into another is forged there, and the number so that a copy
+// renumbered is (the queue runs each number once: redis_queue_scripts.h, settle_once). Any
+// producer can sign: hmac.new(key, f"{redis_key}\n{number}|{body}".encode(),
 // "sha256").hexdigest() in Python.
 // The key is read from the environment only, never from settings, and is never logged.
 #pragma once
@@ -46,8 +48,10 @@ class entry_signer {
   const std::string& scope() const { return scope_; }
 
   /// `body`, the text of a JSON object, with {"hmac":"<hex>", in front of its first member.
-  /// Throws std::logic_error when the signer is not bound to a key.
-  std::string sign(std::string_view body) const;
+  /// With an `id` (a queue entry's number, written before it as "<id>|"), the signature covers
+  /// it too: the HMAC of "<scope>\n<id>|<body>". Throws std::logic_error when the signer is not
+  /// bound to a key.
+  std::string sign(std::string_view body, std::string_view id = {}) const;
 
   enum class verdict {
     valid,    // signed with this key
@@ -57,12 +61,13 @@ class entry_signer {
   /// Whether `entry` is signed with this key for this scope; with valid, `body` is set to the
   /// JSON object that was signed (the entry without its "hmac" member). Throws std::logic_error
   /// when the signer is not bound to a key.
-  verdict check(std::string_view entry, std::string* body = nullptr) const;
+  verdict check(std::string_view entry, std::string* body = nullptr,
+                std::string_view id = {}) const;
 
  private:
   struct keyed_digests;
   static std::shared_ptr<const keyed_digests> digests_for(std::string_view key);
-  std::string mac_hex(std::string_view body) const;
+  std::string mac_hex(std::string_view body, std::string_view id) const;
   std::shared_ptr<const keyed_digests> digests_;
   std::string scope_;
 };

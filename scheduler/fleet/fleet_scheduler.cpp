@@ -635,6 +635,7 @@ void fleet_scheduler::check_key_types(
                                      {key + ":leased", "hash"},
                                      {key + ":deadlines", "zset"},
                                      {key + ":seq", "string"},
+                                     {key + ":settled", "hash"},
                                      {queue_.shard(i).epoch_key(), "string"},
                                      {key + ":bad", "list"},
                                      {key + ":deliveries", "hash"},
@@ -1369,9 +1370,11 @@ return redis.call('DEL', unpack(KEYS))
 
 std::vector<std::string> fleet_scheduler::shard_keys(std::size_t i) const {
   const auto& shard = queue_.shard(i);
-  std::vector<std::string> keys{shard.queued_key(), shard.key() + ":leased",
-                                shard.key() + ":deadlines", shard.key() + ":seq",
-                                shard.key() + ":deliveries"};
+  // :seq and :settled go together: numbers counted again over an old :settled would
+  // read as copies.
+  std::vector<std::string> keys{shard.queued_key(),          shard.key() + ":leased",
+                                shard.key() + ":deadlines",  shard.key() + ":seq",
+                                shard.key() + ":settled",    shard.key() + ":deliveries"};
   for (const auto& key : shard.host_frontier_keys()) {
     if (key != shard.queued_key()) keys.push_back(key);
   }

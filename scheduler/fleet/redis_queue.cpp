@@ -1,8 +1,10 @@
 #include "scheduler/fleet/redis_queue.h"
 
-#include <boost/asio/post.hpp>
+#include <fmt/format.h>
 #include <openssl/rand.h>
 #include <openssl/sha.h>
+
+#include <boost/asio/post.hpp>
 
 #include <cmath>
 #include <random>
@@ -113,6 +115,7 @@ redis_queue::redis_queue(std::shared_ptr<redis::client> client, redis_queue_opti
       bad_key_(options_.key + ":bad"),
       deliveries_key_(options_.key + ":deliveries"),
       dead_key_(options_.key + ":dead"),
+      settled_key_(options_.key + ":settled"),
       epoch_key_(options_.key + ":epoch"),
       items_key_(options_.items_key.empty() ? options_.key + ":items" : options_.items_key),
       known_(std::make_unique<detail::known_fingerprints>()) {
@@ -161,13 +164,51 @@ void redis_queue::forget_known() {
   known_ = std::make_unique<detail::known_fingerprints>();
 }
 
-std::string redis_queue::entry_body(const request& request) const {
+std::string redis_queue::entry_body(const request& request, std::uint64_t number) const {
   if (options_.form == queue_entry_form::pickle) {
     return pickle::write(scrapy_dict_of(options_.secrets.writable(request)));
   }
   auto body = options_.secrets.to_json(request).dump(-1, ' ', false,
                                                      nlohmann::json::error_handler_t::replace);
-  return options_.signer ? options_.signer->sign(body) : body;
+  if (!options_.signer) return body;
+  if (number == 0) throw std::logic_error("redis_queue: a signed entry without its number");
+  auto id = fmt::format("{:016d}", number);
+  return id + '|' + options_.signer->sign(body, id);
+}
+
+std::optional<std::uint64_t> redis_queue::claim_numbers(std::size_t count) {
+  std::lock_guard lock(numbers_->mutex);
+  if (numbers_->last + 1 - numbers_->next < count) return std::nullopt;
+  auto first = numbers_->next;
+  numbers_->next += count;
+  return first;
+}
+
+void redis_queue::unclaim_numbers(std::uint64_t from, std::uint64_t to) {
+  std::lock_guard lock(numbers_->mutex);
+  if (numbers_->next == to) numbers_->next = from;  // none claimed since
+}
+
+// Blocks of 1,024 at least: a round trip to Redis every thousand new entries, and a block's
+// numbers are given in order, so <queue>:settled stays dense.
+void redis_queue::take_numbers(std::size_t count, std::function<void(std::exception_ptr)> done) {
+  auto block = std::max<std::size_t>(count, 1024);
+  run_script(detail::redis_queue_reserve, {seq_key_, settled_key_, bad_key_},
+             {std::to_string(block)},
+             [this, block, done = std::move(done)](std::exception_ptr error, redis::reply answer) {
+               if (!error && (answer.type != redis::reply::kind::integer ||
+                              answer.integer < static_cast<long long>(block))) {
+                 error = std::make_exception_ptr(std::runtime_error(
+                     "redis queue: taking entry numbers from " + seq_key_ + " answered " +
+                     answer.describe()));
+               }
+               if (!error) {
+                 std::lock_guard lock(numbers_->mutex);
+                 numbers_->last = std::uint64_t(answer.integer);
+                 numbers_->next = numbers_->last + 1 - block;
+               }
+               done(error);
+             });
 }
 
 // A pickle starts with its PROTO opcode (protocol 2 and later: scrapy-redis writes 5); our entries
@@ -220,7 +261,8 @@ request redis_queue::read_entry(std::string_view entry, const std::string& id) c
     std::string signed_body;
     bool signed_entry = false;
     if (options_.signer) {
-      switch (options_.signer->check(body, &signed_body)) {
+      // The number is signed with the entry: a copy renumbered is forged.
+      switch (options_.signer->check(body, &signed_body, entry.substr(0, bar))) {
         case entry_signer::verdict::valid:
           signed_entry = true;
           body = signed_body;
@@ -268,7 +310,10 @@ void redis_queue::run_script(const char* body, std::vector<std::string> keys,
   keys.push_back(epoch_key_);
   args.insert(args.begin(),
               {epoch_, std::move(types),
-               options_.form == queue_entry_form::json ? "json" : "pickle", host_prefix_,
+               options_.form == queue_entry_form::pickle ? "pickle"
+               : options_.signer                         ? "signed"
+                                                         : "json",
+               host_prefix_,
                options_.limit_by_address ? "1" : ""});
   // The dupefilter's own step: a script per (transition, backend), cached by Redis as any other.
   // Its text and SHA-1 are made once, and finding them copies nothing: every page's settle runs
@@ -321,7 +366,7 @@ std::string redis_queue::expected_type(const std::string& key,
                                        const dedup::redis_marking* marking) const {
   if (marking && key == marking->key) return marking->key_type.empty() ? "-" : marking->key_type;
   if (key == options_.key) return options_.order == "priority" ? "zset" : "list";
-  if (key == leased_key_ || key == deliveries_key_) return "hash";
+  if (key == leased_key_ || key == deliveries_key_ || key == settled_key_) return "hash";
   if (key == deadlines_key_) return "zset";
   if (key == seq_key_) return "string";
   if (key == bad_key_ || key == dead_key_ || key == items_key_) return "list";
@@ -419,7 +464,8 @@ void redis_queue::set_aside(std::vector<std::string>& records, const std::string
 void redis_queue::async_take(std::size_t count, take_handler done) {
   run_script(
       detail::redis_queue_take,
-      {options_.key, leased_key_, deadlines_key_, seq_key_, bad_key_, deliveries_key_, dead_key_},
+      {options_.key, leased_key_, deadlines_key_, seq_key_, bad_key_, deliveries_key_, dead_key_,
+       settled_key_},
       take_arguments(count),
       [this, done = std::move(done)](std::exception_ptr error, redis::reply answer) {
         std::vector<leased_request> taken;
@@ -431,9 +477,11 @@ void redis_queue::async_take(std::size_t count, take_handler done) {
         try {
           if (error) std::rethrow_exception(error);
           expect(answer, "take", *client_);
-          if (answer.elements.size() < 5 || answer.elements.size() % 3 != 2) {
+          if (answer.elements.size() < 6 || answer.elements.size() % 3 != 0 ||
+              answer.elements[5].str.size() != (answer.elements.size() - 6) / 3) {
             throw std::runtime_error("redis queue: take answered " + answer.describe());
           }
+          const auto& ran_already = answer.elements[5].str;
           reclaimed_ += std::size_t(answer.elements[0].integer);
           bad_ += std::size_t(answer.elements[1].integer);
           dead_ += std::size_t(answer.elements[2].integer);
@@ -442,7 +490,7 @@ void redis_queue::async_take(std::size_t count, take_handler done) {
           if (answer.elements[4].integer >= 0) {
             next_host_due_ = std::chrono::milliseconds(answer.elements[4].integer);
           }
-          for (std::size_t i = 5; i + 2 < answer.elements.size(); i += 3) {
+          for (std::size_t i = 6; i + 2 < answer.elements.size(); i += 3) {
             const auto& id = answer.elements[i].str;
             // The host frontier's scores are "<score>@<host>".
             std::string_view score = answer.elements[i + 1].str, host;
@@ -459,6 +507,16 @@ void redis_queue::async_take(std::size_t count, take_handler done) {
             }
             try {
               auto taken_request = read_entry(entry, id);
+              // Only now: a forged entry is refused as forged, whatever its number.
+              if (auto ran = ran_already[(i - 6) / 3]; ran != '0') {
+                throw std::invalid_argument(
+                    options_.key + " entry " + id + ": a copy of entry " +
+                    std::string(entry.substr(0, entry.find('|'))) +
+                    (ran == '1' ? ", which ran already (it was settled, or is numbered before "
+                                  "this crawl began)"
+                                : ", which is running now (another lease holds it)") +
+                    ": a signed entry runs once");
+              }
               if (check_) {
                 if (auto reason = check_(taken_request); !reason.empty()) {
                   throw std::invalid_argument(reason);
@@ -471,7 +529,7 @@ void redis_queue::async_take(std::size_t count, take_handler done) {
               set_aside(poisoned, id, score, host, bad.what(), entry);
             }
           }
-          ours_seen_ += (answer.elements.size() - 5) / 3 - other_form.size();
+          ours_seen_ += (answer.elements.size() - 6) / 3 - other_form.size();
           other_form_seen_ += other_form.size();
         } catch (...) {
           return done(std::current_exception(), {});
@@ -517,7 +575,8 @@ void redis_queue::set_aside_taken(std::vector<std::string> leases_and_records,
   std::vector<std::string> args{options_.order, options_.worker};
   args.insert(args.end(), std::make_move_iterator(leases_and_records.begin()),
               std::make_move_iterator(leases_and_records.end()));
-  run_script(detail::redis_queue_set_aside, {leased_key_, deadlines_key_, deliveries_key_, bad_key_},
+  run_script(detail::redis_queue_set_aside,
+             {leased_key_, deadlines_key_, deliveries_key_, bad_key_, settled_key_},
              std::move(args),
              [this, done = std::move(done)](std::exception_ptr error, redis::reply answer) {
                try {
@@ -580,13 +639,25 @@ void redis_queue::queue_start_urls(std::vector<std::string> raw_urls,
                                    const dedup::redis_marking* marking,
                                    dedup::fingerprint_scheme scheme, settle_handler done) {
   if (raw_urls.empty()) return done(nullptr, {});
+  std::uint64_t number = 0;
+  if (options_.signer) {
+    auto first = claim_numbers(raw_urls.size());
+    if (!first) {
+      return take_numbers(raw_urls.size(), [this, raw_urls = std::move(raw_urls), marking, scheme,
+                                            done = std::move(done)](std::exception_ptr error) mutable {
+        if (error) return done(error, {});
+        queue_start_urls(std::move(raw_urls), marking, scheme, std::move(done));
+      });
+    }
+    number = *first;
+  }
   std::vector<std::string> args{options_.order, options_.start_urls_type, marking ? "1" : ""};
   for (const auto& raw : raw_urls) {
     std::string body, mark, reason, host, priority = "0", dont_filter = "0";
     try {
       auto start = read_start_url(raw);
       if (marking && !start.dont_filter) mark = marking->argument(fingerprint_of(start, scheme));
-      body = entry_body(start);
+      body = entry_body(start, number ? number++ : 0);
       host = pacing_host(start);
       priority = std::to_string(start.priority);
       dont_filter = start.dont_filter ? "1" : "0";
@@ -707,7 +778,8 @@ void redis_queue::async_release(const std::vector<std::string>& lease_ids, count
   std::vector<std::string> args{options_.order, options_.worker};
   args.insert(args.end(), lease_ids.begin(), lease_ids.end());
   run_script(detail::redis_queue_release,
-             {options_.key, leased_key_, deadlines_key_, deliveries_key_}, std::move(args),
+             {options_.key, leased_key_, deadlines_key_, deliveries_key_, settled_key_},
+             std::move(args),
              [this, done = std::move(done)](std::exception_ptr error, redis::reply answer) {
                try {
                  if (error) std::rethrow_exception(error);
@@ -729,6 +801,22 @@ void redis_queue::async_settle(const std::string& lease_id, const std::vector<re
                                const dedup::redis_marking* marking,
                                dedup::fingerprint_scheme scheme, settle_handler done,
                                const host_pace& pace) {
+  // A signed fleet numbers its entries: as many numbers as children are claimed, and those left
+  // when the known duplicates are skipped are given back.
+  std::uint64_t number = 0, claimed_end = 0;
+  if (options_.signer && !children.empty()) {
+    auto first = claim_numbers(children.size());
+    if (!first) {
+      return take_numbers(children.size(), [this, lease_id, children, items, marking, scheme,
+                                            done = std::move(done),
+                                            pace](std::exception_ptr error) mutable {
+        if (error) return done(error, {});
+        async_settle(lease_id, children, items, marking, scheme, std::move(done), pace);
+      });
+    }
+    number = *first;
+    claimed_end = number + children.size();
+  }
   auto in_ms = [](double seconds) { return std::to_string(std::llround(seconds * 1000)); };
   // This page's part of the settle script's arguments (see redis_queue_scripts.h).
   std::vector<std::string> args{lease_id,
@@ -772,7 +860,7 @@ void redis_queue::async_settle(const std::string& lease_id, const std::vector<re
     }
     std::string body;
     try {
-      body = entry_body(child);
+      body = entry_body(child, number ? number++ : 0);
     } catch (const std::invalid_argument& unwritable) {
       refused.emplace_back(position, unwritable.what());
       continue;
@@ -790,6 +878,7 @@ void redis_queue::async_settle(const std::string& lease_id, const std::vector<re
     ++count;
   }
   args[1] = std::to_string(count);
+  if (number) unclaim_numbers(number, claimed_end);
   for (const auto& item : items) {
     // As scrapy-redis's RedisPipeline writes it (ScrapyJSONEncoder, i.e. json.dumps), so
     // Python consumers of <spider>:items read what they always read.
@@ -880,7 +969,7 @@ void redis_queue::send_settles() {
   run_script(
       detail::redis_queue_settle,
       {options_.key, leased_key_, deadlines_key_, seq_key_, filter_key, items_key_, bad_key_,
-       deliveries_key_},
+       deliveries_key_, settled_key_},
       std::move(batch->args),
       [batch, pages](std::exception_ptr error, redis::reply answer) {
         // Four answers a page; anything else (an error, a reply of another shape) goes to every

@@ -28,21 +28,24 @@
 // queue: they pop, we lease. Anyone who reaches Redis can write them, so what is taken is
 // request_origin::shared and must pass shared_request_problem (http or https, no meta "proxy"),
 // unless signed with the fleet's key (entry_signature.h, JSON only; with a key, an unsigned entry
-// is refused): an entry that does not decode or does not pass goes to <key>:bad, byte for byte
-// with the reason (redis/set_aside.h), and is never run. So does an entry in the other form
-// among the worker's own (one stray record never stops a fleet); when the other form is most of
-// what a worker takes (3 entries or more), the settings disagree with the queue's writers: what
-// the take leased is put back untouched, and the take fails with queue_form_mismatch, which says
-// what to set.
+// is refused, and a signed one runs once: the worker numbers it, and a copy of a number that ran
+// or is running is set aside): an entry that does not decode or does not pass goes to
+// <key>:bad, byte for byte with the reason (redis/set_aside.h), and is never run. So does an
+// entry in the other form among the worker's own (one stray record never stops a fleet); when
+// the other form is most of what a worker takes (3 entries or more), the settings disagree with
+// the queue's writers: what the take leased is put back untouched, and the take fails with
+// queue_form_mismatch, which says what to set.
 // Completions run on the client's executor. Not thread-safe: one owner, one loop.
 #pragma once
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <exception>
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <stdexcept>
@@ -290,8 +293,16 @@ class redis_queue {
   std::optional<std::chrono::milliseconds> next_host_due() const { return next_host_due_; }
 
  private:
-  // A request's entry as written to Redis: its JSON, signed when there is a key.
-  std::string entry_body(const request& request) const;
+  // A request's entry as written to Redis: its JSON; signed when there is a key, and then
+  // numbered too ("<number>|<signed JSON>"), with `number` (16 digits) taken by claim_numbers.
+  std::string entry_body(const request& request, std::uint64_t number = 0) const;
+  // A signed fleet's entry numbers (entry_body): the first of `count` numbers now this worker's,
+  // from the block it took from <queue>:seq; nullopt when the block has fewer left, and then
+  // take_numbers(count, ...) takes a new block first.
+  std::optional<std::uint64_t> claim_numbers(std::size_t count);
+  void take_numbers(std::size_t count, std::function<void(std::exception_ptr)> done);
+  // Gives back the numbers [from, to) of the last claim, unless another claim came after it.
+  void unclaim_numbers(std::uint64_t from, std::uint64_t to);
   // The request an entry stands for; throws std::invalid_argument naming the entry when it does
   // not decode or may not run.
   request read_entry(std::string_view entry, const std::string& id) const;
@@ -328,9 +339,17 @@ class redis_queue {
   redis_queue_options options_;  // its signer bound to the queue's key
   std::optional<entry_signer> start_signer_;  // the signer bound to the start URLs' key
   std::string leased_key_, deadlines_key_, seq_key_, bad_key_, deliveries_key_, dead_key_;
+  std::string settled_key_;  // a signed fleet's: which entries were settled, by number
   std::string epoch_key_, items_key_;
   std::string epoch_;  // "" until async_join_epoch: the scripts check nothing
   std::size_t reclaimed_ = 0, bad_ = 0, dead_ = 0, queued_ = 0;
+  // The block of entry numbers this worker took: [next, last]. Settles may come from another
+  // thread than the client's, where a new block arrives.
+  struct numbers {
+    std::mutex mutex;
+    std::uint64_t next = 1, last = 0;
+  };
+  std::unique_ptr<numbers> numbers_ = std::make_unique<numbers>();
   std::optional<std::chrono::milliseconds> next_host_due_;
   // The host frontier's keys (hosts, busy, inflight, delays, count), after each script's own;
   // empty for the other orders.

@@ -8,7 +8,8 @@
 // Keys: the queue (sorted set scored -priority, or a list), <queue>:leased (hash lease id ->
 // "<worker>|<score>|<entry>"), <queue>:deadlines (sorted set lease id -> deadline in ms, on
 // Redis's clock), <queue>:seq (the counter behind entry and lease ids), <queue>:deliveries (hash
-// entry id -> how many times the entry was taken and not settled), <queue>:dead (the dead
+// entry id -> how many times the entry was taken and not settled), <queue>:settled (a signed
+// fleet's: which entries were settled, by number; settle_once), <queue>:dead (the dead
 // letters: entries taken more than SCHEDULER_MAX_DELIVERIES times, never settled), <queue>:bad
 // (what could not be used); both hold records as redis/set_aside.h writes them.
 //
@@ -33,8 +34,9 @@ namespace crawler::detail {
 // leased entry back in the queue where it is taken next.
 //
 // Every script is called with the epoch's key after its own keys and the epoch this worker read
-// at open, the key types and the entries' form ('json': numbered, or 'pickle': bare) before its
-// own arguments (redis_queue::run_script adds them; an epoch of '' checks nothing). A Redis
+// at open, the key types and the entries' form ('json': numbered here, 'signed': numbered and
+// signed by their writer, or 'pickle': bare) before its own arguments (redis_queue::run_script
+// adds them; an epoch of '' checks nothing). A Redis
 // that forgot the fleet's state (restarted without persistence, flushed, failed over to a replica
 // that lagged) no longer holds that epoch: the script writes nothing and answers an error that
 // starts with CRAWLER_EPOCH, and the worker stops rather than call an empty queue finished.
@@ -74,7 +76,10 @@ inline constexpr const char* redis_queue_prelude = R"lua(
 local epoch_key = table.remove(KEYS)
 local expected_epoch = table.remove(ARGV, 1)
 local expected_types = table.remove(ARGV, 1)
-local numbered = table.remove(ARGV, 1) == 'json'
+local form = table.remove(ARGV, 1)
+local numbered = form == 'json'
+-- A signed fleet's entries come numbered by their writer, who signs the number with the entry.
+local signed = form == 'signed'
 -- The host frontier's keys follow the script's own (see the top of this file), and its
 -- per-host sorted sets start with host_prefix; '' for the other orders.
 local host_prefix = table.remove(ARGV, 1)
@@ -143,6 +148,56 @@ local function check_seq(seq, bad)
     return 1
   end
   return 0
+end
+-- A signed fleet runs each entry once: <queue>:settled records the numbers of the entries
+-- settled, a bit each (a hash: the field is a number's first 13 digits, the value a 125-byte
+-- bitmap of the 1,000 numbers under it), and under 'from' the number the crawl's counter started
+-- at (reserve, below). An entry settled before, or numbered before the crawl began, is a copy
+-- that someone who can write Redis put back: it runs no more. Numbers are 16 digits, compared as
+-- text: Lua's numbers are exact to 2^53 only.
+local function settled_bit(entry)
+  local id = string.match(entry, '^(%d+)|')
+  if not id or #id ~= 16 then return nil end
+  return id, string.sub(id, 1, 13), tonumber(string.sub(id, 14))
+end
+local function settled_bits(settled, chunk)
+  local bits = redis.call('HGET', settled, chunk)
+  if bits and #bits == 125 then return bits end
+  return string.rep('\0', 125)
+end
+local function ran_already(settled, entry)
+  local id, chunk, n = settled_bit(entry)
+  if not id then return false end
+  local from = redis.call('HGET', settled, 'from')
+  if from and #from == 16 and id < from then return true end
+  local byte = string.byte(settled_bits(settled, chunk), math.floor(n / 8) + 1)
+  return bit.band(byte, bit.lshift(1, n % 8)) ~= 0
+end
+-- The entries leased now, by number: field 'r<number>' of <queue>:settled holds the lease, so
+-- that a copy taken while its entry runs is told from the entry taken again after its worker
+-- stopped. A field whose lease is gone (not cleared by whoever removed it) holds nothing.
+local function running_field(entry)
+  local id = string.match(entry, '^(%d+)|')
+  return id and ('r' .. id) or nil
+end
+local function forget_running(settled, entry, lease_id)
+  if not signed then return end
+  local field = running_field(entry)
+  if field and redis.call('HGET', settled, field) == lease_id then
+    redis.call('HDEL', settled, field)
+  end
+end
+-- Records `entry` as settled; false, recording nothing, when it ran already.
+local function settle_once(settled, entry)
+  if ran_already(settled, entry) then return false end
+  local id, chunk, n = settled_bit(entry)
+  if not id then return true end
+  local bits = settled_bits(settled, chunk)
+  local at = math.floor(n / 8) + 1
+  local byte = bit.bor(string.byte(bits, at), bit.lshift(1, n % 8))
+  redis.call('HSET', settled, chunk,
+             string.sub(bits, 1, at - 1) .. string.char(byte) .. string.sub(bits, at + 1))
+  return true
 end
 -- The host frontier's count of queued entries, checked before a script writes anything, as
 -- check_seq checks the counter: one that is not a whole number is set aside and counted again.
@@ -292,7 +347,7 @@ local function put_back(queue, order, score, entry, host)
 end
 )lua";
 
-// take: KEYS queue, leased, deadlines, seq, bad, deliveries, dead; ARGV order, worker, count,
+// take: KEYS queue, leased, deadlines, seq, bad, deliveries, dead, settled; ARGV order, worker, count,
 // lease_ms, max_entry, max_deliveries. Leases past their deadline go back to the queue first
 // (their worker stopped renewing), then up to `count` entries move from the queue to the worker's
 // leases, each under a new lease id (not the entry's own, which a poisoned entry could forge). A
@@ -310,10 +365,13 @@ end
 // <queue>:busy until one of its leases ends (of its address's, for a host parked by address).
 // Its scores come back as "<score>@<host>".
 // Returns {reclaimed, set aside, dead, entries left in the queue, ms until the next host is due
-// (-1: the other orders, or none), id, score, entry, ...}.
+// (-1: the other orders, or none), a letter for each leased entry: in a signed fleet '1' when it
+// ran already (ran_already), '2' when another lease holds its number now (a copy taken while
+// its entry runs), else '0' (the worker sets copies aside once it has checked their signature,
+// so that a forged entry is called forged), then id, score, entry, ...}.
 inline constexpr const char* redis_queue_take = R"lua(
 local queue, leased, deadlines, seq, bad = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
-local deliveries, dead = KEYS[6], KEYS[7]
+local deliveries, dead, settled = KEYS[6], KEYS[7], KEYS[8]
 local order, worker, count, lease_ms = ARGV[1], ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4])
 local max_entry, max_deliveries = tonumber(ARGV[5]), tonumber(ARGV[6])
 local now = now_ms()
@@ -335,7 +393,7 @@ local function next_due_in()
 end
 if waiting == 0 and #expired == 0 then
   local queued = order == 'host' and tonumber(redis.pcall('GET', host_keys.count)) or 0
-  return {0, 0, 0, queued or 0, next_due_in()}
+  return {0, 0, 0, queued or 0, next_due_in(), ''}
 end
 local refused = check_types()
 if refused then return refused end
@@ -346,6 +404,7 @@ for _, id in ipairs(expired) do
     local owner, score, entry, host = parse_lease(lease)
     if owner then
       put_back(queue, order, score, entry, host)
+      forget_running(settled, entry, id)
       if order == 'host' then host_done(host) end
     else
       set_aside(bad, leased, lease, 'lease ' .. id .. ' is not "<worker>|<score>|<entry>"')
@@ -426,7 +485,7 @@ else
     for _, entry in ipairs(popped) do taken[#taken + 1] = {entry, '0'} end
   end
 end
-local out = {#expired, 0, 0, 0, 0}
+local out = {#expired, 0, 0, 0, 0, ''}
 -- The entries' delivery counts are read in one command and written in one, and their leases in
 -- one each: a take of CONCURRENT_REQUESTS entries is a handful of commands, not four per entry.
 -- An entry taken twice in one take (equal entries of a list) counts twice, as it would one by one.
@@ -510,10 +569,24 @@ in_parts('HSET', deliveries, counts)
 in_parts('HDEL', deliveries, dead_ids)
 if #leasing > 0 then
   local last = redis.call('INCRBY', seq, #leasing)
-  local records, due = {}, {}
+  local records, due, ran, running_here = {}, {}, {}, {}
   for j, lease in ipairs(leasing) do
     -- %d: Lua's own number-to-string is %.14g, which past 10^14 gives two leases one id.
     local id = 'L' .. string.format('%d', last - #leasing + j)
+    ran[j] = '0'
+    if signed and ran_already(settled, lease[2]) then
+      ran[j] = '1'
+    elseif signed then
+      local field = running_field(lease[2])
+      local holder = field and redis.call('HGET', settled, field)
+      if field and (running_here[field] or
+                    (holder and redis.call('HEXISTS', leased, holder) == 1)) then
+        ran[j] = '2'
+      elseif field then
+        running_here[field] = true
+        redis.call('HSET', settled, field, id)
+      end
+    end
     records[#records + 1] = id
     records[#records + 1] = worker .. '|' .. lease[1] .. '|' .. lease[2]
     due[#due + 1] = now + lease_ms
@@ -524,6 +597,7 @@ if #leasing > 0 then
   end
   in_parts('HSET', leased, records)
   in_parts('ZADD', deadlines, due)
+  out[6] = table.concat(ran)
 end
 out[2] = bads
 out[5] = next_due_in()
@@ -533,7 +607,8 @@ else out[4] = redis.call('LLEN', queue) end
 return out
 )lua";
 
-// set_aside: KEYS leased, deadlines, deliveries, bad; ARGV order, worker, then per entry: lease
+// set_aside: KEYS leased, deadlines, deliveries, bad, settled; ARGV order, worker, then per
+// entry: lease
 // id, record. Each entry the worker still holds and will not run (it did not decode, or may not
 // run) leaves its lease for `bad`, as the record, and its delivery count goes.
 inline constexpr const char* redis_queue_set_aside = R"lua(
@@ -549,6 +624,7 @@ for at = 3, #ARGV, 2 do
     redis.call('HDEL', leased, ARGV[at])
     redis.call('ZREM', deadlines, ARGV[at])
     redis.call('HDEL', deliveries, delivery_id(entry))
+    forget_running(KEYS[5], entry, ARGV[at])
     if order == 'host' then host_done(host) end
   end
 end
@@ -576,7 +652,8 @@ end
 return lost
 )lua";
 
-// release: KEYS queue, leased, deadlines, deliveries; ARGV order, worker, id... Puts the worker's
+// release: KEYS queue, leased, deadlines, deliveries, settled; ARGV order, worker, id... Puts
+// the worker's
 // leased entries back in the queue, not crawled (a stop), and takes back their delivery: a
 // worker stopped with Ctrl-C did not die on them. Returns how many.
 inline constexpr const char* redis_queue_release = R"lua(
@@ -594,6 +671,7 @@ for i = 3, #ARGV do
       if order == 'host' then host_done(host) end
       redis.call('HDEL', leased, ARGV[i])
       redis.call('ZREM', deadlines, ARGV[i])
+      forget_running(KEYS[5], entry, ARGV[i])
       local id = delivery_id(entry)
       local left = redis.pcall('HINCRBY', deliveries, id, -1)
       if type(left) ~= 'number' or left <= 0 then redis.call('HDEL', deliveries, id) end
@@ -605,7 +683,7 @@ count_added()
 return released
 )lua";
 
-// settle: KEYS queue, leased, deadlines, seq, dupefilter, items, bad, deliveries;
+// settle: KEYS queue, leased, deadlines, seq, dupefilter, items, bad, deliveries, settled;
 // ARGV order, worker, filtering ('1', or '' for no dupefilter), page count, then per page: lease
 // id ('' for none), child count, item count, the page's host's delay and hold in ms (set_pace;
 // the host frontier's), its server's address (set_address; '' for none), then per child:
@@ -615,7 +693,9 @@ return released
 // without being queued, leased or crawled. A lease the worker no longer holds (it expired and
 // went back to the queue, or this same outcome was stored by an earlier try whose answer was
 // lost) stores nothing: the request's outcome is stored once, by whoever holds its lease, so no
-// item is written twice. A worker settles the pages that finished together in one call (see
+// item is written twice; in a signed fleet, nor does the lease of an entry that ran already
+// (settle_once: a copy taken before the first settled). A worker settles the pages that finished
+// together in one call (see
 // redis_queue::add_to_settles): each call costs Redis as much as a page's own work.
 // Returns, per page: queued, duplicates, settled (1, or 0 when the lease was not held), one '1'
 // (duplicate) or '0' (queued) per child, or '' when nothing was stored.
@@ -635,7 +715,7 @@ for _ = 1, pages do
   at = at + 6 + 5 * child_count + item_count
 end
 local skipped = {}
-if not leases then skipped[2], skipped[3], skipped[8] = true, true, true end
+if not leases then skipped[2], skipped[3], skipped[8], skipped[9] = true, true, true, true end
 if not children then skipped[1], skipped[4], skipped[5], skipped[7] = true, true, true, true end
 if not stored_items then skipped[6] = true end
 local refused = check_types(skipped)
@@ -663,12 +743,17 @@ for _ = 1, pages do
       redis.call('HDEL', KEYS[8], delivery_id(entry))
       redis.call('HDEL', leased, lease_id)
       redis.call('ZREM', deadlines, lease_id)
+      forget_running(KEYS[9], entry, lease_id)
       if order == 'host' then
         set_address(host, address)
         host_done(host)
         set_pace(host, delay_ms, hold_ms)
       end
-      settled = 1
+      if signed and not settle_once(KEYS[9], entry) then
+        held = false
+      else
+        settled = 1
+      end
     end
   end
   if held then
@@ -698,6 +783,26 @@ for _ = 1, pages do
 end
 count_added()
 return answers
+)lua";
+
+// reserve: KEYS seq, settled, bad; ARGV how many. A signed fleet's worker numbers the entries it
+// writes itself, since it signs each number with its entry, and takes the numbers from the
+// counter in blocks. A crawl's counter starts from Redis's clock in microseconds (16 digits),
+// above every number of the crawls before it on these keys, and that start is kept in
+// <queue>:settled ('from'): an entry numbered below it is from an earlier crawl. Returns the
+// block's last number.
+inline constexpr const char* redis_queue_reserve = R"lua(
+local seq, settled, bad = KEYS[1], KEYS[2], KEYS[3]
+local refused = check_types()
+if refused then return refused end
+check_seq(seq, bad)
+if redis.call('EXISTS', seq) == 0 then
+  local t = redis.call('TIME')
+  local from = t[1] .. string.format('%06d', tonumber(t[2]))
+  redis.call('SET', seq, from)
+  redis.call('HSET', settled, 'from', from)
+end
+return redis.call('INCRBY', seq, tonumber(ARGV[1]))
 )lua";
 
 // read start URLs: KEYS start_urls, its bad list; ARGV the start key's type ('list', 'set' or
