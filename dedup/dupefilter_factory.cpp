@@ -31,18 +31,10 @@ const backend_entry backends[] = {
 
 }  // namespace
 
+// Both in range: the settings refuse a capacity under 1 and a rate outside (0, 1) when set.
 scalable_bloom_filter::params detail::bloom_capacity_from(const crawler::settings& settings) {
-  std::int64_t capacity = settings.get_int("BLOOMFILTER_CAPACITY");
-  double rate = settings.get_double("BLOOMFILTER_ERRORRATE");
-  if (capacity <= 0) {
-    throw crawler::settings_error("BLOOMFILTER_CAPACITY: must be larger than 0, got " +
-                                  std::to_string(capacity));
-  }
-  if (!(rate > 0 && rate < 1)) {
-    throw crawler::settings_error("BLOOMFILTER_ERRORRATE: must be between 0 and 1, got " +
-                                  std::to_string(rate));
-  }
-  return {static_cast<std::uint64_t>(capacity), rate};
+  return {static_cast<std::uint64_t>(settings.get_int("BLOOMFILTER_CAPACITY")),
+          settings.get_double("BLOOMFILTER_ERRORRATE")};
 }
 
 std::unique_ptr<rfp_dupefilter> make_dupefilter(const dupefilter_context& context) {

@@ -2,10 +2,13 @@
 
 #include <gtest/gtest.h>
 
+#include <boost/asio/io_context.hpp>
 #include <random>
 
 #include "dedup/bitmap_hash.h"
 #include "dedup/detail/fingerprint_set.h"
+#include "config/settings.h"
+#include "config/stats.h"
 #include "dedup/dupefilter.h"
 #include "redis_server.h"
 
@@ -130,4 +133,43 @@ TEST(fingerprint_set, is_exact_and_stays_under_forty_bytes_a_key_as_it_grows) {
   for (const auto& fp : inserted) ASSERT_FALSE(set.insert(fp));
   EXPECT_FALSE(set.contains(source.next()));
   EXPECT_EQ(set.size(), inserted.size() + 1);
+}
+
+// A Bloom filter's shape comes from its capacity (1 and up) and its rate of false positives
+// (strictly between 0 and 1: at 1 every request would be a duplicate). Each bound is tried at,
+// just inside and just outside it, whether the settings or the backend refuse it; a refusal
+// names the setting and the value.
+TEST(bloom_dupefilter, capacity_and_error_rate_outside_their_range_are_refused_by_name) {
+  boost::asio::io_context io;
+  struct shape {
+    std::int64_t capacity;
+    double rate;
+    const char* refused;  // the setting the refusal names, or nullptr
+    const char* got;      // and how it quotes the value
+  };
+  for (auto [capacity, rate, refused, got] : std::vector<shape>{
+           {1, 0.5, nullptr, nullptr},
+           {0, 0.5, "BLOOMFILTER_CAPACITY: ", "got 0"},
+           {-1, 0.5, "BLOOMFILTER_CAPACITY: ", "got -1"},
+           {1000, 0.999, nullptr, nullptr},
+           {1000, 1e-9, nullptr, nullptr},
+           {1000, 1.0, "BLOOMFILTER_ERRORRATE: ", "got 1"},
+           {1000, 0.0, "BLOOMFILTER_ERRORRATE: ", "got 0"},
+           {1000, -0.1, "BLOOMFILTER_ERRORRATE: ", "got -0.1"},
+           {1000, 1.5, "BLOOMFILTER_ERRORRATE: ", "got 1.5"}}) {
+    SCOPED_TRACE(std::to_string(capacity) + " at " + std::to_string(rate));
+    crawler::settings settings;
+    crawler::stats stats;
+    try {
+      settings.set("DUPEFILTER_CLASS", "bloom");
+      settings.set("BLOOMFILTER_CAPACITY", capacity);
+      settings.set("BLOOMFILTER_ERRORRATE", rate);
+      make_dupefilter({settings, stats, "spider", io.get_executor()});
+      EXPECT_EQ(refused, nullptr);
+    } catch (const crawler::settings_error& error) {
+      ASSERT_NE(refused, nullptr) << error.what();
+      EXPECT_TRUE(std::string(error.what()).starts_with(refused)) << error.what();
+      EXPECT_NE(std::string(error.what()).find(got), std::string::npos) << error.what();
+    }
+  }
 }

@@ -114,4 +114,16 @@ TEST(fingerprint_scheme, is_read_from_settings_and_unknown_values_are_refused) {
   EXPECT_EQ(fingerprint_scheme_from(settings), fingerprint_scheme::scrapy_redis_0_8);
   settings.set_from_string("REQUEST_FINGERPRINTER_IMPLEMENTATION=2.8");
   EXPECT_THROW(fingerprint_scheme_from(settings), crawler::settings_error);
+  // Set to "" (a crawl file's "REQUEST_FINGERPRINTER_IMPLEMENTATION": ""), a value like any
+  // other, refused as Scrapy 2.8's RequestFingerprinter refuses it ("Got an invalid value"), not
+  // read as unset.
+  settings.set("REQUEST_FINGERPRINTER_IMPLEMENTATION", "");
+  try {
+    fingerprint_scheme_from(settings);
+    ADD_FAILURE() << "an empty REQUEST_FINGERPRINTER_IMPLEMENTATION was read as unset";
+  } catch (const crawler::settings_error& refused) {
+    EXPECT_TRUE(std::string(refused.what())
+                    .starts_with("REQUEST_FINGERPRINTER_IMPLEMENTATION: unknown value ''"))
+        << refused.what();
+  }
 }

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 
 #include <csignal>
 #include <fstream>
@@ -335,6 +336,32 @@ TEST(request_journal, a_write_that_fails_part_way_leaves_none_of_its_batch_and_n
   auto replay = again.open();
   EXPECT_EQ(urls(replay.pending), std::vector<std::string>{"http://a/recorded"});
   EXPECT_EQ(replay.torn_lines, 0u);
+}
+
+// JOBDIR's files are created as Python's open() creates Scrapy's (0666 less the umask): a user
+// sees rw-r--r-- under the usual umask, and one who shares JOBDIR with a group (umask 002)
+// gets group-writable files, never an execute or sticky bit.
+TEST(request_journal, its_files_are_created_0666_less_the_umask) {
+  for (mode_t umask : {mode_t(022), mode_t(002)}) {
+    temp_dir dir;
+    auto before = ::umask(umask);
+    {
+      request_journal journal(dir.path(), false);
+      journal.open();
+      request a{"http://a/1"};
+      journal.queued(a);
+      journal.commit();
+      journal.compact(std::vector<request>{a}, {});
+      request_journal again(dir.path(), false);
+      again.open();
+    }
+    ::umask(before);
+    for (const char* name : {"requests.journal", "requests.queue.jsonl"}) {
+      struct stat file {};
+      ASSERT_EQ(::stat((dir.path() / name).c_str(), &file), 0) << name;
+      EXPECT_EQ(file.st_mode & 07777, 0666 & ~umask) << name << " under umask " << umask;
+    }
+  }
 }
 
 }  // namespace
