@@ -593,24 +593,38 @@ TEST(signed_fleet, runs_only_its_own_entries_and_they_keep_their_writers_rights)
 // A signed entry that someone who can write Redis copies back into its queue runs once: a
 // worker stopped early leaves the fleet's own entries queued, each is pushed back 29 more times
 // (30 in all), and the next worker crawls every page to the end, each fetched once and its item
-// stored once, and sets every copy aside as a copy.
-TEST(signed_fleet, an_entry_copied_thirty_times_stores_its_item_once) {
+// stored once, and sets every copy aside as a copy. On one queue, and on three shards (each
+// numbering its own entries).
+class signed_fleet_copies : public testing::TestWithParam<int> {};
+
+TEST_P(signed_fleet_copies, an_entry_copied_thirty_times_stores_its_item_once) {
   http_server site({.site_pages = 20});
   redis_server redis;
   temp_dir dir;
   auto items_file = dir.path() / "items.jsonl";
-  std::vector<std::string> settings{"-s", "SCHEDULER_QUEUE_CLASS=fifo", "-s",
-                                    "SCHEDULER_PERSIST=True"};
+  std::vector<std::string> settings{"-s", "SCHEDULER_QUEUE_CLASS=fifo",
+                                    "-s", "SCHEDULER_PERSIST=True",
+                                    "-s", "SCHEDULER_SHARDS=" + std::to_string(GetParam())};
+  std::vector<std::string> queues{"site:requests"};
+  if (GetParam() > 1) {
+    queues.clear();
+    for (int shard = 0; shard < GetParam(); ++shard) {
+      queues.push_back("site:" + std::to_string(shard) + ":requests");
+    }
+  }
   auto first_settings = settings;
   first_settings.insert(first_settings.end(), {"-s", "CLOSESPIDER_PAGECOUNT=1"});
   auto first = fleet_worker(site, redis, items_file, "redis_set", first_settings, {signing_key});
   ASSERT_EQ(first->wait(), 0) << first->stderr_text();
-  auto queued = redis_list(redis.port(), "site:requests");
-  ASSERT_GE(queued.size(), 2u);
-  for (const auto& entry : queued) {
-    ASSERT_NE(entry.find(R"(|{"hmac":")"), std::string::npos) << entry;
-    for (int copy = 0; copy < 29; ++copy) redis_run(redis.port(), {"LPUSH", "site:requests", entry});
+  std::size_t copied = 0;
+  for (const auto& queue : queues) {
+    for (const auto& entry : redis_list(redis.port(), queue)) {
+      ASSERT_NE(entry.find(R"(|{"hmac":")"), std::string::npos) << entry;
+      for (int copy = 0; copy < 29; ++copy) redis_run(redis.port(), {"LPUSH", queue, entry});
+      ++copied;
+    }
   }
+  ASSERT_GE(copied, 2u);
   auto second = fleet_worker(site, redis, items_file, "redis_set", settings, {signing_key});
   ASSERT_EQ(second->wait(), 0) << second->stderr_text();
   std::map<std::string, int> items;
@@ -620,18 +634,24 @@ TEST(signed_fleet, an_entry_copied_thirty_times_stores_its_item_once) {
   }
   ASSERT_EQ(items.size(), 20u);
   for (const auto& [url, count] : items) EXPECT_EQ(count, 1) << url;
-  std::size_t copies = 0;
-  for (const auto& [entry, reason] : set_aside(redis, "site:requests:bad")) {
-    EXPECT_NE(reason.find(", which ran already"), std::string::npos) << reason;
-    ++copies;
-  }
   for (int page = 0; page < 20; ++page) {
     EXPECT_EQ(site.hits("/site/" + std::to_string(page)), 1u) << page;
   }
-  // set_aside() keys the records by entry: one a copied entry, however many of its copies.
-  EXPECT_EQ(copies, queued.size());
-  EXPECT_EQ(redis_list(redis.port(), "site:requests:bad").size(), queued.size() * 29);
+  std::size_t copies = 0, records = 0;
+  for (const auto& queue : queues) {
+    // set_aside() keys the records by entry: one a copied entry, however many of its copies.
+    for (const auto& [entry, reason] : set_aside(redis, queue + ":bad")) {
+      EXPECT_NE(reason.find(", which ran already"), std::string::npos) << reason;
+      ++copies;
+    }
+    records += redis_list(redis.port(), queue + ":bad").size();
+  }
+  EXPECT_EQ(copies, copied);
+  EXPECT_EQ(records, copied * 29);
 }
+
+INSTANTIATE_TEST_SUITE_P(signed_fleet, signed_fleet_copies, testing::Values(1, 3),
+                         [](const auto& info) { return std::to_string(info.param) + "_shards"; });
 
 TEST(signed_fleet, the_key_comes_from_the_environment_only_and_must_be_long_enough) {
   redis_server redis;
