@@ -576,6 +576,77 @@ TEST(fleet, workers_started_on_a_redis_out_of_memory_wait_for_room_and_crawl_eve
   expect_every_page_stored_once(site, redis);
 }
 
+// The class of the tests above: an outage of each kind (Redis restarted with its data, paused,
+// out of memory), at the workers' start or in the middle of their crawl, for three seconds, with
+// MAX_IDLE_TIME_BEFORE_CLOSE one: an outage is never idleness. Two workers crawl every page once
+// and end "finished" only once the queue and the leases are empty.
+struct outage {
+  std::string kind;  // "restart", "pause", "oom"
+  bool at_start;
+};
+
+void PrintTo(const outage& kind, std::ostream* out) {
+  *out << kind.kind << (kind.at_start ? " at start" : " mid-crawl");
+}
+
+class outage_longer_than_idle : public testing::TestWithParam<outage> {};
+
+TEST_P(outage_longer_than_idle, never_ends_the_crawl_and_loses_nothing) {
+  auto [kind, at_start] = GetParam();
+  http_server site({.site_pages = pages, .page_delay_ms = 50});
+  redis_server redis({.append_only = kind == "restart"});
+  temp_dir dir;
+  auto begin = [&, kind = kind] {
+    if (kind == "restart") redis.stop();
+    if (kind == "pause") redis.pause();
+    if (kind == "oom") redis_run(redis.port(), {"CONFIG", "SET", "maxmemory", "1"});
+  };
+  auto end = [&, kind = kind] {
+    if (kind == "restart") redis.start();
+    if (kind == "pause") redis.resume();
+    if (kind == "oom") redis_run(redis.port(), {"CONFIG", "SET", "maxmemory", "0"});
+  };
+  if (at_start) begin();
+  std::vector<std::unique_ptr<child_process>> workers;
+  std::vector<std::filesystem::path> stats;
+  for (int i = 0; i < 2; ++i) {
+    stats.push_back(dir.path() / ("stats" + std::to_string(i) + ".json"));
+    workers.push_back(fleet_worker(site, redis, dir.path() / ("items" + std::to_string(i) + ".jsonl"),
+                                   "redis_set",
+                                   {"-s", "MAX_IDLE_TIME_BEFORE_CLOSE=1", "-s",
+                                    "REDIS_PIPELINE=true", "-s",
+                                    "STATS_FILE=" + stats.back().string(), "-L", "INFO"}));
+  }
+  if (!at_start) {
+    crawler::fixtures::wait_until([&] { return site.total_hits() >= 30; }, "30 pages fetched");
+    begin();
+  }
+  std::this_thread::sleep_for(3s);  // the outage itself: three times MAX_IDLE_TIME_BEFORE_CLOSE
+  // Past maxmemory, Redis still runs a script whose first write frees memory (a take's pop, a
+  // settle's lease removal), so a crawl under way may end during the outage, rightly: only
+  // what it stores at the end must wait. Away or paused, nothing can end it.
+  if (at_start || kind != "oom") {
+    for (const auto& worker : workers) {
+      EXPECT_EQ(worker->stderr_text().find("Spider closed"), std::string::npos)
+          << worker->stderr_text();
+    }
+  }
+  end();
+  for (std::size_t i = 0; i < workers.size(); ++i) {
+    ASSERT_EQ(workers[i]->wait(), 0) << workers[i]->stderr_text();
+    EXPECT_EQ(nlohmann::json::parse(std::ifstream(stats[i]))["finish_reason"], "finished");
+  }
+  expect_every_page_stored_once(site, redis);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    fleet, outage_longer_than_idle,
+    testing::Values(outage{"restart", true}, outage{"restart", false}, outage{"pause", true},
+                    outage{"pause", false}, outage{"oom", true}, outage{"oom", false}),
+    [](const auto& info) {
+      return info.param.kind + (info.param.at_start ? "_at_start" : "_mid_crawl");
+    });
+
 // A key made into another type mid-crawl (an operator's redis-cli, another program) fails every
 // script that uses it, the same way every time: the worker says so once, naming the key, and
 // exits 2, rather than retry as if Redis were away; what it held goes back to the queue.

@@ -436,24 +436,49 @@ void fleet_scheduler::do_open(asio::any_completion_handler<done_signature> handl
   open_fleet(std::make_shared<asio::any_completion_handler<done_signature>>(std::move(handler)));
 }
 
-// A Redis past maxmemory refuses the open's first writes (the layout's version, the epoch): the
-// worker says so once and waits for room, as it does mid-crawl, rather than stop. An outage at
-// start is no more the crawl's end than one later.
+// A Redis that is away at the worker's start (restarting, loading its data, paused past the
+// command timeout) or past maxmemory (it refuses the open's first writes: the layout's version,
+// the epoch): the worker says so once, naming the reason, and waits for it, as it does
+// mid-crawl, until REDIS_FAILURE_TIMEOUT, rather than stop. An outage at start is no more the
+// crawl's end than one later. A refused password or database number is no outage: it stops.
+bool fleet_scheduler::waits_at_open(std::exception_ptr error) {
+  try {
+    std::rethrow_exception(error);
+  } catch (const redis::reply_error& refused) {
+    return refused.retrying_helps();
+  } catch (const redis::redis_error& away) {
+    std::string_view what = away.what();
+    return what.find(" refused AUTH") == what.npos && what.find(" refused SELECT") == what.npos;
+  } catch (...) {
+    return false;
+  }
+}
+
 void fleet_scheduler::open_fleet(
     std::shared_ptr<asio::any_completion_handler<done_signature>> opened) {
   auto shared = std::make_shared<asio::any_completion_handler<done_signature>>(
       [this, alive = alive_, opened](std::exception_ptr error) {
         if (!*alive) return;
-        if (error && out_of_memory("open the fleet's keys", error)) {
-          poll_timer_.expires_after(std::chrono::seconds(1));
-          return poll_timer_.async_wait([this, alive, opened](boost::system::error_code stop) {
-            if (!*alive) return;
-            if (!stop) return open_fleet(opened);
-            std::move(*opened)(std::make_exception_ptr(std::runtime_error(
-                "closed while Redis at " + client_->where().address() + " was out of memory")));
-          });
+        if (error && waits_at_open(error)) {
+          redis_failed("open the fleet's keys", error);
+          bool too_long = failure_timeout_.count() > 0 &&
+                          std::chrono::steady_clock::now() - *redis_down_since_ >= failure_timeout_;
+          if (!too_long) {
+            poll_timer_.expires_after(std::chrono::seconds(1));
+            return poll_timer_.async_wait([this, alive, opened](boost::system::error_code stop) {
+              if (!*alive) return;
+              if (!stop) return open_fleet(opened);
+              std::move(*opened)(std::make_exception_ptr(std::runtime_error(
+                  "closed while waiting for Redis at " + client_->where().address())));
+            });
+          }
+          logger_->error("Could not open the fleet's keys for {} s (REDIS_FAILURE_TIMEOUT)",
+                         std::chrono::duration<double>(failure_timeout_).count());
         }
-        if (!error) memory_recovered();
+        if (!error) {
+          memory_recovered();
+          redis_answered();
+        }
         std::move(*opened)(error);
       });
   auto check_then_open = [this, alive = alive_, shared] {

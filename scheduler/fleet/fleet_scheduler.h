@@ -105,6 +105,8 @@ class fleet_scheduler final : public scheduler {
   // True when `error` is Redis's OOM answer, which is said once until memory_recovered().
   bool out_of_memory(const std::string& doing, std::exception_ptr error);
   void open_fleet(std::shared_ptr<asio::any_completion_handler<done_signature>> opened);
+  // Whether the open waits out `error` (Redis away or out of memory) rather than fail.
+  static bool waits_at_open(std::exception_ptr error);
   void join_epoch(std::shared_ptr<asio::any_completion_handler<done_signature>> opened);
   void memory_recovered();
   // An error reply to one of this file's scripts, as a redis::reply_error.
