@@ -647,6 +647,43 @@ INSTANTIATE_TEST_SUITE_P(
       return info.param.kind + (info.param.at_start ? "_at_start" : "_mid_crawl");
     });
 
+// What waiting at start is not: a Redis that stays away past REDIS_FAILURE_TIMEOUT stops the
+// worker, once it has said why it waits; a password Redis refuses stops it at once, since no
+// wait will change it.
+TEST(fleet, a_redis_away_at_start_is_waited_for_until_redis_failure_timeout_and_a_wrong_password_not_at_all) {
+  http_server site({.site_pages = 5});
+  temp_dir dir;
+  redis_server redis({.password = "right-password"});
+  std::uint16_t nowhere = 0;
+  {
+    redis_server gone;  // a port where no Redis listens any more
+    nowhere = gone.port();
+  }
+  struct start {
+    std::string url;
+    std::string timeout;
+    std::string said;
+    double at_least_s, at_most_s;
+  };
+  for (const auto& [url, timeout, said, at_least_s, at_most_s] : std::vector<start>{
+           {"redis://127.0.0.1:" + std::to_string(nowhere), "1.5",
+            "retrying with backoff until Redis answers: cannot connect to Redis at", 1.5, 30},
+           {"redis://:wrong-password@127.0.0.1:" + std::to_string(redis.port()), "300",
+            "refused AUTH", 0, 30}}) {
+    auto began = std::chrono::steady_clock::now();
+    auto worker = fleet_worker(site, redis, dir.path() / "items.jsonl", "redis_set",
+                               {"-s", "REDIS_URL=" + url, "-s", "REDIS_FAILURE_TIMEOUT=" + timeout,
+                                "-L", "INFO"});
+    EXPECT_EQ(worker->wait(), 2) << worker->stderr_text();
+    double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
+    EXPECT_GE(took, at_least_s) << url;
+    EXPECT_LT(took, at_most_s) << url;
+    EXPECT_NE(worker->stderr_text().find(said), std::string::npos) << worker->stderr_text();
+    EXPECT_EQ(worker->stderr_text().find("wrong-password"), std::string::npos);
+  }
+  EXPECT_EQ(site.total_hits(), 0u);
+}
+
 // A key made into another type mid-crawl (an operator's redis-cli, another program) fails every
 // script that uses it, the same way every time: the worker says so once, naming the key, and
 // exits 2, rather than retry as if Redis were away; what it held goes back to the queue.
