@@ -611,8 +611,8 @@ TEST_P(outage_longer_than_idle, never_ends_the_crawl_and_loses_nothing) {
   std::vector<std::filesystem::path> stats;
   for (int i = 0; i < 2; ++i) {
     stats.push_back(dir.path() / ("stats" + std::to_string(i) + ".json"));
-    workers.push_back(fleet_worker(site, redis, dir.path() / ("items" + std::to_string(i) + ".jsonl"),
-                                   "redis_set",
+    auto feed = dir.path() / ("items" + std::to_string(i) + ".jsonl");
+    workers.push_back(fleet_worker(site, redis, feed, "redis_set",
                                    {"-s", "MAX_IDLE_TIME_BEFORE_CLOSE=1", "-s",
                                     "REDIS_PIPELINE=true", "-s",
                                     "STATS_FILE=" + stats.back().string(), "-L", "INFO"}));
@@ -650,7 +650,7 @@ INSTANTIATE_TEST_SUITE_P(
 // What waiting at start is not: a Redis that stays away past REDIS_FAILURE_TIMEOUT stops the
 // worker, once it has said why it waits; a password Redis refuses stops it at once, since no
 // wait will change it.
-TEST(fleet, a_redis_away_at_start_is_waited_for_until_redis_failure_timeout_and_a_wrong_password_not_at_all) {
+TEST(fleet, a_redis_away_at_start_is_waited_for_until_its_timeout_and_a_wrong_password_not_at_all) {
   http_server site({.site_pages = 5});
   temp_dir dir;
   redis_server redis({.password = "right-password"});

@@ -639,17 +639,19 @@ void redis_queue::queue_start_urls(std::vector<std::string> raw_urls,
                                    const dedup::redis_marking* marking,
                                    dedup::fingerprint_scheme scheme, settle_handler done) {
   if (raw_urls.empty()) return done(nullptr, {});
-  std::uint64_t number = 0;
+  std::uint64_t number = 0, claimed_end = 0;
   if (options_.signer) {
     auto first = claim_numbers(raw_urls.size());
     if (!first) {
-      return take_numbers(raw_urls.size(), [this, raw_urls = std::move(raw_urls), marking, scheme,
-                                            done = std::move(done)](std::exception_ptr error) mutable {
+      auto count = raw_urls.size();
+      return take_numbers(count, [this, raw_urls = std::move(raw_urls), marking, scheme,
+                                  done = std::move(done)](std::exception_ptr error) mutable {
         if (error) return done(error, {});
         queue_start_urls(std::move(raw_urls), marking, scheme, std::move(done));
       });
     }
     number = *first;
+    claimed_end = number + raw_urls.size();
   }
   std::vector<std::string> args{options_.order, options_.start_urls_type, marking ? "1" : ""};
   for (const auto& raw : raw_urls) {
@@ -667,6 +669,7 @@ void redis_queue::queue_start_urls(std::vector<std::string> raw_urls,
     }
     args.insert(args.end(), {raw, body, priority, dont_filter, mark, reason, host});
   }
+  if (number) unclaim_numbers(number, claimed_end);  // those of start URLs that did not read
   auto filter_key = marking ? marking->key : options_.key;
   run_script(
       detail::redis_queue_feed,

@@ -347,28 +347,27 @@ local function put_back(queue, order, score, entry, host)
 end
 )lua";
 
-// take: KEYS queue, leased, deadlines, seq, bad, deliveries, dead, settled; ARGV order, worker, count,
-// lease_ms, max_entry, max_deliveries. Leases past their deadline go back to the queue first
+// take: KEYS queue, leased, deadlines, seq, bad, deliveries, dead, settled; ARGV order, worker,
+// count, lease_ms, max_entry, max_deliveries. Leases past their deadline go back to the queue first
 // (their worker stopped renewing), then up to `count` entries move from the queue to the worker's
 // leases, each under a new lease id (not the entry's own, which a poisoned entry could forge). A
-// lease record that is not one and an entry over max_entry bytes (SCHEDULER_MAX_ENTRY_SIZE) go
-// to `bad` instead, never to a worker. Each take of an entry is counted in `deliveries` until it
-// is settled; one taken max_deliveries times already (SCHEDULER_MAX_DELIVERIES; 0: no limit) is a
-// page that every worker taking it dies on: it goes to `dead`, with its score, not to a worker.
-// The host frontier (order 'host'; ARGV then also limit, delay_ms, seed; with by_address, the
-// prelude's, the limit and the delay hold per server address for the hosts whose address is
-// known) takes from the hosts
-// that are due, longest due first: one entry per host when its delay (<queue>:delays, else
+// lease record that is not one and an entry over max_entry bytes (SCHEDULER_MAX_ENTRY_SIZE) go to
+// `bad` instead, never to a worker. Each take of an entry is counted in `deliveries` until it is
+// settled; one taken max_deliveries times already (SCHEDULER_MAX_DELIVERIES; 0: no limit) is a page
+// that every worker taking it dies on: it goes to `dead`, with its score, not to a worker. The host
+// frontier (order 'host'; ARGV then also limit, delay_ms, seed; with by_address, the prelude's, the
+// limit and the delay hold per server address for the hosts whose address is known) takes from the
+// hosts that are due, longest due first: one entry per host when its delay (<queue>:delays, else
 // delay_ms) is not 0, else as many as its fleet-wide limit (CONCURRENT_REQUESTS_PER_DOMAIN; 0:
-// none) leaves; each take puts the host's time off by its delay, times 0.5 to 1.5 drawn from
-// `seed` (RANDOMIZE_DOWNLOAD_DELAY; '': times 1), and a host that reaches its limit waits in
-// <queue>:busy until one of its leases ends (of its address's, for a host parked by address).
-// Its scores come back as "<score>@<host>".
+// none) leaves; each take puts the host's time off by its delay, times 0.5 to 1.5 drawn from `seed`
+// (RANDOMIZE_DOWNLOAD_DELAY; '': times 1), and a host that reaches its limit waits in <queue>:busy
+// until one of its leases ends (of its address's, for a host parked by address). Its scores come
+// back as "<score>@<host>".
 // Returns {reclaimed, set aside, dead, entries left in the queue, ms until the next host is due
 // (-1: the other orders, or none), a letter for each leased entry: in a signed fleet '1' when it
-// ran already (ran_already), '2' when another lease holds its number now (a copy taken while
-// its entry runs), else '0' (the worker sets copies aside once it has checked their signature,
-// so that a forged entry is called forged), then id, score, entry, ...}.
+// ran already (ran_already), '2' when another lease holds its number now (a copy taken while its
+// entry runs), else '0' (the worker sets copies aside once it has checked their signature, so that
+// a forged entry is called forged), then id, score, entry, ...}.
 inline constexpr const char* redis_queue_take = R"lua(
 local queue, leased, deadlines, seq, bad = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local deliveries, dead, settled = KEYS[6], KEYS[7], KEYS[8]
@@ -695,8 +694,8 @@ return released
 // lost) stores nothing: the request's outcome is stored once, by whoever holds its lease, so no
 // item is written twice; in a signed fleet, nor does the lease of an entry that ran already
 // (settle_once: a copy taken before the first settled). A worker settles the pages that finished
-// together in one call (see
-// redis_queue::add_to_settles): each call costs Redis as much as a page's own work.
+// together in one call (see redis_queue::add_to_settles): each call costs Redis as much as a
+// page's own work.
 // Returns, per page: queued, duplicates, settled (1, or 0 when the lease was not held), one '1'
 // (duplicate) or '0' (queued) per child, or '' when nothing was stored.
 inline constexpr const char* redis_queue_settle = R"lua(
