@@ -578,8 +578,9 @@ TEST(fleet, workers_started_on_a_redis_out_of_memory_wait_for_room_and_crawl_eve
 
 // The class of the tests above: an outage of each kind (Redis restarted with its data, paused,
 // out of memory), at the workers' start or in the middle of their crawl, for three seconds, with
-// MAX_IDLE_TIME_BEFORE_CLOSE one: an outage is never idleness. Two workers crawl every page once
-// and end "finished" only once the queue and the leases are empty.
+// MAX_IDLE_TIME_BEFORE_CLOSE one: an outage is never idleness. Two workers crawl every page once,
+// end "finished" only once the queue and the leases are empty, and add all they counted to the
+// fleet's stats.
 struct outage {
   std::string kind;  // "restart", "pause", "oom"
   bool at_start;
@@ -637,6 +638,10 @@ TEST_P(outage_longer_than_idle, never_ends_the_crawl_and_loses_nothing) {
     EXPECT_EQ(nlohmann::json::parse(std::ifstream(stats[i]))["finish_reason"], "finished");
   }
   expect_every_page_stored_once(site, redis);
+  // And the fleet's counts are whole: what a worker could not add during the outage it added
+  // after, at its close too.
+  EXPECT_EQ(redis_run(redis.port(), {"HGET", "site:stats", "item_scraped_count"}),
+            std::vector<std::string>{std::to_string(pages)});
 }
 
 INSTANTIATE_TEST_SUITE_P(

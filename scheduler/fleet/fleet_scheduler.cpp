@@ -436,12 +436,12 @@ void fleet_scheduler::do_open(asio::any_completion_handler<done_signature> handl
   open_fleet(std::make_shared<asio::any_completion_handler<done_signature>>(std::move(handler)));
 }
 
-// A Redis that is away at the worker's start (restarting, loading its data, paused past the
-// command timeout) or past maxmemory (it refuses the open's first writes: the layout's version,
-// the epoch): the worker says so once, naming the reason, and waits for it, as it does
-// mid-crawl, until REDIS_FAILURE_TIMEOUT, rather than stop. An outage at start is no more the
-// crawl's end than one later. A refused password or database number is no outage: it stops.
-bool fleet_scheduler::waits_at_open(std::exception_ptr error) {
+// A Redis that is away (restarting, loading its data, paused past the command timeout) or past
+// maxmemory (it refuses writes that would grow it): worth waiting for, at the worker's start (the
+// open's first writes are the layout's version and the epoch) as mid-crawl and at its close,
+// until REDIS_FAILURE_TIMEOUT. An outage at start is no more the crawl's end than one later. A
+// refused password or database number is no outage: it stops.
+bool fleet_scheduler::worth_waiting_for(std::exception_ptr error) {
   try {
     std::rethrow_exception(error);
   } catch (const redis::reply_error& refused) {
@@ -459,7 +459,7 @@ void fleet_scheduler::open_fleet(
   auto shared = std::make_shared<asio::any_completion_handler<done_signature>>(
       [this, alive = alive_, opened](std::exception_ptr error) {
         if (!*alive) return;
-        if (error && waits_at_open(error)) {
+        if (error && worth_waiting_for(error)) {
           redis_failed("open the fleet's keys", error);
           bool too_long = failure_timeout_.count() > 0 &&
                           std::chrono::steady_clock::now() - *redis_down_since_ >= failure_timeout_;
@@ -1084,7 +1084,7 @@ void fleet_scheduler::after_empty_take() {
       });
 }
 
-void fleet_scheduler::flush_stats(std::function<void()> then) {
+void fleet_scheduler::flush_stats(std::function<void(std::exception_ptr)> then) {
   redis::command add{"EVAL", add_stats_script, "2", stats_key_, queue_key_ + ":bad"};
   std::vector<std::pair<std::string, std::int64_t>> gains;
   for (const auto& [key, value] : stats_.counters()) {
@@ -1096,7 +1096,7 @@ void fleet_scheduler::flush_stats(std::function<void()> then) {
     flushed = value;  // now, not on the answer: a second flush meanwhile must not add it again
   }
   if (gains.empty()) {
-    if (then) then();
+    if (then) then(nullptr);
     return;
   }
   client_->async_command(std::move(add),
@@ -1114,8 +1114,30 @@ void fleet_scheduler::flush_stats(std::function<void()> then) {
                              memory_recovered();
                              set_aside_here(answer.integer, stats_key_);
                            }
-                           if (then) then();
+                           if (then) then(error);
                          });
+}
+
+// The last flush has no next one to carry what it could not add: at close a worker waits for a
+// Redis that is away or full, as its outcomes wait (until REDIS_FAILURE_TIMEOUT), and says what
+// is lost when it gives up.
+void fleet_scheduler::flush_stats_at_close(std::chrono::steady_clock::time_point since,
+                                           std::function<void()> then) {
+  flush_stats([this, alive = alive_, since, then = std::move(then)](std::exception_ptr error) {
+    if (!*alive) return;
+    if (!error) return then();
+    bool in_time = failure_timeout_.count() == 0 ||
+                   std::chrono::steady_clock::now() - since < failure_timeout_;
+    if (worth_waiting_for(error) && in_time) {
+      poll_timer_.expires_after(std::chrono::seconds(1));
+      return poll_timer_.async_wait([this, alive, since, then](boost::system::error_code) {
+        if (*alive) flush_stats_at_close(since, then);
+      });
+    }
+    logger_->error("This worker's counts since its last heartbeat were not added to {}: {}",
+                   stats_key_, describe_error(error));
+    then();
+  });
 }
 
 std::exception_ptr fleet_scheduler::refusal(const std::string& doing,
@@ -1361,7 +1383,8 @@ void fleet_scheduler::do_close(asio::any_completion_handler<done_signature> hand
     if (!*alive) return;
     if (error) return std::move(*shared)(error);
     if (released) logger_->info("Put {} requests back in the fleet's queue", released);
-    flush_stats([this, shared] { leave_fleet(std::move(*shared)); });
+    flush_stats_at_close(std::chrono::steady_clock::now(),
+                         [this, shared] { leave_fleet(std::move(*shared)); });
   };
   if (leases.empty()) return finish(nullptr, 0);
   for (const auto& lease : leases) held_.erase(lease);

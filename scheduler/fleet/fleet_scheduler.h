@@ -105,8 +105,8 @@ class fleet_scheduler final : public scheduler {
   // True when `error` is Redis's OOM answer, which is said once until memory_recovered().
   bool out_of_memory(const std::string& doing, std::exception_ptr error);
   void open_fleet(std::shared_ptr<asio::any_completion_handler<done_signature>> opened);
-  // Whether the open waits out `error` (Redis away or out of memory) rather than fail.
-  static bool waits_at_open(std::exception_ptr error);
+  // Whether `error` is worth waiting out (Redis away or out of memory) rather than failing on.
+  static bool worth_waiting_for(std::exception_ptr error);
   void join_epoch(std::shared_ptr<asio::any_completion_handler<done_signature>> opened);
   void memory_recovered();
   // An error reply to one of this file's scripts, as a redis::reply_error.
@@ -129,7 +129,11 @@ class fleet_scheduler final : public scheduler {
                                    const std::string& leased) const;
   void close_dupefilters(asio::any_completion_handler<done_signature> handler);
   // Adds what the counters gained since the last flush to the fleet's stats hash.
-  void flush_stats(std::function<void()> then = {});
+  // Adds what the counters gained since the last flush to <spider>:stats; `then` gets the error
+  // when they could not be added (the next flush sends them again).
+  void flush_stats(std::function<void(std::exception_ptr)> then = {});
+  void flush_stats_at_close(std::chrono::steady_clock::time_point since,
+                            std::function<void()> then);
   void leave_fleet(asio::any_completion_handler<done_signature> handler);
 
   // What shard dupefilters are built from (BLOOMFILTER_CAPACITY shared out among them); null for
