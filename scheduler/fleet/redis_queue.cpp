@@ -323,7 +323,8 @@ void redis_queue::run_script(const char* body, std::vector<std::string> keys,
   auto& script = scripts_[body][mark];
   if (!script.text) {
     auto text = std::string(detail::redis_lua_wrong_type) + redis::lua_set_aside_record +
-                detail::redis_lua_remove_start_url + "local function mark(key, argument)\n" +
+                detail::redis_lua_remove_start_url + detail::redis_lua_settled +
+                "local function mark(key, argument)\n" +
                 mark + "\nend\n" + detail::redis_queue_prelude + body;
     script.sha = sha1_hex(text);
     script.text = std::make_shared<const std::string>(std::move(text));
@@ -372,6 +373,7 @@ std::string redis_queue::expected_type(const std::string& key,
   if (key == bad_key_ || key == dead_key_ || key == items_key_) return "list";
   if (key == options_.start_urls_key) return options_.start_urls_type;
   if (key == options_.start_urls_key + ":bad") return "list";
+  if (key == options_.start_urls_key + ":settled") return "hash";
   if (!host_keys_.empty()) {
     if (key == host_keys_[0] || key == host_keys_[1] || key == host_keys_[6]) return "zset";
     if (key == host_keys_[2] || key == host_keys_[3] || key == host_keys_[4] ||
@@ -655,9 +657,10 @@ void redis_queue::queue_start_urls(std::vector<std::string> raw_urls,
   }
   std::vector<std::string> args{options_.order, options_.start_urls_type, marking ? "1" : ""};
   for (const auto& raw : raw_urls) {
-    std::string body, mark, reason, host, priority = "0", dont_filter = "0";
+    std::string body, mark, reason, host, priority = "0", dont_filter = "0", read_number;
     try {
       auto start = read_start_url(raw);
+      if (start_signer_) read_number = start_url_number(raw);
       if (marking && !start.dont_filter) mark = marking->argument(fingerprint_of(start, scheme));
       body = entry_body(start, number ? number++ : 0);
       host = pacing_host(start);
@@ -667,14 +670,14 @@ void redis_queue::queue_start_urls(std::vector<std::string> raw_urls,
       body.clear();
       reason = quoted_for_log(bad.what(), 500);
     }
-    args.insert(args.end(), {raw, body, priority, dont_filter, mark, reason, host});
+    args.insert(args.end(), {raw, body, priority, dont_filter, mark, reason, host, read_number});
   }
   if (number) unclaim_numbers(number, claimed_end);  // those of start URLs that did not read
   auto filter_key = marking ? marking->key : options_.key;
   run_script(
       detail::redis_queue_feed,
       {options_.start_urls_key, options_.key, seq_key_, filter_key,
-       options_.start_urls_key + ":bad", bad_key_},
+       options_.start_urls_key + ":bad", bad_key_, options_.start_urls_key + ":settled"},
       std::move(args),
       [this, done](std::exception_ptr error, redis::reply answer) {
         settle_result result;

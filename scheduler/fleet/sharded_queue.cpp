@@ -2,32 +2,48 @@
 
 #include <algorithm>
 #include <charconv>
+#include <set>
 #include <stdexcept>
 
 #include "redis/reply_error.h"
 #include "redis/set_aside.h"
 #include "scheduler/fleet/detail/redis_queue_scripts.h"
+#include "scheduler/fleet/start_request.h"
 #include "scheduler/host_pace.h"
 
 namespace crawler {
 namespace {
 
 // Removes start URLs once they are in their shards' queues; those that could not be read go to
-// the start key's :bad with their reason, as a feed of one shard sets them aside. KEYS start,
-// bad; ARGV the start key's type, then per entry its raw value and the reason ('' when pushed).
-// Returns how many went to :bad.
-const std::string remove_fed_script = std::string(redis::lua_set_aside_record) +
-                                      detail::redis_lua_remove_start_url + R"lua(
+// the start key's :bad with their reason, as a feed of one shard sets them aside, and a signed
+// one's number is recorded as read. KEYS start, bad, the start key's settled; ARGV the start
+// key's type, then per entry its raw value, the reason ('' when pushed) and its number ('' for
+// none). Returns how many went to :bad.
+const std::string remove_fed_script =
+    std::string(redis::lua_set_aside_record) + detail::redis_lua_remove_start_url +
+    detail::redis_lua_settled + R"lua(
 local start, bad, start_type = KEYS[1], KEYS[2], ARGV[1]
 local bads = 0
-for at = 2, #ARGV, 2 do
-  local raw, reason = ARGV[at], ARGV[at + 1]
-  if remove_start_url(start, start_type, raw) == 1 and reason ~= '' then
-    redis.call('RPUSH', bad, set_aside_record({key = start, reason = reason}, raw))
-    bads = bads + 1
+for at = 2, #ARGV, 3 do
+  local raw, reason, number = ARGV[at], ARGV[at + 1], ARGV[at + 2]
+  if remove_start_url(start, start_type, raw) == 1 then
+    if reason ~= '' then
+      redis.call('RPUSH', bad, set_aside_record({key = start, reason = reason}, raw))
+      bads = bads + 1
+    elseif number ~= '' then
+      settle_once(KEYS[3], number .. '|')
+    end
   end
 end
 return bads
+)lua";
+
+// Which of the numbers in ARGV were read before: KEYS the start key's settled. A '1' or '0' for
+// each. Read before the shards' queues get the start URLs; recorded once they have them.
+const std::string read_before_script = std::string(detail::redis_lua_settled) + R"lua(
+local out = {}
+for i = 1, #ARGV do out[i] = ran_already(KEYS[1], ARGV[i] .. '|') and '1' or '0' end
+return table.concat(out)
 )lua";
 
 // FNV-1a: stable across workers, builds and machines, as a shard's choice must be.
@@ -319,24 +335,62 @@ void sharded_queue::async_feed(std::size_t count, dedup::fingerprint_scheme sche
   shards_[0].async_read_start_urls(count, [this, scheme, done = std::move(done)](
                                               std::exception_ptr error,
                                               std::vector<std::string> raw) mutable {
-    const auto& start_key = start_urls_key();
     if (error) return done(error, {});
     if (raw.empty()) return done(nullptr, {});
+    if (!signs_entries()) return feed_start_urls(std::move(raw), {}, scheme, std::move(done));
+    // A signed start URL is read once: the numbers read before are asked first.
+    redis::command ask{"EVAL", read_before_script, "1", start_urls_key() + ":settled"};
+    for (const auto& entry : raw) {
+      auto number = start_url_number(entry);
+      if (!number.empty()) ask.emplace_back(number);
+    }
+    if (ask.size() == 4) return feed_start_urls(std::move(raw), {}, scheme, std::move(done));
+    client_->async_command(
+        std::move(ask), [this, raw = std::move(raw), scheme, done = std::move(done)](
+                            std::exception_ptr error, redis::reply answer) mutable {
+          if (!error && answer.is_error()) {
+            error = std::make_exception_ptr(redis::reply_error(
+                "redis queue at " + client_->where().address() + ": reading " +
+                    start_urls_key() + ":settled failed",
+                answer.str));
+          }
+          if (error) return done(error, {});
+          feed_start_urls(std::move(raw), answer.str, scheme, std::move(done));
+        });
+  });
+}
+
+// The feed's second step on shards: `read_before` has a '1' for each numbered start URL (in
+// order) whose number was read before.
+void sharded_queue::feed_start_urls(std::vector<std::string> raw, const std::string& read_before,
+                                    dedup::fingerprint_scheme scheme, settle_handler done) {
+  {
+    const auto& start_key = start_urls_key();
     std::vector<request> starts;
     std::vector<std::vector<std::size_t>> positions(shards_.size());
-    redis::command remove{"EVAL", remove_fed_script, "2", start_key, start_key + ":bad",
-                          start_urls_type()};
+    redis::command remove{"EVAL",    remove_fed_script,  "3", start_key, start_key + ":bad",
+                          start_key + ":settled", start_urls_type()};
+    std::size_t numbered = 0;
+    std::set<std::string, std::less<>> numbers_here;  // a copy in the same read
     for (auto& entry : raw) {
-      std::string reason;
+      std::string reason, number(signs_entries() ? start_url_number(entry) : "");
       try {
         auto start = shards_[0].read_start_url(entry);
+        if (!number.empty() &&
+            ((read_before.size() > numbered && read_before[numbered] == '1') ||
+             !numbers_here.insert(number).second)) {
+          throw std::invalid_argument("a copy of start URL " + number +
+                                      ", which was read already: a signed start URL is read once");
+        }
         positions[shard_of(start)].push_back(starts.size());
         starts.push_back(std::move(start));
       } catch (const std::exception& bad) {
         reason = quoted_for_log(bad.what(), 500);
       }
+      if (!number.empty()) ++numbered;
       remove.push_back(std::move(entry));
       remove.push_back(std::move(reason));
+      remove.push_back(std::move(number));
     }
     push_by_shard(starts, positions, scheme,
                   [this, remove = std::move(remove), done = std::move(done)](
@@ -357,7 +411,7 @@ void sharded_queue::async_feed(std::size_t count, dedup::fingerprint_scheme sche
                           done(nullptr, pushed);
                         });
                   });
-  });
+  }
 }
 
 void sharded_queue::forget_known() {

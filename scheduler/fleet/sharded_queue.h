@@ -94,6 +94,9 @@ class sharded_queue {
   std::optional<std::chrono::milliseconds> next_host_due() const;
 
  private:
+  // The feed's second step, once `read_before` says which signed start URLs were read before.
+  void feed_start_urls(std::vector<std::string> raw, const std::string& read_before,
+                       dedup::fingerprint_scheme scheme, settle_handler done);
   // The shard a lease id names, and the shard's own id; nullopt for an id no take gave.
   std::optional<std::pair<std::size_t, std::string>> split_lease(const std::string& id) const;
   std::string lease_of(std::size_t shard, const std::string& id) const;

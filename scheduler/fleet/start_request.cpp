@@ -104,15 +104,35 @@ request read_entry(std::string_view entry) {
 
 }  // namespace
 
+std::string_view start_url_number(std::string_view entry) {
+  if (entry.size() > 17 && entry[16] == '|' &&
+      entry.substr(0, 16).find_first_not_of("0123456789") == std::string_view::npos) {
+    return entry.substr(0, 16);
+  }
+  return {};
+}
+
 request start_request_from(std::string_view entry, const entry_signer* signer,
                            const entry_fields& allowed) {
   request start;
   std::string signed_body;
-  auto verdict = signer ? signer->check(entry, &signed_body) : entry_signer::verdict::missing;
+  // A signed start URL is numbered as a queue entry is, the number signed with it.
+  auto number = signer ? start_url_number(entry) : std::string_view();
+  auto verdict = signer ? signer->check(number.empty() ? entry : entry.substr(17), &signed_body,
+                                        number)
+                        : entry_signer::verdict::missing;
   if (verdict == entry_signer::verdict::forged) {
     throw std::invalid_argument(
         "forged signature: its \"hmac\" was not written with this fleet's "
         "SCHEDULER_SIGNING_KEY");
+  }
+  if (verdict == entry_signer::verdict::valid && number.empty()) {
+    throw std::invalid_argument(
+        "signed without a number (by a crawler push older than numbered start URLs), so a copy "
+        "of it could not be told from it: push it again");
+  }
+  if (verdict == entry_signer::verdict::missing && !number.empty()) {
+    throw std::invalid_argument("a number, but no signature: only a signed start URL has one");
   }
   if (verdict == entry_signer::verdict::valid) {
     start = read_entry(signed_body);  // the operator's, through crawler push with the key

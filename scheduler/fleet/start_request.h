@@ -3,7 +3,9 @@
 //
 //   https://books.example/                                    a plain URL
 //   {"url": "https://books.example/s", "q": "dune", "meta": {"from": "push"}}
-//   {"hmac":"<64 hex>","url":"https://books.example/"}        signed (entry_signature.h)
+//   0000001795000012|{"hmac":"<64 hex>","url":"https://books.example/"}
+//                                                             signed (entry_signature.h) and
+//                                                             numbered: it is read once
 //
 // A JSON entry is read as scrapy-redis's RedisSpider reads it: "url", "method" (upper-cased,
 // GET when absent) and "meta", and every other key is form data, as in Scrapy's FormRequest: it
@@ -28,5 +30,10 @@ namespace crawler {
 /// a forged signature included.
 request start_request_from(std::string_view entry, const entry_signer* signer = nullptr,
                            const entry_fields& allowed = {});
+
+/// A signed start URL's number (its first 16 digits, before '|'), or "" for an entry without.
+/// `crawler push` numbers the start URLs it signs from <start key>:seq; a worker records each
+/// number it reads in <start key>:settled, so a copy of a signed start URL is read once.
+std::string_view start_url_number(std::string_view entry);
 
 }  // namespace crawler

@@ -72,6 +72,48 @@ local function remove_start_url(start, start_type, raw)
 end
 )lua";
 
+// settled: what a signed fleet records of the numbered entries that ran (settle_once), in a hash
+// such as <queue>:settled, and of the signed start URLs that were read, in <start key>:settled.
+// Every queue script has it (redis_queue::run_script), and sharded_queue's feed too.
+inline constexpr const char* redis_lua_settled = R"lua(
+-- A signed fleet runs each entry once: <queue>:settled records the numbers of the entries
+-- settled, a bit each (a hash: the field is a number's first 13 digits, the value a 125-byte
+-- bitmap of the 1,000 numbers under it), and under 'from' the number the crawl's counter started
+-- at (redis_queue_reserve). An entry settled before, or numbered before the crawl began, is a copy
+-- that someone who can write Redis put back: it runs no more. Numbers are 16 digits, compared as
+-- text: Lua's numbers are exact to 2^53 only.
+local function settled_bit(entry)
+  local id = string.match(entry, '^(%d+)|')
+  if not id or #id ~= 16 then return nil end
+  return id, string.sub(id, 1, 13), tonumber(string.sub(id, 14))
+end
+local function settled_bits(settled, chunk)
+  local bits = redis.call('HGET', settled, chunk)
+  if bits and #bits == 125 then return bits end
+  return string.rep('\0', 125)
+end
+local function ran_already(settled, entry)
+  local id, chunk, n = settled_bit(entry)
+  if not id then return false end
+  local from = redis.call('HGET', settled, 'from')
+  if from and #from == 16 and id < from then return true end
+  local byte = string.byte(settled_bits(settled, chunk), math.floor(n / 8) + 1)
+  return bit.band(byte, bit.lshift(1, n % 8)) ~= 0
+end
+-- Records `entry` as settled; false, recording nothing, when it ran already.
+local function settle_once(settled, entry)
+  if ran_already(settled, entry) then return false end
+  local id, chunk, n = settled_bit(entry)
+  if not id then return true end
+  local bits = settled_bits(settled, chunk)
+  local at = math.floor(n / 8) + 1
+  local byte = bit.bor(string.byte(bits, at), bit.lshift(1, n % 8))
+  redis.call('HSET', settled, chunk,
+             string.sub(bits, 1, at - 1) .. string.char(byte) .. string.sub(bits, at + 1))
+  return true
+end
+)lua";
+
 inline constexpr const char* redis_queue_prelude = R"lua(
 local epoch_key = table.remove(KEYS)
 local expected_epoch = table.remove(ARGV, 1)
@@ -149,30 +191,6 @@ local function check_seq(seq, bad)
   end
   return 0
 end
--- A signed fleet runs each entry once: <queue>:settled records the numbers of the entries
--- settled, a bit each (a hash: the field is a number's first 13 digits, the value a 125-byte
--- bitmap of the 1,000 numbers under it), and under 'from' the number the crawl's counter started
--- at (reserve, below). An entry settled before, or numbered before the crawl began, is a copy
--- that someone who can write Redis put back: it runs no more. Numbers are 16 digits, compared as
--- text: Lua's numbers are exact to 2^53 only.
-local function settled_bit(entry)
-  local id = string.match(entry, '^(%d+)|')
-  if not id or #id ~= 16 then return nil end
-  return id, string.sub(id, 1, 13), tonumber(string.sub(id, 14))
-end
-local function settled_bits(settled, chunk)
-  local bits = redis.call('HGET', settled, chunk)
-  if bits and #bits == 125 then return bits end
-  return string.rep('\0', 125)
-end
-local function ran_already(settled, entry)
-  local id, chunk, n = settled_bit(entry)
-  if not id then return false end
-  local from = redis.call('HGET', settled, 'from')
-  if from and #from == 16 and id < from then return true end
-  local byte = string.byte(settled_bits(settled, chunk), math.floor(n / 8) + 1)
-  return bit.band(byte, bit.lshift(1, n % 8)) ~= 0
-end
 -- The entries leased now, by number: field 'r<number>' of <queue>:settled holds the lease, so
 -- that a copy taken while its entry runs is told from the entry taken again after its worker
 -- stopped. A field whose lease is gone (not cleared by whoever removed it) holds nothing.
@@ -186,18 +204,6 @@ local function forget_running(settled, entry, lease_id)
   if field and redis.call('HGET', settled, field) == lease_id then
     redis.call('HDEL', settled, field)
   end
-end
--- Records `entry` as settled; false, recording nothing, when it ran already.
-local function settle_once(settled, entry)
-  if ran_already(settled, entry) then return false end
-  local id, chunk, n = settled_bit(entry)
-  if not id then return true end
-  local bits = settled_bits(settled, chunk)
-  local at = math.floor(n / 8) + 1
-  local byte = bit.bor(string.byte(bits, at), bit.lshift(1, n % 8))
-  redis.call('HSET', settled, chunk,
-             string.sub(bits, 1, at - 1) .. string.char(byte) .. string.sub(bits, at + 1))
-  return true
 end
 -- The host frontier's count of queued entries, checked before a script writes anything, as
 -- check_seq checks the counter: one that is not a whole number is set aside and counted again.
@@ -832,10 +838,11 @@ end
 return out
 )lua";
 
-// feed: KEYS start_urls, queue, seq, dupefilter, bad, the queue's bad; ARGV order, the start
-// key's type ('list', 'set' or 'zset'), filtering ('1' or ''), then per start URL: the entry as
-// stored, request JSON ('' when it does not decode), priority, dont_filter, marking argument,
-// reason it is bad, host. Each entry still in the start key is removed from it and, in the same step, queued through the dupefilter (or moved to
+// feed: KEYS start_urls, queue, seq, dupefilter, bad, the queue's bad, the start key's settled;
+// ARGV order, the start key's type ('list', 'set' or 'zset'), filtering ('1' or ''), then per
+// start URL: the entry as stored, request JSON ('' when it does not decode), priority,
+// dont_filter, marking argument, reason it is bad, host, and a signed start URL's number ('' for
+// none): a number read before (settle_once on the start key's settled) is a copy, set aside. Each entry still in the start key is removed from it and, in the same step, queued through the dupefilter (or moved to
 // `bad`): a worker that read it but died before this step leaves it for the others; two workers
 // never queue it twice. Returns {queued, duplicates, bad}.
 inline constexpr const char* redis_queue_feed = R"lua(
@@ -846,11 +853,15 @@ local refused = check_types()
 if refused then return refused end
 check_seq(seq, KEYS[6])
 check_count(KEYS[6])
-for at = 4, #ARGV, 7 do
-  local raw, body = ARGV[at], ARGV[at + 1]
+for at = 4, #ARGV, 8 do
+  local raw, body, number = ARGV[at], ARGV[at + 1], ARGV[at + 7]
   if remove_start_url(start, start_type, raw) == 1 then
     if body == '' then
       redis.call('RPUSH', bad, set_aside_record({key = start, reason = ARGV[at + 5]}, raw))
+      bads = bads + 1
+    elseif number ~= '' and not settle_once(KEYS[7], number .. '|') then
+      redis.call('RPUSH', bad, set_aside_record({key = start, reason = 'a copy of start URL ' ..
+        number .. ', which was read already: a signed start URL is read once'}, raw))
       bads = bads + 1
     elseif queue_new(queue, order, seq, filtering, filter, body, ARGV[at + 2], ARGV[at + 3],
                      ARGV[at + 4], ARGV[at + 6]) then
