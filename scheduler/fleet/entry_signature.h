@@ -14,14 +14,14 @@
 // start URL without a signature is read as every start URL is without a key (a Python producer
 // cannot sign): a shared request (shared_request.h). Without a key nothing is signed or checked.
 //
-// The signature is HMAC-SHA256 of the Redis key the entry is written to, a newline, for a queue
-// entry its number and '|', and the entry's JSON text, written as the JSON's first member, so a
-// signed entry is still one JSON object, and the bytes checked are the bytes written: nothing is
+// The signature is HMAC-SHA256 of the Redis key the entry is written to, a newline, the entry's
+// number (16 digits, written before it as "<number>|") and '|', and the entry's JSON text. It is
+// written as the JSON's first member, so the bytes checked are the bytes written: nothing is
 // re-serialized. The key is in the signature so that an entry copied from one queue (another
 // spider's, a start-URL list) into another is forged there, and the number so that a copy
-// renumbered is (the queue runs each number once: redis_queue_scripts.h, settle_once). Any
-// producer can sign: hmac.new(key, f"{redis_key}\n{number}|{body}".encode(),
-// "sha256").hexdigest() in Python.
+// renumbered is (each number runs once: redis_queue_scripts.h, settle_once; start URLs are read
+// once: start_request.h). Any producer can sign: hmac.new(key,
+// f"{redis_key}\n{number}|{body}".encode(), "sha256").hexdigest() in Python.
 // The key is read from the environment only, never from settings, and is never logged.
 #pragma once
 
