@@ -364,54 +364,52 @@ void sharded_queue::async_feed(std::size_t count, dedup::fingerprint_scheme sche
 // order) whose number was read before.
 void sharded_queue::feed_start_urls(std::vector<std::string> raw, const std::string& read_before,
                                     dedup::fingerprint_scheme scheme, settle_handler done) {
-  {
-    const auto& start_key = start_urls_key();
-    std::vector<request> starts;
-    std::vector<std::vector<std::size_t>> positions(shards_.size());
-    redis::command remove{"EVAL",    remove_fed_script,  "3", start_key, start_key + ":bad",
-                          start_key + ":settled", start_urls_type()};
-    std::size_t numbered = 0;
-    std::set<std::string, std::less<>> numbers_here;  // a copy in the same read
-    for (auto& entry : raw) {
-      std::string reason, number(signs_entries() ? start_url_number(entry) : "");
-      try {
-        auto start = shards_[0].read_start_url(entry);
-        if (!number.empty() &&
-            ((read_before.size() > numbered && read_before[numbered] == '1') ||
-             !numbers_here.insert(number).second)) {
-          throw std::invalid_argument("a copy of start URL " + number +
-                                      ", which was read already: a signed start URL is read once");
-        }
-        positions[shard_of(start)].push_back(starts.size());
-        starts.push_back(std::move(start));
-      } catch (const std::exception& bad) {
-        reason = quoted_for_log(bad.what(), 500);
+  const auto& start_key = start_urls_key();
+  std::vector<request> starts;
+  std::vector<std::vector<std::size_t>> positions(shards_.size());
+  redis::command remove{"EVAL",    remove_fed_script,  "3", start_key, start_key + ":bad",
+                        start_key + ":settled", start_urls_type()};
+  std::size_t numbered = 0;
+  std::set<std::string, std::less<>> numbers_here;  // a copy in the same read
+  for (auto& entry : raw) {
+    std::string reason, number(signs_entries() ? start_url_number(entry) : "");
+    try {
+      auto start = shards_[0].read_start_url(entry);
+      if (!number.empty() &&
+          ((read_before.size() > numbered && read_before[numbered] == '1') ||
+           !numbers_here.insert(number).second)) {
+        throw std::invalid_argument("a copy of start URL " + number +
+                                    ", which was read already: a signed start URL is read once");
       }
-      if (!number.empty()) ++numbered;
-      remove.push_back(std::move(entry));
-      remove.push_back(std::move(reason));
-      remove.push_back(std::move(number));
+      positions[shard_of(start)].push_back(starts.size());
+      starts.push_back(std::move(start));
+    } catch (const std::exception& bad) {
+      reason = quoted_for_log(bad.what(), 500);
     }
-    push_by_shard(starts, positions, scheme,
-                  [this, remove = std::move(remove), done = std::move(done)](
-                      std::exception_ptr error, settle_result pushed) mutable {
-                    if (error) return done(error, {});
-                    client_->async_command(
-                        std::move(remove), [this, pushed, done = std::move(done)](
-                                               std::exception_ptr error, redis::reply answer) {
-                          if (!error && answer.is_error()) {
-                            error = std::make_exception_ptr(redis::reply_error(
-                                "redis queue at " + client_->where().address() +
-                                    ": removing the start URLs fed from " + start_urls_key() +
-                                    " failed",
-                                answer.str));
-                          }
-                          if (error) return done(error, {});
-                          start_bad_ += std::size_t(std::max<long long>(0, answer.integer));
-                          done(nullptr, pushed);
-                        });
-                  });
+    if (!number.empty()) ++numbered;
+    remove.push_back(std::move(entry));
+    remove.push_back(std::move(reason));
+    remove.push_back(std::move(number));
   }
+  push_by_shard(starts, positions, scheme,
+                [this, remove = std::move(remove), done = std::move(done)](
+                    std::exception_ptr error, settle_result pushed) mutable {
+                  if (error) return done(error, {});
+                  client_->async_command(
+                      std::move(remove), [this, pushed, done = std::move(done)](
+                                             std::exception_ptr error, redis::reply answer) {
+                        if (!error && answer.is_error()) {
+                          error = std::make_exception_ptr(redis::reply_error(
+                              "redis queue at " + client_->where().address() +
+                                  ": removing the start URLs fed from " + start_urls_key() +
+                                  " failed",
+                              answer.str));
+                        }
+                        if (error) return done(error, {});
+                        start_bad_ += std::size_t(std::max<long long>(0, answer.integer));
+                        done(nullptr, pushed);
+                      });
+                });
 }
 
 void sharded_queue::forget_known() {
