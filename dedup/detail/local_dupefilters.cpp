@@ -140,7 +140,8 @@ class set_dupefilter final : public rfp_dupefilter {
   }
 
   void write_unwritten() {
-    if (!file_ || !recording_ || unwritten_.empty()) return;
+    // Nothing after stop_recording(): it emptied unwritten_, and do_seen adds no more.
+    if (!file_ || unwritten_.empty()) return;
     std::fwrite(unwritten_.data(), 1, unwritten_.size(), file_);
     unwritten_.clear();
     // The first failure's reason; the stream stays in error after it.
