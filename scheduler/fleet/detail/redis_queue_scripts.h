@@ -92,20 +92,30 @@ local function settled_bits(settled, chunk)
   if bits and #bits == 125 then return bits end
   return string.rep('\0', 125)
 end
+-- 'from', read once a script (false: none).
+local settled_from = {}
+local function from_of(settled)
+  if settled_from[settled] == nil then
+    local from = redis.call('HGET', settled, 'from')
+    settled_from[settled] = (from and #from == 16) and from or false
+  end
+  return settled_from[settled]
+end
+-- Whether `entry` ran already, and the bitmap of its thousand (nil when it has no number).
 local function ran_already(settled, entry)
   local id, chunk, n = settled_bit(entry)
   if not id then return false end
-  local from = redis.call('HGET', settled, 'from')
-  if from and #from == 16 and id < from then return true end
-  local byte = string.byte(settled_bits(settled, chunk), math.floor(n / 8) + 1)
-  return bit.band(byte, bit.lshift(1, n % 8)) ~= 0
+  local from = from_of(settled)
+  if from and id < from then return true end
+  local bits = settled_bits(settled, chunk)
+  return bit.band(string.byte(bits, math.floor(n / 8) + 1), bit.lshift(1, n % 8)) ~= 0, bits
 end
 -- Records `entry` as settled; false, recording nothing, when it ran already.
 local function settle_once(settled, entry)
-  if ran_already(settled, entry) then return false end
-  local id, chunk, n = settled_bit(entry)
-  if not id then return true end
-  local bits = settled_bits(settled, chunk)
+  local ran, bits = ran_already(settled, entry)
+  if ran then return false end
+  if not bits then return true end
+  local _, chunk, n = settled_bit(entry)
   local at = math.floor(n / 8) + 1
   local byte = bit.bor(string.byte(bits, at), bit.lshift(1, n % 8))
   redis.call('HSET', settled, chunk,
