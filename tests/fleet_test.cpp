@@ -507,6 +507,24 @@ TEST(fleet, bloom_parameters_that_are_not_ones_are_set_aside_unless_the_filter_h
   EXPECT_EQ(redis_list(redis.port(), "site:bloomfilter:bad").size(), 1u);
 }
 
+// Two workers that would close after one idle second (MAX_IDLE_TIME_BEFORE_CLOSE 1), each with
+// its own feed and STATS_FILE (statsN.json in `dir`), logging at INFO: the outage tests' fleet.
+std::pair<std::vector<std::unique_ptr<child_process>>, std::vector<std::filesystem::path>>
+two_idle_impatient_workers(const http_server& site, const redis_server& redis,
+                           const temp_dir& dir) {
+  std::vector<std::unique_ptr<child_process>> workers;
+  std::vector<std::filesystem::path> stats;
+  for (int i = 0; i < 2; ++i) {
+    stats.push_back(dir.path() / ("stats" + std::to_string(i) + ".json"));
+    auto feed = dir.path() / ("items" + std::to_string(i) + ".jsonl");
+    workers.push_back(fleet_worker(site, redis, feed, "redis_set",
+                                   {"-s", "MAX_IDLE_TIME_BEFORE_CLOSE=1", "-s",
+                                    "REDIS_PIPELINE=true", "-s",
+                                    "STATS_FILE=" + stats.back().string(), "-L", "INFO"}));
+  }
+  return {std::move(workers), std::move(stats)};
+}
+
 // Past maxmemory (noeviction) Redis refuses the writes that would grow it. The worker says so
 // once, as what it is, not as a lost connection; it goes on where Redis lets it and, once Redis
 // has room, crawls to the end with nothing lost.
@@ -543,16 +561,10 @@ TEST(fleet, workers_started_on_a_redis_out_of_memory_wait_for_room_and_crawl_eve
   redis_server redis;
   temp_dir dir;
   redis_run(redis.port(), {"CONFIG", "SET", "maxmemory", "1"});
-  std::vector<std::unique_ptr<child_process>> workers;
-  std::vector<std::filesystem::path> stats;
-  for (int i = 0; i < 2; ++i) {
-    stats.push_back(dir.path() / ("stats" + std::to_string(i) + ".json"));
-    auto feed = dir.path() / ("items" + std::to_string(i) + ".jsonl");
-    workers.push_back(fleet_worker(site, redis, feed, "redis_set",
-                                   {"-s", "MAX_IDLE_TIME_BEFORE_CLOSE=1", "-s",
-                                    "REDIS_PIPELINE=true", "-s",
-                                    "STATS_FILE=" + stats.back().string(), "-L", "INFO"}));
-  }
+  // Not a structured binding: clang 14 lets no lambda capture one.
+  auto fleet = two_idle_impatient_workers(site, redis, dir);
+  auto& workers = fleet.first;
+  auto& stats = fleet.second;
   crawler::fixtures::wait_until(
       [&] {
         for (const auto& worker : workers) {
@@ -608,16 +620,10 @@ TEST_P(outage_longer_than_idle, never_ends_the_crawl_and_loses_nothing) {
     if (kind == "oom") redis_run(redis.port(), {"CONFIG", "SET", "maxmemory", "0"});
   };
   if (at_start) begin();
-  std::vector<std::unique_ptr<child_process>> workers;
-  std::vector<std::filesystem::path> stats;
-  for (int i = 0; i < 2; ++i) {
-    stats.push_back(dir.path() / ("stats" + std::to_string(i) + ".json"));
-    auto feed = dir.path() / ("items" + std::to_string(i) + ".jsonl");
-    workers.push_back(fleet_worker(site, redis, feed, "redis_set",
-                                   {"-s", "MAX_IDLE_TIME_BEFORE_CLOSE=1", "-s",
-                                    "REDIS_PIPELINE=true", "-s",
-                                    "STATS_FILE=" + stats.back().string(), "-L", "INFO"}));
-  }
+  // Not a structured binding: clang 14 lets no lambda capture one.
+  auto fleet = two_idle_impatient_workers(site, redis, dir);
+  auto& workers = fleet.first;
+  auto& stats = fleet.second;
   if (!at_start) {
     crawler::fixtures::wait_until([&] { return site.total_hits() >= 30; }, "30 pages fetched");
     begin();
