@@ -650,8 +650,15 @@ def equivalents():
     return out
 
 
-def report(state_path):
+def report(state_path, frozen=None):
     done = load_state(state_path)
+    if frozen and os.path.exists(frozen):
+        # The state can hold mutants of earlier draws (made before the sample was frozen, from
+        # the tree of then): generated all the same, but not the sample's; say which is which.
+        sample = {json.loads(line)["id"] for line in open(frozen, encoding="utf-8") if line.strip()}
+        judged = sum(1 for mutant_id in done if mutant_id in sample)
+        print(f"{judged} of the frozen sample's {len(sample)} judged; {len(done) - judged} more "
+              "from earlier draws\n")
     equivalent = equivalents()
     rows, survivors = {}, []
     for record in done.values():
@@ -739,7 +746,7 @@ def main():
     args = parser.parse_args()
     os.makedirs(SCRATCH, exist_ok=True)
     if args.command == "report":
-        return report(args.state)
+        return report(args.state, args.frozen)
     if args.command == "coverage":
         paths = {m["path"] for m in selected(args)}
         return coverage(paths)
