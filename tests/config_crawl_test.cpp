@@ -156,6 +156,17 @@ TEST(crawl_config, a_file_that_is_not_a_small_regular_file_or_holds_an_unusable_
   std::ofstream(huge).close();
   std::filesystem::resize_file(huge, (16 << 20) + 1);
   EXPECT_EQ(error_of_file(huge), huge + ": 16777217 bytes, over the 16 MiB a crawl file may hold");
+  // At the limit a file is read: a crawl file padded with spaces to exactly 16 MiB loads, one
+  // byte under too.
+  for (std::uintmax_t size : {std::uintmax_t{16} << 20, (std::uintmax_t{16} << 20) - 1}) {
+    auto padded = (dir.path() / "padded.json").string();
+    auto text = books_config().dump();
+    ASSERT_LT(text.size(), size);
+    text.append(size - text.size(), ' ');
+    std::ofstream(padded, std::ios::binary | std::ios::trunc) << text;
+    ASSERT_EQ(std::filesystem::file_size(padded), size);
+    EXPECT_EQ(error_of_file(padded), "no error") << size << " bytes";
+  }
   auto overflow = (dir.path() / "overflow.json").string();
   std::ofstream(overflow) << "{\n  \"settings\": {\"DOWNLOAD_DELAY\": 1e400}\n}\n";
   EXPECT_EQ(error_of_file(overflow),

@@ -81,6 +81,10 @@ TEST(redis_cluster_routing, a_command_goes_by_its_first_key_and_a_script_by_its_
   EXPECT_EQ(redis::routing_key({"EVAL", "return 1"}), std::nullopt);
   EXPECT_EQ(redis::routing_key({"EVAL", "return 1", "x", "k"}), std::nullopt);
   EXPECT_EQ(redis::routing_key({"FCALL", "f", "1", "k"}), "k");
+  // An empty key is a key (slot 0, as computes_every_keys_slot_as_the_nodes_do checks), and a
+  // count is read whole, however long the key after it.
+  EXPECT_EQ(redis::routing_key({"EVAL", "return 1", "1", ""}), "");
+  EXPECT_EQ(redis::routing_key({"EVAL", "return 1", "0", ""}), std::nullopt);
   EXPECT_EQ(redis::routing_key({"TIME"}), std::nullopt);
   EXPECT_EQ(redis::routing_key({"INFO", "memory"}), std::nullopt);
   EXPECT_EQ(redis::routing_key({"OBJECT", "ENCODING", "k"}), "k");
@@ -310,4 +314,35 @@ TEST(redis_cluster_settings, cluster_nodes_come_from_a_list_or_commas_and_bad_on
     EXPECT_NE(std::string(error.what()).find("only database 0"), std::string::npos)
         << error.what();
   }
+}
+
+// A map reading that failed leaves nothing owed: the readings asked for while it ran failed with
+// it, and the cluster, once back, is read once, not once more for a request long answered.
+TEST(redis_cluster_one_node, a_map_reading_that_failed_is_not_read_again_after_the_next) {
+  fixtures::redis_cluster cluster(1);
+  auto& node = cluster.node(0);
+  node.stop();
+  fixtures::event_loop loop;
+  crawler::settings settings;
+  settings.set_from_string("REDIS_CLUSTER_NODES=127.0.0.1:" + std::to_string(node.port()));
+  auto client = redis::client::create(loop.executor(), redis::endpoint_from(settings));
+  // Both wait for one reading of the map: the second asks for another while the first runs.
+  auto first = client->async_command({"GET", "k"}, use_future);
+  auto second = client->async_command({"GET", "k"}, use_future);
+  EXPECT_THROW(first.get(), redis::redis_error);
+  EXPECT_THROW(second.get(), redis::redis_error);
+
+  node.start();
+  cluster.wait_until_stable();  // which reads the map itself: counts from here
+  auto* context = redisConnect("127.0.0.1", node.port());
+  ASSERT_TRUE(context && !context->err);
+  freeReplyObject(redisCommand(context, "CONFIG RESETSTAT"));
+  redisFree(context);
+  EXPECT_EQ(client->async_command({"SET", "k", "v"}, use_future).get().str, "OK");
+  // INFO has no key: it follows the SET on the node's one connection, after any reading the
+  // SET's map left behind.
+  auto stats = client->async_command({"INFO", "commandstats"}, use_future).get().str;
+  auto line = stats.find("cmdstat_cluster|slots:calls=");
+  ASSERT_NE(line, std::string::npos) << stats;
+  EXPECT_EQ(stats.substr(line, stats.find(',', line) - line), "cmdstat_cluster|slots:calls=1");
 }

@@ -1429,6 +1429,43 @@ TEST(redis_queue_host_frontier, a_retry_after_and_a_reported_delay_hold_the_host
   EXPECT_LT(seen["busy.test"][1] - seen["busy.test"][0], 0.1);  // DOWNLOAD_DELAY 0 again
 }
 
+// The queue's own counters are the queue's: one another program overwrote goes aside to the
+// queue's bad list when start URLs are fed (never to the start key's, which holds start URLs an
+// operator pushed), and is counted again from what is queued.
+TEST(redis_queue_host_frontier, a_count_or_counter_overwritten_goes_aside_with_the_queue_at_feed) {
+  fixture f;
+  inspector redis(f.server.port());
+  redis.command("RPUSH spider:start_urls http://a.test/1 http://b.test/2");
+  redis.command("SET spider:requests:count lots");
+  redis.command("SET spider:requests:seq oops");
+  redis_queue queue(f.client, {.key = "spider:requests",
+                               .order = "host",
+                               .worker = "w1",
+                               .start_urls_key = "spider:start_urls",
+                               .start_urls_type = "list",
+                               .host_limit = 8,
+                               .host_delay = 0ms,
+                               .randomize_delay = false});
+  std::promise<settle_result> fed;
+  queue.async_feed(10, nullptr, crawler::dedup::fingerprint_scheme::scrapy_2_7,
+                   [&](std::exception_ptr error, settle_result result) {
+                     if (error) return fed.set_exception(error);
+                     fed.set_value(result);
+                   });
+  EXPECT_EQ(fed.get_future().get().queued, 2u);
+  EXPECT_EQ(redis.integer("LLEN spider:start_urls:bad"), 0);
+  std::map<std::string, std::string> set_aside;  // key -> entry
+  for (const auto& record : redis.strings("LRANGE spider:requests:bad 0 -1")) {
+    auto json = set_aside_json(record);
+    set_aside[json["key"].get<std::string>()] = json["entry"].get<std::string>();
+  }
+  EXPECT_EQ(set_aside, (std::map<std::string, std::string>{{"spider:requests:count", "lots"},
+                                                           {"spider:requests:seq", "oops"}}));
+  EXPECT_EQ(redis.text("GET spider:requests:count"), "2");
+  EXPECT_EQ(host_frontier::by_host(take(queue, 10)),
+            (std::map<std::string, int>{{"a.test", 1}, {"b.test", 1}}));
+}
+
 TEST(redis_queue_host_frontier, is_this_crawlers_own_layout_which_scrapy_redis_cannot_share) {
   using namespace host_frontier;
   fixture f;

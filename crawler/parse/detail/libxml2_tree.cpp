@@ -129,8 +129,8 @@ class sax_builder {
       events.internalSubset = &internal_subset;
       events.startElement = &start_element;
       events.endElement = &end_element;
-      events.characters = &characters;
-      events.cdataBlock = &characters;
+      events.characters = &characters;  // script and style bodies too: with no cdataBlock
+                                        // handler, htmlParseScript hands them here
       events.comment = &comment;
       events.processingInstruction = &processing_instruction;
       events.initialized = 1;  // SAX1: the HTML parser's startElement, not startElementNs
