@@ -259,6 +259,12 @@ bool engine::items_wait_for_store(const std::string& lease) const {
 void engine::store(page_outcome outcome, std::uint64_t flushed) {
   if (outcome.requests.empty() && outcome.lease.empty() && outcome.items.empty()) return;
   bool export_when_stored = items_wait_for_store(outcome.lease);
+  if (export_when_stored) {
+    if (auto found = responses_to_store_.find(outcome.lease); found != responses_to_store_.end()) {
+      outcome.responses = found->second;
+      responses_to_store_.erase(found);
+    }
+  }
   ++pending_stores_;
   scheduler_->async_store(std::move(outcome), [this, export_when_stored,
                                                flushed](stored_outcome stored) {
@@ -273,7 +279,7 @@ void engine::store(page_outcome outcome, std::uint64_t flushed) {
       feeds_->recorded(flushed);
     }
     if (export_when_stored && stored.settled) {
-      for (const auto& item : stored.items) export_item(item);
+      for (const auto& item : stored.items) export_item(item, nullptr, true);
       // Written through now: after a kill -9 the feed holds the items of the pages whose
       // outcome this worker stored, not fewer.
       if (!stored.items.empty() && !feeds_->flush()) feed_failed();
@@ -482,7 +488,11 @@ void engine::deliver(response response) {
 // Counts and logs the response and passes it through the spider middlewares' input side; false
 // when one turned it away (then its failure is handled and the page counted).
 bool engine::admit(response& response) {
-  stats_.inc_value("response_received_count");
+  if (items_wait_for_store(response.request.lease)) {
+    ++responses_to_store_[response.request.lease];
+  } else {
+    stats_.inc_value("response_received_count");
+  }
   signals_.send(signals::response_received{response, response.request, spider_});
   if (logger_->should_log(spdlog::level::debug)) {
     // Scrapy's form: flags as a Python list after the referer, " ['cached']".
@@ -609,6 +619,7 @@ void engine::finish_page(page_outcome outcome, const request& page, bool had_ite
     // Its items did not all reach the feed, so the page is not done: it goes back to the queue,
     // which JOBDIR saves for the resume to crawl it again.
     feed_failed();
+    responses_to_store_.erase(page.lease);  // counted when it is crawled again
     return scheduler_->restore(page);
   }
   store(std::move(outcome), flush_feeds_per_page_ && had_items ? feeds_->flushes() : 0);
@@ -727,6 +738,7 @@ void engine::item_through(const std::shared_ptr<page_items>& held, std::size_t s
     // its items are not exported, so none is exported twice.
     logger_->info("Put {} back in the queue: its items were still in the item pipelines",
                   held->page->describe());
+    responses_to_store_.erase(held->page->lease);  // counted when it is crawled again
     scheduler_->restore(*held->page);
     return pump();
   }
@@ -806,9 +818,9 @@ void engine::cancel_component_download(request request) {
   });
 }
 
-void engine::export_item(const crawler::item& item, const response* from) {
+void engine::export_item(const crawler::item& item, const response* from, bool counted) {
   if (!feeds_->export_item(item)) feed_failed();
-  stats_.inc_value("item_scraped_count");
+  if (!counted) stats_.inc_value("item_scraped_count");
   signals_.send(signals::item_scraped{item, from, spider_});
   ++items_;
   if (item_limit_ > 0 && items_ == item_limit_) begin_close("closespider_itemcount");

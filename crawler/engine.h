@@ -40,6 +40,7 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "config/crawl_clock.h"
@@ -149,8 +150,10 @@ class engine : public crawl_engine {
   void on_component_downloaded(download_result result);
   void answer_component_download(download_result result);
   void cancel_component_download(request request);
-  // Writes a processed item to the feeds and counts it (item_scraped_count).
-  void export_item(const crawler::item& item, const response* from = nullptr);
+  // Writes a processed item to the feeds and counts it (item_scraped_count), unless the
+  // scheduler counted it with its page's outcome (`counted`).
+  void export_item(const crawler::item& item, const response* from = nullptr,
+                   bool counted = false);
   // Whether the items of the page that holds `lease` are exported once its outcome is stored
   // rather than as they come (scheduler::items_wait_for_store).
   bool items_wait_for_store(const std::string& lease) const;
@@ -220,6 +223,9 @@ class engine : public crawl_engine {
   std::size_t answered_here_ = 0;  // a downloader middleware ignored or answered, not yet handed on
   bool pipelines_wait_ = false;    // some pipeline is an async_item_pipeline
   std::size_t pages_in_pipelines_ = 0;
+  // Responses received for leased pages whose outcome waits for its store, by lease: the
+  // scheduler counts them with the outcome (page_outcome::responses).
+  std::unordered_map<std::string, std::size_t> responses_to_store_;
   // A close cancelled component downloads: pages still in the pipelines go back to the queue.
   bool downloads_cancelled_ = false;
   // What components asked download() for, by the id their request's meta carries.

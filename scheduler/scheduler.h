@@ -88,6 +88,12 @@ struct page_outcome {
   /// Its items, through the pipelines. SCHEDULER=redis with REDIS_PIPELINE stores them with the
   /// page, in <spider>:items; they come back in stored_outcome either way.
   std::vector<crawler::item> items;
+  /// The responses received for the page that no counter holds yet: when items_wait_for_store(),
+  /// the scheduler counts a page's response_received_count, and the item_scraped_count of its
+  /// items (exported once stored), as it stores the outcome. A fleet stores them with the
+  /// outcome in one step, so `crawler stats` counts each page a worker killed -9 had settled,
+  /// and none it had not (whoever crawls it again counts it).
+  std::size_t responses = 0;
 };
 
 /// What storing a page_outcome did.
@@ -171,6 +177,8 @@ class scheduler {
   /// worker (stored_outcome::settled false), whose items they are. Otherwise the engine exports
   /// them first, so that a crash just after the store (JOBDIR marks the page done) cannot lose
   /// them.
+  /// Such a scheduler also counts the page's response_received_count (page_outcome::responses)
+  /// and, once stored, its items' item_scraped_count: the engine counts neither for the page.
   virtual bool items_wait_for_store() const { return false; }
 
   /// What every request taken from a shared queue must pass (SCHEDULER=redis: the spider has its

@@ -1,6 +1,7 @@
 #include "dedup/bloom_filter.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <boost/asio/io_context.hpp>
 #include <random>
@@ -95,6 +96,20 @@ TEST(scalable_bloom_filter, saves_and_loads_with_its_parameters) {
   } catch (const dupefilter_error& error) {
     EXPECT_NE(std::string(error.what()).find("BLOOMFILTER_CAPACITY=1000"), std::string::npos)
         << error.what();
+  }
+}
+
+// requests.bloom is a JOBDIR file like the journal: a crawl's group (umask 002) may resume it.
+TEST(scalable_bloom_filter, its_saved_file_is_created_0666_less_the_umask) {
+  for (mode_t umask : {mode_t(022), mode_t(002)}) {
+    crawler::fixtures::temp_dir dir;
+    auto file = dir.path() / "requests.bloom";
+    auto before = ::umask(umask);
+    scalable_bloom_filter({.capacity = 100, .error_rate = 0.01}).save(file);
+    ::umask(before);
+    struct stat saved {};
+    ASSERT_EQ(::stat(file.c_str(), &saved), 0);
+    EXPECT_EQ(saved.st_mode & 07777, 0666 & ~umask) << "under umask " << umask;
   }
 }
 

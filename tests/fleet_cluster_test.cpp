@@ -55,6 +55,14 @@ void expect_every_page_stored_once(const http_server& site, const redis_cluster&
   EXPECT_EQ(redis_list(crawl_node(cluster), "{site}:requests:leased", "HKEYS").size(), 0u);
 }
 
+// What `crawler stats` says of the fleet on the cluster.
+nlohmann::json fleet_stats(const redis_cluster& cluster) {
+  child_process stats({crawler::fixtures::crawler_binary(), "stats", "site", "-s",
+                       "REDIS_CLUSTER_NODES=" + cluster.seeds()});
+  EXPECT_EQ(stats.wait(), 0) << stats.stderr_text();
+  return nlohmann::json::parse(stats.stdout_text(), nullptr, false);
+}
+
 }  // namespace
 
 TEST(fleet_on_a_cluster, three_workers_crawl_every_page_once_through_a_reshard_of_their_slot) {
@@ -105,6 +113,10 @@ TEST(fleet_on_a_cluster, workers_killed_mid_crawl_lose_nothing) {
     EXPECT_EQ(worker->wait(), 0) << worker->stderr_text();
   }
   expect_every_page_stored_once(site, cluster);
+  // Each page counted once, by whoever settled it, whatever the killed workers had fetched.
+  auto stats = fleet_stats(cluster);
+  EXPECT_EQ(stats.value("item_scraped_count", -1), int(cluster_site_pages)) << stats;
+  EXPECT_EQ(stats.value("response_received_count", -1), int(cluster_site_pages)) << stats;
 }
 
 // The refusals come before the first fetch, with exit 2, naming the setting to change; `crawler
@@ -257,4 +269,9 @@ TEST(fleet_on_a_cluster, a_sharded_fleets_workers_killed_mid_crawl_lose_nothing)
     EXPECT_EQ(worker->wait(), 0) << worker->stderr_text();
   }
   expect_every_page_stored_once(site, cluster);
+  // Counted in each shard's stats, in its slot, and added up by `crawler stats`: the hub, the
+  // hosts' 404 pages and every page of theirs once.
+  auto stats = fleet_stats(cluster);
+  EXPECT_EQ(stats.value("item_scraped_count", -1), int(1 + 8 * host_pages)) << stats;
+  EXPECT_EQ(stats.value("response_received_count", -1), int(1 + 8 + 8 * host_pages)) << stats;
 }

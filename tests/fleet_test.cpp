@@ -141,6 +141,15 @@ TEST_P(killed_workers, lose_nothing_and_refetch_only_what_the_dead_held) {
   // A killed worker had fetched and not settled at most its downloads and as many pages waiting
   // for their settle (engine.h): 2 x CONCURRENT_REQUESTS. Its batch taken ahead was not fetched.
   EXPECT_LE(fetched_twice, std::size_t(kills * 2 * 4));
+  // `crawler stats` counts every page and item once: a page's counts are stored with its settle,
+  // in the same step, so a kill -9 loses none the killed worker settled, and what it fetched and
+  // never settled is counted by the worker that crawled it again, not twice.
+  child_process stats({crawler_binary(), "stats", "site", "-s", "REDIS_URL=" + redis.url()});
+  ASSERT_EQ(stats.wait(), 0) << stats.stderr_text();
+  auto fleet = nlohmann::json::parse(stats.stdout_text());
+  EXPECT_EQ(fleet.value("item_scraped_count", std::int64_t{-1}), std::int64_t(pages)) << fleet;
+  EXPECT_EQ(fleet.value("response_received_count", std::int64_t{-1}), std::int64_t(pages))
+      << "the site served " << pages + fetched_twice << " pages; " << fleet;
   RecordProperty("fetched_twice", int(fetched_twice));
   std::cout << "pages fetched twice after " << kills << " kills: " << fetched_twice << "\n";
 }

@@ -120,7 +120,8 @@ std::vector<leased_request> take(redis_queue& queue, std::size_t count) {
 
 settle_result settle(redis_queue& queue, const std::string& lease, std::vector<request> children,
                      std::vector<crawler::item> items = {},
-                     const crawler::dedup::redis_marking* marking = nullptr) {
+                     const crawler::dedup::redis_marking* marking = nullptr,
+                     const crawler::page_counts& counts = {}) {
   std::promise<settle_result> result;
   auto done = [&](std::exception_ptr error, settle_result settled) {
     if (error) return result.set_exception(error);
@@ -130,7 +131,7 @@ settle_result settle(redis_queue& queue, const std::string& lease, std::vector<r
     queue.async_push(children, marking, crawler::dedup::fingerprint_scheme::scrapy_2_7, done);
   } else {
     queue.async_settle(lease, children, items, marking,
-                       crawler::dedup::fingerprint_scheme::scrapy_2_7, done);
+                       crawler::dedup::fingerprint_scheme::scrapy_2_7, done, {}, counts);
   }
   return result.get_future().get();
 }
@@ -342,6 +343,34 @@ TEST(redis_queue, a_counter_that_is_not_one_is_set_aside_before_anything_is_writ
   EXPECT_EQ(set_aside_json(bad[0])["key"], "spider:requests:seq");
   // Restarted from Redis's clock in microseconds: above any id a counter from 0 gave.
   EXPECT_GT(std::stoll(redis.text("GET spider:requests:seq")), 1'000'000'000'000'000LL);
+}
+
+// A page's counts are added to the stats by the settle that stores its outcome, and by no other:
+// a second settle of the lease (an earlier try stored it, or the lease went to another worker)
+// adds nothing. A field another program overwrote goes aside first and counts again from 0.
+TEST(redis_queue, a_pages_counts_are_added_by_the_settle_that_stores_it_and_no_other) {
+  fixture f;
+  auto queue = f.queue("w1", "fifo");
+  inspector redis(f.server.port());
+  settle(queue, "", {request{"http://a/1"}, request{"http://a/2"}});
+  auto taken = take(queue, 2);
+  ASSERT_EQ(taken.size(), 2u);
+  redis.command("HSET spider:requests:stats item_scraped_count lots");
+  crawler::page_counts counts{.responses = 1, .items = 2};
+  EXPECT_TRUE(settle(queue, taken[0].lease_id, {}, {}, nullptr, counts).settled);
+  EXPECT_EQ(redis.text("HGET spider:requests:stats response_received_count"), "1");
+  EXPECT_EQ(redis.text("HGET spider:requests:stats item_scraped_count"), "2");
+  auto bad = redis.strings("LRANGE spider:requests:bad 0 -1");
+  ASSERT_EQ(bad.size(), 1u);
+  EXPECT_EQ(set_aside_json(bad[0])["entry"], "lots");
+  EXPECT_EQ(set_aside_json(bad[0])["field"], "item_scraped_count");
+  EXPECT_FALSE(settle(queue, taken[0].lease_id, {}, {}, nullptr, counts).settled);
+  EXPECT_EQ(redis.text("HGET spider:requests:stats response_received_count"), "1");
+  EXPECT_EQ(redis.text("HGET spider:requests:stats item_scraped_count"), "2");
+  // A page without counts (a failed download) touches no stats field; the next adds to them.
+  EXPECT_TRUE(settle(queue, taken[1].lease_id, {}, {}, nullptr, {.responses = 1}).settled);
+  EXPECT_EQ(redis.text("HGET spider:requests:stats response_received_count"), "2");
+  EXPECT_EQ(redis.text("HGET spider:requests:stats item_scraped_count"), "2");
 }
 
 // Redis keeps what a script wrote before one of its commands failed. A key of the wrong type (an

@@ -189,7 +189,7 @@ int print_status(const std::string& spider, const std::vector<std::string>& over
   std::cout << "queued: " << fleet.queued << "  in flight (leased): " << fleet.leased
             << "  start URLs waiting: " << fleet.start_urls_waiting << "\n";
   std::cout << "pages: " << number(fleet.pages) << "  items: " << number(fleet.items)
-            << "  (as of the last heartbeats)\n";
+            << "  (as settled)\n";
   char line[128];
   std::snprintf(line, sizeof line, "pages/s: %.1f (live workers, each since it started)\n", rate);
   std::cout << line;

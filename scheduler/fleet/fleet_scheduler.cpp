@@ -197,6 +197,10 @@ std::vector<redis_queue_options> shard_options(const scheduler_context& context,
   for (const auto& shard : shards) {
     options.push_back(fleet);
     options.back().key = spider_key(settings.get_string("SCHEDULER_QUEUE_KEY"), shard);
+    // A settle adds its page's counts to the fleet's stats, or on a cluster to its shard's
+    // (<shard>:stats, in the shard's slot), which the fleet's readers add up (fleet_view.h).
+    options.back().stats_key = (cluster ? shard : key_spider_name(settings, context.spider_name)) +
+                               ":stats";
     if (cluster)
       options.back().items_key = spider_key(settings.get_string("REDIS_ITEMS_KEY"), shard);
   }
@@ -1303,14 +1307,23 @@ void fleet_scheduler::do_store(page_outcome outcome,
   host_pace pace;
   if (auto found = paces_.find(kept->lease); found != paces_.end()) pace = found->second;
   if (paces_hosts() && !kept->lease.empty()) storing_.insert(kept->lease);
+  // A crawled page's counts go to <spider>:stats with its settle, in the same step: only
+  // whoever settles a page counts it, kill -9 or not.
+  page_counts counts{.responses = kept->responses,
+                     .items = kept->lease.empty() ? 0 : kept->items.size()};
   queue_.async_settle(
       kept->lease, kept->requests, items, scheme_,
-      [this, alive = alive_, kept, shared](std::exception_ptr error, settle_result result) {
+      [this, alive = alive_, kept, shared, counts](std::exception_ptr error, settle_result result) {
         if (!*alive) return;
         auto& handler = *shared;
         const auto& lease = kept->lease;
         stopped(error);
         if (error) return std::move(handler)(error, stored_outcome{}, std::move(*kept));
+        // This worker's stats count what it received and exported, as any crawl's; flushed_
+        // says the fleet's have what the settle added (or, when another worker held the page,
+        // must not: its holder counts it).
+        count_with_page("response_received_count", counts.responses);
+        if (result.settled) count_with_page("item_scraped_count", counts.items);
         if (!lease.empty()) {
           held_.erase(lease);
           paces_.erase(lease);
@@ -1345,7 +1358,13 @@ void fleet_scheduler::do_store(page_outcome outcome,
         // frontier, a settled page is room for the next host's turn.
         if ((result.queued && buffer_.empty()) || paces_hosts()) take_more();
       },
-      pace);
+      pace, counts);
+}
+
+void fleet_scheduler::count_with_page(const std::string& key, std::size_t count) {
+  if (count == 0) return;
+  stats_.inc_value(key, std::int64_t(count));
+  flushed_[key] += std::int64_t(count);
 }
 
 void fleet_scheduler::do_close(asio::any_completion_handler<done_signature> handler) {

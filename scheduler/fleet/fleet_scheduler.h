@@ -132,6 +132,9 @@ class fleet_scheduler final : public scheduler {
   // Adds what the counters gained since the last flush to <spider>:stats; `then` gets the error
   // when they could not be added (the next flush sends them again).
   void flush_stats(std::function<void(std::exception_ptr)> then = {});
+  // Counts `count` of `key` in this worker's stats as one the fleet's stats have already (a
+  // settle added it) or must not (another worker held the page): heartbeats add the rest.
+  void count_with_page(const std::string& key, std::size_t count);
   void flush_stats_at_close(std::chrono::steady_clock::time_point since,
                             std::function<void()> then);
   void leave_fleet(asio::any_completion_handler<done_signature> handler);

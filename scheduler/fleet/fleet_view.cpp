@@ -10,6 +10,7 @@
 
 #include "redis/bounded_get.h"
 #include "request/request.h"
+#include "scheduler/fleet/sharded_queue.h"
 
 
 namespace crawler {
@@ -135,7 +136,8 @@ std::vector<std::string> partial_reasons(const std::vector<fleet_worker>& lines,
   if (dead) {
     reasons.push_back(std::to_string(dead) +
                       " workers stopped without closing (their counts since their last "
-                      "heartbeat are not in the sums)");
+                      "heartbeat are not in the sums, but for the pages and items they "
+                      "settled: response_received_count and item_scraped_count are exact)");
   }
   if (epoch.type != redis::reply::kind::string) {
     reasons.push_back(epoch_key +
@@ -167,9 +169,36 @@ nlohmann::json stats_of(const redis::reply& hash) {
   return stats;
 }
 
-// A stats field as stored: "" when missing.
-std::string stored_text(const redis::reply& reply) {
-  return reply.type == redis::reply::kind::string ? reply.str : std::string();
+// On a cluster a sharded fleet's settles add their pages' counts to their shard's stats
+// ({<spider>:<i>}:stats, in the shard's slot); the fleet's stats are <spider>:stats and those
+// added up. They outlive the crawl's <queue>:shards, as <spider>:stats does, so every shard a
+// fleet may have is looked for. On one Redis every settle adds to <spider>:stats itself.
+void add_shard_stats(redis::client& client, const settings& settings, const std::string& spider,
+                     nlohmann::json& stats) {
+  if (settings.get("REDIS_CLUSTER_NODES").empty()) return;
+  std::vector<std::string> keys;
+  std::vector<redis::command> looks;
+  for (std::int64_t i = 0; i < most_shards; ++i) {
+    keys.push_back(key_spider_name(settings, spider + ":" + std::to_string(i)) + ":stats");
+    looks.push_back({"EXISTS", keys.back()});
+  }
+  auto found = read_all(client, std::move(looks), "the shards' stats");
+  looks.clear();
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    if (found[i].integer == 1) looks.push_back({"HGETALL", keys[i]});
+  }
+  if (looks.empty()) return;
+  for (const auto& reply : read_all(client, std::move(looks), "the shards' stats")) {
+    auto shard = stats_of(reply);
+    for (const auto& [field, value] : shard.items()) {
+      auto& sum = stats[field];
+      if (!value.is_number_integer()) {
+        if (sum.is_null()) sum = value;
+      } else if (sum.is_null() || sum.is_number_integer()) {
+        sum = sum.is_null() ? value.get<long long>() : sum.get<long long>() + value.get<long long>();
+      }
+    }
+  }
 }
 
 // The leases each worker holds over the fleet's shards: how many, and when the last expires.
@@ -215,7 +244,7 @@ std::vector<std::string> fleet_queue_keys(redis::client& client, const settings&
   auto [end, problem] = std::from_chars(stored.str.data(), stored.str.data() + stored.str.size(),
                                         shards);
   if (stored.type != redis::reply::kind::string || problem != std::errc() ||
-      end != stored.str.data() + stored.str.size() || shards < 1 || shards > 1024) {
+      end != stored.str.data() + stored.str.size() || shards < 1 || shards > most_shards) {
     throw std::runtime_error(marker + " at " + client.where().address() + " holds " +
                              quoted_for_log(stored.str, 40) +
                              ", not the fleet's number of shards (1 to 1024)");
@@ -237,7 +266,8 @@ fleet_stats read_fleet_stats(redis::client& client, const settings& settings,
       key);
   fleet_stats out;
   out.stats = stats_of(replies[0]);
-  if (!replies[0].elements.empty()) {
+  add_shard_stats(client, settings, spider, out.stats);
+  if (!out.stats.empty()) {
     out.partial = partial_reasons(workers_of(replies[1], seconds_of(replies[3])), replies[2],
                                   epoch_key);
   }
@@ -274,13 +304,14 @@ fleet_state read_fleet(redis::client& client, const settings& settings,
   fleet.now = seconds_of(replies[1]);
   fleet.workers = workers_of(replies[0], fleet.now);
   fleet.stats = stats_of(replies[2]);
-  for (std::size_t i = 0; i + 1 < replies[2].elements.size(); i += 2) {
-    if (replies[2].elements[i].str == "response_received_count") {
-      fleet.pages = stored_text(replies[2].elements[i + 1]);
-    } else if (replies[2].elements[i].str == "item_scraped_count") {
-      fleet.items = stored_text(replies[2].elements[i + 1]);
-    }
-  }
+  add_shard_stats(client, settings, spider, fleet.stats);
+  auto as_stored = [&](const char* field) -> std::string {
+    auto found = fleet.stats.find(field);
+    if (found == fleet.stats.end()) return "";
+    return found->is_string() ? found->get<std::string>() : found->dump();
+  };
+  fleet.pages = as_stored("response_received_count");
+  fleet.items = as_stored("item_scraped_count");
   fleet.start_urls_waiting = replies[3].integer;
   fleet.start_urls_set_aside = replies[4].integer;
   for (const auto& record : replies[6].elements) fleet.first_set_aside.push_back(record.str);

@@ -118,6 +118,7 @@ redis_queue::redis_queue(std::shared_ptr<redis::client> client, redis_queue_opti
       settled_key_(options_.key + ":settled"),
       epoch_key_(options_.key + ":epoch"),
       items_key_(options_.items_key.empty() ? options_.key + ":items" : options_.items_key),
+      stats_key_(options_.stats_key.empty() ? options_.key + ":stats" : options_.stats_key),
       known_(std::make_unique<detail::known_fingerprints>()) {
   if (options_.order != "priority" && options_.order != "fifo" && options_.order != "lifo" &&
       options_.order != "host") {
@@ -367,7 +368,8 @@ std::string redis_queue::expected_type(const std::string& key,
                                        const dedup::redis_marking* marking) const {
   if (marking && key == marking->key) return marking->key_type.empty() ? "-" : marking->key_type;
   if (key == options_.key) return options_.order == "priority" ? "zset" : "list";
-  if (key == leased_key_ || key == deliveries_key_ || key == settled_key_) return "hash";
+  if (key == leased_key_ || key == deliveries_key_ || key == settled_key_ || key == stats_key_)
+    return "hash";
   if (key == deadlines_key_) return "zset";
   if (key == seq_key_) return "string";
   if (key == bad_key_ || key == dead_key_ || key == items_key_) return "list";
@@ -806,7 +808,7 @@ void redis_queue::async_settle(const std::string& lease_id, const std::vector<re
                                const std::vector<crawler::item>& items,
                                const dedup::redis_marking* marking,
                                dedup::fingerprint_scheme scheme, settle_handler done,
-                               const host_pace& pace) {
+                               const host_pace& pace, const page_counts& counts) {
   // A signed fleet numbers its entries: as many numbers as children are claimed, and those left
   // when the known duplicates are skipped are given back.
   std::uint64_t number = 0, claimed_end = 0;
@@ -814,10 +816,10 @@ void redis_queue::async_settle(const std::string& lease_id, const std::vector<re
     auto first = claim_numbers(children.size());
     if (!first) {
       return take_numbers(children.size(), [this, lease_id, children, items, marking, scheme,
-                                            done = std::move(done),
-                                            pace](std::exception_ptr error) mutable {
+                                            done = std::move(done), pace,
+                                            counts](std::exception_ptr error) mutable {
         if (error) return done(error, {});
-        async_settle(lease_id, children, items, marking, scheme, std::move(done), pace);
+        async_settle(lease_id, children, items, marking, scheme, std::move(done), pace, counts);
       });
     }
     number = *first;
@@ -830,7 +832,9 @@ void redis_queue::async_settle(const std::string& lease_id, const std::vector<re
                                 std::to_string(items.size()),
                                 pace.delay ? in_ms(*pace.delay) : "",
                                 pace.hold > 0 ? in_ms(pace.hold) : "",
-                                pace.address};
+                                pace.address,
+                                std::to_string(counts.responses),
+                                std::to_string(counts.items)};
   std::size_t count = 0;
   std::vector<std::size_t> sent, known;  // positions in `children`
   std::vector<std::pair<std::size_t, std::string>> refused;
@@ -975,7 +979,7 @@ void redis_queue::send_settles() {
   run_script(
       detail::redis_queue_settle,
       {options_.key, leased_key_, deadlines_key_, seq_key_, filter_key, items_key_, bad_key_,
-       deliveries_key_, settled_key_},
+       deliveries_key_, settled_key_, stats_key_},
       std::move(batch->args),
       [batch, pages](std::exception_ptr error, redis::reply answer) {
         // Four answers a page; anything else (an error, a reply of another shape) goes to every

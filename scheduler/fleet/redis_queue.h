@@ -98,6 +98,8 @@ struct redis_queue_options {
   std::string worker;              // this worker's id, unique in the fleet
   std::chrono::milliseconds lease{600000};
   std::string items_key;                 // where settle appends items, e.g. "books:items"
+  /// Where settle adds a page's counts (page_counts), e.g. "books:stats"; "": <key>:stats.
+  std::string stats_key;
   std::string start_urls_key;            // REDIS_START_URLS_KEY, e.g. "books:start_urls"
   /// What holds them: "list", "set" (REDIS_START_URLS_AS_SET) or "zset" (REDIS_START_URLS_AS_ZSET,
   /// highest score first), the Redis type's name (start_urls_type_from).
@@ -125,6 +127,14 @@ struct redis_queue_options {
   /// a host's own name stands for it until then, as in Scrapy's downloader before its DNS cache
   /// has the host.
   bool limit_by_address = false;
+};
+
+/// What a crawled page adds to the fleet's stats, added by its settle in the same step (to
+/// response_received_count and item_scraped_count of redis_queue_options::stats_key): a page is
+/// counted when, and only when, its outcome is stored.
+struct page_counts {
+  std::size_t responses = 0;
+  std::size_t items = 0;
 };
 
 /// A request taken from the queue: the lease that holds it, and the request.
@@ -206,11 +216,12 @@ class redis_queue {
   void async_renew(const std::vector<std::string>& lease_ids, renew_handler done);
   /// Stores a crawled page's outcome and settles its lease, in one step (see the file comment);
   /// the host frontier also takes what the page's download said of its host's pace.
-  /// `children` are read before this returns; they need not outlive the call.
+  /// `children` are read before this returns; they need not outlive the call. `counts` are
+  /// added to the stats only when the outcome is stored.
   void async_settle(const std::string& lease_id, const std::vector<request>& children,
                     const std::vector<crawler::item>& items, const dedup::redis_marking* marking,
                     dedup::fingerprint_scheme scheme, settle_handler done,
-                    const host_pace& pace = {});
+                    const host_pace& pace = {}, const page_counts& counts = {});
   /// Moves up to `count` start URLs from the start key into the queue, through `marking`, each
   /// in the same atomic step that removes it; bad entries go to <start key>:bad. Completes with
   /// what was queued.
@@ -340,7 +351,7 @@ class redis_queue {
   std::optional<entry_signer> start_signer_;  // the signer bound to the start URLs' key
   std::string leased_key_, deadlines_key_, seq_key_, bad_key_, deliveries_key_, dead_key_;
   std::string settled_key_;  // a signed fleet's: which entries were settled, by number
-  std::string epoch_key_, items_key_;
+  std::string epoch_key_, items_key_, stats_key_;
   std::string epoch_;  // "" until async_join_epoch: the scripts check nothing
   std::size_t reclaimed_ = 0, bad_ = 0, dead_ = 0, queued_ = 0;
   // The block of entry numbers this worker took: [next, last]. Settles may come from another

@@ -87,7 +87,7 @@ struct gathering {
 
 std::vector<std::string> shard_spider_names(const settings& settings, std::string_view spider) {
   auto count = settings.get_int("SCHEDULER_SHARDS");
-  if (count < 1 || count > 1024) {
+  if (count < 1 || count > most_shards) {
     throw settings_error("SCHEDULER_SHARDS: must be from 1 to 1024, got " +
                          std::to_string(count));
   }
@@ -281,10 +281,10 @@ void sharded_queue::async_push(const std::vector<request>& requests,
 void sharded_queue::async_settle(const std::string& lease_id, const std::vector<request>& children,
                                  const std::vector<crawler::item>& items,
                                  dedup::fingerprint_scheme scheme, settle_handler done,
-                                 const host_pace& pace) {
+                                 const host_pace& pace, const page_counts& counts) {
   if (shards_.size() == 1) {
     return shards_[0].async_settle(lease_id, children, items, markings_[0], scheme,
-                                   std::move(done), pace);
+                                   std::move(done), pace, counts);
   }
   if (lease_id.empty()) return async_push(children, scheme, std::move(done));
   auto split = split_lease(lease_id);
@@ -303,7 +303,7 @@ void sharded_queue::async_settle(const std::string& lease_id, const std::vector<
   }
   if (positions[home].size() == children.size()) {
     return shards_[home].async_settle(lease, children, items, markings_[home], scheme,
-                                      std::move(done), pace);
+                                      std::move(done), pace, counts);
   }
   // The other shards' requests first: once the lease is settled, nothing would bring them back.
   auto own = std::move(positions[home]);
@@ -314,7 +314,8 @@ void sharded_queue::async_settle(const std::string& lease_id, const std::vector<
   push_by_shard(
       children, positions, scheme,
       [this, home, lease, own = std::move(own), own_children, own_items, scheme,
-       done = std::move(done), pace](std::exception_ptr error, settle_result pushed) mutable {
+       done = std::move(done), pace,
+       counts](std::exception_ptr error, settle_result pushed) mutable {
         if (error) return done(error, {});
         shards_[home].async_settle(
             lease, *own_children, *own_items, markings_[home], scheme,
@@ -325,7 +326,7 @@ void sharded_queue::async_settle(const std::string& lease_id, const std::vector<
               add_part(pushed, settled, own);
               done(nullptr, std::move(pushed));
             },
-            pace);
+            pace, counts);
       });
 }
 

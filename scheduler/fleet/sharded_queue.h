@@ -28,6 +28,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <exception>
 #include <functional>
 #include <memory>
@@ -41,6 +42,9 @@
 #include "scheduler/fleet/redis_queue.h"
 
 namespace crawler {
+
+/// SCHEDULER_SHARDS's largest value.
+inline constexpr std::int64_t most_shards = 1024;
 
 /// The spider names shard 0 ... SCHEDULER_SHARDS - 1 are keyed by: `spider` itself for one shard
 /// (today's keys), else "<spider>:<i>"; on a Redis Cluster each in braces, its own hash tag
@@ -72,7 +76,8 @@ class sharded_queue {
   void async_renew(const std::vector<std::string>& lease_ids, renew_handler done);
   void async_settle(const std::string& lease_id, const std::vector<request>& children,
                     const std::vector<crawler::item>& items, dedup::fingerprint_scheme scheme,
-                    settle_handler done, const host_pace& pace = {});
+                    settle_handler done, const host_pace& pace = {},
+                    const page_counts& counts = {});
   void async_feed(std::size_t count, dedup::fingerprint_scheme scheme, settle_handler done);
   void async_release(const std::vector<std::string>& lease_ids, count_handler done);
   void forget_known();

@@ -698,13 +698,17 @@ count_added()
 return released
 )lua";
 
-// settle: KEYS queue, leased, deadlines, seq, dupefilter, items, bad, deliveries, settled;
+// settle: KEYS queue, leased, deadlines, seq, dupefilter, items, bad, deliveries, settled, stats;
 // ARGV order, worker, filtering ('1', or '' for no dupefilter), page count, then per page: lease
 // id ('' for none), child count, item count, the page's host's delay and hold in ms (set_pace;
-// the host frontier's), its server's address (set_address; '' for none), then per child:
-// request JSON, priority, dont_filter ('1' or '0'), marking argument, host; then the items.
+// the host frontier's), its server's address (set_address; '' for none), its responses and
+// items to count (page_counts), then per child: request JSON, priority, dont_filter ('1' or
+// '0'), marking argument, host; then the items.
 // For each page in turn, in one step: each child is marked seen and queued unless the dupefilter
-// has seen it, the items are appended, and the parent's lease is settled. So no URL is ever seen
+// has seen it, the items are appended, the page's counts are added to the stats hash
+// (response_received_count, item_scraped_count; a field that holds no count goes aside to `bad`
+// first and counts again from 0, as the heartbeat's), and the parent's lease is settled. So no
+// URL is ever seen
 // without being queued, leased or crawled. A lease the worker no longer holds (it expired and
 // went back to the queue, or this same outcome was stored by an earlier try whose answer was
 // lost) stores nothing: the request's outcome is stored once, by whoever holds its lease, so no
@@ -720,24 +724,38 @@ local filter, items = KEYS[5], KEYS[6]
 local order, worker, filtering, pages = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4])
 -- Most pages of a crawl bring no new link (their links were known) and no item: their settle
 -- writes only the leases' keys (and the host frontier's), and checks only those.
-local leases, children, stored_items = false, false, false
+local leases, children, stored_items, counted = false, false, false, false
 local at = 5
 for _ = 1, pages do
   if ARGV[at] ~= '' then leases = true end
   local child_count, item_count = tonumber(ARGV[at + 1]), tonumber(ARGV[at + 2])
   if child_count > 0 then children = true end
   if item_count > 0 then stored_items = true end
-  at = at + 6 + 5 * child_count + item_count
+  if ARGV[at + 6] ~= '0' or ARGV[at + 7] ~= '0' then counted = true end
+  at = at + 8 + 5 * child_count + item_count
 end
 local skipped = {}
 if not leases then skipped[2], skipped[3], skipped[8], skipped[9] = true, true, true, true end
 if not children then skipped[1], skipped[4], skipped[5], skipped[7] = true, true, true, true end
 if not stored_items then skipped[6] = true end
+if not counted then skipped[10] = true end
 local refused = check_types(skipped)
 if refused then return refused end
 if children then
   check_seq(seq, KEYS[7])
   check_count(KEYS[7])
+end
+local stats = KEYS[10]
+if counted then
+  for _, field in ipairs({'response_received_count', 'item_scraped_count'}) do
+    local value = redis.call('HGET', stats, field)
+    if value and (not string.match(value, '^-?%d+$') or #value > 18) then
+      redis.call('RPUSH', KEYS[7], set_aside_record({key = stats, field = field,
+        reason = 'not a count (a whole number of at most 18 digits): counted again from 0'},
+        value))
+      redis.call('HDEL', stats, field)
+    end
+  end
 end
 local answers = {}
 at = 5
@@ -745,7 +763,8 @@ for _ = 1, pages do
   local lease_id = ARGV[at]
   local child_count, item_count = tonumber(ARGV[at + 1]), tonumber(ARGV[at + 2])
   local delay_ms, hold_ms, address = ARGV[at + 3], ARGV[at + 4], ARGV[at + 5]
-  local first_child = at + 6
+  local responses, items_counted = tonumber(ARGV[at + 6]), tonumber(ARGV[at + 7])
+  local first_child = at + 8
   local first_item = first_child + 5 * child_count
   at = first_item + item_count
   local held, settled = true, 0
@@ -785,6 +804,8 @@ for _ = 1, pages do
       end
     end
     for i = first_item, at - 1 do redis.call('RPUSH', items, ARGV[i]) end
+    if responses > 0 then redis.call('HINCRBY', stats, 'response_received_count', responses) end
+    if items_counted > 0 then redis.call('HINCRBY', stats, 'item_scraped_count', items_counted) end
     answers[#answers + 1] = queued
     answers[#answers + 1] = duplicates
     answers[#answers + 1] = settled
