@@ -126,6 +126,29 @@ TEST(host_queue, a_host_that_ran_out_keeps_its_delay_for_the_next_request) {
   EXPECT_EQ(pop_all(queue), (std::vector<std::string>{"http://a.test/1"}));
 }
 
+// A host that runs out twice: the first rest, ended early by a new request, must not make the
+// host forgotten in the middle of the second, whose delay a new request still waits out.
+TEST(host_queue, a_host_that_ran_out_twice_keeps_its_second_delay) {
+  fake_clock clock;
+  host_queue queue(queue_order::fifo, {.limit = 8, .delay = 1, .randomize = false},
+                   clock.function());
+  queue.push(page("a.test", 0));
+  ASSERT_EQ(pop_all(queue).size(), 1u);  // at 0 s: due again at 1 s
+  queue.done("a.test");
+  clock.now += 500ms;
+  queue.push(page("a.test", 1));
+  clock.now += 500ms;
+  EXPECT_EQ(pop_all(queue), (std::vector<std::string>{"http://a.test/1"}));  // at 1 s
+  queue.done("a.test");  // due again at 2 s
+  clock.now += 100ms;
+  queue.push(page("b.test", 0));  // another host's turn passes the end of the first rest
+  EXPECT_EQ(pop_all(queue), (std::vector<std::string>{"http://b.test/0"}));
+  queue.push(page("a.test", 2));
+  EXPECT_TRUE(pop_all(queue).empty()) << "a.test fetched 0.1 s after its last fetch";
+  clock.now += 900ms;
+  EXPECT_EQ(pop_all(queue), (std::vector<std::string>{"http://a.test/2"}));
+}
+
 TEST(host_queue, randomized_delays_fall_between_half_and_one_and_a_half_times_the_delay) {
   fake_clock clock;
   host_queue queue(queue_order::fifo, {.limit = 8, .delay = 1, .randomize = true},

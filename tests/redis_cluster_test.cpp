@@ -346,3 +346,28 @@ TEST(redis_cluster_one_node, a_map_reading_that_failed_is_not_read_again_after_t
   ASSERT_NE(line, std::string::npos) << stats;
   EXPECT_EQ(stats.substr(line, stats.find(',', line) - line), "cmdstat_cluster|slots:calls=1");
 }
+
+// A real cluster's masters live on hosts of their own: a worker given one of them as its seed
+// reaches the others where CLUSTER SLOTS says they are (here each listens on a loopback address
+// of its own, alone), never at the seed's host.
+TEST(redis_cluster_hosts, masters_on_three_hosts_are_reached_where_the_map_names_them) {
+  fixtures::redis_cluster cluster(3, {"127.0.0.1", "127.0.0.2", "127.0.0.3"});
+  fixtures::event_loop loop;
+  crawler::settings settings;
+  settings.set_from_string("REDIS_CLUSTER_NODES=127.0.0.1:" +
+                           std::to_string(cluster.ports()[0]));
+  auto client = redis::client::create(loop.executor(), redis::endpoint_from(settings));
+  std::vector<redis::command> sets, gets;
+  std::set<int> masters_used;
+  for (int i = 0; i < 60; ++i) {
+    auto key = "host:" + std::to_string(i);
+    sets.push_back({"SET", key, "value " + std::to_string(i)});
+    gets.push_back({"GET", key});
+    masters_used.insert(cluster.owner_of(redis::key_slot(key)));
+  }
+  ASSERT_EQ(masters_used.size(), 3u);
+  for (const auto& answer : client->async_pipeline(sets, use_future).get())
+    ASSERT_EQ(answer.str, "OK") << answer.describe();
+  auto values = client->async_pipeline(gets, use_future).get();
+  for (int i = 0; i < 60; ++i) EXPECT_EQ(values[i].str, "value " + std::to_string(i));
+}
