@@ -51,3 +51,14 @@ TEST(prometheus_text, label_values_from_a_stat_name_are_escaped) {
             std::string::npos)
       << text;
 }
+
+// A count kind that is all suffix ("_count") names no label: the stat stays one metric, as a
+// name with no count kind does, and never becomes a label with an empty name (which Prometheus
+// refuses). One letter before the suffix is a kind.
+TEST(prometheus_text, a_count_kind_that_is_all_suffix_is_no_label) {
+  auto text = crawler::prometheus_text({{"x/_count/7", 1}, {"y/a_count/8", 2}}, "s");
+  EXPECT_NE(text.find("crawler_x_count_7_total{spider=\"s\"} 1\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("crawler_y_a_count_total{spider=\"s\",a=\"8\"} 2\n"), std::string::npos)
+      << text;
+  EXPECT_EQ(text.find(",=\""), std::string::npos) << text;
+}
