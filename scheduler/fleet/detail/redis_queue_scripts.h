@@ -758,6 +758,8 @@ if counted then
   end
 end
 local answers = {}
+-- The counts of the pages stored, added once for the call.
+local responses_here, items_here = 0, 0
 at = 5
 for _ = 1, pages do
   local lease_id = ARGV[at]
@@ -804,8 +806,8 @@ for _ = 1, pages do
       end
     end
     for i = first_item, at - 1 do redis.call('RPUSH', items, ARGV[i]) end
-    if responses > 0 then redis.call('HINCRBY', stats, 'response_received_count', responses) end
-    if items_counted > 0 then redis.call('HINCRBY', stats, 'item_scraped_count', items_counted) end
+    responses_here = responses_here + responses
+    items_here = items_here + items_counted
     answers[#answers + 1] = queued
     answers[#answers + 1] = duplicates
     answers[#answers + 1] = settled
@@ -817,6 +819,10 @@ for _ = 1, pages do
     answers[#answers + 1] = ''
   end
 end
+if responses_here > 0 then
+  redis.call('HINCRBY', stats, 'response_received_count', responses_here)
+end
+if items_here > 0 then redis.call('HINCRBY', stats, 'item_scraped_count', items_here) end
 count_added()
 return answers
 )lua";
