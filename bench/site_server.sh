@@ -5,6 +5,7 @@
 #   source "$here/site_server.sh"
 #   serve_site "$work" "$pages"       # sets $port and $start; WORK/expected.txt lists the pages
 #   serve_site "$work" "$pages" --shape heavy   # further arguments go to site_generator.py
+#   serve_dir "$work" /usr/share/doc/python3.11/html   # a directory as it is
 #   SITE_HOSTS=8 serve_site "$work" "$pages"     # the same site on 127.0.0.1 ... 127.0.0.8 too:
 #                                                # $starts lists each host's start URL
 #   ... crawl ...
@@ -25,6 +26,22 @@ serve_site() {
   port=$(free_port)
   python3 "$(dirname "${BASH_SOURCE[0]}")/site_generator.py" "$work" "$pages" \
     --base "http://127.0.0.1:$port" "$@" >&2
+  start_nginx "$work" "$work/site"
+}
+
+# serve_dir WORK DIR: DIR as it is (python3-doc's HTML), as serve_site serves a generated site.
+serve_dir() {
+  local work=$1 dir=$2
+  command -v nginx >/dev/null || { echo "needs nginx: apt-get install nginx-light" >&2; exit 1; }
+  chmod 755 "$work"
+  port=$(free_port)
+  start_nginx "$work" "$dir"
+}
+
+# start_nginx WORK ROOT: nginx on $port (and SITE_HOSTS' addresses), serving ROOT, logging to
+# WORK; sets $start and $starts.
+start_nginx() {
+  local work=$1 root=$2
   mkdir -p "$work/nginx" "$work/logs"
   cat > "$work/nginx.conf" <<CONF
 worker_processes 1;
@@ -42,7 +59,7 @@ http {
   types { text/html html; text/css css; text/plain txt; application/xml xml; }
   server {
 $(for host in $(seq "${SITE_HOSTS:-1}"); do echo "    listen 127.0.0.$host:$port;"; done)
-    root $work/site;
+    root $root;
     # A list page is one file whatever the order of its query arguments.
     location = /list { default_type text/html; try_files /list/\$arg_cat-\$arg_page.html =404; }
   }
