@@ -1605,6 +1605,14 @@ TEST(crawler_command, a_start_url_that_is_not_a_url_is_one_line_before_anything_
   EXPECT_EQ(crawl.stderr_text(),
             "crawler crawl: start URL \"www.example.org/\": Missing scheme in request url: "
             "www.example.org/\n");
+  // A one-letter scheme is a scheme (RFC 3986), as Scrapy reads "c:/data/a.html": named as one
+  // no download handler takes, not as a URL without one.
+  child_process letter(
+      {crawler_binary(), "crawl", "site", "-a", "start=c:/data/a.html", "--nolog"});
+  EXPECT_EQ(letter.wait(), 2);
+  EXPECT_EQ(letter.stderr_text(),
+            "crawler crawl: start URL \"c:/data/a.html\": scheme \"c\" is not in "
+            "DOWNLOAD_SCHEMES\n");
 }
 
 }  // namespace
