@@ -191,11 +191,12 @@ void add_shard_stats(redis::client& client, const settings& settings, const std:
   for (const auto& reply : read_all(client, std::move(looks), "the shards' stats")) {
     auto shard = stats_of(reply);
     for (const auto& [field, value] : shard.items()) {
+      // A count adds to a count; text (another program's) stands only where nothing else does.
       auto& sum = stats[field];
-      if (!value.is_number_integer()) {
-        if (sum.is_null()) sum = value;
-      } else if (sum.is_null() || sum.is_number_integer()) {
-        sum = sum.is_null() ? value.get<long long>() : sum.get<long long>() + value.get<long long>();
+      if (sum.is_null()) {
+        sum = value;
+      } else if (value.is_number_integer() && sum.is_number_integer()) {
+        sum = sum.get<long long>() + value.get<long long>();
       }
     }
   }

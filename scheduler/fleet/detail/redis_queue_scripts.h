@@ -708,14 +708,13 @@ return released
 // has seen it, the items are appended, the page's counts are added to the stats hash
 // (response_received_count, item_scraped_count; a field that holds no count goes aside to `bad`
 // first and counts again from 0, as the heartbeat's), and the parent's lease is settled. So no
-// URL is ever seen
-// without being queued, leased or crawled. A lease the worker no longer holds (it expired and
-// went back to the queue, or this same outcome was stored by an earlier try whose answer was
-// lost) stores nothing: the request's outcome is stored once, by whoever holds its lease, so no
-// item is written twice; in a signed fleet, nor does the lease of an entry that ran already
-// (settle_once: a copy taken before the first settled). A worker settles the pages that finished
-// together in one call (see redis_queue::add_to_settles): each call costs Redis as much as a
-// page's own work.
+// URL is ever seen without being queued, leased or crawled. A lease the worker no longer holds
+// (it expired and went back to the queue, or this same outcome was stored by an earlier try
+// whose answer was lost) stores nothing: the request's outcome is stored once, by whoever holds
+// its lease, so no item is written or counted twice; in a signed fleet, nor does the lease of an
+// entry that ran already (settle_once: a copy taken before the first settled). A worker settles
+// the pages that finished together in one call (see redis_queue::add_to_settles): each call
+// costs Redis as much as a page's own work.
 // Returns, per page: queued, duplicates, settled (1, or 0 when the lease was not held), one '1'
 // (duplicate) or '0' (queued) per child, or '' when nothing was stored.
 inline constexpr const char* redis_queue_settle = R"lua(
