@@ -371,6 +371,23 @@ TEST(redis_queue, a_pages_counts_are_added_by_the_settle_that_stores_it_and_no_o
   EXPECT_TRUE(settle(queue, taken[1].lease_id, {}, {}, nullptr, {.responses = 1}).settled);
   EXPECT_EQ(redis.text("HGET spider:requests:stats response_received_count"), "2");
   EXPECT_EQ(redis.text("HGET spider:requests:stats item_scraped_count"), "2");
+  // Stats another program overwrote with a string: a settle with counts is refused naming the
+  // key, before it writes; one with none (start URLs pushed) never touches it.
+  redis.command("SET spider:requests:stats oops");
+  settle(queue, "", {request{"http://a/3"}});
+  auto third = take(queue, 1);
+  ASSERT_EQ(third.size(), 1u);
+  try {
+    settle(queue, third[0].lease_id, {}, {}, nullptr, counts);
+    ADD_FAILURE() << "stored its counts in a string";
+  } catch (const std::exception& refused) {
+    EXPECT_NE(std::string(refused.what())
+                  .find("key spider:requests:stats holds a string, where the fleet keeps a hash"),
+              std::string::npos)
+        << refused.what();
+  }
+  EXPECT_EQ(redis.text("GET spider:requests:stats"), "oops");
+  EXPECT_EQ(redis.integer("HLEN spider:requests:leased"), 1);  // the lease still held
 }
 
 // Redis keeps what a script wrote before one of its commands failed. A key of the wrong type (an
