@@ -2,6 +2,9 @@
 // randomness, concurrency per domain and per IP, AutoThrottle, robots.txt.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <vector>
+
 #include "config/crawl_clock.h"
 #include "crawl_fixture.h"
 #include "crawler/downloader.h"
@@ -61,20 +64,41 @@ TEST(crawl, download_delay_spaces_requests_to_one_host) {
 }
 
 // RANDOMIZE_DOWNLOAD_DELAY (on by default, as in Scrapy): each wait is the delay times a random
-// factor between 0.5 and 1.5, so gaps vary; off, every gap is the delay.
-TEST(crawl, randomize_download_delay_spreads_gaps_between_half_and_one_and_a_half_delays) {
+// factor between 0.5 and 1.5, so gaps vary; off, every gap is the delay. The gaps are read on a
+// clock the test moves a millisecond at a time, so a loaded machine cannot stretch them.
+TEST(downloader, randomize_download_delay_spreads_gaps_between_half_and_one_and_a_half_delays) {
   http_server server;
-  std::vector<crawler::request> start;
-  for (int i = 0; i < 9; ++i) start.push_back(get(server.url("/s?wd=" + std::to_string(i))));
-  recording_spider spider(start);
-  crawl(spider, {"DOWNLOAD_DELAY=0.1"});
-  auto gaps = server.gaps_between_requests();
-  ASSERT_EQ(gaps.size(), 8u);
+  crawler::driven_clock clock;
+  boost::asio::io_context io;
+  crawler::settings settings;
+  settings.set("DOWNLOAD_DELAY", 0.1);
+  crawler::stats stats;
+  crawler::downloader downloader(io.get_executor(), settings, stats);
+  std::size_t done = 0;
+  for (int i = 0; i < 9; ++i) {
+    downloader.fetch(get(server.url("/s?wd=" + std::to_string(i))),
+                     [&](crawler::download_result) { ++done; });
+  }
+  // When each download left, in milliseconds of the driven clock.
+  std::vector<int> starts{0};
+  ASSERT_EQ(stats.get_int("downloader/request_count"), 1);
+  for (int now = 1; now <= 2000 && starts.size() < 9; ++now) {
+    clock.advance(std::chrono::milliseconds(1));
+    look_at_clock(io);
+    auto sent = std::size_t(stats.get_int("downloader/request_count"));
+    ASSERT_LE(sent, starts.size() + 1) << "two downloads left in one millisecond, at " << now;
+    if (sent > starts.size()) starts.push_back(now);
+  }
+  ASSERT_EQ(starts.size(), 9u);
+  std::vector<int> gaps;
+  for (std::size_t i = 1; i < starts.size(); ++i) gaps.push_back(starts[i] - starts[i - 1]);
   auto [least, most] = std::minmax_element(gaps.begin(), gaps.end());
-  EXPECT_GE(*least, 0.05 - 0.005);
-  EXPECT_LE(*most, 0.15 + 0.05);  // 0.05: scheduling slack on a loaded machine
+  EXPECT_GE(*least, 50);
+  EXPECT_LE(*most, 150 + 1);  // a draw just under 150 ms is seen at the next millisecond
   // Eight uniform draws all within 5 ms of one another: odds of one in 10^8.
-  EXPECT_GT(*most - *least, 0.005) << "gaps do not vary: the delay is not randomised";
+  EXPECT_GT(*most - *least, 5) << "gaps do not vary: the delay is not randomised";
+  while (done < 9) io.run_one();
+  EXPECT_EQ(server.total_hits(), 9u);
 }
 
 // CONCURRENT_REQUESTS_PER_DOMAIN caps the requests one host answers at once, whatever
