@@ -746,6 +746,10 @@ TEST(request, quoted_input_shows_control_bytes_as_escapes) {
   EXPECT_EQ(crawler::quoted_for_log(std::string("a\0b\x1b[2Jc\nd\x7f caf\xc3\xa9", 17)),
             "a\\x00b\\x1b[2Jc\\x0ad\\x7f caf\xc3\xa9");
   EXPECT_EQ(crawler::quoted_for_log(std::string(10, '\n'), 2), "\\x0a\\x0a... (10 bytes)");
+  // By default 300 bytes are quoted whole; one more and the 300 are followed by the length.
+  EXPECT_EQ(crawler::quoted_for_log(std::string(300, 'a')), std::string(300, 'a'));
+  EXPECT_EQ(crawler::quoted_for_log(std::string(301, 'a')),
+            std::string(300, 'a') + "... (301 bytes)");
 }
 
 // scrapy-redis's workers neither sign nor check: a signed fleet in its form would be a promise
