@@ -1599,18 +1599,18 @@ TEST(crawler_command, fingerprint_reads_long_stdin_line_by_line) {
 }
 
 TEST(crawler_command, a_start_url_that_is_not_a_url_is_one_line_before_anything_is_fetched) {
-  child_process crawl(
-      {crawler_binary(), "crawl", "site", "-a", "start=www.example.org/", "--nolog"});
-  EXPECT_EQ(crawl.wait(), 2);
-  EXPECT_EQ(crawl.stderr_text(),
+  // What `crawler crawl` says of `start`, and that it exits 2 saying it.
+  auto refusal_of = [](const std::string& start) {
+    child_process crawl({crawler_binary(), "crawl", "site", "-a", "start=" + start, "--nolog"});
+    EXPECT_EQ(crawl.wait(), 2) << start;
+    return crawl.stderr_text();
+  };
+  EXPECT_EQ(refusal_of("www.example.org/"),
             "crawler crawl: start URL \"www.example.org/\": Missing scheme in request url: "
             "www.example.org/\n");
   // A one-letter scheme is a scheme (RFC 3986), as Scrapy reads "c:/data/a.html": named as one
   // no download handler takes, not as a URL without one.
-  child_process letter(
-      {crawler_binary(), "crawl", "site", "-a", "start=c:/data/a.html", "--nolog"});
-  EXPECT_EQ(letter.wait(), 2);
-  EXPECT_EQ(letter.stderr_text(),
+  EXPECT_EQ(refusal_of("c:/data/a.html"),
             "crawler crawl: start URL \"c:/data/a.html\": scheme \"c\" is not in "
             "DOWNLOAD_SCHEMES\n");
 }
