@@ -245,7 +245,9 @@ json extract(const field& spec, const response& response) {
     case field::kind::status:
       return response.status;
     case field::kind::depth:
-      return response.meta().value("depth", 0);
+      // As stored, not converted to int: a request read from a shared queue may carry any number
+      // there, and one past int's range does not convert.
+      return response.meta().value("depth", nlohmann::json(0));
     case field::kind::css:
     case field::kind::xpath:
       break;

@@ -6,9 +6,11 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <chrono>
+#include <stdexcept>
 
 #include "config/log.h"
 #include "crawler/detail/whole_file.h"
@@ -123,7 +125,15 @@ std::optional<response> http_cache_middleware::answer(const request& request) {
       auto meta = nlohmann::json::parse(detail::read_whole_file(entry / "meta"));
       response cached;
       cached.url = meta.at("response_url").get<std::string>();
-      cached.status = meta.at("status").get<int>();
+      const auto& status = meta.at("status");
+      // Checked before the conversion: a number past int's range does not convert, it is
+      // undefined behaviour, and a status outside 100..999 is no HTTP status at all.
+      if (!status.is_number_integer() || status.get<std::int64_t>() < 100 ||
+          status.get<std::int64_t>() > 999) {
+        throw std::invalid_argument("\"status\" " + status.dump() +
+                                    " is not an HTTP status (an integer from 100 to 999)");
+      }
+      cached.status = status.get<int>();
       cached.protocol = meta.value("protocol", std::string());
       cached.headers = parse_raw_headers(detail::read_whole_file(entry / "response_headers"));
       cached.body = detail::read_whole_file(entry / "response_body");

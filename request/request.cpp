@@ -1,7 +1,9 @@
 #include "request/request.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <functional>
+#include <limits>
 #include <stdexcept>
 
 #include "request/canonical_url.h"
@@ -161,7 +163,20 @@ request request::from_json(const nlohmann::json& json, std::string_view where) {
   request result{url->get<std::string>()};
   try {
     result.method = json.value("method", "GET");
-    result.priority = json.value("priority", 0);
+    if (auto priority = json.find("priority"); priority != json.end()) {
+      // Scrapy refuses a priority that is not an int; ours is an int, so a number past its range
+      // (or one with a fraction) is refused too rather than converted into something else.
+      constexpr auto lowest = std::numeric_limits<int>::min();
+      constexpr auto highest = std::numeric_limits<int>::max();
+      if (!priority->is_number_integer() ||
+          (priority->is_number_unsigned() ? priority->get<std::uint64_t>() > std::uint64_t(highest)
+                                          : priority->get<std::int64_t>() < lowest ||
+                                                priority->get<std::int64_t>() > highest)) {
+        fail("\"priority\" must be an integer from " + std::to_string(lowest) + " to " +
+             std::to_string(highest) + ", not " + priority->dump());
+      }
+      result.priority = priority->get<int>();
+    }
     result.dont_filter = json.value("dont_filter", false);
     result.callback = json.value("callback", "");
     result.errback = json.value("errback", "");

@@ -2,8 +2,11 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include <hiredis/hiredis.h>
+
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -1008,6 +1011,47 @@ TEST(crawler_run, the_fleet_example_runs_as_two_workers_on_one_redis) {
   auto fleet = json::parse(stats.stdout_text());
   EXPECT_EQ(fleet["item_scraped_count"], 12);  // the books of the offline site, once
   EXPECT_EQ(fleet["response_received_count"], fleet["downloader/response_count"]);
+}
+
+// "$depth" gives the request's meta depth as stored: a request read from a shared queue may carry
+// any number there, and one past int's range or with a fraction reaches the item unchanged.
+TEST(crawler_run, a_depth_field_gives_a_shared_requests_depth_as_it_was_queued) {
+  http_server site;
+  temp_dir dir;
+  auto document = json::parse(R"json({
+    "settings": {"SCHEDULER": "redis", "SCHEDULER_QUEUE_CLASS": "fifo",
+                 "DUPEFILTER_CLASS": "redis_set", "MAX_IDLE_TIME_BEFORE_CLOSE": 1},
+    "spider": {"name": "depths",
+               "callbacks": {"page": {"fields": {"url": "$url", "depth": "$depth"}}}}
+  })json");
+  auto crawl_file = dir.path() / "depths.json";
+  std::ofstream(crawl_file) << document.dump();
+  crawler::fixtures::redis_server redis;
+  auto* context = redisConnect("127.0.0.1", redis.port());
+  ASSERT_TRUE(context && !context->err);
+  const std::vector<std::string> depths{"3", "1.5", "-1.1e+57", "1e+300", "4294967296"};
+  for (std::size_t i = 0; i < depths.size(); ++i) {
+    auto entry = "000000000000000" + std::to_string(i) + "|" +
+                 json{{"url", site.url("/s?wd=" + std::to_string(i))}, {"callback", "page"},
+                      {"meta", {{"depth", json::parse(depths[i])}}}}
+                     .dump();
+    freeReplyObject(redisCommand(context, "LPUSH depths:requests %s", entry.c_str()));
+  }
+  redisFree(context);
+  auto items_path = dir.path() / "items.jsonl";
+  child_process run({crawler_binary(), "run", crawl_file.string(), "-s", "REDIS_URL=" + redis.url(),
+                     "-O", items_path.string(), "--nolog"});
+  ASSERT_EQ(run.wait(), 0) << run.stderr_text();
+  std::map<std::string, json> depth_of;
+  std::ifstream in(items_path);
+  for (std::string line; std::getline(in, line);) {
+    auto item = json::parse(line);
+    depth_of[item["url"]] = item["depth"];
+  }
+  ASSERT_EQ(depth_of.size(), depths.size());
+  for (std::size_t i = 0; i < depths.size(); ++i) {
+    EXPECT_EQ(depth_of[site.url("/s?wd=" + std::to_string(i))], json::parse(depths[i])) << i;
+  }
 }
 
 TEST(crawler_run, the_books_example_runs_offline) {

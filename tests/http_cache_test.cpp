@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 
 #include "crawl_fixture.h"
 #include "redis_server.h"
@@ -77,6 +78,41 @@ TEST(crawl, the_http_cache_ignoring_missing_pages_drops_them_without_a_request) 
   EXPECT_EQ(spider.failures[0].message,
             "Ignored request not in cache: <GET " + server.url("/s?wd=a") + ">");
   EXPECT_EQ(stat(result, "httpcache/ignore"), 1);
+}
+
+// The cache folder is input: a meta file whose status is no HTTP status (edited, or written by
+// something else) is a miss and the page is fetched again, whatever number it holds; 100 and 999,
+// the ends of the range, are answered from the cache.
+TEST(crawl, a_cached_status_that_is_no_http_status_is_a_miss_and_the_page_is_fetched_again) {
+  http_server server;
+  crawler::fixtures::temp_dir dir;
+  std::vector<std::string> cache{"HTTPCACHE_ENABLED=true", "HTTPCACHE_DIR=" + dir.path().string(),
+                                 "HTTPCACHE_IGNORE_HTTP_CODES=[]"};
+  recording_spider first(searches(server, {"a"}));
+  crawl(first, cache);
+  std::filesystem::path meta_file;
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(dir.path())) {
+    if (entry.path().filename() == "meta") meta_file = entry.path();
+  }
+  ASSERT_FALSE(meta_file.empty());
+  auto meta = nlohmann::json::parse(std::ifstream(meta_file));
+  for (const char* status : {"-1.1e57", "1e300", "200.5", "\"200\"", "99", "1000",
+                             "18446744073709551615", "100", "999"}) {
+    meta["status"] = nlohmann::json::parse(status);
+    std::ofstream(meta_file, std::ios::trunc) << meta.dump();
+    auto hits_before = server.total_hits();
+    recording_spider again(searches(server, {"a"}));
+    auto result = crawl(again, cache);
+    bool in_range = std::string(status) == "100" || std::string(status) == "999";
+    EXPECT_EQ(stat(result, "httpcache/hit"), in_range ? 1 : 0) << status;
+    EXPECT_EQ(server.total_hits(), hits_before + (in_range ? 0 : 1)) << status;
+    if (in_range) {
+      EXPECT_EQ(again.responses.size() + again.failures.size(), 1u) << status;
+    } else {
+      ASSERT_EQ(again.responses.size(), 1u) << status;
+      EXPECT_EQ(again.responses[0].status, 200) << status;
+    }
+  }
 }
 
 }  // namespace

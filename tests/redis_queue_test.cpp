@@ -268,6 +268,36 @@ TEST(redis_queue, entries_that_do_not_decode_go_to_bad_and_are_never_returned) {
   EXPECT_EQ(redis.integer("HLEN spider:requests:leased"), 1);  // only the good one
 }
 
+// A priority is an int, as Scrapy's Request requires: the ends of int's range are taken as they
+// are; one past either end, a fraction or a number no integer type holds is set aside by name.
+TEST(redis_queue, a_priority_past_ints_range_or_with_a_fraction_goes_to_bad_by_name) {
+  fixture f;
+  auto queue = f.queue("w1", "fifo");
+  inspector redis(f.server.port());
+  const char* priorities[] = {"2147483647", "-2147483648", "2147483648", "-2147483649", "1.5",
+                              "-1.1111111111111111e57", "18446744073709551615"};
+  int sequence = 0;
+  for (const char* priority : priorities) {
+    char prefix[17];
+    std::snprintf(prefix, sizeof prefix, "%016d", ++sequence);
+    redis.command("LPUSH spider:requests " + std::string(prefix) + "|{\"url\":\"http://a/" +
+                  std::to_string(sequence) + "\",\"priority\":" + priority + "}");
+  }
+  auto taken = take(queue, 10);
+  ASSERT_EQ(urls(taken), (std::vector<std::string>{"http://a/1", "http://a/2"}));
+  EXPECT_EQ(taken[0].request.priority, 2147483647);
+  EXPECT_EQ(taken[1].request.priority, -2147483648);
+  EXPECT_EQ(queue.bad(), 5u);
+  auto bad = redis.strings("LRANGE spider:requests:bad 0 -1");
+  ASSERT_EQ(bad.size(), 5u);
+  for (const auto& record : bad) {
+    EXPECT_NE(set_aside_json(record)["reason"].get<std::string>().find(
+                  "\"priority\" must be an integer from -2147483648 to 2147483647, not "),
+              std::string::npos)
+        << record;
+  }
+}
+
 // Anyone who reaches Redis can write the queue: what is taken is a shared request, and one that
 // names a local file, another scheme, no scheme or a proxy is set aside, never returned.
 TEST(redis_queue, taken_requests_are_shared_and_those_only_the_operator_may_make_go_to_bad) {
