@@ -163,6 +163,41 @@ TEST(hostile_site, meta_allow_offsite_lets_a_redirect_to_another_host_through) {
   EXPECT_EQ(stat(result, "offsite/filtered"), 0);
 }
 
+// A C++ spider that reads requests from a source others write marks them shared: neither their
+// dont_filter nor their allow_offsite passes the offsite filter, also after they waited in a
+// segment file past SCHEDULER_MEMORY_QUEUE_LIMIT and came back from it. The spider's own requests
+// with the same two keep passing.
+TEST(hostile_site, a_shared_request_stays_shared_through_the_queues_segment_files) {
+  http_server server;
+  std::vector<crawler::request> start;
+  for (int i = 0; i < 6; ++i) {
+    auto shared = get("http://localhost:" + std::to_string(server.port()) + "/s?wd=shared" +
+                      std::to_string(i));
+    shared.origin = crawler::request_origin::shared;
+    auto own = get("http://localhost:" + std::to_string(server.port()) + "/s?wd=own" +
+                   std::to_string(i));
+    for (auto* request : {&shared, &own}) {
+      request->dont_filter = true;
+      request->meta["allow_offsite"] = true;
+    }
+    start.push_back(std::move(shared));
+    start.push_back(std::move(own));
+  }
+  for (const char* limit : {"0", "2"}) {
+    recording_spider spider(start);
+    spider.allowed_domains = {"127.0.0.1"};
+    auto hits_before = server.total_hits();
+    auto result = crawl(spider, {"CONCURRENT_REQUESTS=1", "SCHEDULER_MEMORY_QUEUE_LIMIT=" +
+                                                              std::string(limit)});
+    EXPECT_EQ(server.total_hits() - hits_before, 6u) << limit;
+    for (int i = 0; i < 6; ++i) {
+      EXPECT_EQ(server.hits("/s?wd=shared" + std::to_string(i)), 0u) << limit << " " << i;
+    }
+    EXPECT_EQ(stat(result, "offsite/filtered"), 6) << limit;
+  }
+  for (int i = 0; i < 6; ++i) EXPECT_EQ(server.hits("/s?wd=own" + std::to_string(i)), 2u) << i;
+}
+
 TEST(hostile_site, a_robots_txt_redirect_to_another_host_is_not_followed_and_allows_all) {
   http_server server({.redirects = {{"/robots.txt", "http://localhost:{port}/elsewhere.txt"}}});
   recording_spider spider({get(server.url("/s?wd=1"))});
