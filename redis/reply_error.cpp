@@ -15,6 +15,16 @@ reply_error_kind classify_reply_error(std::string_view text) {
   return reply_error_kind::permanent;
 }
 
+bool tells_to_try_again(const std::exception_ptr& error) {
+  try {
+    if (error) std::rethrow_exception(error);
+  } catch (const reply_error& refused) {
+    return refused.kind() == reply_error_kind::outage;
+  } catch (...) {
+  }
+  return false;
+}
+
 std::string reply_error::message(const std::string& doing, std::string_view text) {
   constexpr std::string_view wrong_type = "CRAWLER_WRONGTYPE ";
   if (text.starts_with(wrong_type)) {

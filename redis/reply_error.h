@@ -15,6 +15,7 @@
 // while doing nothing.
 #pragma once
 
+#include <exception>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -46,5 +47,8 @@ class reply_error : public std::runtime_error {
 
   reply_error_kind kind_;
 };
+
+/// True when `error` is a reply_error of kind outage: Redis answered, and said "not now".
+bool tells_to_try_again(const std::exception_ptr& error);
 
 }  // namespace crawler::redis

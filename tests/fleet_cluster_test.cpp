@@ -1,7 +1,8 @@
 // A fleet on a real Redis Cluster (three masters on loopback): `crawler crawl site` workers with
 // REDIS_CLUSTER_NODES crawl the generated site each page once, through a `redis-cli --cluster
 // reshard` of the crawl's slot mid-crawl and through kill -9s, and refuse what a cluster cannot
-// run (a key outside the crawl's slot, the host frontier) by name.
+// run (a key outside the crawl's slot) by name. The host frontier runs there too, in shards,
+// each host paced fleet-wide through a move of its slot.
 #include <gtest/gtest.h>
 #include <signal.h>
 
@@ -132,8 +133,7 @@ TEST(fleet_on_a_cluster, push_names_the_tagged_key_and_what_a_cluster_cannot_run
             std::vector<std::string>{site.url("/s?wd=pushed")});
   for (auto [setting, words] : std::vector<std::pair<std::string, std::string>>{
            {"REDIS_START_URLS_KEY=seeds", "{site}"},
-           {"DUPEFILTER_KEY=seen", "no hash tag"},
-           {"SCHEDULER_QUEUE_CLASS=host", "Redis Cluster"}}) {
+           {"DUPEFILTER_KEY=seen", "no hash tag"}}) {
     auto worker =
         cluster_worker(site, cluster, dir.path() / "items.jsonl", {"-s", setting, "-L", "ERROR"});
     EXPECT_EQ(worker->wait(), 2) << setting;
@@ -186,16 +186,20 @@ struct many_hosts {
   }
 };
 
+// `extra` settings ("-s", "NAME=VALUE"...) come last.
 std::unique_ptr<child_process> sharded_worker(const many_hosts& site, redis_cluster& cluster,
-                                              const std::filesystem::path& feed) {
-  return std::make_unique<child_process>(std::vector<std::string>{
+                                              const std::filesystem::path& feed,
+                                              const std::vector<std::string>& extra = {}) {
+  std::vector<std::string> argv{
       crawler::fixtures::crawler_binary(), "crawl", "site", "-a", "start=" + site.starts, "-s",
       "SCHEDULER=redis", "-s", "SCHEDULER_SHARDS=" + std::to_string(shards), "-s",
       "DUPEFILTER_CLASS=redis_bitmap", "-s", "BLOOMFILTER_BIT=20", "-s",
       "REDIS_CLUSTER_NODES=" + cluster.seeds(), "-s", "REDIS_PIPELINE=true", "-s",
       "SCHEDULER_LEASE_TIME=2", "-s", "SCHEDULER_HEARTBEAT_INTERVAL=0.5", "-s",
       "MAX_IDLE_TIME_BEFORE_CLOSE=2", "-s", "CONCURRENT_REQUESTS=4", "-o", feed.string(),
-      "--nolog"});
+      "--nolog"};
+  argv.insert(argv.end(), extra.begin(), extra.end());
+  return std::make_unique<child_process>(argv);
 }
 
 // Every page of every host fetched at least once, and its item stored once, in the items of its
@@ -274,4 +278,54 @@ TEST(fleet_on_a_cluster, a_sharded_fleets_workers_killed_mid_crawl_lose_nothing)
   auto stats = fleet_stats(cluster);
   EXPECT_EQ(stats.value("item_scraped_count", -1), int(1 + 8 * host_pages)) << stats;
   EXPECT_EQ(stats.value("response_received_count", -1), int(1 + 8 + 8 * host_pages)) << stats;
+}
+
+// The host frontier on the cluster, in shards: a host's queue, its pace and its fingerprints in
+// its shard's slot, on Redis's clock for the whole fleet. Mid-crawl, the slot of the shard with the
+// most hosts moves to another master in two halves, as `redis-cli --cluster reshard` moves it:
+// first its hosts' queues, while its old master keeps the rest (and answers for them), and the
+// crawl goes on meanwhile; then the rest. Each page once, each host at DOWNLOAD_DELAY throughout.
+TEST(fleet_on_a_cluster, the_host_frontier_paces_each_host_fleet_wide_through_a_move_of_its_slot) {
+  many_hosts site(0);
+  redis_cluster cluster(3);
+  temp_dir dir;
+  std::vector<std::unique_ptr<child_process>> workers;
+  for (int i = 0; i < 3; ++i) {
+    workers.push_back(sharded_worker(
+        site, cluster, dir.path() / ("items-" + std::to_string(i) + ".jsonl"),
+        {"-s", "SCHEDULER_QUEUE_CLASS=host", "-s", "DOWNLOAD_DELAY=0.2", "-s",
+         "RANDOMIZE_DOWNLOAD_DELAY=False", "-s", "CONCURRENT_REQUESTS_PER_DOMAIN=4"}));
+  }
+  crawler::fixtures::wait_until([&] { return site.fetched() >= 24; }, "the crawl under way");
+  int slot = -1;
+  std::vector<std::string> host_queues;
+  for (std::size_t shard = 0; shard < shards; ++shard) {
+    auto tag = "{site:" + std::to_string(shard) + "}";
+    int at = crawler::redis::key_slot(tag);
+    std::vector<std::string> queues;
+    for (const auto& key : crawler::fixtures::redis_run(
+             cluster.owner_of(at), {"CLUSTER", "GETKEYSINSLOT", std::to_string(at), "1000"})) {
+      if (key.starts_with(tag + ":requests:host:")) queues.push_back(key);
+    }
+    if (queues.size() > host_queues.size()) slot = at, host_queues = queues;
+  }
+  ASSERT_FALSE(host_queues.empty()) << "no host queued anything";
+  int owner = cluster.owner_of(slot);
+  int to = cluster.ports()[0] == owner ? cluster.ports()[1] : cluster.ports()[0];
+  cluster.begin_move(slot, to, host_queues);
+  auto before = site.fetched();
+  crawler::fixtures::wait_until([&] { return site.fetched() >= before + 24; },
+                                "the crawl going on while the slot moves");
+  cluster.finish_move(slot, to);
+  ASSERT_EQ(cluster.owner_of(slot), to);
+  EXPECT_LT(site.fetched(), 8 * host_pages) << "the move came after the crawl";
+  for (auto& worker : workers) EXPECT_EQ(worker->wait(), 0) << worker->stderr_text();
+  for (const auto& host : site.hosts) {
+    for (std::size_t page = 0; page < host_pages; ++page) {
+      EXPECT_EQ(host->hits("/site/" + std::to_string(page)), 1u)
+          << host->url("/site/" + std::to_string(page));
+    }
+    crawler::fixtures::expect_paced_at_the_download_delay(*host);
+  }
+  expect_every_page_stored_once(site, cluster);
 }

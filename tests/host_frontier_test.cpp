@@ -24,6 +24,7 @@ namespace {
 
 using crawler::fixtures::child_process;
 using crawler::fixtures::crawler_binary;
+using crawler::fixtures::expect_paced_at_the_download_delay;
 using crawler::fixtures::http_server;
 using crawler::fixtures::redis_server;
 using crawler::fixtures::temp_dir;
@@ -103,22 +104,6 @@ std::map<std::string, int> crawl_with_three_workers(const std::string& starts,
 double shortest_gap(const http_server& host) {
   auto gaps = host.gaps_between_requests();
   return gaps.empty() ? 1e9 : *std::min_element(gaps.begin(), gaps.end());
-}
-
-double mean_gap(const http_server& host) {
-  return host.seconds_between_first_and_last() / double(host.total_hits() - 1);
-}
-
-// Whether `host`'s server log shows it paced at DOWNLOAD_DELAY = 0.2. On the pacing clock
-// (Redis's, or the process's own) turns are 200 ms apart, but a fetch reaches the server after
-// the crawler's own latency, which on a loaded machine varies by tens of ms (CI, eight suites on
-// two cores: single gaps of 158 to 176 ms, each beside a longer one; under TSan, 112 ms on three
-// hosts at once, one stall of the process). So the pace is pinned by the mean gap, which that
-// jitter moves by a few ms at most (and one fetch on another's heels moves by 18 ms), and single
-// gaps only by the floor the control below stays under (a few ms in practice).
-void expect_paced_at_the_download_delay(const http_server& host) {
-  EXPECT_GE(mean_gap(host), 0.19) << host.url("/");
-  EXPECT_GE(shortest_gap(host), 0.1) << host.url("/");
 }
 
 TEST(host_frontier, three_workers_fetch_each_host_no_faster_than_download_delay_together) {

@@ -420,6 +420,35 @@ TEST(redis_queue, a_pages_counts_are_added_by_the_settle_that_stores_it_and_no_o
   EXPECT_EQ(redis.integer("HLEN spider:requests:leased"), 1);  // the lease still held
 }
 
+// Every key on the server, each as DUMP gives it: equal snapshots mean nothing was written.
+std::map<std::string, std::string> every_key(inspector& redis) {
+  std::map<std::string, std::string> keys;
+  for (const auto& key : redis.strings("KEYS *")) keys[key] = redis.text("DUMP " + key);
+  return keys;
+}
+
+// Runs `call` and expects it to fail with an error naming `named` that no retry will fix. The
+// error is read on the loop that raised it: TSan cannot see libstdc++'s count of an exception's
+// references, so an exception read on one thread and freed on another looks racy.
+void refused_naming(const std::function<void(redis_queue::take_handler)>& call,
+                    const std::string& named) {
+  std::promise<std::pair<std::string, bool>> refusal;
+  call([&refusal](std::exception_ptr error, std::vector<leased_request>) {
+    try {
+      if (error) std::rethrow_exception(error);
+      refusal.set_value({"", true});
+    } catch (const crawler::redis::reply_error& refused) {
+      refusal.set_value({refused.what(), refused.retrying_helps()});
+    } catch (const std::exception& other) {
+      refusal.set_value({other.what(), true});
+    }
+  });
+  auto [what, retrying_helps] = refusal.get_future().get();
+  ASSERT_FALSE(what.empty()) << "no error; expected one naming " << named;
+  EXPECT_FALSE(retrying_helps) << what;
+  EXPECT_NE(what.find(named), std::string::npos) << what;
+}
+
 // Redis keeps what a script wrote before one of its commands failed. A key of the wrong type (an
 // operator's redis-cli, another program) must stop each script before its first write, with an
 // error naming the key that no retry will fix: every key is byte for byte as it was.
@@ -432,31 +461,7 @@ TEST(redis_queue, a_key_of_the_wrong_type_stops_a_script_before_its_first_write_
   auto taken = take(queue, 1);
   ASSERT_EQ(taken.size(), 1u);
   inspector redis(f.server.port());
-  auto snapshot = [&] {
-    std::map<std::string, std::string> keys;
-    for (const auto& key : redis.strings("KEYS *")) keys[key] = redis.text("DUMP " + key);
-    return keys;
-  };
-  // The error is read on the loop that raised it: TSan cannot see libstdc++'s count of an
-  // exception's references, so an exception read on one thread and freed on another looks racy.
-  auto refused_naming = [](const std::function<void(redis_queue::take_handler)>& call,
-                           const std::string& named) {
-    std::promise<std::pair<std::string, bool>> refusal;
-    call([&refusal](std::exception_ptr error, std::vector<leased_request>) {
-      try {
-        if (error) std::rethrow_exception(error);
-        refusal.set_value({"", true});
-      } catch (const crawler::redis::reply_error& refused) {
-        refusal.set_value({refused.what(), refused.retrying_helps()});
-      } catch (const std::exception& other) {
-        refusal.set_value({other.what(), true});
-      }
-    });
-    auto [what, retrying_helps] = refusal.get_future().get();
-    ASSERT_FALSE(what.empty()) << "no error; expected one naming " << named;
-    EXPECT_FALSE(retrying_helps) << what;
-    EXPECT_NE(what.find(named), std::string::npos) << what;
-  };
+  auto snapshot = [&] { return every_key(redis); };
 
   redis.command("SET spider:items not-a-list");
   auto before = snapshot();
@@ -1409,6 +1414,41 @@ TEST(redis_queue_host_frontier, a_host_is_taken_once_per_delay_however_many_work
   EXPECT_EQ(by_host(take(second, 50)).size(), 3u);
   // Within one priority, a host's requests come first in, first out.
   EXPECT_EQ(taken[0].request.url, "http://a.test/page/0");
+}
+
+// The host frontier keeps nothing under the queue's own name, which each of its scripts declares:
+// on a Redis Cluster whose slot is moving, Redis answers them TRYAGAIN while that key is missing,
+// and never runs one where a host's queue (reached by name) may be on the other master already.
+// Something written there (another program, a worker of another SCHEDULER_QUEUE_CLASS) stops each
+// script before its first write, naming the key.
+TEST(redis_queue_host_frontier, something_under_the_queues_own_name_stops_every_script_naming_it) {
+  using namespace host_frontier;
+  fixture f;
+  auto queue = paced(f, "w1", 8, 0ms);
+  settle(queue, "", pages_of({"a.test", "b.test"}, 2));
+  auto taken = take(queue, 1);
+  ASSERT_EQ(taken.size(), 1u);
+  inspector redis(f.server.port());
+  redis.command("RPUSH spider:requests 0000000000000009|{\"url\":\"http://c.test/\"}");
+  auto before = every_key(redis);
+  const std::string named = "key spider:requests holds a list, where the fleet keeps nothing";
+  refused_naming([&](redis_queue::take_handler done) { queue.async_take(2, done); }, named);
+  refused_naming(
+      [&](redis_queue::take_handler done) {
+        queue.async_settle(taken[0].lease_id, {request{"http://a.test/new"}}, {}, nullptr,
+                           crawler::dedup::fingerprint_scheme::scrapy_2_7,
+                           [done](std::exception_ptr error, settle_result) { done(error, {}); });
+      },
+      named);
+  refused_naming(
+      [&](redis_queue::take_handler done) {
+        queue.async_release({taken[0].lease_id},
+                            [done](std::exception_ptr error, std::size_t) { done(error, {}); });
+      },
+      named);
+  EXPECT_EQ(every_key(redis), before);
+  redis.command("DEL spider:requests");
+  EXPECT_EQ(take(queue, 10).size(), 3u);  // the rest, once the key is gone
 }
 
 TEST(redis_queue_host_frontier, a_host_at_its_limit_is_passed_over_until_one_of_its_leases_ends) {

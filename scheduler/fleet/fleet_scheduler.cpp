@@ -70,15 +70,6 @@ void check_slot_of(const std::vector<std::pair<std::string, std::string>>& keys,
 void check_cluster_slot(const scheduler_context& context, const std::vector<std::string>& shards,
                         const std::vector<std::unique_ptr<dedup::rfp_dupefilter>>& dupefilters) {
   if (context.settings.get("REDIS_CLUSTER_NODES").empty()) return;
-  if (redis_queue_order_from(context.settings) == "host") {
-    // A cluster checks the keys a script declares before running it, but a key the script
-    // reaches by name mid-reshard fails the script halfway, its first writes done; the host
-    // frontier's takes reach per-host queues they cannot declare.
-    throw settings_error(
-        "settings.SCHEDULER_QUEUE_CLASS: \"host\" cannot run on a Redis Cluster "
-        "(REDIS_CLUSTER_NODES): its scripts reach per-host queues they cannot name in advance, "
-        "which a reshard of the crawl's slot would fail halfway; use priority, fifo or lifo there");
-  }
   for (std::size_t shard = 0; shard < shards.size(); ++shard) {
     const auto& home = shards[shard];
     auto key_of = [&](const char* setting) {

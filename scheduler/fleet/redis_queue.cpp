@@ -367,7 +367,16 @@ void redis_queue::run_script(const char* body, std::vector<std::string> keys,
 std::string redis_queue::expected_type(const std::string& key,
                                        const dedup::redis_marking* marking) const {
   if (marking && key == marking->key) return marking->key_type.empty() ? "-" : marking->key_type;
-  if (key == options_.key) return options_.order == "priority" ? "zset" : "list";
+  // The host frontier keeps nothing under the queue's own name, and each of its scripts declares
+  // it. On a Redis Cluster whose slot is moving, Redis answers a script TRYAGAIN while one of its
+  // declared keys is missing, and so never runs one there: a host's queue is a key the script
+  // reaches by name, undeclared, and one already on the other master would fail the script
+  // halfway, after its first writes. Something under that name must stop the script, not let it
+  // run mid-move.
+  if (key == options_.key) {
+    if (options_.order == "host") return "none";
+    return options_.order == "priority" ? "zset" : "list";
+  }
   if (key == leased_key_ || key == deliveries_key_ || key == settled_key_ || key == stats_key_)
     return "hash";
   if (key == deadlines_key_) return "zset";

@@ -167,15 +167,25 @@ void sharded_queue::async_take(std::size_t count, take_handler done) {
   took->done = std::move(done);
   took->waiting = std::size_t(std::count_if(shares.begin(), shares.end(),
                                             [](std::size_t share) { return share > 0; }));
+  // Whether every shard that failed was told by Redis to try again (reply_error.h).
+  auto only_not_now = std::make_shared<bool>(true);
   for (std::size_t shard = 0; shard < shards_.size(); ++shard) {
     if (shares[shard] == 0) continue;
-    shards_[shard].async_take(shares[shard], [this, took, shard](std::exception_ptr error,
-                                                                 std::vector<leased_request> taken) {
+    shards_[shard].async_take(shares[shard], [this, took, shard, only_not_now](
+                                                 std::exception_ptr error,
+                                                 std::vector<leased_request> taken) {
       for (auto& leased : taken) {
         leased.lease_id = lease_of(shard, leased.lease_id);
         took->result.push_back(std::move(leased));
       }
+      if (error && !redis::tells_to_try_again(error)) *only_not_now = false;
       if (!took->answered(error)) return;
+      if (took->error && !took->result.empty() && *only_not_now) {
+        // A shard whose slot is moving between masters answers TRYAGAIN until the move is done
+        // (redis_queue_prelude's reach_hosts): the others' requests run meanwhile, and it is
+        // asked again at the next take. A take of nothing reports the error, as an outage.
+        return took->done(nullptr, std::move(took->result));
+      }
       if (took->error && !took->result.empty()) {
         // The take failed as a whole: what the other shards leased goes back now rather than
         // when its leases expire.

@@ -58,7 +58,8 @@ local function wrong_type(key, want)
   local held = redis.call('TYPE', key).ok
   if held == 'none' or held == want then return nil end
   return redis.error_reply('CRAWLER_WRONGTYPE key ' .. key .. ' holds a ' .. held ..
-                           ', where the fleet keeps a ' .. want)
+                           ', where the fleet keeps ' .. (want == 'none' and 'nothing' or
+                                                          'a ' .. want))
 end
 )lua";
 // remove_start_url(start, start_type, raw): removes one start URL from the start key, a list,
@@ -878,9 +879,10 @@ return out
 // ARGV order, the start key's type ('list', 'set' or 'zset'), filtering ('1' or ''), then per
 // start URL: the entry as stored, request JSON ('' when it does not decode), priority,
 // dont_filter, marking argument, reason it is bad, host, and a signed start URL's number ('' for
-// none): a number read before (settle_once on the start key's settled) is a copy, set aside. Each entry still in the start key is removed from it and, in the same step, queued through the dupefilter (or moved to
-// `bad`): a worker that read it but died before this step leaves it for the others; two workers
-// never queue it twice. Returns {queued, duplicates, bad}.
+// none): a number read before (settle_once on the start key's settled) is a copy, set aside.
+// Each entry still in the start key is removed from it and, in the same step, queued through the
+// dupefilter (or moved to `bad`): a worker that read it but died before this step leaves it for
+// the others; two workers never queue it twice. Returns {queued, duplicates, bad}.
 inline constexpr const char* redis_queue_feed = R"lua(
 local start, queue, seq, filter, bad = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local order, start_type, filtering = ARGV[1], ARGV[2], ARGV[3]
@@ -913,9 +915,9 @@ return {queued, duplicates, bads}
 
 // requeue: KEYS queue, from (<queue>:dead or :bad), deliveries, start URLs; ARGV order, the
 // start key's type ('list', 'set' or 'zset'), then per record: the record as stored, where its
-// value goes ('queue' or 'start'), the value, its score, its host (the host frontier's). Each record still in `from` is removed and its value
-// put back byte for byte, an entry's delivery count started again (`crawler requeue`). Returns
-// how many.
+// value goes ('queue' or 'start'), the value, its score, its host (the host frontier's). Each
+// record still in `from` is removed and its value put back byte for byte, an entry's delivery
+// count started again (`crawler requeue`). Returns how many.
 inline constexpr const char* redis_queue_requeue = R"lua(
 local queue, from, deliveries, start = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local order, start_type = ARGV[1], ARGV[2]
