@@ -301,6 +301,11 @@ class config_spider : public crawl_spider {
     });
   }
 
+  // Fields and rules read pages through their document; a sitemap is read whole.
+  bool reads_only_the_document(const request& request) const override {
+    return request.callback != "_sitemap";
+  }
+
   // A callback named as Scrapy's CrawlSpider hook runs on the start pages (and sitemap pages).
   void parse_start_url(const response& response, output& out) override {
     if (has_callback("parse_start_url")) call("parse_start_url", response, out);

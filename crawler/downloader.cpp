@@ -103,7 +103,7 @@ std::string downloader::slot_key(const request& request) const {
   return url ? std::string(url->host()) : std::string();
 }
 
-void downloader::fetch(request request, completion done) {
+void downloader::fetch(request request, completion done, std::size_t body_limit) {
   ++active_;
   auto key = slot_key(request);
   if (slots_per_ip_ && !request.meta.contains("download_slot")) {
@@ -113,12 +113,12 @@ void downloader::fetch(request request, completion done) {
       key = address->second;
     } else if (boost::system::error_code not_ip; asio::ip::make_address(key, not_ip), not_ip) {
       auto& waiting = resolving_[key];
-      waiting.push_back({std::move(request), std::move(done)});
+      waiting.push_back({std::move(request), std::move(done), body_limit});
       if (waiting.size() == 1) resolve(key);
       return;
     }
   }
-  enter_slot(key, {std::move(request), std::move(done)});
+  enter_slot(key, {std::move(request), std::move(done), body_limit});
 }
 
 void downloader::resolve(const std::string& host) {
@@ -235,6 +235,7 @@ void downloader::start_transfer(const std::string& key, slot& slot) {
       maxsize != next.request.meta.end() && maxsize->is_number_integer()) {
     options.maxsize = std::size_t(std::max<std::int64_t>(0, maxsize->get<std::int64_t>()));
   }
+  options.body_limit = next.body_limit;
   stats_.inc_value("downloader/request_count");
   stats_.inc_value("downloader/request_method_count/" + next.request.method);
   transfers_->start(

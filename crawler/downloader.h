@@ -58,8 +58,10 @@ class downloader {
   downloader& operator=(const downloader&) = delete;
 
   /// Queues `request` in its slot; `done` runs once, on the loop, when it has been fetched or
-  /// has failed.
-  void fetch(request request, completion done);
+  /// has failed. `body_limit`: the most bytes of the body anything will read (0: all of it); a
+  /// body that grows past it is cut there, as it is decompressed, and the response comes with the
+  /// flag "truncated" (where DOWNLOAD_MAXSIZE would cancel the download).
+  void fetch(request request, completion done, std::size_t body_limit = 0);
 
   /// Requests accepted and not yet completed (waiting in slots or transferring).
   std::size_t active() const { return active_; }
@@ -105,6 +107,7 @@ class downloader {
   struct waiting {
     crawler::request request;
     completion done;
+    std::size_t body_limit = 0;
   };
 
   std::string slot_key(const request& request) const;

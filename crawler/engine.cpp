@@ -341,7 +341,14 @@ void engine::send(request request, downloader::completion done) {
   }
   if (!answered) {
     signals_.send(signals::request_reached_downloader{request, spider_});
-    return downloader_->fetch(std::move(request), std::move(done));
+    // One byte past HTML_MAX_SIZE when the spider reads only the page's document: the parser
+    // refuses the page as too large then, as it would the whole body. A component reads its own
+    // download whole.
+    std::size_t body_limit = !is_component_download(request) &&
+                                     spider_.reads_only_the_document(request)
+                                 ? html_limits_.max_bytes + 1
+                                 : 0;
+    return downloader_->fetch(std::move(request), std::move(done), body_limit);
   }
   // Completed on the loop, never inside the caller (the robots gate may be mid-call); counted
   // as held until then so the spider cannot go idle with the callback or errback still to run.

@@ -163,7 +163,11 @@ std::optional<request> http_cache_middleware::process_response(const request& re
     return std::nullopt;
   }
   stats_.inc_value("httpcache/firsthand");
-  if (ignored_statuses_.contains(response.status)) {
+  // A body cut where the spider stops reading (downloader::fetch's body_limit) is not the
+  // page: a later crawl that reads further would take it for the whole.
+  bool cut = std::find(response.flags.begin(), response.flags.end(), "truncated") !=
+             response.flags.end();
+  if (ignored_statuses_.contains(response.status) || cut) {
     stats_.inc_value("httpcache/uncacheable");
     return std::nullopt;
   }

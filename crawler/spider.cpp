@@ -106,6 +106,10 @@ bool spider::has_callback(std::string_view name) const {
   return name.empty() || name == "parse" || callbacks_.contains(name);
 }
 
+bool spider::reads_only_the_document(const request&) const {
+  return false;
+}
+
 std::string spider::check_request(const request&) const {
   return {};
 }

@@ -114,6 +114,13 @@ class spider {
   /// errback names (CrawlSpider: a rule index it does not have); "" when it can. Such a request
   /// is set aside before it is fetched.
   virtual std::string check_request(const request& request) const;
+  /// Whether everything this spider does with `request`'s response reads the body through
+  /// document() (css, xpath, link extractors) and nothing else. The engine then stops the
+  /// download one byte past HTML_MAX_SIZE, where the parser would refuse the page as too large
+  /// anyway: a huge page or a gzip bomb costs that much memory, not DOWNLOAD_MAXSIZE. False by
+  /// default, since a callback may read the body itself; the crawl-file spider (`crawler run`)
+  /// says true for every request but its sitemaps'.
+  virtual bool reads_only_the_document(const request& request) const;
 
   /// The running crawl's stats (Scrapy's self.crawler.stats), from the engine's start (so in
   /// opened(), callbacks and closed()) to its end. Throws std::logic_error outside a crawl.

@@ -542,6 +542,43 @@ TEST(crawler_run, a_sitemap_index_with_a_gzip_sitemap_reaches_every_page) {
   EXPECT_EQ(server.hits("/sitemap-odd.xml.gz"), 1u);
 }
 
+// A crawl file reads its pages through their documents only: a download stops one byte past
+// HTML_MAX_SIZE, as it is decompressed, and the page is skipped as too large, as it would be
+// whole. A gzip bomb of 64 MiB (DOWNLOAD_MAXSIZE is 1 GiB) costs a few KiB. Its sitemaps, which
+// the sitemap reader takes whole, are fetched whole however large.
+TEST(crawler_run, a_page_is_downloaded_no_further_than_html_max_size_and_a_sitemap_whole) {
+  constexpr std::size_t pages = 50;
+  http_server server({.site_pages = pages});
+  temp_dir dir;
+  auto document = json::parse(R"json({
+    "spider": {
+      "name": "sitemap",
+      "callbacks": {"parse_start_url": {"fields": {"url": "$url", "title": "title::text"}}},
+      "rules": [{"allow": ["/nothing-follows"]}]
+    }
+  })json");
+  document["spider"]["start_urls"] = {{{"sitemap", server.url("/sitemap.xml")}},
+                                      server.url("/bomb?mb=64")};
+  auto stats_path = (dir.path() / "stats.json").string();
+  auto items_path = (dir.path() / "items.jsonl").string();
+  // Each sitemap of 25 pages is larger than 1000 bytes, each site page smaller.
+  child_process run({crawler_binary(), "run", write_config(dir, document), "-s",
+                     "HTML_MAX_SIZE=1000", "-s", "STATS_FILE=" + stats_path, "-O", items_path,
+                     "--nolog"});
+  ASSERT_EQ(run.wait(), 0) << run.stderr_text();
+  auto stats = json::parse(std::ifstream(stats_path));
+  for (std::size_t page = 0; page < pages; ++page) {
+    EXPECT_EQ(server.hits("/site/" + std::to_string(page)), 1u) << page;
+  }
+  std::ifstream items(items_path);
+  std::size_t lines = 0;
+  for (std::string line; std::getline(items, line);) ++lines;
+  EXPECT_EQ(lines, pages);
+  EXPECT_EQ(stats.value("html/skipped_reason_count/too_large", 0), 1) << stats;
+  EXPECT_EQ(stats.value("downloader/exception_count", 0), 0) << stats;
+  EXPECT_LT(stats.value("downloader/response_bytes", 0), 200000) << stats;
+}
+
 TEST(crawler_run, sitemap_entries_on_other_hosts_are_offsite) {
   http_server server(
       {.pages = {{"/own.xml",

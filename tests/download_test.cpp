@@ -296,6 +296,56 @@ TEST(crawl, a_gzip_bomb_is_cut_off_at_download_maxsize_after_decompression) {
   EXPECT_EQ(stat(result, "downloader/exception_type_count/CancelledError"), 1);
 }
 
+// fetch's body_limit: a body of exactly the limit comes whole; one byte more is cut at the limit
+// and flagged "truncated", with its status and headers, where DOWNLOAD_MAXSIZE (the smaller of
+// the two wins) cancels the download. A gzip body is cut as it is decompressed.
+TEST(downloader, a_body_past_its_limit_is_cut_there_and_flagged_unless_download_maxsize_cancels_it) {
+  http_server server({.pages = {{"/thousand", std::string(1000, 'x')}}});
+  struct fetched {
+    std::size_t body_size = 0;
+    bool truncated = false;
+    std::string error;
+  };
+  auto fetch = [&](const std::string& path, std::size_t body_limit, std::int64_t maxsize) {
+    boost::asio::io_context io;
+    crawler::settings settings;
+    settings.set("DOWNLOAD_MAXSIZE", maxsize);
+    crawler::stats stats;
+    crawler::downloader downloader(io.get_executor(), settings, stats);
+    fetched out;
+    bool done = false;
+    downloader.fetch(
+        get(server.url(path)),
+        [&](crawler::download_result result) {
+          done = true;
+          out.error = result.error_type;
+          if (!result.response) return;
+          EXPECT_EQ(result.response->status, 200);
+          out.body_size = result.response->body.size();
+          const auto& flags = result.response->flags;
+          out.truncated = std::find(flags.begin(), flags.end(), "truncated") != flags.end();
+        },
+        body_limit);
+    while (!done) io.run_one();
+    return out;
+  };
+  auto whole = fetch("/thousand", 1000, 0);
+  EXPECT_EQ(whole.body_size, 1000u);
+  EXPECT_FALSE(whole.truncated);
+  auto cut = fetch("/thousand", 999, 0);
+  EXPECT_EQ(cut.error, "");
+  EXPECT_EQ(cut.body_size, 999u);
+  EXPECT_TRUE(cut.truncated);
+  EXPECT_EQ(fetch("/thousand", 999, 500).error, "CancelledError");
+  auto under_maxsize = fetch("/thousand", 999, 2000);
+  EXPECT_EQ(under_maxsize.body_size, 999u);
+  EXPECT_TRUE(under_maxsize.truncated);
+  EXPECT_EQ(fetch("/thousand", 0, 0).body_size, 1000u);  // 0: no limit
+  auto bomb = fetch("/bomb?mb=64", 4096, 0);
+  EXPECT_EQ(bomb.body_size, 4096u);
+  EXPECT_TRUE(bomb.truncated);
+}
+
 TEST(crawl, a_reset_connection_is_retried_then_reported) {
   http_server server;
   recording_spider spider({get(server.url("/reset"))});

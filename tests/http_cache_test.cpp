@@ -115,4 +115,33 @@ TEST(crawl, a_cached_status_that_is_no_http_status_is_a_miss_and_the_page_is_fet
   }
 }
 
+// A spider that reads pages only through their documents gets a body cut one byte past
+// HTML_MAX_SIZE (flag "truncated"): that is not the page, and the cache does not keep it, so a
+// later crawl that reads further fetches it whole.
+class document_reader : public recording_spider {
+ public:
+  using recording_spider::recording_spider;
+  bool reads_only_the_document(const crawler::request&) const override { return true; }
+};
+
+TEST(crawl, a_body_cut_where_the_spider_stops_reading_is_not_cached) {
+  http_server server({.pages = {{"/large", "<html><body>" + std::string(1000, 'x')}}});
+  crawler::fixtures::temp_dir dir;
+  std::vector<std::string> cache{"HTTPCACHE_ENABLED=true", "HTTPCACHE_DIR=" + dir.path().string(),
+                                 "HTML_MAX_SIZE=500"};
+  std::vector<crawler::request> start{get(server.url("/s?wd=a")), get(server.url("/large"))};
+  document_reader first(start);
+  auto stored = crawl(first, cache);
+  EXPECT_EQ(stat(stored, "httpcache/store"), 1);
+  EXPECT_EQ(stat(stored, "httpcache/uncacheable"), 1);
+  recording_spider whole(start);
+  auto replayed = crawl(whole, cache);
+  EXPECT_EQ(stat(replayed, "httpcache/hit"), 1);
+  EXPECT_EQ(server.hits("/large"), 2u);
+  auto large = std::find_if(whole.responses.begin(), whole.responses.end(),
+                            [](const auto& r) { return r.url.ends_with("/large"); });
+  ASSERT_NE(large, whole.responses.end());
+  EXPECT_EQ(large->body.size(), 12u + 1000u);
+}
+
 }  // namespace

@@ -40,8 +40,10 @@ struct transfer {
   char error[CURL_ERROR_SIZE] = {};
   std::size_t maxsize = 0;
   std::size_t warnsize = 0;
+  std::size_t body_limit = 0;
   bool warned = false;
   bool too_big = false;
+  bool cut = false;  // stopped at body_limit: nobody reads past it
   std::shared_ptr<spdlog::logger> logger;
   std::string jar;  // the meta "cookiejar" key whose jar it uses; "" for the crawl's own or none
 
@@ -420,6 +422,12 @@ struct curl_transfers::state : std::enable_shared_from_this<state> {
       t->too_big = true;
       return 0;  // aborts the transfer with CURLE_WRITE_ERROR
     }
+    if (t->body_limit && t->body.size() + bytes > t->body_limit) {
+      // Decompressed as it comes: a gzip bomb stops here, not at DOWNLOAD_MAXSIZE.
+      t->body.append(data, t->body_limit - t->body.size());
+      t->cut = true;
+      return 0;
+    }
     t->body.append(data, bytes);
     if (t->warnsize && !t->warned && t->body.size() > t->warnsize) {
       t->warned = true;
@@ -468,6 +476,7 @@ struct curl_transfers::state : std::enable_shared_from_this<state> {
     t->done = std::move(done);
     t->maxsize = options.maxsize;
     t->warnsize = options.warnsize;
+    t->body_limit = options.body_limit;
     t->logger = logger;
     // Whatever made the request (a queue entry, a setting, spider code, a middleware), a CR or
     // LF never reaches the connection: it would end a header and start the sender's own.
@@ -585,7 +594,7 @@ struct curl_transfers::state : std::enable_shared_from_this<state> {
     curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &status);
     curl_easy_getinfo(easy, CURLINFO_STARTTRANSFER_TIME_T, &first_byte_us);
     result.request_bytes = std::size_t(request_size);
-    if (code == CURLE_OK) {
+    if (code == CURLE_OK || t->cut) {
       crawler::response response;
       response.url = url_of_response(result.request.url);
       response.status = status == 0 ? 200 : int(status);  // file:// has no status
@@ -593,6 +602,7 @@ struct curl_transfers::state : std::enable_shared_from_this<state> {
       response.body = std::move(t->body);
       response.protocol = std::move(t->protocol);
       response.request = result.request;
+      if (t->cut) response.flags.push_back("truncated");
       result.response_bytes = std::size_t(header_size) + response.body.size();
       result.response = std::move(response);
     } else if (t->too_big || code == CURLE_FILESIZE_EXCEEDED) {

@@ -29,6 +29,9 @@ struct transfer_options {
   double connect_timeout_seconds = 60;
   std::size_t maxsize = 0;   // 0: no limit
   std::size_t warnsize = 0;  // 0: no warning
+  /// The most body bytes anything will read (0: all): a body that grows past it is cut there and
+  /// its response, otherwise whole, carries the flag "truncated".
+  std::size_t body_limit = 0;
   bool compression = true;
   bool proxy_enabled = true;
   /// CURLOPT_PROTOCOLS_STR: the schemes curl may fetch (scheme_policy::curl_protocols()).
