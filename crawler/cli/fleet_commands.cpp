@@ -2,10 +2,7 @@
 // the workers move into the shared queue through the shared dupefilter), `crawler stats NAME`
 // (the fleet's summed counters), `crawler status NAME` (one screen on the fleet) and `crawler
 // requeue NAME [--bad]` (dead letters, or what workers set aside, back where they were).
-#include <fmt/format.h>
-
 #include <algorithm>
-#include <boost/asio/use_future.hpp>
 #include <cmath>
 #include <cstdio>
 #include <future>
@@ -20,12 +17,10 @@
 #include "redis/set_aside.h"
 #include "scheduler/fleet/fleet_view.h"
 #include "scheduler/fleet/redis_queue.h"
-#include "scheduler/fleet/start_request.h"
+#include "scheduler/fleet/start_url_push.h"
 
 namespace crawler::cli {
 namespace {
-
-namespace asio = boost::asio;
 
 struct push_options {
   std::string spider;
@@ -33,90 +28,25 @@ struct push_options {
   std::vector<std::string> overrides;
 };
 
-constexpr std::size_t entries_per_round_trip = 1000;
-
 int run(const push_options& options) {
   auto settings = fleet_settings(options.overrides);
-  auto key = spider_key(settings.get_string("REDIS_START_URLS_KEY"),
-                        key_spider_name(settings, options.spider));
-  auto type = start_urls_type_from(settings);
-
-  // With the fleet's key, every entry is signed (as JSON, a plain URL as {"url": ...}) and
-  // numbered, so the workers take it as the operator's own rather than as anyone's, and read it
-  // once however often it is copied.
-  auto signer = entry_signer::from_environment();
-  if (signer) signer = signer->bound_to(key);
+  start_url_push push(settings, options.spider);
   // Every entry is checked before anything is sent: a typo stops the push, naming its line.
-  std::vector<std::string> entries, places;
-  auto largest = std::size_t(settings.get_int("SCHEDULER_MAX_ENTRY_SIZE"));
-  auto check = [&](std::string& entry, const std::string& where, std::uint64_t number) {
-    try {
-      if (signer && entry.find_first_not_of(" \t") != std::string::npos) {
-        auto text = std::string_view(entry).substr(entry.find_first_not_of(" \t"));
-        auto id = fmt::format("{:016d}", number);
-        entry = id + '|' +
-                signer->sign(text.starts_with('{') ? std::string(text)
-                                                   : nlohmann::json{{"url", text}}.dump(),
-                             id);
-      }
-      // Every worker would set it aside: better refused here, where a person reads why.
-      if (entry.size() > largest) {
-        throw std::invalid_argument("an entry of " + std::to_string(entry.size()) +
-                                    " bytes, over SCHEDULER_MAX_ENTRY_SIZE (" +
-                                    std::to_string(largest) + ")");
-      }
-      start_request_from(entry, signer ? &*signer : nullptr);
-    } catch (const std::exception& error) {
-      throw std::invalid_argument(where + ": " + error.what());
-    }
-  };
-  auto add = [&](std::string entry, const std::string& where) {
-    if (!signer) check(entry, where, 0);  // signed ones once they have their numbers, below
-    entries.push_back(std::move(entry));
-    places.push_back(where);
-  };
   for (std::size_t i = 0; i < options.urls.size(); ++i) {
     if (options.urls[i] != "-") {
-      add(options.urls[i], "argument " + std::to_string(i + 1));
+      push.add(options.urls[i], "argument " + std::to_string(i + 1));
       continue;
     }
     std::string line;
     for (std::size_t number = 1; std::getline(std::cin, line); ++number) {
       if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
       if (line.back() == '\r') line.pop_back();
-      add(line, "stdin:" + std::to_string(number));
+      push.add(line, "stdin:" + std::to_string(number));
     }
   }
-
   redis_session session(settings);
-  auto* client = &session.client();
-  if (signer && !entries.empty()) {
-    // The block's numbers, from <start key>:seq; a push refused below leaves a gap, no harm.
-    auto reply = client->async_command({"INCRBY", key + ":seq", std::to_string(entries.size())},
-                                       asio::use_future)
-                     .get();
-    if (reply.is_error() || reply.integer < static_cast<long long>(entries.size())) {
-      throw std::runtime_error("numbering the start URLs from " + key + ":seq at " +
-                               client->where().address() + " failed: " +
-                               (reply.is_error() ? reply.str : reply.describe()));
-    }
-    auto number = std::uint64_t(reply.integer) - entries.size() + 1;
-    for (std::size_t i = 0; i < entries.size(); ++i) check(entries[i], places[i], number++);
-  }
-  for (std::size_t start = 0; start < entries.size(); start += entries_per_round_trip) {
-    redis::command command{type == "set" ? "SADD" : type == "zset" ? "ZADD" : "RPUSH", key};
-    auto end = std::min(entries.size(), start + entries_per_round_trip);
-    for (auto entry = start; entry < end; ++entry) {
-      if (type == "zset") command.push_back("0");  // equal scores: taken in byte order
-      command.push_back(entries[entry]);
-    }
-    auto reply = client->async_command(std::move(command), asio::use_future).get();
-    if (reply.is_error()) {
-      throw std::runtime_error("pushing to " + key + " at " + client->where().address() +
-                               " failed: " + reply.str);
-    }
-  }
-  std::cout << "Pushed " << entries.size() << " start URLs to " << key << '\n';
+  auto pushed = push.send(session.client());
+  std::cout << "Pushed " << pushed << " start URLs to " << push.key() << '\n';
   return 0;
 }
 
