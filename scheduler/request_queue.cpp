@@ -148,10 +148,12 @@ void memory_queue::for_each(const std::function<void(const request&)>& visit) co
 }
 
 // Spills down to half the limit, so a queue at its limit writes a segment every limit/2 pushes,
-// not one per push. The lowest priorities pop last and go first.
+// not one per push. The lowest priorities pop last and go first. One request at least stays: a
+// segment read back for pop must not all go back to disk (with a limit of 1, half is 0, and pop
+// would read it and spill it for ever).
 void memory_queue::enforce_limit() {
   if (spill_.memory_limit == 0 || in_memory_ <= spill_.memory_limit) return;
-  std::size_t target = spill_.memory_limit / 2;
+  std::size_t target = std::max<std::size_t>(1, spill_.memory_limit / 2);
   for (auto it = by_priority_.rbegin(); it != by_priority_.rend() && in_memory_ > target; ++it) {
     auto& level = it->second;
     if (level.memory.empty()) continue;
