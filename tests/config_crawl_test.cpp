@@ -885,6 +885,36 @@ TEST(crawler_genspider, a_robots_txt_that_cannot_be_fetched_is_the_reason_given_
   EXPECT_EQ(again.stderr_text().find("No item was scraped"), std::string::npos);
 }
 
+// Pages over the parser's budgets never reach a callback: the end of a crawl without items says
+// how many and why, and keeps the selectors' hint for the pages that were parsed, when some were.
+TEST(crawler_run, pages_skipped_unparsed_are_the_reason_given_for_no_items) {
+  http_server server({.pages = {{"/big", "<html><title>big</title><body>" + std::string(600, 'x')},
+                                {"/small", "<html><title>small</title></html>"}}});
+  temp_dir dir;
+  auto run_on = [&](std::vector<std::string> paths) {
+    auto document = json::parse(R"json({"spider": {"name": "pages",
+      "rules": [{"allow": ["/nothing"], "callback": "page"}],
+      "callbacks": {"page": {"fields": {"title": "title::text"}}}}})json");
+    for (const auto& path : paths) document["spider"]["start_urls"].push_back(server.url(path));
+    child_process run({crawler_binary(), "run", write_config(dir, document), "-s",
+                       "HTML_MAX_SIZE=500", "-L", "WARNING"});
+    EXPECT_EQ(run.wait(), 0) << run.stderr_text();
+    return run.stderr_text();
+  };
+  const std::string skipped = "1 page was skipped unparsed (too_large: 1; HTML_MAX_SIZE and "
+                              "HTML_MAX_DEPTH are the budgets)";
+  const std::string hint = "pages were crawled and the callbacks yielded no item";
+  auto only_big = run_on({"/big"});
+  EXPECT_NE(only_big.find("No item was scraped: " + skipped + "\n"), std::string::npos)
+      << only_big;
+  auto both = run_on({"/big", "/small"});
+  EXPECT_NE(both.find("No item was scraped: " + skipped +
+                      "; 1 page was crawled and the callbacks yielded no item from them"),
+            std::string::npos)
+      << both;
+  EXPECT_EQ(only_big.find(hint), std::string::npos);
+}
+
 // `crawler parse` runs one page through a callback (or the rule that takes its URL) and prints
 // what it yields, a block per level as `scrapy parse` does; --depth follows the requests.
 TEST(crawler_parse, prints_the_items_and_requests_of_one_page_a_block_per_level) {

@@ -65,8 +65,15 @@ std::string why_no_items(const json& stats) {
     reasons.push_back(failures.empty() ? "no page was downloaded"
                                        : "no page was downloaded (" + failures + ")");
   }
-  if (pages > 0 && reasons.empty()) {
-    reasons.push_back(std::to_string(pages) + (pages == 1 ? " page was" : " pages were") +
+  // Pages over the parser's budgets never reach a callback that parses them.
+  auto skipped = count(stats, "html/skipped_count");
+  if (skipped > 0) {
+    reasons.push_back(std::to_string(skipped) + (skipped == 1 ? " page was" : " pages were") +
+                      " skipped unparsed (" + counts_under(stats, "html/skipped_reason_count/") +
+                      "; HTML_MAX_SIZE and HTML_MAX_DEPTH are the budgets)");
+  }
+  if (auto parsed = pages - skipped; parsed > 0 && reasons.size() == (skipped > 0 ? 1u : 0u)) {
+    reasons.push_back(std::to_string(parsed) + (parsed == 1 ? " page was" : " pages were") +
                       " crawled and the callbacks yielded no item from them (try the "
                       "selectors on one with `crawler shell URL`)");
   }
