@@ -328,4 +328,7 @@ TEST(fleet_on_a_cluster, the_host_frontier_paces_each_host_fleet_wide_through_a_
     crawler::fixtures::expect_paced_at_the_download_delay(*host);
   }
   expect_every_page_stored_once(site, cluster);
+  auto stats = fleet_stats(cluster);  // each shard's, added up
+  EXPECT_EQ(stats.value("item_scraped_count", -1), int(1 + 8 * host_pages)) << stats;
+  EXPECT_EQ(stats.value("response_received_count", -1), int(1 + 8 + 8 * host_pages)) << stats;
 }
