@@ -14,6 +14,7 @@
 
 #include "crawl_fixture.h"
 #include "redis_server.h"
+#include "refusing_port.h"
 
 namespace {
 
@@ -359,12 +360,8 @@ TEST(crawl, a_reset_connection_is_retried_then_reported) {
 }
 
 TEST(crawl, a_refused_connection_is_an_error_not_a_silent_drop) {
-  unsigned short port;
-  {
-    http_server closed;
-    port = closed.port();
-  }
-  recording_spider spider({get("http://127.0.0.1:" + std::to_string(port) + "/")});
+  crawler::fixtures::refusing_port refusing;
+  recording_spider spider({get("http://127.0.0.1:" + std::to_string(refusing.port()) + "/")});
   auto result = crawl(spider, {"RETRY_ENABLED=false"});
   ASSERT_EQ(spider.failures.size(), 1u);
   EXPECT_EQ(spider.failures[0].type, "ConnectionRefusedError");

@@ -17,6 +17,7 @@
 #include "child_process.h"
 #include "http_server.h"
 #include "redis_server.h"
+#include "refusing_port.h"
 #include "scheduler/fleet/pickle.h"
 #include "scheduler/fleet/scrapy_request.h"
 #include "set_aside_records.h"
@@ -674,11 +675,8 @@ TEST(fleet, a_redis_away_at_start_is_waited_for_until_its_timeout_and_a_wrong_pa
   http_server site({.site_pages = 5});
   temp_dir dir;
   redis_server redis({.password = "right-password"});
-  std::uint16_t nowhere = 0;
-  {
-    redis_server gone;  // a port where no Redis listens any more
-    nowhere = gone.port();
-  }
+  crawler::fixtures::refusing_port refusing;
+  auto nowhere = refusing.port();
   struct start {
     std::string url;
     std::string timeout;

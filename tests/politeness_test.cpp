@@ -8,6 +8,7 @@
 #include "config/crawl_clock.h"
 #include "crawl_fixture.h"
 #include "crawler/downloader.h"
+#include "refusing_port.h"
 
 namespace {
 
@@ -248,12 +249,8 @@ TEST(crawl, a_robots_txt_answering_5xx_after_its_retries_disallows_everything) {
 }
 
 TEST(crawl, an_unreachable_robots_txt_disallows_everything) {
-  unsigned short port;
-  {
-    http_server closed;
-    port = closed.port();
-  }
-  recording_spider spider({get("http://127.0.0.1:" + std::to_string(port) + "/page")});
+  crawler::fixtures::refusing_port refusing;
+  recording_spider spider({get("http://127.0.0.1:" + std::to_string(refusing.port()) + "/page")});
   auto result = crawl(spider, {"ROBOTSTXT_OBEY=true", "RETRY_ENABLED=false"});
   ASSERT_EQ(spider.failures.size(), 1u);
   EXPECT_EQ(spider.failures[0].message, "Forbidden by robots.txt");

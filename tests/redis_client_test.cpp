@@ -9,6 +9,7 @@
 #include "redis/client.h"
 #include "redis/reply_error.h"
 #include "redis_server.h"
+#include "refusing_port.h"
 
 using namespace crawler;
 using boost::asio::use_future;
@@ -142,11 +143,8 @@ TEST(redis_reply_error, only_not_now_and_out_of_memory_are_worth_retrying) {
 
 TEST(redis_client, unreachable_server_fails_with_an_error_naming_the_address) {
   fixtures::event_loop loop;
-  redis::endpoint nowhere;
-  {
-    fixtures::redis_server server;
-    nowhere = redis::parse_redis_url(server.url());
-  }  // stopped: the port now refuses connections
+  fixtures::refusing_port refusing;
+  auto nowhere = redis::parse_redis_url("redis://127.0.0.1:" + std::to_string(refusing.port()));
   auto client = redis::client::create(loop.executor(), nowhere);
   auto future = client->async_command({"PING"}, use_future);
   std::string message = message_of(future);
