@@ -913,6 +913,11 @@ TEST(crawler_run, pages_skipped_unparsed_are_the_reason_given_for_no_items) {
             std::string::npos)
       << both;
   EXPECT_EQ(only_big.find(hint), std::string::npos);
+  auto only_small = run_on({"/small"});  // nothing skipped: the hint alone
+  EXPECT_NE(only_small.find("No item was scraped: 1 page was crawled and the callbacks yielded no "
+                            "item from them (try the selectors"),
+            std::string::npos)
+      << only_small;
 }
 
 // `crawler parse` runs one page through a callback (or the rule that takes its URL) and prints
