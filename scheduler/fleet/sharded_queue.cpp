@@ -182,8 +182,9 @@ void sharded_queue::async_take(std::size_t count, take_handler done) {
       if (!took->answered(error)) return;
       if (took->error && !took->result.empty() && *only_not_now) {
         // A shard whose slot is moving between masters answers TRYAGAIN until the move is done
-        // (redis_queue_prelude's reach_hosts): the others' requests run meanwhile, and it is
-        // asked again at the next take. A take of nothing reports the error, as an outage.
+        // (Redis runs no script while one of its keys is on the other master): the others'
+        // requests run meanwhile, and it is asked again at the next take. A take of nothing
+        // reports the error, as an outage.
         return took->done(nullptr, std::move(took->result));
       }
       if (took->error && !took->result.empty()) {
