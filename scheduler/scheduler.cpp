@@ -134,6 +134,13 @@ void scheduler::store(page_outcome outcome, asio::any_completion_handler<store_s
   });
 }
 
+void scheduler::connect(engine_hooks hooks) {
+  on_ready(std::move(hooks.ready));
+  on_fatal(std::move(hooks.fatal));
+  if (hooks.request_check) set_request_check(std::move(hooks.request_check));
+  if (hooks.report_dropped) report_dropped_requests();
+}
+
 void scheduler::begin_close() {
   if (closing_) return;
   closing_ = true;

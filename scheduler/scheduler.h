@@ -199,6 +199,24 @@ class scheduler {
   /// (paces_hosts() schedulers only; before its outcome is stored).
   virtual void record_pace(const request& /*fetched*/, const host_pace& /*pace*/) {}
 
+  /// What the engine gives the scheduler before it opens it, in one call: connect().
+  struct engine_hooks {
+    /// From now on, stored_outcome::dropped holds the requests the dupefilter dropped (the engine
+    /// asks when something listens to request_dropped); otherwise they are let go at once.
+    bool report_dropped = false;
+    /// Called when requests arrive that next_request() had not (SCHEDULER=redis takes them from
+    /// Redis in the background), when has_pending_requests() changes, or when waiting outcomes
+    /// were tried again: the engine pumps.
+    std::function<void()> ready;
+    /// Called when the scheduler cannot go on (see on_fatal): the engine closes the spider.
+    std::function<void(const std::string& reason)> fatal;
+    /// What every request taken from a shared queue must pass (see set_request_check).
+    std::function<std::string(const request&)> request_check;
+  };
+  /// Sets every hook of `hooks` (on_ready, on_fatal, set_request_check,
+  /// report_dropped_requests).
+  void connect(engine_hooks hooks);
+
   /// Called when requests arrive that next_request() had not (SCHEDULER=redis takes them from
   /// Redis in the background), when has_pending_requests() changes, or when waiting outcomes
   /// were tried again: the engine pumps.
