@@ -115,7 +115,7 @@ void engine::fail_startup(std::exception_ptr error) {
 
 void engine::open() {
   stats_.set_value("start_time", utc_timestamp());
-  started_ = std::chrono::steady_clock::now();
+  started_ = crawl_clock::now();
   scheduler_->connect({
       .report_dropped = signals_.connected<signals::request_dropped>(),
       .ready = [this] { pump(); },
@@ -146,9 +146,7 @@ void engine::open() {
     for (auto& action : when_opened_) action();
     if (phase_ == phase::opening) phase_ = phase::running;
     if (auto timeout = settings_.get_double("CLOSESPIDER_TIMEOUT"); timeout > 0) {
-      closespider_timer_.expires_after(
-          std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-              std::chrono::duration<double>(timeout)));
+      closespider_timer_.expires_after(to_clock_duration(timeout));
       closespider_timer_.async_wait([this](boost::system::error_code error) {
         if (!error) begin_close("closespider_timeout");
       });
@@ -429,9 +427,7 @@ void engine::finish() {
     signals_.send(signals::spider_closed{spider_, close_reason_});
     stats_.set_value("finish_reason", close_reason_);
     stats_.set_value("finish_time", utc_timestamp());
-    stats_.set_value(
-        "elapsed_time_seconds",
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count());
+    stats_.set_value("elapsed_time_seconds", seconds_since(started_));
     io_.stop();
   });
 }

@@ -31,7 +31,6 @@
 #pragma once
 
 #include <boost/asio/io_context.hpp>
-#include <boost/asio/steady_timer.hpp>
 #include <chrono>
 #include <exception>
 #include <functional>
@@ -150,9 +149,9 @@ class engine : public crawl_engine {
   crawl_context context_;
   std::unique_ptr<detail::fetcher> fetcher_;
   std::vector<std::unique_ptr<extension>> extensions_;
-  boost::asio::steady_timer idle_timer_;  // asks spider_idle again while a handler keeps it open
+  crawl_timer idle_timer_;  // asks spider_idle again while a handler keeps it open
   bool idle_held_ = false;                // a handler threw dont_close_spider: wait for the timer
-  boost::asio::steady_timer closespider_timer_;
+  crawl_timer closespider_timer_;
   // A close that waits says, every few seconds, what it waits for (watch_close), read from the
   // ledger.
   crawl_timer close_watch_;
@@ -162,7 +161,7 @@ class engine : public crawl_engine {
   phase phase_ = phase::opening;
   std::string close_reason_;
   std::exception_ptr startup_error_;
-  std::chrono::steady_clock::time_point started_;
+  crawl_clock::time_point started_{};
   bool pumping_ = false;
   bool pump_again_ = false;
   bool pump_posted_ = false;

@@ -485,14 +485,6 @@ TEST(crawl, a_rules_cb_kwargs_errback_and_process_request_apply_to_its_requests)
   EXPECT_EQ(spider.failures, std::vector<std::string>{"HttpError " + server.url("/status/404")});
 }
 
-TEST(crawl, closespider_timeout_closes_a_crawl_that_would_run_on) {
-  http_server server({.site_pages = 1000, .page_delay_ms = 50});
-  recording_spider spider({get(server.url("/site/0"))});
-  spider.follow_links = true;
-  auto result = crawl(spider, {"CLOSESPIDER_TIMEOUT=0.5", "CONCURRENT_REQUESTS=2"});
-  EXPECT_EQ(result.finish_reason, "closespider_timeout");
-  EXPECT_LT(spider.responses.size(), 100u);
-}
 
 // The depth of each page a one-at-a-time crawl of the generated site visits, in order.
 std::vector<int> depths_crawled(const http_server& server, std::vector<std::string> settings) {
@@ -825,56 +817,107 @@ class item_per_page : public recording_spider {
   }
 };
 
+// A crawl on a thread of its own, logging at INFO to a file, while its test drives the clock.
+class background_crawl {
+ public:
+  background_crawl(crawler::spider& spider, std::vector<std::string> settings)
+      : log_file_(dir_.path() / "crawl.log") {
+    settings.insert(settings.end(), {"LOG_LEVEL=INFO", "LOG_FILE=" + log_file_.string()});
+    thread_ = std::thread([this, &spider, settings] {
+      try {
+        result_ = crawl(spider, settings);
+      } catch (const std::exception& error) {
+        failed_ = error.what();
+      }
+    });
+  }
+  ~background_crawl() {
+    if (thread_.joinable()) thread_.join();
+  }
+
+  std::string log() const {
+    std::ifstream in(log_file_);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  }
+  /// Waits until the log holds `text`.
+  void wait_for_log(const std::string& text, const std::string& what) const {
+    crawler::fixtures::wait_until([&] { return log().find(text) != std::string::npos; }, what);
+  }
+  /// Waits for the crawl's end; what it returned.
+  const crawler::crawl_result& result() {
+    if (thread_.joinable()) thread_.join();
+    EXPECT_EQ(failed_, "");
+    return result_;
+  }
+
+ private:
+  temp_dir dir_;
+  std::filesystem::path log_file_;
+  crawler::crawl_result result_;
+  std::string failed_;
+  std::thread thread_;
+};
+
 // A close that waits says what for, every five seconds of the crawl's clock, stage by stage and
 // page by page: here the first page's item held in an item pipeline for 12 s. The clock is the
 // test's: "5 s pass" is a step.
 TEST(crawl, a_close_held_by_a_page_in_a_pipeline_says_so_every_five_seconds) {
   http_server server;
   crawler::driven_clock clock;
-  temp_dir dir;
-  auto log_file = dir.path() / "crawl.log";
-  auto log = [&] {
-    std::ifstream in(log_file);
-    return std::string(std::istreambuf_iterator<char>(in), {});
-  };
   item_per_page spider({get(server.url("/site/0"))});
-  crawler::crawl_result result;
-  std::string failed;
-  std::thread crawling([&] {
-    try {
-      result =
-          crawl(spider, {"ITEM_PIPELINES={\"tests.HoldsOnePage\": 100}", "CLOSESPIDER_PAGECOUNT=1",
-                         "LOG_LEVEL=INFO", "LOG_FILE=" + log_file.string()});
-    } catch (const std::exception& error) {
-      failed = error.what();
-    }
-  });
-  struct joined {
-    std::thread& thread;
-    ~joined() {
-      if (thread.joinable()) thread.join();
-    }
-  } join_at_the_end{crawling};
+  background_crawl crawling(
+      spider, {"ITEM_PIPELINES={\"tests.HoldsOnePage\": 100}", "CLOSESPIDER_PAGECOUNT=1"});
   const std::string waited = "Closing spider (closespider_pagecount): waited ";
   const std::string holder =
       " s for 1 page's items in the item pipelines (" + server.url("/site/0") + ")";
-  crawler::fixtures::wait_until([&] { return log().find("Closing spider") != std::string::npos; },
-                                "the close to begin");
-  EXPECT_EQ(log().find(waited), std::string::npos) << log();
+  crawling.wait_for_log("Closing spider", "the close to begin");
+  EXPECT_EQ(crawling.log().find(waited), std::string::npos) << crawling.log();
   clock.advance(std::chrono::seconds(5));
-  crawler::fixtures::wait_until(
-      [&] { return log().find(waited + "5" + holder) != std::string::npos; },
-      "the first word of what holds the close");
+  crawling.wait_for_log(waited + "5" + holder, "the first word of what holds the close");
   clock.advance(std::chrono::seconds(5));
-  crawler::fixtures::wait_until(
-      [&] { return log().find(waited + "10" + holder) != std::string::npos; },
-      "the second word of what holds the close");
+  crawling.wait_for_log(waited + "10" + holder, "the second word of what holds the close");
   clock.advance(std::chrono::seconds(5));  // past the 12 s the pipeline holds the page
-  crawling.join();
-  EXPECT_EQ(failed, "");
+  const auto& result = crawling.result();
   EXPECT_EQ(result.finish_reason, "closespider_pagecount");
   EXPECT_EQ(stat(result, "item_scraped_count"), 1);
-  EXPECT_EQ(log().find(waited + "15"), std::string::npos) << log();
+  EXPECT_EQ(crawling.log().find(waited + "15"), std::string::npos) << crawling.log();
+}
+
+// The page ledger names each page at its own stage: here a download the close lets finish, whose
+// response is still handed to its callback.
+TEST(crawl, a_close_held_by_a_download_names_the_page_downloading) {
+  http_server server;
+  crawler::driven_clock clock;
+  recording_spider spider({get(server.url("/site/0")), get(server.url("/slow?ms=3000"))});
+  background_crawl crawling(spider, {"CLOSESPIDER_PAGECOUNT=1"});
+  crawling.wait_for_log("Closing spider", "the close to begin");
+  clock.advance(std::chrono::seconds(5));
+  crawling.wait_for_log("waited 5 s for 1 download (" + server.url("/slow?ms=3000") + ")",
+                        "the close to name the download that holds it");
+  const auto& result = crawling.result();
+  EXPECT_EQ(result.finish_reason, "closespider_pagecount");
+  EXPECT_EQ(spider.responses.size(), 2u);
+}
+
+// CLOSESPIDER_TIMEOUT counts on the crawl's clock: at 599 s of it a crawl that would run on goes
+// on, at 600 s it closes with closespider_timeout, and its elapsed_time_seconds says 600.
+TEST(crawl, closespider_timeout_closes_a_crawl_that_would_run_on) {
+  http_server server({.site_pages = 100000});
+  crawler::driven_clock clock;
+  recording_spider spider({get(server.url("/site/0"))});
+  spider.follow_links = true;
+  background_crawl crawling(spider, {"CLOSESPIDER_TIMEOUT=600", "CONCURRENT_REQUESTS=2"});
+  // The timer is set before the first request goes out.
+  crawler::fixtures::wait_until([&] { return server.total_hits() > 0; }, "the first request");
+  clock.advance(std::chrono::seconds(599));
+  auto at_599 = server.total_hits();
+  crawler::fixtures::wait_until([&] { return server.total_hits() >= at_599 + 20; },
+                                "20 more pages at 599 s");
+  EXPECT_EQ(crawling.log().find("Closing spider"), std::string::npos) << crawling.log();
+  clock.advance(std::chrono::seconds(1));
+  const auto& result = crawling.result();
+  EXPECT_EQ(result.finish_reason, "closespider_timeout");
+  EXPECT_EQ(result.stats.value("elapsed_time_seconds", 0.0), 600.0);
 }
 
 // HTML_PARSER reaches the callbacks' pages: Gumbo inserts the <tbody> HTML5 implies, libxml2
