@@ -19,7 +19,7 @@
 // written as the JSON's first member, so the bytes checked are the bytes written: nothing is
 // re-serialized. The key is in the signature so that an entry copied from one queue (another
 // spider's, a start-URL list) into another is forged there, and the number so that a copy
-// renumbered is (each number runs once: redis_queue_scripts.h, settle_once; start URLs are read
+// renumbered is (each number runs once: lua/settled.lua, settle_once; start URLs are read
 // once: start_request.h). Any producer can sign: hmac.new(key,
 // f"{redis_key}\n{number}|{body}".encode(), "sha256").hexdigest() in Python.
 // The key is read from the environment only, never from settings, and is never logged.

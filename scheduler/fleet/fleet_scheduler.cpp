@@ -12,7 +12,7 @@
 #include "redis/endpoint.h"
 #include "redis/reply_error.h"
 #include "redis/set_aside.h"
-#include "scheduler/fleet/detail/redis_queue_scripts.h"
+#include "scheduler/fleet/detail/fleet_lua.h"
 #include "scheduler/shared_request.h"
 
 namespace crawler {
@@ -190,8 +190,8 @@ std::vector<redis_queue_options> shard_options(const scheduler_context& context,
     options.back().key = spider_key(settings.get_string("SCHEDULER_QUEUE_KEY"), shard);
     // A settle adds its page's counts to the fleet's stats, or on a cluster to its shard's
     // (<shard>:stats, in the shard's slot), which the fleet's readers add up (fleet_view.h).
-    options.back().stats_key = (cluster ? shard : key_spider_name(settings, context.spider_name)) +
-                               ":stats";
+    options.back().stats_key =
+        (cluster ? shard : key_spider_name(settings, context.spider_name)) + ":stats";
     if (cluster)
       options.back().items_key = spider_key(settings.get_string("REDIS_ITEMS_KEY"), shard);
   }
@@ -253,179 +253,30 @@ fleet_scheduler::~fleet_scheduler() {
   *alive_ = false;
 }
 
-// Whether <spider>:workers (`workers`) holds a live worker: a heartbeat younger than three of
-// its intervals. With drop_dead, the lines of the dead workers it passes are deleted. And
-// write_worker, which writes a worker's line: its record (a JSON object) with "started" (kept from
-// its last line) and "heartbeat" on Redis's clock, the one clock every worker and `crawler
-// status` share, so a worker whose own clock is off is never taken for dead. The fleet scripts
-// below start with both.
-constexpr const char* live_worker_lua = R"lua(
-local function redis_now()
-  local t = redis.call('TIME')
-  return t[1] .. '.' .. string.format('%06d', tonumber(t[2]))
-end
-local function write_worker(workers, worker, record)
-  local now = redis_now()
-  local prior = redis.call('HGET', workers, worker)
-  local started = prior and string.match(prior, '"started":(%d+%.?%d*)') or now
-  redis.call('HSET', workers, worker,
-             string.sub(record, 1, -2) .. ',"started":' .. started .. ',"heartbeat":' .. now .. '}')
-end
-local function live_worker(workers, drop_dead)
-  local t = redis.call('TIME')
-  local now = tonumber(t[1]) + tonumber(t[2]) / 1e6
-  local entries = redis.call('HGETALL', workers)
-  for i = 1, #entries, 2 do
-    local ok, worker = pcall(cjson.decode, entries[i + 1])
-    if ok and type(worker) == 'table' and worker.heartbeat and worker.interval and
-       now - worker.heartbeat < 3 * worker.interval then
-      return true
-    end
-    if drop_dead then redis.call('HDEL', workers, entries[i]) end
-  end
-  return false
-end
-)lua";
+// fleet/lua/flush_once.lua (its keys and arguments at its top), after what it calls.
+const std::string flush_once_script =
+    std::string(detail::lua::live_worker) + detail::lua::flush + detail::lua::flush_once;
 
-// What a flush checks and deletes in a queue's keys. held_leases(deadlines): nil, or {leases
-// whose deadline has not passed, seconds until the last one}: a worker alive but not heard from
-// (paused, or its line deleted) holds them, and nothing may be flushed. delete_host_queues: the
-// host frontier's per-host queues, named by the two sorted sets that list every host with one.
-constexpr const char* flush_lua = R"lua(
-local function held_leases(deadlines)
-  local t = redis.call('TIME')
-  local now = tonumber(t[1]) + tonumber(t[2]) / 1e6
-  local held = redis.call('ZCOUNT', deadlines, '(' .. string.format('%d', now * 1000), '+inf')
-  if held == 0 then return nil end
-  local last = redis.call('ZRANGE', deadlines, -1, -1, 'WITHSCORES')
-  return {held, math.ceil((tonumber(last[2]) - now * 1000) / 1000)}
-end
-local function delete_host_queues(prefix, hosts, busy)
-  if not prefix then return end
-  for _, listed in ipairs({hosts, busy}) do
-    for _, host in ipairs(redis.call('ZRANGE', listed, 0, -1)) do
-      redis.call('DEL', prefix .. host)
-    end
-  end
-end
-)lua";
+// fleet/lua/claim_flush.lua (its keys and arguments at its top), after what it calls.
+const std::string claim_flush_script =
+    std::string(detail::lua::live_worker) + detail::lua::claim_flush;
 
-// SCHEDULER_FLUSH_ON_START for a fleet: the first worker of a crawl flushes, the ones that join
-// it do not. "First" is decided in Redis, in one step: when no worker has a fresh heartbeat in
-// <spider>:workers, the queue, its leases, the dupefilter and the stats go, and this worker's line
-// is written, so a second worker starting a moment later finds a live one and flushes nothing.
-// Leases that have not expired (held_leases) refuse the flush, and the worker stops.
-// KEYS fleet_keys() (workers, queue, leased, deadlines first), then the other keys to delete;
-// ARGV this worker, its record, and for the host frontier the prefix of its per-host queues and
-// the two sorted sets that name every host with one. Returns 1 when it flushed, 0 when it joined
-// a live fleet, and held_leases' answer when it refused.
-const std::string flush_once_script = std::string(live_worker_lua) + flush_lua + R"lua(
-if live_worker(KEYS[1], false) then
-  write_worker(KEYS[1], ARGV[1], ARGV[2])
-  return 0
-end
-local held = held_leases(KEYS[4])
-if held then return held end
-delete_host_queues(ARGV[3], ARGV[4], ARGV[5])
-redis.call('DEL', unpack(KEYS))
-write_worker(KEYS[1], ARGV[1], ARGV[2])
-return 1
-)lua";
-
-// With shards no script may reach every key on a cluster, so the first step decides alone, in
-// the fleet's own slot: KEYS workers, then the fleet's keys beside it to delete (stats, the
-// fleet's :bad and :dead); ARGV this worker, its record. Returns 1 when this worker is first (its
-// line written, those keys gone), 0 when it joined a live fleet.
-const std::string claim_flush_script = std::string(live_worker_lua) + R"lua(
-if live_worker(KEYS[1], false) then
-  write_worker(KEYS[1], ARGV[1], ARGV[2])
-  return 0
-end
-redis.call('DEL', unpack(KEYS, 2))
-write_worker(KEYS[1], ARGV[1], ARGV[2])
-return 1
-)lua";
-
-// Then each shard, in its own slot: KEYS its deadlines, then its keys to delete; ARGV as
-// flush_once_script's third to fifth. Returns 1, or held_leases' answer when it refused.
-const std::string flush_shard_script = std::string(flush_lua) + R"lua(
-local held = held_leases(KEYS[1])
-if held then return held end
-delete_host_queues(ARGV[1], ARGV[2], ARGV[3])
-redis.call('DEL', unpack(KEYS))
-return 1
-)lua";
-
-// The number of shards a fleet shares its requests out among, written by the first worker of
-// more than one shard (one shard leaves it unset: the keys of releases before shards). KEYS the
-// number's key, the epoch of the one-shard queue on the same keys; ARGV this worker's number.
-// Returns 'one' when a fleet of one shard is there, else the number the fleet has (its first 256
-// bytes: whatever another program wrote there is not read whole).
-constexpr const char* claim_shards_script = R"lua(
-if redis.call('EXISTS', KEYS[2]) == 1 then return 'one' end
-redis.call('SET', KEYS[1], ARGV[1], 'NX')
-return redis.call('GETRANGE', KEYS[1], 0, 255)
-)lua";
+// fleet/lua/flush_shard.lua (its keys and arguments at its top), after what it calls.
+const std::string flush_shard_script = std::string(detail::lua::flush) + detail::lua::flush_shard;
 
 // The version of the fleet's key layout: what its keys hold and what its scripts expect of them.
 // Raise it with any change a worker of the release before would misread: a worker that finds
 // another version in <queue>:layout refuses to start, naming both (check_key_types).
 constexpr std::string_view fleet_layout_version = "1";
 
-// KEYS the layout key; ARGV this worker's layout version. Returns the fleet's version (its first
-// 256 bytes: whatever another program wrote there is not read whole), writing this worker's when
-// the fleet has none yet.
-constexpr const char* claim_layout_script = R"lua(
-redis.call('SET', KEYS[1], ARGV[1], 'NX')
-return redis.call('GETRANGE', KEYS[1], 0, 255)
-)lua";
+// fleet/lua/heartbeat.lua (its keys and arguments at its top), after what it calls.
+const std::string heartbeat_script = std::string(detail::lua::wrong_type) +
+                                     redis::lua_set_aside_record + detail::lua::live_worker +
+                                     detail::lua::heartbeat;
 
-// A worker's heartbeat: its line in <spider>:workers (write_worker). A line that is not a
-// worker's record (another program wrote it) would read as a dead worker forever, in `crawler
-// status` and in every judgement of the fleet's liveness: it goes aside to <queue>:bad. KEYS
-// workers, bad; ARGV worker, record. Returns how many lines went aside.
-const std::string heartbeat_script = std::string(detail::redis_lua_wrong_type) +
-                                     redis::lua_set_aside_record + live_worker_lua +
-                                     R"lua(
-local refused = wrong_type(KEYS[1], 'hash') or wrong_type(KEYS[2], 'list')
-if refused then return refused end
-write_worker(KEYS[1], ARGV[1], ARGV[2])
-local entries = redis.call('HGETALL', KEYS[1])
-local bad = 0
-for i = 1, #entries, 2 do
-  local ok, worker = pcall(cjson.decode, entries[i + 1])
-  if not ok or type(worker) ~= 'table' or type(worker.heartbeat) ~= 'number' or
-     type(worker.interval) ~= 'number' then
-    redis.call('RPUSH', KEYS[2], set_aside_record({key = KEYS[1], field = entries[i],
-      reason = 'not a worker\'s record (JSON with heartbeat and interval)'}, entries[i + 1]))
-    redis.call('HDEL', KEYS[1], entries[i])
-    bad = bad + 1
-  end
-end
-return bad
-)lua";
-
-// Adds what this worker's counters gained to <spider>:stats. A field that does not hold a whole
-// number (another program wrote it) would fail HINCRBY, and the gains with it, at every flush:
-// its value goes aside to <queue>:bad and the field counts again from 0. Every field is checked
-// before the first write. KEYS stats, bad; ARGV field, gain, ... Returns how many went aside.
+// fleet/lua/add_stats.lua (its keys and arguments at its top), after what it calls.
 const std::string add_stats_script =
-    std::string(detail::redis_lua_wrong_type) + redis::lua_set_aside_record + R"lua(
-local refused = wrong_type(KEYS[1], 'hash') or wrong_type(KEYS[2], 'list')
-if refused then return refused end
-local bad = 0
-for i = 1, #ARGV, 2 do
-  local value = redis.call('HGET', KEYS[1], ARGV[i])
-  if value and (not string.match(value, '^-?%d+$') or #value > 18) then
-    redis.call('RPUSH', KEYS[2], set_aside_record({key = KEYS[1], field = ARGV[i],
-      reason = 'not a count (a whole number of at most 18 digits): counted again from 0'}, value))
-    redis.call('HDEL', KEYS[1], ARGV[i])
-    bad = bad + 1
-  end
-end
-for i = 1, #ARGV, 2 do redis.call('HINCRBY', KEYS[1], ARGV[i], ARGV[i + 1]) end
-return bad
-)lua";
+    std::string(detail::lua::wrong_type) + redis::lua_set_aside_record + detail::lua::add_stats;
 
 void fleet_scheduler::do_open(asio::any_completion_handler<done_signature> handler) {
   open_fleet(std::make_shared<asio::any_completion_handler<done_signature>>(std::move(handler)));
@@ -463,7 +314,7 @@ void fleet_scheduler::open_fleet(
             return poll_timer_.async_wait([this, alive, opened](boost::system::error_code stop) {
               if (!*alive) return;
               if (!stop) return open_fleet(opened);
-              std::move(*opened)(std::make_exception_ptr(std::runtime_error(
+              std::move (*opened)(std::make_exception_ptr(std::runtime_error(
                   "closed while waiting for Redis at " + client_->where().address())));
             });
           }
@@ -474,15 +325,11 @@ void fleet_scheduler::open_fleet(
           memory_recovered();
           redis_answered();
         }
-        std::move(*opened)(error);
+        std::move (*opened)(error);
       });
   auto check_then_open = [this, alive = alive_, shared] {
     if (!*alive) return;
-    check_key_types(
-        [this, shared] {
-          join_epoch(shared);
-        },
-        shared);
+    check_key_types([this, shared] { join_epoch(shared); }, shared);
   };
   if (!flush_on_start_) return check_then_open();
   if (queue_.size() > 1) return flush_shards(check_then_open, shared);
@@ -666,12 +513,12 @@ void fleet_scheduler::check_key_types(
   for (const auto& [key, type] : expected) types.push_back({"TYPE", key});
   types.push_back({"INFO", "server"});
   types.push_back(
-      {"EVAL", claim_layout_script, "1", layout_key, std::string(fleet_layout_version)});
+      {"EVAL", detail::lua::claim_layout, "1", layout_key, std::string(fleet_layout_version)});
   // Every worker must share the fleet's requests out among the same shards: the first to start
   // writes their number beside the fleet's keys, one shard (today's keys) by leaving it unset.
   auto shards_key = queue_key_ + ":shards";
   if (queue_.size() > 1) {
-    types.push_back({"EVAL", claim_shards_script, "2", shards_key, queue_key_ + ":epoch",
+    types.push_back({"EVAL", detail::lua::claim_shards, "2", shards_key, queue_key_ + ":epoch",
                      std::to_string(queue_.size())});
   } else {
     types.push_back(redis::bounded_get(shards_key, 256));
@@ -1401,38 +1248,21 @@ void fleet_scheduler::do_close(asio::any_completion_handler<done_signature> hand
   queue_.async_release(leases, std::move(finish));
 }
 
-// At close a worker removes its line in <spider>:workers. SCHEDULER_PERSIST=false also deletes
-// the fleet's queue and dupefilter, but only once the crawl is over for everyone: no live worker
-// (heartbeats older than three intervals are dropped as dead), nothing queued, nothing leased. A
-// worker that stops early leaves them. KEYS: fleet_keys(), then the layout version (nothing is
-// left for another release to misread). What a person reads after the crawl stays: the stats,
-// the :bad and :dead records, and the epoch, whose absence beside the stats says that Redis
-// forgot the fleet rather than that its crawl ended (`crawler stats`).
-const std::string fleet_done_script = std::string(live_worker_lua) + R"lua(
-if live_worker(KEYS[1], true) then return -1 end
-if redis.call('EXISTS', KEYS[2]) == 1 or redis.call('HLEN', KEYS[3]) > 0 then return -1 end
-return redis.call('DEL', unpack(KEYS))
-)lua";
+// fleet/lua/fleet_done.lua (its keys and arguments at its top), after what it calls.
+const std::string fleet_done_script =
+    std::string(detail::lua::live_worker) + detail::lua::fleet_done;
 
-// With shards, whether a worker of the fleet is alive is asked in the fleet's slot first (1: one
-// is; dead lines dropped; KEYS workers), then each shard deletes its keys when nothing of it is
-// queued or leased (KEYS shard_keys(): the queue first, its leases second; -1 when it keeps
-// them). A worker starting between the two steps finds the shards gone and begins a new crawl.
-const std::string fleet_alive_script = std::string(live_worker_lua) + R"lua(
-return live_worker(KEYS[1], true) and 1 or 0
-)lua";
-const std::string shard_done_script = R"lua(
-if redis.call('EXISTS', KEYS[1]) == 1 or redis.call('HLEN', KEYS[2]) > 0 then return -1 end
-return redis.call('DEL', unpack(KEYS))
-)lua";
+// fleet/lua/fleet_alive.lua (its keys and arguments at its top), after what it calls.
+const std::string fleet_alive_script =
+    std::string(detail::lua::live_worker) + detail::lua::fleet_alive;
 
 std::vector<std::string> fleet_scheduler::shard_keys(std::size_t i) const {
   const auto& shard = queue_.shard(i);
   // :seq and :settled go together: numbers counted again over an old :settled would
   // read as copies.
-  std::vector<std::string> keys{shard.queued_key(),          shard.key() + ":leased",
-                                shard.key() + ":deadlines",  shard.key() + ":seq",
-                                shard.key() + ":settled",    shard.key() + ":deliveries"};
+  std::vector<std::string> keys{shard.queued_key(),         shard.key() + ":leased",
+                                shard.key() + ":deadlines", shard.key() + ":seq",
+                                shard.key() + ":settled",   shard.key() + ":deliveries"};
   for (const auto& key : shard.host_frontier_keys()) {
     if (key != shard.queued_key()) keys.push_back(key);
   }
@@ -1486,7 +1316,7 @@ void fleet_scheduler::delete_finished_shards(std::function<void()> then) {
   std::vector<redis::command> deletions;
   for (std::size_t i = 0; i < queue_.size(); ++i) {
     auto keys = shard_keys(i);
-    redis::command done{"EVAL", shard_done_script, std::to_string(keys.size())};
+    redis::command done{"EVAL", detail::lua::shard_done, std::to_string(keys.size())};
     done.insert(done.end(), keys.begin(), keys.end());
     deletions.push_back(std::move(done));
   }

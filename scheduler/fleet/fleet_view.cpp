@@ -1,8 +1,7 @@
 #include "scheduler/fleet/fleet_view.h"
 
-#include <boost/asio/use_future.hpp>
-
 #include <algorithm>
+#include <boost/asio/use_future.hpp>
 #include <charconv>
 #include <cstdlib>
 #include <future>
@@ -10,79 +9,13 @@
 
 #include "redis/bounded_get.h"
 #include "request/request.h"
+#include "scheduler/fleet/detail/fleet_lua.h"
 #include "scheduler/fleet/sharded_queue.h"
-
 
 namespace crawler {
 namespace {
 
 namespace asio = boost::asio;
-
-// The number of entries of `key` whatever its type (a priority queue is a sorted set, fifo and
-// lifo are lists, start URLs a list or a set); for a queue that is not there, the count a host
-// frontier keeps beside it (KEYS[2], <queue>:count), if any.
-constexpr const char* size_script = R"lua(
-local kind = redis.call('TYPE', KEYS[1]).ok
-if kind == 'none' and KEYS[2] and redis.call('TYPE', KEYS[2]).ok == 'string' then
-  return tonumber(redis.call('GET', KEYS[2])) or 0
-end
-if kind == 'zset' then return redis.call('ZCARD', KEYS[1]) end
-if kind == 'list' then return redis.call('LLEN', KEYS[1]) end
-if kind == 'set' then return redis.call('SCARD', KEYS[1]) end
-if kind == 'hash' then return redis.call('HLEN', KEYS[1]) end
-return 0
-)lua";
-
-// Per worker, the leases it holds in a shard and when the last of them expires (ms on Redis's
-// clock): {worker, count, deadline, ...}. Counted in Redis: the leases' entries stay there.
-constexpr const char* leases_by_worker_script = R"lua(
-local by_worker, order = {}, {}
-local all = redis.call('HGETALL', KEYS[1])
-for i = 1, #all, 2 do
-  local owner = string.match(all[i + 1], '^([^|]*)|')
-  if owner then
-    local due = tonumber(redis.call('ZSCORE', KEYS[2], all[i])) or 0
-    local held = by_worker[owner]
-    if not held then
-      held = {0, 0}
-      by_worker[owner] = held
-      order[#order + 1] = owner
-    end
-    held[1] = held[1] + 1
-    held[2] = math.max(held[2], due)
-  end
-end
-local out = {}
-for _, owner in ipairs(order) do
-  out[#out + 1] = owner
-  out[#out + 1] = by_worker[owner][1]
-  out[#out + 1] = by_worker[owner][2]
-end
-return out
-)lua";
-
-// The reasons of a list's first ARGV[1] records (redis/set_aside.h), counted in Redis so that
-// the records, up to SCHEDULER_MAX_ENTRY_SIZE each, stay there: {reason, count, ...}.
-constexpr const char* reasons_script = R"lua(
-local counts, order = {}, {}
-for _, record in ipairs(redis.call('LRANGE', KEYS[1], 0, tonumber(ARGV[1]) - 1)) do
-  local ok, header = pcall(cjson.decode, string.match(record, '^[^\n]*'))
-  local reason = ok and type(header) == 'table' and type(header.reason) == 'string' and
-                 header.reason or 'a record no worker wrote'
-  reason = string.sub(string.gsub(reason, '%d+', 'N'), 1, 200)
-  if not counts[reason] then
-    counts[reason] = 0
-    order[#order + 1] = reason
-  end
-  counts[reason] = counts[reason] + 1
-end
-local out = {}
-for _, reason in ipairs(order) do
-  out[#out + 1] = reason
-  out[#out + 1] = counts[reason]
-end
-return out
-)lua";
 
 std::vector<redis::reply> read_all(redis::client& client, std::vector<redis::command> commands,
                                    const std::string& what) {
@@ -207,7 +140,8 @@ void count_leases(redis::client& client, const std::vector<std::string>& shards,
                   std::vector<fleet_worker>& workers) {
   std::vector<redis::command> looks;
   for (const auto& key : shards) {
-    looks.push_back({"EVAL", leases_by_worker_script, "2", key + ":leased", key + ":deadlines"});
+    looks.push_back(
+        {"EVAL", detail::lua::view_leases_by_worker, "2", key + ":leased", key + ":deadlines"});
   }
   std::map<std::string, std::pair<long long, double>> held;  // count, last deadline in ms
   for (const auto& reply : read_all(client, std::move(looks), "the fleet's leases")) {
@@ -242,8 +176,8 @@ std::vector<std::string> fleet_queue_keys(redis::client& client, const settings&
   auto stored = client.async_command(redis::bounded_get(marker, 256), asio::use_future).get();
   if (stored.type == redis::reply::kind::nil) return {queue_of(spider)};
   int shards = 0;
-  auto [end, problem] = std::from_chars(stored.str.data(), stored.str.data() + stored.str.size(),
-                                        shards);
+  auto [end, problem] =
+      std::from_chars(stored.str.data(), stored.str.data() + stored.str.size(), shards);
   if (stored.type != redis::reply::kind::string || problem != std::errc() ||
       end != stored.str.data() + stored.str.size() || shards < 1 || shards > most_shards) {
     throw std::runtime_error(marker + " at " + client.where().address() + " holds " +
@@ -269,14 +203,13 @@ fleet_stats read_fleet_stats(redis::client& client, const settings& settings,
   out.stats = stats_of(replies[0]);
   add_shard_stats(client, settings, spider, out.stats);
   if (!out.stats.empty()) {
-    out.partial = partial_reasons(workers_of(replies[1], seconds_of(replies[3])), replies[2],
-                                  epoch_key);
+    out.partial =
+        partial_reasons(workers_of(replies[1], seconds_of(replies[3])), replies[2], epoch_key);
   }
   return out;
 }
 
-fleet_state read_fleet(redis::client& client, const settings& settings,
-                       const std::string& spider) {
+fleet_state read_fleet(redis::client& client, const settings& settings, const std::string& spider) {
   auto named = key_spider_name(settings, spider);
   fleet_state fleet;
   fleet.spider = spider;
@@ -285,18 +218,17 @@ fleet_state read_fleet(redis::client& client, const settings& settings,
   auto queue_key = spider_key(settings.get_string("SCHEDULER_QUEUE_KEY"), named);
   auto shards = fleet_queue_keys(client, settings, spider);
   // The queue's own :bad: a sharded fleet's holds what its feeds set aside, beside the shards'.
-  std::vector<redis::command> looks{
-      {"HGETALL", named + ":workers"},
-      {"TIME"},
-      {"HGETALL", named + ":stats"},
-      {"EVAL", size_script, "1", fleet.start_urls},
-      {"LLEN", fleet.start_urls + ":bad"},
-      {"GET", shards[0] + ":epoch"},  // shard 0's stands for them all
-      {"LRANGE", queue_key + ":bad", "0", "2"},
-      {"LLEN", queue_key + ":bad"}};
+  std::vector<redis::command> looks{{"HGETALL", named + ":workers"},
+                                    {"TIME"},
+                                    {"HGETALL", named + ":stats"},
+                                    {"EVAL", detail::lua::view_size, "1", fleet.start_urls},
+                                    {"LLEN", fleet.start_urls + ":bad"},
+                                    {"GET", shards[0] + ":epoch"},  // shard 0's stands for them all
+                                    {"LRANGE", queue_key + ":bad", "0", "2"},
+                                    {"LLEN", queue_key + ":bad"}};
   constexpr std::size_t per_shard_from = 8;
   for (const auto& key : shards) {
-    looks.push_back({"EVAL", size_script, "2", key, key + ":count"});
+    looks.push_back({"EVAL", detail::lua::view_size, "2", key, key + ":count"});
     looks.push_back({"HLEN", key + ":leased"});
     looks.push_back({"LLEN", key + ":dead"});
     looks.push_back({"LLEN", key + ":bad"});
@@ -333,8 +265,7 @@ fleet_state read_fleet(redis::client& client, const settings& settings,
 }
 
 std::map<std::string, std::map<std::string, long long>> read_fleet_reasons(
-    redis::client& client, const settings& settings, const std::string& spider,
-    std::size_t most) {
+    redis::client& client, const settings& settings, const std::string& spider, std::size_t most) {
   auto named = key_spider_name(settings, spider);
   auto queue_key = spider_key(settings.get_string("SCHEDULER_QUEUE_KEY"), named);
   auto shards = fleet_queue_keys(client, settings, spider);
@@ -346,7 +277,7 @@ std::map<std::string, std::map<std::string, long long>> read_fleet_reasons(
                      spider_key(settings.get_string("REDIS_START_URLS_KEY"), named) + ":bad");
   std::vector<redis::command> looks;
   for (const auto& [what, key] : lists) {
-    looks.push_back({"EVAL", reasons_script, "1", key, std::to_string(most)});
+    looks.push_back({"EVAL", detail::lua::view_reasons, "1", key, std::to_string(most)});
   }
   std::map<std::string, std::map<std::string, long long>> out;
   auto replies = read_all(client, std::move(looks), "the fleet's set-aside records");

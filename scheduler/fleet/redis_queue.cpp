@@ -5,7 +5,6 @@
 #include <openssl/sha.h>
 
 #include <boost/asio/post.hpp>
-
 #include <cmath>
 #include <random>
 
@@ -13,8 +12,8 @@
 #include "redis/reply_error.h"
 #include "redis/set_aside.h"
 #include "request/python_json.h"
+#include "scheduler/fleet/detail/fleet_lua.h"
 #include "scheduler/fleet/detail/known_fingerprints.h"
-#include "scheduler/fleet/detail/redis_queue_scripts.h"
 #include "scheduler/fleet/pickle.h"
 #include "scheduler/fleet/scrapy_request.h"
 #include "scheduler/fleet/start_request.h"
@@ -194,14 +193,14 @@ void redis_queue::unclaim_numbers(std::uint64_t from, std::uint64_t to) {
 // numbers are given in order, so <queue>:settled stays dense.
 void redis_queue::take_numbers(std::size_t count, std::function<void(std::exception_ptr)> done) {
   auto block = std::max<std::size_t>(count, 1024);
-  run_script(detail::redis_queue_reserve, {seq_key_, settled_key_, bad_key_},
+  run_script(detail::lua::queue_reserve, {seq_key_, settled_key_, bad_key_},
              {std::to_string(block)},
              [this, block, done = std::move(done)](std::exception_ptr error, redis::reply answer) {
                if (!error && (answer.type != redis::reply::kind::integer ||
                               answer.integer < static_cast<long long>(block))) {
-                 error = std::make_exception_ptr(std::runtime_error(
-                     "redis queue: taking entry numbers from " + seq_key_ + " answered " +
-                     answer.describe()));
+                 error = std::make_exception_ptr(
+                     std::runtime_error("redis queue: taking entry numbers from " + seq_key_ +
+                                        " answered " + answer.describe()));
                }
                if (!error) {
                  std::lock_guard lock(numbers_->mutex);
@@ -309,13 +308,11 @@ void redis_queue::run_script(const char* body, std::vector<std::string> keys,
     keys.push_back(key);
   }
   keys.push_back(epoch_key_);
-  args.insert(args.begin(),
-              {epoch_, std::move(types),
-               options_.form == queue_entry_form::pickle ? "pickle"
-               : options_.signer                         ? "signed"
-                                                         : "json",
-               host_prefix_,
-               options_.limit_by_address ? "1" : ""});
+  args.insert(args.begin(), {epoch_, std::move(types),
+                             options_.form == queue_entry_form::pickle ? "pickle"
+                             : options_.signer                         ? "signed"
+                                                                       : "json",
+                             host_prefix_, options_.limit_by_address ? "1" : ""});
   // The dupefilter's own step: a script per (transition, backend), cached by Redis as any other.
   // Its text and SHA-1 are made once, and finding them copies nothing: every page's settle runs
   // the same script.
@@ -323,10 +320,10 @@ void redis_queue::run_script(const char* body, std::vector<std::string> keys,
   const auto& mark = marking ? marking->lua : no_mark;
   auto& script = scripts_[body][mark];
   if (!script.text) {
-    auto text = std::string(detail::redis_lua_wrong_type) + redis::lua_set_aside_record +
-                detail::redis_lua_remove_start_url + detail::redis_lua_settled +
-                "local function mark(key, argument)\n" +
-                mark + "\nend\n" + detail::redis_queue_prelude + body;
+    auto text = std::string(detail::lua::wrong_type) + redis::lua_set_aside_record +
+                detail::lua::remove_start_url + detail::lua::settled +
+                "local function mark(key, argument)\n" + mark + "\nend\n" +
+                detail::lua::queue_prelude + body;
     script.sha = sha1_hex(text);
     script.text = std::make_shared<const std::string>(std::move(text));
   }
@@ -476,7 +473,7 @@ void redis_queue::set_aside(std::vector<std::string>& records, const std::string
 
 void redis_queue::async_take(std::size_t count, take_handler done) {
   run_script(
-      detail::redis_queue_take,
+      detail::lua::queue_take,
       {options_.key, leased_key_, deadlines_key_, seq_key_, bad_key_, deliveries_key_, dead_key_,
        settled_key_},
       take_arguments(count),
@@ -558,8 +555,8 @@ void redis_queue::async_take(std::size_t count, take_handler done) {
           for (auto& [id, entry] : other_form) leases.push_back(std::move(id));
           for (auto& leased : taken) leases.push_back(std::move(leased.lease_id));
           taken.clear();
-          auto put_back = [this, leases = std::move(leases), mismatch = std::move(mismatch),
-                           done](std::exception_ptr error, auto&&...) {
+          auto put_back = [this, leases = std::move(leases), mismatch = std::move(mismatch), done](
+                              std::exception_ptr error, auto&&...) {
             if (error) return done(error, {});
             async_release(leases, [mismatch, done](std::exception_ptr error, std::size_t) {
               done(error ? error : std::make_exception_ptr(queue_form_mismatch(mismatch)), {});
@@ -576,10 +573,10 @@ void redis_queue::async_take(std::size_t count, take_handler done) {
         if (poisoned.empty()) return done(nullptr, std::move(taken));
         // If this worker dies before the script runs, the lease expires, the entry comes back
         // and is found bad again: nothing runs and nothing is lost.
-        set_aside_taken(std::move(poisoned), [done, taken = std::move(taken)](
-                                                 std::exception_ptr error) mutable {
-          done(error, error ? std::vector<leased_request>{} : std::move(taken));
-        });
+        set_aside_taken(std::move(poisoned),
+                        [done, taken = std::move(taken)](std::exception_ptr error) mutable {
+                          done(error, error ? std::vector<leased_request>{} : std::move(taken));
+                        });
       });
 }
 
@@ -588,7 +585,7 @@ void redis_queue::set_aside_taken(std::vector<std::string> leases_and_records,
   std::vector<std::string> args{options_.order, options_.worker};
   args.insert(args.end(), std::make_move_iterator(leases_and_records.begin()),
               std::make_move_iterator(leases_and_records.end()));
-  run_script(detail::redis_queue_set_aside,
+  run_script(detail::lua::queue_set_aside,
              {leased_key_, deadlines_key_, deliveries_key_, bad_key_, settled_key_},
              std::move(args),
              [this, done = std::move(done)](std::exception_ptr error, redis::reply answer) {
@@ -614,8 +611,8 @@ request redis_queue::read_start_url(std::string_view raw) const {
 
 void redis_queue::async_read_start_urls(std::size_t count, start_urls_handler done) {
   static const std::string script = std::string(redis::lua_set_aside_record) +
-                                    detail::redis_lua_remove_start_url +
-                                    detail::redis_queue_read_start_urls;
+                                    detail::lua::remove_start_url +
+                                    detail::lua::queue_read_start_urls;
   const auto& key = options_.start_urls_key;
   client_->async_command(
       {"EVAL", script, "2", key, key + ":bad", options_.start_urls_type, std::to_string(count),
@@ -686,7 +683,7 @@ void redis_queue::queue_start_urls(std::vector<std::string> raw_urls,
   if (number) unclaim_numbers(number, claimed_end);  // those of start URLs that did not read
   auto filter_key = marking ? marking->key : options_.key;
   run_script(
-      detail::redis_queue_feed,
+      detail::lua::queue_feed,
       {options_.start_urls_key, options_.key, seq_key_, filter_key,
        options_.start_urls_key + ":bad", bad_key_, options_.start_urls_key + ":settled"},
       std::move(args),
@@ -713,7 +710,7 @@ void redis_queue::queue_start_urls(std::vector<std::string> raw_urls,
 void redis_queue::async_renew(const std::vector<std::string>& lease_ids, renew_handler done) {
   std::vector<std::string> args{options_.worker, std::to_string(options_.lease.count())};
   args.insert(args.end(), lease_ids.begin(), lease_ids.end());
-  run_script(detail::redis_queue_renew, {leased_key_, deadlines_key_}, std::move(args),
+  run_script(detail::lua::queue_renew, {leased_key_, deadlines_key_}, std::move(args),
              [this, done = std::move(done)](std::exception_ptr error, redis::reply answer) {
                std::vector<std::string> lost;
                try {
@@ -775,7 +772,7 @@ void redis_queue::async_requeue(set_aside_list from, std::size_t skip, std::size
         }
         if (args.size() == 2) return done(nullptr, std::move(result));
         run_script(
-            detail::redis_queue_requeue,
+            detail::lua::queue_requeue,
             {options_.key, from_key, deliveries_key_,
              options_.start_urls_key.empty() ? options_.key + ":start" : options_.start_urls_key},
             std::move(args),
@@ -794,7 +791,7 @@ void redis_queue::async_requeue(set_aside_list from, std::size_t skip, std::size
 void redis_queue::async_release(const std::vector<std::string>& lease_ids, count_handler done) {
   std::vector<std::string> args{options_.order, options_.worker};
   args.insert(args.end(), lease_ids.begin(), lease_ids.end());
-  run_script(detail::redis_queue_release,
+  run_script(detail::lua::queue_release,
              {options_.key, leased_key_, deadlines_key_, deliveries_key_, settled_key_},
              std::move(args),
              [this, done = std::move(done)](std::exception_ptr error, redis::reply answer) {
@@ -835,7 +832,7 @@ void redis_queue::async_settle(const std::string& lease_id, const std::vector<re
     claimed_end = number + children.size();
   }
   auto in_ms = [](double seconds) { return std::to_string(std::llround(seconds * 1000)); };
-  // This page's part of the settle script's arguments (see redis_queue_scripts.h).
+  // This page's part of the settle script's arguments (see lua/queue_settle.lua).
   std::vector<std::string> args{lease_id,
                                 "0",
                                 std::to_string(items.size()),
@@ -956,8 +953,7 @@ struct redis_queue::settle_batch {
 
 // The batch lives on the client's executor, where the answers run: a caller on another thread
 // (a test's) only posts its page there.
-void redis_queue::add_to_settles(std::vector<std::string> page,
-                                 const dedup::redis_marking* marking,
+void redis_queue::add_to_settles(std::vector<std::string> page, const dedup::redis_marking* marking,
                                  std::function<void(std::exception_ptr, redis::reply)> answer) {
   boost::asio::post(client_->get_executor(), [this, page = std::move(page), marking,
                                               answer = std::move(answer)]() mutable {
@@ -986,7 +982,7 @@ void redis_queue::send_settles() {
   batch->args[3] = std::to_string(pages);
   auto filter_key = batch->marking ? batch->marking->key : options_.key;
   run_script(
-      detail::redis_queue_settle,
+      detail::lua::queue_settle,
       {options_.key, leased_key_, deadlines_key_, seq_key_, filter_key, items_key_, bad_key_,
        deliveries_key_, settled_key_, stats_key_},
       std::move(batch->args),

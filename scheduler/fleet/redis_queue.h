@@ -22,7 +22,7 @@
 // (lists), laid out as scrapy-redis's PriorityQueue, FifoQueue and LifoQueue lay them out; or
 // "host", this crawler's own host frontier: a priority queue per host (host_pace.h), and takes
 // that lease only from hosts that are due, so DOWNLOAD_DELAY and CONCURRENT_REQUESTS_PER_DOMAIN
-// hold for the whole fleet, on Redis's clock (detail/redis_queue_scripts.h has the layout).
+// hold for the whole fleet, on Redis's clock (lua/queue_prelude.lua has the layout).
 // Entries (SCHEDULER_SERIALIZER) are our JSON (request::to_json, numbered), or scrapy-redis's
 // pickled request dicts (scrapy_request.h), so our workers and scrapy-redis's can share one
 // queue: they pop, we lease. Anyone who reaches Redis can write them, so what is taken is
@@ -247,7 +247,7 @@ class redis_queue {
 
   /// Joins the fleet's epoch, <key>:epoch: a random id the first worker writes beside the queue.
   /// From then on every script first checks that Redis still holds it, and fails with
-  /// fleet_state_lost when it does not (see redis_queue_scripts.h). Completes with the error of
+  /// fleet_state_lost when it does not (see lua/queue_prelude.lua). Completes with the error of
   /// the call, if any.
   void async_join_epoch(std::function<void(std::exception_ptr)> done);
   /// The error for an epoch that Redis no longer holds; `found` says what is there instead
@@ -331,7 +331,7 @@ class redis_queue {
                         dedup::fingerprint_scheme scheme, settle_handler done);
   void set_aside(std::vector<std::string>& records, const std::string& id, std::string_view score,
                  std::string_view host, const std::string& reason, std::string_view entry);
-  // Runs one of redis_queue_scripts.h with the epoch and the type each key must have; `marking`
+  // Runs one of lua/queue_*.lua with the epoch and the type each key must have; `marking`
   // is the dupefilter whose key the script writes, if any.
   void run_script(const char* body, std::vector<std::string> keys, std::vector<std::string> args,
                   std::function<void(std::exception_ptr, redis::reply)> done,

@@ -7,44 +7,21 @@
 
 #include "redis/reply_error.h"
 #include "redis/set_aside.h"
-#include "scheduler/fleet/detail/redis_queue_scripts.h"
+#include "scheduler/fleet/detail/fleet_lua.h"
 #include "scheduler/fleet/start_request.h"
 #include "scheduler/host_pace.h"
 
 namespace crawler {
 namespace {
 
-// Removes start URLs once they are in their shards' queues; those that could not be read go to
-// the start key's :bad with their reason, as a feed of one shard sets them aside, and a signed
-// one's number is recorded as read. KEYS start, bad, the start key's settled; ARGV the start
-// key's type, then per entry its raw value, the reason ('' when pushed) and its number ('' for
-// none). Returns how many went to :bad.
-const std::string remove_fed_script =
-    std::string(redis::lua_set_aside_record) + detail::redis_lua_remove_start_url +
-    detail::redis_lua_settled + R"lua(
-local start, bad, start_type = KEYS[1], KEYS[2], ARGV[1]
-local bads = 0
-for at = 2, #ARGV, 3 do
-  local raw, reason, number = ARGV[at], ARGV[at + 1], ARGV[at + 2]
-  if remove_start_url(start, start_type, raw) == 1 then
-    if reason ~= '' then
-      redis.call('RPUSH', bad, set_aside_record({key = start, reason = reason}, raw))
-      bads = bads + 1
-    elseif number ~= '' then
-      settle_once(KEYS[3], number .. '|')
-    end
-  end
-end
-return bads
-)lua";
+// fleet/lua/shards_remove_fed.lua (its keys and arguments at its top), after what it calls.
+const std::string remove_fed_script = std::string(redis::lua_set_aside_record) +
+                                      detail::lua::remove_start_url + detail::lua::settled +
+                                      detail::lua::shards_remove_fed;
 
-// Which of the numbers in ARGV were read before: KEYS the start key's settled. A '1' or '0' for
-// each. Read before the shards' queues get the start URLs; recorded once they have them.
-const std::string read_before_script = std::string(detail::redis_lua_settled) + R"lua(
-local out = {}
-for i = 1, #ARGV do out[i] = ran_already(KEYS[1], ARGV[i] .. '|') and '1' or '0' end
-return table.concat(out)
-)lua";
+// fleet/lua/shards_read_before.lua (its keys and arguments at its top), after what it calls.
+const std::string read_before_script =
+    std::string(detail::lua::settled) + detail::lua::shards_read_before;
 
 // FNV-1a: stable across workers, builds and machines, as a shard's choice must be.
 std::uint64_t host_hash(std::string_view host) {
@@ -88,8 +65,7 @@ struct gathering {
 std::vector<std::string> shard_spider_names(const settings& settings, std::string_view spider) {
   auto count = settings.get_int("SCHEDULER_SHARDS");
   if (count < 1 || count > most_shards) {
-    throw settings_error("SCHEDULER_SHARDS: must be from 1 to 1024, got " +
-                         std::to_string(count));
+    throw settings_error("SCHEDULER_SHARDS: must be from 1 to 1024, got " + std::to_string(count));
   }
   if (count == 1) return {key_spider_name(settings, spider)};
   std::vector<std::string> names;
@@ -165,38 +141,38 @@ void sharded_queue::async_take(std::size_t count, take_handler done) {
   using taking = gathering<std::vector<leased_request>, take_handler>;
   auto took = std::make_shared<taking>();
   took->done = std::move(done);
-  took->waiting = std::size_t(std::count_if(shares.begin(), shares.end(),
-                                            [](std::size_t share) { return share > 0; }));
+  took->waiting = std::size_t(
+      std::count_if(shares.begin(), shares.end(), [](std::size_t share) { return share > 0; }));
   // Whether every shard that failed was told by Redis to try again (reply_error.h).
   auto only_not_now = std::make_shared<bool>(true);
   for (std::size_t shard = 0; shard < shards_.size(); ++shard) {
     if (shares[shard] == 0) continue;
-    shards_[shard].async_take(shares[shard], [this, took, shard, only_not_now](
-                                                 std::exception_ptr error,
-                                                 std::vector<leased_request> taken) {
-      for (auto& leased : taken) {
-        leased.lease_id = lease_of(shard, leased.lease_id);
-        took->result.push_back(std::move(leased));
-      }
-      if (error && !redis::tells_to_try_again(error)) *only_not_now = false;
-      if (!took->answered(error)) return;
-      if (took->error && !took->result.empty() && *only_not_now) {
-        // A shard whose slot is moving between masters answers TRYAGAIN until the move is done
-        // (Redis runs no script while one of its keys is on the other master): the others'
-        // requests run meanwhile, and it is asked again at the next take. A take of nothing
-        // reports the error, as an outage.
-        return took->done(nullptr, std::move(took->result));
-      }
-      if (took->error && !took->result.empty()) {
-        // The take failed as a whole: what the other shards leased goes back now rather than
-        // when its leases expire.
-        std::vector<std::string> leases;
-        for (const auto& leased : took->result) leases.push_back(leased.lease_id);
-        took->result.clear();
-        async_release(leases, [](std::exception_ptr, std::size_t) {});
-      }
-      took->done(took->error, std::move(took->result));
-    });
+    shards_[shard].async_take(
+        shares[shard], [this, took, shard, only_not_now](std::exception_ptr error,
+                                                         std::vector<leased_request> taken) {
+          for (auto& leased : taken) {
+            leased.lease_id = lease_of(shard, leased.lease_id);
+            took->result.push_back(std::move(leased));
+          }
+          if (error && !redis::tells_to_try_again(error)) *only_not_now = false;
+          if (!took->answered(error)) return;
+          if (took->error && !took->result.empty() && *only_not_now) {
+            // A shard whose slot is moving between masters answers TRYAGAIN until the move is done
+            // (Redis runs no script while one of its keys is on the other master): the others'
+            // requests run meanwhile, and it is asked again at the next take. A take of nothing
+            // reports the error, as an outage.
+            return took->done(nullptr, std::move(took->result));
+          }
+          if (took->error && !took->result.empty()) {
+            // The take failed as a whole: what the other shards leased goes back now rather than
+            // when its leases expire.
+            std::vector<std::string> leases;
+            for (const auto& leased : took->result) leases.push_back(leased.lease_id);
+            took->result.clear();
+            async_release(leases, [](std::exception_ptr, std::size_t) {});
+          }
+          took->done(took->error, std::move(took->result));
+        });
   }
 }
 
@@ -294,8 +270,8 @@ void sharded_queue::async_settle(const std::string& lease_id, const std::vector<
                                  dedup::fingerprint_scheme scheme, settle_handler done,
                                  const host_pace& pace, const page_counts& counts) {
   if (shards_.size() == 1) {
-    return shards_[0].async_settle(lease_id, children, items, markings_[0], scheme,
-                                   std::move(done), pace, counts);
+    return shards_[0].async_settle(lease_id, children, items, markings_[0], scheme, std::move(done),
+                                   pace, counts);
   }
   if (lease_id.empty()) return async_push(children, scheme, std::move(done));
   auto split = split_lease(lease_id);
@@ -322,54 +298,54 @@ void sharded_queue::async_settle(const std::string& lease_id, const std::vector<
   auto own_children = std::make_shared<std::vector<request>>();
   for (auto at : own) own_children->push_back(children[at]);
   auto own_items = std::make_shared<std::vector<crawler::item>>(items);
-  push_by_shard(
-      children, positions, scheme,
-      [this, home, lease, own = std::move(own), own_children, own_items, scheme,
-       done = std::move(done), pace,
-       counts](std::exception_ptr error, settle_result pushed) mutable {
-        if (error) return done(error, {});
-        shards_[home].async_settle(
-            lease, *own_children, *own_items, markings_[home], scheme,
-            [own = std::move(own), pushed = std::move(pushed), done = std::move(done)](
-                std::exception_ptr error, settle_result settled) mutable {
-              if (error) return done(error, {});
-              pushed.settled = settled.settled;
-              add_part(pushed, settled, own);
-              done(nullptr, std::move(pushed));
-            },
-            pace, counts);
-      });
+  push_by_shard(children, positions, scheme,
+                [this, home, lease, own = std::move(own), own_children, own_items, scheme,
+                 done = std::move(done), pace,
+                 counts](std::exception_ptr error, settle_result pushed) mutable {
+                  if (error) return done(error, {});
+                  shards_[home].async_settle(
+                      lease, *own_children, *own_items, markings_[home], scheme,
+                      [own = std::move(own), pushed = std::move(pushed), done = std::move(done)](
+                          std::exception_ptr error, settle_result settled) mutable {
+                        if (error) return done(error, {});
+                        pushed.settled = settled.settled;
+                        add_part(pushed, settled, own);
+                        done(nullptr, std::move(pushed));
+                      },
+                      pace, counts);
+                });
 }
 
 void sharded_queue::async_feed(std::size_t count, dedup::fingerprint_scheme scheme,
                                settle_handler done) {
-  if (shards_.size() == 1) return shards_[0].async_feed(count, markings_[0], scheme, std::move(done));
-  shards_[0].async_read_start_urls(count, [this, scheme, done = std::move(done)](
-                                              std::exception_ptr error,
-                                              std::vector<std::string> raw) mutable {
-    if (error) return done(error, {});
-    if (raw.empty()) return done(nullptr, {});
-    if (!signs_entries()) return feed_start_urls(std::move(raw), {}, scheme, std::move(done));
-    // A signed start URL is read once: the numbers read before are asked first.
-    redis::command ask{"EVAL", read_before_script, "1", start_urls_key() + ":settled"};
-    for (const auto& entry : raw) {
-      auto number = start_url_number(entry);
-      if (!number.empty()) ask.emplace_back(number);
-    }
-    if (ask.size() == 4) return feed_start_urls(std::move(raw), {}, scheme, std::move(done));
-    client_->async_command(
-        std::move(ask), [this, raw = std::move(raw), scheme, done = std::move(done)](
-                            std::exception_ptr error, redis::reply answer) mutable {
-          if (!error && answer.is_error()) {
-            error = std::make_exception_ptr(redis::reply_error(
-                "redis queue at " + client_->where().address() + ": reading " +
-                    start_urls_key() + ":settled failed",
-                answer.str));
-          }
-          if (error) return done(error, {});
-          feed_start_urls(std::move(raw), answer.str, scheme, std::move(done));
-        });
-  });
+  if (shards_.size() == 1)
+    return shards_[0].async_feed(count, markings_[0], scheme, std::move(done));
+  shards_[0].async_read_start_urls(
+      count, [this, scheme, done = std::move(done)](std::exception_ptr error,
+                                                    std::vector<std::string> raw) mutable {
+        if (error) return done(error, {});
+        if (raw.empty()) return done(nullptr, {});
+        if (!signs_entries()) return feed_start_urls(std::move(raw), {}, scheme, std::move(done));
+        // A signed start URL is read once: the numbers read before are asked first.
+        redis::command ask{"EVAL", read_before_script, "1", start_urls_key() + ":settled"};
+        for (const auto& entry : raw) {
+          auto number = start_url_number(entry);
+          if (!number.empty()) ask.emplace_back(number);
+        }
+        if (ask.size() == 4) return feed_start_urls(std::move(raw), {}, scheme, std::move(done));
+        client_->async_command(
+            std::move(ask), [this, raw = std::move(raw), scheme, done = std::move(done)](
+                                std::exception_ptr error, redis::reply answer) mutable {
+              if (!error && answer.is_error()) {
+                error = std::make_exception_ptr(
+                    redis::reply_error("redis queue at " + client_->where().address() +
+                                           ": reading " + start_urls_key() + ":settled failed",
+                                       answer.str));
+              }
+              if (error) return done(error, {});
+              feed_start_urls(std::move(raw), answer.str, scheme, std::move(done));
+            });
+      });
 }
 
 // The feed's second step on shards: `read_before` has a '1' for each numbered start URL (in
@@ -379,17 +355,17 @@ void sharded_queue::feed_start_urls(std::vector<std::string> raw, const std::str
   const auto& start_key = start_urls_key();
   std::vector<request> starts;
   std::vector<std::vector<std::size_t>> positions(shards_.size());
-  redis::command remove{"EVAL",    remove_fed_script,  "3", start_key, start_key + ":bad",
-                        start_key + ":settled", start_urls_type()};
+  redis::command remove{"EVAL",           remove_fed_script,  "3",
+                        start_key,        start_key + ":bad", start_key + ":settled",
+                        start_urls_type()};
   std::size_t numbered = 0;
   std::set<std::string, std::less<>> numbers_here;  // a copy in the same read
   for (auto& entry : raw) {
     std::string reason, number(signs_entries() ? start_url_number(entry) : "");
     try {
       auto start = shards_[0].read_start_url(entry);
-      if (!number.empty() &&
-          ((read_before.size() > numbered && read_before[numbered] == '1') ||
-           !numbers_here.insert(number).second)) {
+      if (!number.empty() && ((read_before.size() > numbered && read_before[numbered] == '1') ||
+                              !numbers_here.insert(number).second)) {
         throw std::invalid_argument("a copy of start URL " + number +
                                     ", which was read already: a signed start URL is read once");
       }
@@ -407,20 +383,19 @@ void sharded_queue::feed_start_urls(std::vector<std::string> raw, const std::str
                 [this, remove = std::move(remove), done = std::move(done)](
                     std::exception_ptr error, settle_result pushed) mutable {
                   if (error) return done(error, {});
-                  client_->async_command(
-                      std::move(remove), [this, pushed, done = std::move(done)](
-                                             std::exception_ptr error, redis::reply answer) {
-                        if (!error && answer.is_error()) {
-                          error = std::make_exception_ptr(redis::reply_error(
-                              "redis queue at " + client_->where().address() +
-                                  ": removing the start URLs fed from " + start_urls_key() +
-                                  " failed",
-                              answer.str));
-                        }
-                        if (error) return done(error, {});
-                        start_bad_ += std::size_t(std::max<long long>(0, answer.integer));
-                        done(nullptr, pushed);
-                      });
+                  client_->async_command(std::move(remove), [this, pushed, done = std::move(done)](
+                                                                std::exception_ptr error,
+                                                                redis::reply answer) {
+                    if (!error && answer.is_error()) {
+                      error = std::make_exception_ptr(redis::reply_error(
+                          "redis queue at " + client_->where().address() +
+                              ": removing the start URLs fed from " + start_urls_key() + " failed",
+                          answer.str));
+                    }
+                    if (error) return done(error, {});
+                    start_bad_ += std::size_t(std::max<long long>(0, answer.integer));
+                    done(nullptr, pushed);
+                  });
                 });
 }
 
