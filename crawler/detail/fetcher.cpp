@@ -63,8 +63,9 @@ fetcher::fetcher(asio::io_context& io, const settings& settings, stats& stats, s
 fetcher::~fetcher() = default;
 
 void fetcher::fetch(request request, const page_ledger::ticket& page, answer done) {
-  if (!robots_ || !robots_gate::applies_to(request))
+  if (!robots_ || !robots_gate::applies_to(request)) {
     return send_page(std::move(request), page, done);
+  }
   page.at(page_stage::robots);
   robots_->check(std::move(request),
                  [this, page, done = std::move(done)](crawler::request request, bool allowed) {
@@ -120,6 +121,7 @@ void fetcher::fetch_unscheduled(request request, downloader::completion done) {
     } else {
       done(std::move(result));
     }
+    wake_();  // its transfer's slot in the downloader is free
   });
 }
 
