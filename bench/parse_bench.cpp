@@ -104,6 +104,27 @@ void parse_only(benchmark::State& state) {
 }
 BENCHMARK(parse_only)->Arg(0)->Arg(1);
 
+// A page nested 100,000 deep (about 500 KB of <div>s), which Gumbo would take about 17 s over,
+// is refused as too deep (HTML_MAX_DEPTH) before a tree is built: its bytes per second against
+// parse_only's. hostile_site's test checks that such a page is skipped and counted; this is how
+// fast, with no wall-time bound in a test.
+void refuse_a_page_nested_100000_deep(benchmark::State& state) {
+  std::string deep = "<html><title>deep</title><body>";
+  for (int i = 0; i < 100000; ++i) deep += "<div>";
+  for (auto _ : state) {
+    try {
+      auto document = crawler::html_document::parse(deep, "text/html; charset=utf-8", {},
+                                                    parser_of(state));
+      benchmark::DoNotOptimize(document.get());
+      state.SkipWithError("the page nested 100,000 deep was parsed, not refused");
+      break;
+    } catch (const crawler::page_too_complex&) {
+    }
+  }
+  state.SetBytesProcessed(std::int64_t(state.iterations() * deep.size()));
+}
+BENCHMARK(refuse_a_page_nested_100000_deep)->Arg(0)->Arg(1);
+
 // parse_only/0's baseline: Gumbo on every page, without the well-formed fast path in front.
 void parse_only_gumbo_alone(benchmark::State& state) {
   auto response = make_response();

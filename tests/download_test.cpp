@@ -222,14 +222,18 @@ TEST(crawl, connections_stay_open_for_reuse_while_fewer_transfers_run) {
   EXPECT_EQ(server.connections_accepted(), 8u);
 }
 
+// The server answers after 3 s: a TimeoutError says DOWNLOAD_TIMEOUT cut the download before,
+// with no bound on the wall time the crawl took.
 TEST(crawl, a_slow_response_times_out_after_download_timeout) {
   http_server server;
   recording_spider spider({get(server.url("/slow?ms=3000"))});
   auto result = crawl(spider, {"DOWNLOAD_TIMEOUT=0.3", "RETRY_ENABLED=false"});
   ASSERT_EQ(spider.failures.size(), 1u);
   EXPECT_EQ(spider.failures[0].type, "TimeoutError");
+  EXPECT_NE(spider.failures[0].message.find("took too long"), std::string::npos)
+      << spider.failures[0].message;
   EXPECT_EQ(stat(result, "downloader/exception_type_count/TimeoutError"), 1);
-  EXPECT_LT(result.stats["elapsed_time_seconds"].get<double>(), 2.5);
+  EXPECT_EQ(spider.responses.size(), 0u);
 }
 
 // A server that takes the TCP connection (the kernel's backlog does) and never answers the TLS
@@ -245,11 +249,14 @@ TEST(crawl, a_connection_that_cannot_be_set_up_times_out_after_dns_timeout) {
   ASSERT_EQ(::getsockname(listener, reinterpret_cast<sockaddr*>(&address), &length), 0);
   recording_spider spider(
       {get("https://127.0.0.1:" + std::to_string(ntohs(address.sin_port)) + "/")});
-  auto result = crawl(spider, {"DNS_TIMEOUT=0.3", "DOWNLOAD_TIMEOUT=30", "RETRY_ENABLED=false"});
+  crawl(spider, {"DNS_TIMEOUT=0.3", "DOWNLOAD_TIMEOUT=30", "RETRY_ENABLED=false"});
   ::close(listener);
   ASSERT_EQ(spider.failures.size(), 1u);
   EXPECT_EQ(spider.failures[0].type, "TimeoutError");
-  EXPECT_LT(result.stats["elapsed_time_seconds"].get<double>(), 10);
+  // The connection phase's timeout, not DOWNLOAD_TIMEOUT's ("Operation timed out after 30000
+  // milliseconds"): no bound on the wall time is needed to tell them apart.
+  EXPECT_NE(spider.failures[0].message.find("connection timeout"), std::string::npos)
+      << spider.failures[0].message;
 }
 
 TEST(crawl, timeouts_are_retried) {

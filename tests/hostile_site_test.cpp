@@ -230,9 +230,8 @@ TEST(hostile_site, a_page_nested_100000_deep_is_skipped_and_counted_and_the_craw
     selecting spider(
         {get(server.url("/deep")), get(server.url("/site/1")), get(server.url("/deeper"))});
     spider.parses_html = pooled;
-    auto started = std::chrono::steady_clock::now();
+    // How fast the page is refused is bench/parse_bench's refuse_a_page_nested_100000_deep.
     auto result = crawl(spider);
-    EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(5));
     EXPECT_EQ(spider.titles, std::vector<std::string>{"Page 1"});
     EXPECT_EQ(stat(result, "html/skipped_count"), 2);
     EXPECT_EQ(stat(result, "html/skipped_reason_count/too_deep"), 2);
