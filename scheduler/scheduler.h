@@ -162,9 +162,12 @@ class scheduler {
   /// MAX_IDLE_TIME_BEFORE_CLOSE seconds).
   virtual bool has_pending_requests() const = 0;
 
-  /// REQUEST_FINGERPRINTER_IMPLEMENTATION, for remember_fingerprint. Fixed at construction, so
-  /// any thread may read it.
-  dedup::fingerprint_scheme fingerprint_scheme() const { return scheme_; }
+  /// Works out ahead what storing `request` will need, on any thread (the parse pool, where the
+  /// page's links were found): its fingerprint by REQUEST_FINGERPRINTER_IMPLEMENTATION, unless it
+  /// is dont_filter. The crawl thread is then left only the dupefilter's lookup.
+  void prepare(request& request) const {
+    if (!request.dont_filter) remember_fingerprint(request, scheme_);
+  }
 
   /// Why this scheduler could never run `request`, a start request, or "": the engine asks
   /// before the start requests go in, so a crawl that cannot run one stops before it starts.

@@ -141,11 +141,8 @@ void scraper::call_concurrently(response response, page_ledger::ticket page) {
   asio::post(*parsers_, [this, response = std::move(response), page = std::move(page)]() mutable {
     output out;
     auto outcome = call_spider(spider_, response, out);
-    // Canonicalizing and hashing the page's links here, where the parse ran, leaves the crawl
-    // thread only the dupefilter's lookup.
-    for (auto& request : out.requests) {
-      if (!request.dont_filter) remember_fingerprint(request, queue_.fingerprint_scheme());
-    }
+    // What the scheduler will need of the page's links, worked out here, where the parse ran.
+    for (auto& request : out.requests) queue_.prepare(request);
     asio::post(io_, [this, response = std::move(response), out = std::move(out),
                      outcome = std::move(outcome), page = std::move(page)]() mutable {
       settle_callback(outcome, response, out, std::move(page));

@@ -57,8 +57,8 @@ class scraper {
   };
 
   /// Builds the feeds; the middlewares and pipelines come from components (middlewares(),
-  /// pipelines()). `queue`: the scheduler, asked how a page's items are exported and how its
-  /// links are fingerprinted.
+  /// pipelines()). `queue`: the scheduler, which says how a page's items are exported and works
+  /// out what it needs of a page's links on the parse pool.
   scraper(boost::asio::io_context& io, const settings& settings, stats& stats, spider& spider,
           signal_bus& signals, const scheduler& queue, hooks hooks);
   ~scraper();
