@@ -1,5 +1,6 @@
 #include "crawler/detail/page_ledger.h"
 
+#include <algorithm>
 #include <string_view>
 #include <vector>
 
@@ -33,7 +34,8 @@ void page_ticket::at(page_stage stage) const {
 }
 
 page_ledger::ticket page_ledger::enter(std::string what, page_stage stage) {
-  auto made = std::make_shared<page_ticket::entry>(shared_from_this(), std::move(what), stage);
+  auto made = std::make_shared<page_ticket::entry>(shared_from_this(), std::move(what), stage,
+                                                    entered_++);
   entries_.insert(made.get());
   ++counts_[std::size_t(stage)];
   return ticket(std::move(made));
@@ -46,10 +48,14 @@ page_ticket::entry::~entry() {
 }
 
 std::string page_ledger::holders() const {
-  std::array<std::vector<const std::string*>, page_stages> named;
-  for (const auto* held : entries_) {
-    auto& pages = named[std::size_t(held->stage)];
-    if (pages.size() < pages_named_per_stage) pages.push_back(&held->what);
+  // Listed only when a close has waited: sorting here costs a page nothing on its walk.
+  std::array<std::vector<const page_ticket::entry*>, page_stages> named;
+  for (const auto* held : entries_) named[std::size_t(held->stage)].push_back(held);
+  for (auto& pages : named) {
+    auto shown = std::min(pages.size(), pages_named_per_stage);
+    std::partial_sort(pages.begin(), pages.begin() + std::ptrdiff_t(shown), pages.end(),
+                      [](const auto* a, const auto* b) { return a->order < b->order; });
+    pages.resize(shown);
   }
   std::vector<std::string> stages;
   for (std::size_t stage = 0; stage < page_stages; ++stage) {
@@ -59,7 +65,7 @@ std::string page_ledger::holders() const {
     said += count == 1 ? words[stage].one : words[stage].many;
     said += " (";
     for (std::size_t i = 0; i < named[stage].size(); ++i) {
-      said += (i == 0 ? "" : ", ") + *named[stage][i];
+      said += (i == 0 ? "" : ", ") + named[stage][i]->what;
     }
     said += count > named[stage].size() ? ", ...)" : ")";
     stages.push_back(std::move(said));

@@ -18,6 +18,7 @@
 
 #include <array>
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
@@ -76,7 +77,8 @@ class page_ledger : public std::enable_shared_from_this<page_ledger> {
   /// How many are at `stage` now.
   std::size_t at(page_stage stage) const { return counts_[std::size_t(stage)]; }
 
-  /// What the ledger holds, stage by stage, each with up to five of its pages:
+  /// What the ledger holds, stage by stage, each with up to five of its pages, those that entered
+  /// first:
   /// "1 download (https://a/), 2 pages being parsed (https://b/, https://c/) and ...".
   /// "" when it is empty.
   std::string holders() const;
@@ -88,18 +90,21 @@ class page_ledger : public std::enable_shared_from_this<page_ledger> {
 
   std::unordered_set<const page_ticket::entry*> entries_;
   std::array<std::size_t, page_stages> counts_{};
+  std::uint64_t entered_ = 0;
   std::function<void()> left_;
 };
 
 struct page_ticket::entry {
-  entry(std::shared_ptr<page_ledger> ledger, std::string what, page_stage stage)
-      : ledger(std::move(ledger)), what(std::move(what)), stage(stage) {}
+  entry(std::shared_ptr<page_ledger> ledger, std::string what, page_stage stage,
+        std::uint64_t order)
+      : ledger(std::move(ledger)), what(std::move(what)), stage(stage), order(order) {}
   entry(const entry&) = delete;
   entry& operator=(const entry&) = delete;
   ~entry();
   std::shared_ptr<page_ledger> ledger;
   std::string what;
   page_stage stage;
+  std::uint64_t order;  // when it entered: holders() names the oldest first
 };
 
 }  // namespace crawler::detail
