@@ -66,6 +66,17 @@ class drop_page_one : public crawler::item_pipeline {
 };
 CRAWLER_REGISTER_ITEM_PIPELINE(drop_page_one, "tests.DropPageOne");
 
+// Fails on the items of pages 2 (a std::exception) and 3 (something else thrown): item_error,
+// each with its message.
+class fail_pages_two_and_three : public crawler::item_pipeline {
+  void process_item(crawler::item& item, crawler::spider&) override {
+    auto url = item.value("url", std::string());
+    if (url.ends_with("/site/2")) throw std::runtime_error("page two failed");
+    if (url.ends_with("/site/3")) throw 3;
+  }
+};
+CRAWLER_REGISTER_ITEM_PIPELINE(fail_pages_two_and_three, "tests.FailPagesTwoAndThree");
+
 // Says in the stats whether the User-Agent header was set when its process_request ran: at 543 it
 // comes after UserAgentMiddleware (500), at 450 before it.
 class user_agent_witness : public crawler::downloader_middleware {
@@ -136,6 +147,10 @@ class signal_counter : public crawler::extension {
     });
     crawl.signals.connect<signals::item_dropped>([&stats](const signals::item_dropped& dropped) {
       stats.inc_value("signals/item_dropped/" + std::string(dropped.reason));
+    });
+    crawl.signals.connect<signals::item_error>([&stats](const signals::item_error& failed) {
+      stats.inc_value("signals/item_error/" + std::string(failed.message));
+      if (failed.response) stats.inc_value("signals/item_error_with_response");
     });
     crawl.signals.connect<signals::request_scheduled>([&stats](const signals::request_scheduled&) {
       stats.inc_value("signals/request_scheduled");
@@ -422,17 +437,25 @@ TEST(components, a_spider_middleware_sees_a_callbacks_output_after_those_of_high
 }
 
 TEST(signals, an_extension_hears_what_the_crawl_does) {
-  http_server server({.site_pages = 3});
-  auto run = run_crawl_file(server, {{"EXTENSIONS", {{"tests.SignalCounter", 500}}},
-                                     {"ITEM_PIPELINES", {{"tests.DropPageOne", 300}}}});
+  http_server server({.site_pages = 5});
+  auto run = run_crawl_file(
+      server,
+      {{"EXTENSIONS", {{"tests.SignalCounter", 500}}},
+       {"ITEM_PIPELINES", {{"tests.DropPageOne", 300}, {"tests.FailPagesTwoAndThree", 400}}}},
+      5);
   ASSERT_EQ(run.status, 0);
   const auto& stats = run.stats;
   EXPECT_EQ(stats.value("signals/spider_opened", 0), 1);
   EXPECT_EQ(stats.value("signals/response_received", 0),
             stats.value("response_received_count", -1));
-  EXPECT_EQ(stats.value("signals/item_scraped", 0), 2);  // pages 0 and 2; page 1's was dropped
+  // Pages 0 and 4; page 1's was dropped, those of pages 2 and 3 failed in a pipeline.
+  EXPECT_EQ(stats.value("signals/item_scraped", 0), 2);
   EXPECT_EQ(stats.value("signals/item_scraped_with_response", 0), 2);
   EXPECT_EQ(stats.value("signals/item_dropped/page one", 0), 1);
+  EXPECT_EQ(stats.value("item_dropped_count", 0), 1);  // an error is no drop
+  EXPECT_EQ(stats.value("signals/item_error/page two failed", 0), 1);
+  EXPECT_EQ(stats.value("signals/item_error/unknown exception", 0), 1);
+  EXPECT_EQ(stats.value("signals/item_error_with_response", 0), 2);
   // The start request and each link a page yielded (before the dupefilter).
   EXPECT_GE(stats.value("signals/request_scheduled", 0), 3);
   // Each duplicate the dupefilter filtered, with the request itself.
