@@ -356,6 +356,42 @@ TEST(fleet, flush_on_start_beside_a_worker_that_holds_leases_refuses_and_flushes
   EXPECT_EQ(holder->wait(), 0) << holder->stderr_text();
 }
 
+// Leases whose deadline has passed on Redis's clock are nobody's (their worker died): they do not
+// refuse SCHEDULER_FLUSH_ON_START, which flushes them with the rest and crawls anew.
+TEST(fleet, flush_on_start_after_a_worker_died_holding_leases_flushes_once_they_have_expired) {
+  http_server site({.site_pages = 40, .page_delay_ms = 400});
+  redis_server redis;
+  temp_dir dir;
+  auto holder =
+      fleet_worker(site, redis, dir.path() / "a.jsonl", "redis_set",
+                   {"-s", "SCHEDULER_LEASE_TIME=1", "-s", "SCHEDULER_HEARTBEAT_INTERVAL=0.3"});
+  crawler::fixtures::wait_until([&] { return site.total_hits() >= 3; }, "the holder crawls");
+  holder->signal(SIGKILL);
+  holder->wait();
+  ASSERT_GT(redis_list(redis.port(), "site:requests:leased", "HKEYS").size(), 0u);
+  // Waited for on Redis's clock, which judges the leases: the last deadline behind its TIME.
+  crawler::fixtures::wait_until(
+      [&] {
+        auto time = redis_run(redis.port(), {"TIME"});
+        auto last = redis_run(redis.port(),
+                              {"ZRANGE", "site:requests:deadlines", "-1", "-1", "WITHSCORES"});
+        return last.size() == 2 && std::stod(last[1]) < std::stod(time[0]) * 1000;
+      },
+      "the dead worker's leases to expire on Redis's clock");
+  auto flusher = fleet_worker(site, redis, dir.path() / "b.jsonl", "redis_set",
+                              {"-s", "SCHEDULER_FLUSH_ON_START=true", "-L", "INFO"});
+  ASSERT_EQ(flusher->wait(), 0) << flusher->stderr_text();
+  EXPECT_EQ(count_of(flusher->stderr_text(), "Flushed the fleet's queue, dupefilter and stats"), 1u)
+      << flusher->stderr_text();
+  EXPECT_EQ(flusher->stderr_text().find("not flushing"), std::string::npos);
+  EXPECT_EQ(redis_list(redis.port(), "site:requests:leased", "HKEYS").size(), 0u);
+  // The crawl over: the start page again, and every page of the site.
+  EXPECT_EQ(site.hits("/site/0"), 2u);
+  for (int page = 0; page < 40; ++page) {
+    EXPECT_GE(site.hits("/site/" + std::to_string(page)), 1u) << page;
+  }
+}
+
 // A page that kills every worker taking it (killed here by the test while the worker fetches
 // it) would go round the fleet forever: after SCHEDULER_MAX_DELIVERIES takes it is a dead letter,
 // shown by `crawler status` and put back by `crawler requeue`.
@@ -527,10 +563,10 @@ two_idle_impatient_workers(const http_server& site, const redis_server& redis,
   for (int i = 0; i < 2; ++i) {
     stats.push_back(dir.path() / ("stats" + std::to_string(i) + ".json"));
     auto feed = dir.path() / ("items" + std::to_string(i) + ".jsonl");
-    workers.push_back(fleet_worker(site, redis, feed, "redis_set",
-                                   {"-s", "MAX_IDLE_TIME_BEFORE_CLOSE=1", "-s",
-                                    "REDIS_PIPELINE=true", "-s",
-                                    "STATS_FILE=" + stats.back().string(), "-L", "INFO"}));
+    workers.push_back(
+        fleet_worker(site, redis, feed, "redis_set",
+                     {"-s", "MAX_IDLE_TIME_BEFORE_CLOSE=1", "-s", "REDIS_PIPELINE=true", "-s",
+                      "STATS_FILE=" + stats.back().string(), "-L", "INFO"}));
   }
   return {std::move(workers), std::move(stats)};
 }
@@ -660,13 +696,14 @@ TEST_P(outage_longer_than_idle, never_ends_the_crawl_and_loses_nothing) {
             std::vector<std::string>{std::to_string(pages)});
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    fleet, outage_longer_than_idle,
-    testing::Values(outage{"restart", true}, outage{"restart", false}, outage{"pause", true},
-                    outage{"pause", false}, outage{"oom", true}, outage{"oom", false}),
-    [](const auto& info) {
-      return info.param.kind + (info.param.at_start ? "_at_start" : "_mid_crawl");
-    });
+INSTANTIATE_TEST_SUITE_P(fleet, outage_longer_than_idle,
+                         testing::Values(outage{"restart", true}, outage{"restart", false},
+                                         outage{"pause", true}, outage{"pause", false},
+                                         outage{"oom", true}, outage{"oom", false}),
+                         [](const auto& info) {
+                           return info.param.kind +
+                                  (info.param.at_start ? "_at_start" : "_mid_crawl");
+                         });
 
 // What waiting at start is not: a Redis that stays away past REDIS_FAILURE_TIMEOUT stops the
 // worker, once it has said why it waits; a password Redis refuses stops it at once, since no
@@ -692,9 +729,9 @@ TEST(fleet, a_redis_away_at_start_is_waited_for_until_its_timeout_and_a_wrong_pa
            {"redis://:wrong-password@127.0.0.1:" + std::to_string(redis.port()), "300",
             "refused AUTH", 0, false}}) {
     auto began = std::chrono::steady_clock::now();
-    auto worker = fleet_worker(site, redis, dir.path() / "items.jsonl", "redis_set",
-                               {"-s", "REDIS_URL=" + url, "-s", "REDIS_FAILURE_TIMEOUT=" + timeout,
-                                "-L", "INFO"});
+    auto worker = fleet_worker(
+        site, redis, dir.path() / "items.jsonl", "redis_set",
+        {"-s", "REDIS_URL=" + url, "-s", "REDIS_FAILURE_TIMEOUT=" + timeout, "-L", "INFO"});
     EXPECT_EQ(worker->wait(), 2) << worker->stderr_text();
     double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
     EXPECT_GE(took, at_least_s) << url;
@@ -1000,13 +1037,13 @@ TEST(fleet, status_metrics_count_the_queue_the_leases_and_the_set_asides_apart) 
       {crawler_binary(), "status", "site", "--metrics", "-s", "REDIS_URL=" + redis.url()});
   ASSERT_EQ(metrics.wait(), 0) << metrics.stderr_text();
   auto exposition = metrics.stdout_text();
-  for (const auto& [gauge, value] : std::vector<std::pair<std::string, int>>{
-           {"queued_requests", 5},
-           {"leased_requests", 2},
-           {"dead_letters", 3},
-           {"set_aside", 1},
-           {"start_urls_waiting", 0},
-           {"workers_alive", 0}}) {
+  for (const auto& [gauge, value] :
+       std::vector<std::pair<std::string, int>>{{"queued_requests", 5},
+                                                {"leased_requests", 2},
+                                                {"dead_letters", 3},
+                                                {"set_aside", 1},
+                                                {"start_urls_waiting", 0},
+                                                {"workers_alive", 0}}) {
     EXPECT_NE(exposition.find("crawler_fleet_" + gauge + "{spider=\"site\"} " +
                               std::to_string(value) + "\n"),
               std::string::npos)
@@ -1033,8 +1070,7 @@ TEST(fleet, status_reads_one_to_1024_shards_and_refuses_other_numbers_naming_the
     auto [exit, said] = status_with_shards(refused);
     EXPECT_NE(exit, 0) << refused;
     EXPECT_NE(said.find("site:requests:shards at "), std::string::npos) << said;
-    EXPECT_NE(said.find("not the fleet's number of shards (1 to 1024)"), std::string::npos)
-        << said;
+    EXPECT_NE(said.find("not the fleet's number of shards (1 to 1024)"), std::string::npos) << said;
   }
   // What another program wrote there is quoted up to 40 bytes: 40 whole, 41 cut with its size.
   auto [exit_40, said_40] = status_with_shards(std::string(40, 'x'));
@@ -1167,9 +1203,9 @@ TEST(fleet, status_says_a_live_workers_pace_and_when_a_dead_workers_leases_come_
                           {"pages", pages}}
         .dump();
   };
-  redis_run(redis.port(), {"HSET", "site:workers", "live-1", record(1, 100, 250), "dead-1",
-                           record(100, 50, 10), "dead-2", record(200, 50, 10), "dead-3",
-                           record(300, 50, 10)});
+  redis_run(redis.port(),
+            {"HSET", "site:workers", "live-1", record(1, 100, 250), "dead-1", record(100, 50, 10),
+             "dead-2", record(200, 50, 10), "dead-3", record(300, 50, 10)});
   auto lease = [&](const std::string& id, const std::string& worker, double due_in) {
     redis_run(redis.port(), {"HSET", "site:requests:leased", id, worker + "|0|{}"});
     redis_run(redis.port(), {"ZADD", "site:requests:deadlines",
