@@ -956,6 +956,16 @@ TEST(crawler_parse, prints_the_items_and_requests_of_one_page_a_block_per_level)
   auto unknown = parse({"--callback", "nope"});
   EXPECT_EQ(unknown->wait(), 2);
   EXPECT_EQ(unknown->stderr_text(), "crawler parse: spider pages has no callback \"nope\"\n");
+
+  // Its items go to the terminal, not to a feed: with the log on, parse never warns that the
+  // crawl scraped no item.
+  child_process logged({crawler_binary(), "parse", server.url("/site/3"), "-c", file,
+                        "--callback", "page", "-L", "INFO"});
+  ASSERT_EQ(logged.wait(), 0) << logged.stderr_text();
+  EXPECT_NE(logged.stderr_text().find("Spider closed (finished)"), std::string::npos)
+      << logged.stderr_text();
+  EXPECT_EQ(logged.stderr_text().find("No item was scraped"), std::string::npos)
+      << logged.stderr_text();
 }
 
 // `crawler shell` fed by a pipe: selections as JSON lists, the links each rule takes, a bad

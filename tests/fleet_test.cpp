@@ -553,6 +553,26 @@ TEST(fleet, bloom_parameters_that_are_not_ones_are_set_aside_unless_the_filter_h
   EXPECT_EQ(redis_list(redis.port(), "site:bloomfilter:bad").size(), 1u);
 }
 
+// One bit set is already a filter someone used: the boundary of the refusal above. The value
+// nobody can read as parameters stays where it is, and nothing is crawled.
+TEST(fleet, bloom_parameters_that_are_not_ones_over_a_filter_of_one_bit_are_refused) {
+  http_server site({.site_pages = 5});
+  redis_server redis;
+  temp_dir dir;
+  redis_run(redis.port(), {"SETBIT", "site:bloomfilter", "12345", "1"});
+  redis_run(redis.port(), {"SET", "site:bloomfilter:params", "m=whatever"});
+  auto refused =
+      fleet_worker(site, redis, dir.path() / "items.jsonl", "redis_bitmap", {"-L", "ERROR"});
+  EXPECT_EQ(refused->wait(), 2);
+  EXPECT_NE(refused->stderr_text().find("'site:bloomfilter' has 1 bit set: there is no telling"),
+            std::string::npos)
+      << refused->stderr_text();
+  EXPECT_EQ(redis_run(redis.port(), {"GET", "site:bloomfilter:params"}),
+            std::vector<std::string>{"m=whatever"});
+  EXPECT_EQ(redis_list(redis.port(), "site:bloomfilter:bad").size(), 0u);
+  EXPECT_EQ(site.total_hits(), 0u);
+}
+
 // Two workers that would close after one idle second (MAX_IDLE_TIME_BEFORE_CLOSE 1), each with
 // its own feed and STATS_FILE (statsN.json in `dir`), logging at INFO: the outage tests' fleet.
 std::pair<std::vector<std::unique_ptr<child_process>>, std::vector<std::filesystem::path>>

@@ -238,8 +238,8 @@ return new
                                          std::to_string(stored.str.size()) + " bytes)"
                                    : "\"" + stored.str + "\"") +
           ", not the parameters of a Bloom filter, and '" + key_ + "' has " +
-          std::to_string(set_bits_at_open_) +
-          " bits set: there is no telling how they were set. Delete both keys to start the "
+          std::to_string(set_bits_at_open_) + (set_bits_at_open_ == 1 ? " bit" : " bits") +
+          " set: there is no telling how they were set. Delete both keys to start the "
           "filter over, or put its parameters back"));
     }
     // ARGV[1] is what the worker read of the value: all of it, or its first ARGV[4] bytes.
