@@ -554,21 +554,29 @@ TEST(fleet, bloom_parameters_that_are_not_ones_are_set_aside_unless_the_filter_h
 }
 
 // One bit set is already a filter someone used: the boundary of the refusal above. The value
+// (its first 100 bytes quoted, then its length)
 // nobody can read as parameters stays where it is, and nothing is crawled.
-TEST(fleet, bloom_parameters_that_are_not_ones_over_a_filter_of_one_bit_are_refused) {
+TEST(fleet,
+     bloom_parameters_that_are_not_ones_over_a_filter_of_one_bit_are_refused_quoting_100_bytes) {
   http_server site({.site_pages = 5});
   redis_server redis;
   temp_dir dir;
   redis_run(redis.port(), {"SETBIT", "site:bloomfilter", "12345", "1"});
-  redis_run(redis.port(), {"SET", "site:bloomfilter:params", "m=whatever"});
+  // 150 bytes: the message quotes the first 100 and says how long the value is.
+  std::string value = "m=" + std::string(97, 'a') + "|" + std::string(50, 'z');
+  redis_run(redis.port(), {"SET", "site:bloomfilter:params", value});
   auto refused =
       fleet_worker(site, redis, dir.path() / "items.jsonl", "redis_bitmap", {"-L", "ERROR"});
   EXPECT_EQ(refused->wait(), 2);
-  EXPECT_NE(refused->stderr_text().find("'site:bloomfilter' has 1 bit set: there is no telling"),
-            std::string::npos)
+  EXPECT_NE(
+      refused->stderr_text().find("'site:bloomfilter:params' holds \"" + value.substr(0, 100) +
+                                  "\"... (150 bytes), not the parameters of a Bloom "
+                                  "filter, and 'site:bloomfilter' has 1 bit set: there is "
+                                  "no telling"),
+      std::string::npos)
       << refused->stderr_text();
   EXPECT_EQ(redis_run(redis.port(), {"GET", "site:bloomfilter:params"}),
-            std::vector<std::string>{"m=whatever"});
+            std::vector<std::string>{value});
   EXPECT_EQ(redis_list(redis.port(), "site:bloomfilter:bad").size(), 0u);
   EXPECT_EQ(site.total_hits(), 0u);
 }
