@@ -554,10 +554,9 @@ TEST(fleet, bloom_parameters_that_are_not_ones_are_set_aside_unless_the_filter_h
 }
 
 // One bit set is already a filter someone used: the boundary of the refusal above. The value
-// (its first 100 bytes quoted, then its length)
-// nobody can read as parameters stays where it is, and nothing is crawled.
-TEST(fleet,
-     bloom_parameters_that_are_not_ones_over_a_filter_of_one_bit_are_refused_quoting_100_bytes) {
+// nobody can read as parameters (quoted in the message by its first 100 bytes and its length)
+// stays where it is, and nothing is crawled.
+TEST(fleet, unreadable_bloom_parameters_over_a_filter_of_one_bit_are_refused) {
   http_server site({.site_pages = 5});
   redis_server redis;
   temp_dir dir;
