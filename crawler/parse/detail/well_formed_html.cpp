@@ -12,7 +12,11 @@
 // tree construction (misnested or stray end tags, a formatting element that would be
 // reconstructed), tables, forms inside forms, <select>, <textarea>, <template>, SVG and
 // MathML, frames, a named character reference outside the common ones entities.h knows, a
-// duplicate attribute, a carriage return, a control character. tests/well_formed_html_test.cpp
+// duplicate attribute, a carriage return, a control character. Inline SVG (the icons most sites
+// carry) is taken as far as it stays SVG: elements, text and comments, self-closing tags; an HTML
+// tag inside it that breaks out of it, an integration point (<foreignObject>, <desc>, <title>),
+// <script> or <style> in it, or a namespaced attribute (xlink:href) is Gumbo's.
+// tests/well_formed_html_test.cpp
 // and fuzz/well_formed_html_fuzzer.cpp hold the two parsers to the same tree.
 #include <algorithm>
 #include <array>
@@ -46,6 +50,7 @@ enum tag_flag : std::uint32_t {
   not_in_body = 1u << 9,        // a start tag the model leaves to Gumbo
   not_at_end = 1u << 10,        // an end tag the model leaves to Gumbo
   skips_linefeed = 1u << 11,    // pre, listing: a newline right after the start tag is dropped
+  not_in_svg = 1u << 12,        // a start tag inside <svg> the model leaves to Gumbo
 };
 
 enum class tag_id : std::uint8_t {
@@ -71,7 +76,8 @@ enum class tag_id : std::uint8_t {
   div,
   noscript,
   noframes,
-  template_
+  template_,
+  svg
 };
 
 struct tag_info {
@@ -130,9 +136,16 @@ const std::unordered_map<std::string_view, tag_info>& known_tags() {
     add("pre listing", skips_linefeed);
     add("html body frameset plaintext nobr applet marquee object table image isindex "
         "textarea xmp iframe noembed noframes template select option optgroup rb rp rt rtc math "
-        "svg mi mo mn ms mtext mglyph malignmark annotation-xml foreignobject desc caption col "
+        "mi mo mn ms mtext mglyph malignmark annotation-xml foreignobject desc caption col "
         "colgroup frame head tbody td tfoot th thead tr",
-        not_in_body);
+        not_in_body | not_in_svg);
+    // The HTML tags that end foreign content (HTML5's "any other start tag" breakouts; <font>
+    // only with some attributes, left to Gumbo always), the SVG elements where HTML comes back,
+    // and raw text, which a tokenizer in foreign content reads as markup.
+    add("b big blockquote body br center code dd div dl dt em embed h1 h2 h3 h4 h5 h6 head hr i "
+        "img li listing menu meta nobr ol p pre ruby s small span strong strike sub sup table "
+        "tt u ul var font foreignobject desc title script style noscript noframes",
+        not_in_svg);
     add("applet marquee object br template nobr", not_at_end);
     add("html", 0, tag_id::html);
     add("head", 0, tag_id::head);
@@ -156,6 +169,7 @@ const std::unordered_map<std::string_view, tag_info>& known_tags() {
     add("noscript", 0, tag_id::noscript);
     add("noframes", 0, tag_id::noframes);
     add("template", 0, tag_id::template_);
+    add("svg", 0, tag_id::svg);
     return tags;
   }();
   return table;
@@ -235,6 +249,7 @@ struct open_element {
   const tag_info* info;  // nullptr: a tag Gumbo does not know
   std::string_view name;
   bool formatting = false;  // on the list of active formatting elements
+  bool svg = false;         // an element of inline SVG (Gumbo's SVG namespace)
 };
 
 struct attribute {
@@ -315,6 +330,7 @@ class model {
       return std::ptrdiff_t(i + 1 - at);
     }
     attributes_.clear();
+    bool self_closing = false;
     for (;;) {
       while (i < source_.size() && is_space(source_[i])) ++i;
       if (i >= source_.size()) return -1;
@@ -323,16 +339,17 @@ class model {
         break;
       }
       if (source_[i] == '/') {
-        // "<br/>": the flag changes nothing for HTML elements.
+        // "<br/>": the flag changes nothing for HTML elements, and closes an SVG one.
         if (i + 1 < source_.size() && source_[i + 1] == '>') {
           i += 2;
+          self_closing = true;
           break;
         }
         return -1;
       }
       if (!attribute_at(i)) return -1;
     }
-    if (!start_tag(name)) return -1;
+    if (!start_tag(name, self_closing)) return -1;
     return std::ptrdiff_t(i - at);
   }
 
@@ -699,10 +716,11 @@ class model {
     }
   }
 
-  bool start_tag(std::string_view name) {
+  bool start_tag(std::string_view name, bool self_closing) {
     const tag_info* info = info_of(name);
+    if (in_svg()) return start_tag_in_svg(name, info, self_closing);
     for (;;) {
-      if (mode_ == mode::in_body) return start_tag_in_body(name, info);
+      if (mode_ == mode::in_body) return start_tag_in_body(name, info, self_closing);
       if (mode_ == mode::before_html && is(info, tag_id::html)) {
         insert(name, info, attributes_);
         mode_ = mode::before_head;
@@ -754,7 +772,29 @@ class model {
     return true;
   }
 
-  bool start_tag_in_body(std::string_view name, const tag_info* info) {
+  // ---- Inline SVG (Gumbo's foreign content, as far as the model goes) ----
+
+  bool in_svg() const { return !stack_.empty() && stack_.back().svg; }
+
+  // <svg> in the body, or any element inside it. Names and attribute names stay lower-case, as
+  // Gumbo's tree gives them (its SVG case adjustments are for serializers).
+  bool insert_svg(std::string_view name, bool self_closing) {
+    // Gumbo renames xlink:href, xml:lang, xmlns:xlink... to their local names.
+    for (const auto& attribute : attributes_) {
+      if (attribute.name.find(':') != std::string_view::npos) return false;
+    }
+    insert(name, nullptr, attributes_);
+    stack_.back().svg = true;
+    if (self_closing) pop();
+    return true;
+  }
+
+  bool start_tag_in_svg(std::string_view name, const tag_info* info, bool self_closing) {
+    if (has(info, not_in_svg)) return false;
+    return insert_svg(name, self_closing);
+  }
+
+  bool start_tag_in_body(std::string_view name, const tag_info* info, bool self_closing) {
     if (!info) {
       if (!reconstruct()) return false;
       insert(name, info, attributes_);
@@ -795,6 +835,9 @@ class model {
         ++anchors_;
         insert_formatting(name, info);
         return true;
+      case tag_id::svg:
+        if (!reconstruct()) return false;
+        return insert_svg(name, self_closing);
       default:
         break;
     }
@@ -837,6 +880,12 @@ class model {
 
   bool end_tag(std::string_view name) {
     const tag_info* info = info_of(name);
+    if (in_svg()) {
+      // Only the current element's own end tag: any other closes what Gumbo decides.
+      if (stack_.back().name != name) return false;
+      pop();
+      return true;
+    }
     for (;;) {
       if (mode_ == mode::in_body) return end_tag_in_body(name, info);
       if (mode_ == mode::after_body && is(info, tag_id::html)) {
@@ -942,7 +991,7 @@ class model {
             // After </body> only whitespace is the body's; anything else is Gumbo's.
             if (run.find_first_not_of(" \n\t\f") != std::string_view::npos) return false;
           }
-          if (!reconstruct()) return false;
+          if (!in_svg() && !reconstruct()) return false;
           if (run.find('&') == std::string_view::npos) {
             append_text(run);
           } else {
