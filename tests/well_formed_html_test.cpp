@@ -108,6 +108,10 @@ TEST(well_formed_html, builds_gumbos_tree_for_the_pages_it_takes) {
       "<div><svg/>self-closed svg<svg></svg></div>",
       "<head><title>t</title></head><svg><use href=\"#i\"/></svg>",
       "<svg><svg><rect/></svg></svg><b>after svg</b>",
+      // A stray </p> in the body is an empty paragraph.
+      "<p><ul><li>x</ul></p>after",
+      "<div>a<b>b</b></p>c</div>",
+      "<body></p>",
   };
   for (const auto& page : pages) {
     auto fast = well_formed_tree(page);
@@ -123,7 +127,6 @@ TEST(well_formed_html, leaves_broken_or_complex_markup_to_gumbo) {
       "<p><b>bold carried into the next paragraph<p>here",
       "<table><tr><td>1<td>2</table>",
       "<div><span>unclosed</div>",
-      "</p>stray end tag",
       "<a href=x><a href=y>nested anchors</a></a>",
       "<pre>&#10;a newline as a reference right after pre</pre>",
       "<textarea>\nkept</textarea>",
@@ -155,6 +158,8 @@ TEST(well_formed_html, leaves_broken_or_complex_markup_to_gumbo) {
       "<script><!-- <script></script> --></script>",
       "<b>1<b>2<b>3<b>4 (Noah's ark)</b></b></b></b>",
       "<p>text</p></body>after the body",
+      "</p>a stray end tag before the body",
+      "<head></p></head>",
       "<form><form>nested</form></form>",
       "<h1><h2>heading in heading</h2></h1>",
       "<?php echo 1; ?>",

@@ -929,7 +929,12 @@ class model {
       stack_.pop_back();
       return true;
     }
-    if (is(info, tag_id::p)) return open_above(tag_id::p, tag_id::button) && close(info);
+    if (is(info, tag_id::p)) {
+      // A </p> with no <p> open ("<p><ul>...</ul></p>", which Sphinx writes) is an error HTML
+      // recovers from with an empty <p>, as Gumbo does (no formatting reconstructed).
+      if (!open_above(tag_id::p, tag_id::button)) insert(name, info, {});
+      return close(info);
+    }
     if (is(info, tag_id::li)) {
       return open_above(tag_id::li, tag_id::ol, tag_id::ul) && close(info);
     }
