@@ -108,6 +108,22 @@ TEST(well_formed_html, builds_gumbos_tree_for_the_pages_it_takes) {
       "<div><svg/>self-closed svg<svg></svg></div>",
       "<head><title>t</title></head><svg><use href=\"#i\"/></svg>",
       "<svg><svg><rect/></svg></svg><b>after svg</b>",
+      // Tables as generators write them: Sphinx's, rows straight in <table>, nested tables,
+      // whitespace and comments between the parts, formatting inside cells, empty cells.
+      "<table class=\"docutils\">\n<colgroup>\n<col style=\"width: 20%\" />\n<col/>\n</colgroup>\n"
+      "<thead>\n<tr class=\"row-odd\"><th class=\"head\"><p>A</p></th>\n<th><p>B</p></th>\n</tr>\n"
+      "</thead>\n<tbody>\n<tr><td><p><code>x</code> &amp; y</p></td>\n<td><p>2</p></td>\n</tr>\n"
+      "</tbody>\n</table>\n<p>after",
+      "<table><tr><td>1</td><td>2</td></tr><tr><th>3</th></tr></table>",
+      "<table> <!-- c --> <tbody> <tr> <td><b>bold</b> <a href=x>a</a></td> </tr> </tbody> "
+      "<tfoot><tr><td></td></tr></tfoot></table>",
+      "<div><table><tr><td><table><tr><td>inner</td></tr></table>after inner</td></tr></table>"
+      "</div>",
+      "<table><tr><td><ul><li>a<li>b</ul><p>para</td></tr></table>",
+      "<b>bold <table><tr><td>cell</td></tr></table> still bold</b>",
+      "<table><thead><tr><th>h</th></tr></table>",
+      "<table><tbody><tr><td>x</td></tbody></table>",
+      "<table><tr><td><svg><rect/></svg></td></tr></table>",
       // A stray </p> in the body is an empty paragraph.
       "<p><ul><li>x</ul></p>after",
       "<div>a<b>b</b></p>c</div>",
@@ -126,6 +142,19 @@ TEST(well_formed_html, leaves_broken_or_complex_markup_to_gumbo) {
       "<b><i>misnested</b> text</i>",
       "<p><b>bold carried into the next paragraph<p>here",
       "<table><tr><td>1<td>2</table>",
+      "<table>text in a table</table>",
+      "<table><tr>x<td>1</td></tr></table>",
+      "<table><caption>c</caption><tr><td>1</td></tr></table>",
+      "<table><col><tr><td>1</td></tr></table>",
+      "<table><td>a cell straight in a table</td></table>",
+      "<table><tr><td><b>open at the cell's end</td></tr></table>",
+      "<table><tr><td>1</td><tr><td>2</td></tr></table>",
+      "<table><tr><td>1</table>",
+      "<p>a table in a paragraph<table><tr><td>1</td></tr></table>",
+      "<table><tr><td>1</td></tr>",
+      "<table><div>moved out</div></table>",
+      "<table><thead><tr><td>1</td></tr></tbody></table>",
+      "<table>&nbsp;<tr><td>1</td></tr></table>",
       "<div><span>unclosed</div>",
       "<a href=x><a href=y>nested anchors</a></a>",
       "<pre>&#10;a newline as a reference right after pre</pre>",
@@ -143,6 +172,7 @@ TEST(well_formed_html, leaves_broken_or_complex_markup_to_gumbo) {
       "<svg><![CDATA[x]]></svg>",
       "<svg><math></math></svg>",
       "<svg><font color=red>f</font></svg>",
+      "<svg><g></g ></svg>",  // found by the fuzzer: Gumbo's </g > closes nothing
       "<template><p>t</p></template>",
       "<p>&copy 2024 legacy reference</p>",
       "<p>&Aring; a named reference the model does not know</p>",
@@ -306,6 +336,20 @@ TEST(well_formed_html, builds_gumbos_tree_for_every_tag_soup_it_takes) {
       "<rect/>",
       "<path d='M 1'>",
       "</path>",
+      "</td>",
+      "<th>",
+      "</th>",
+      "<tr>",
+      "</tr>",
+      "</table>",
+      "<tbody>",
+      "</tbody>",
+      "<thead>",
+      "</thead>",
+      "<colgroup>",
+      "<col>",
+      "</colgroup>",
+      "<caption>",
   };
   std::mt19937 random(27);
   std::size_t taken = 0;

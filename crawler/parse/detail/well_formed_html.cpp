@@ -10,12 +10,17 @@
 // unknown element closes the nearest unknown element, whatever its name). Whatever the model does
 // not cover makes build_well_formed_html give up, and Gumbo parses the page: a parse error in the
 // tree construction (misnested or stray end tags, a formatting element that would be
-// reconstructed), tables, forms inside forms, <select>, <textarea>, <template>, SVG and
+// reconstructed), tables past their plain form, forms inside forms, <select>, <textarea>, <template>, SVG and
 // MathML, frames, a named character reference outside the common ones entities.h knows, a
 // duplicate attribute, a carriage return, a control character. Inline SVG (the icons most sites
 // carry) is taken as far as it stays SVG: elements, text and comments, self-closing tags; an HTML
 // tag inside it that breaks out of it, an integration point (<foreignObject>, <desc>, <title>),
-// <script> or <style> in it, or a namespaced attribute (xlink:href) is Gumbo's.
+// <script> or <style> in it, or a namespaced attribute (xlink:href) is Gumbo's. Tables are taken
+// in the form generators write them: <colgroup> of <col>s, <thead>/<tbody>/<tfoot> (or rows
+// straight in <table>, in an implied <tbody>), rows of cells each closed, whitespace between;
+// text or any other element where only a table's parts may go (which HTML moves out of the
+// table), a <caption>, a cell or row left open, a cell's end tag with a formatting element open,
+// or a <table> opened inside a <p> (whether it closes the <p> depends on quirks mode) is Gumbo's.
 // tests/well_formed_html_test.cpp
 // and fuzz/well_formed_html_fuzzer.cpp hold the two parsers to the same tree.
 #include <algorithm>
@@ -51,6 +56,8 @@ enum tag_flag : std::uint32_t {
   not_at_end = 1u << 10,        // an end tag the model leaves to Gumbo
   skips_linefeed = 1u << 11,    // pre, listing: a newline right after the start tag is dropped
   not_in_svg = 1u << 12,        // a start tag inside <svg> the model leaves to Gumbo
+  table_section = 1u << 13,     // thead, tbody, tfoot
+  cell = 1u << 14,              // td, th
 };
 
 enum class tag_id : std::uint8_t {
@@ -77,7 +84,11 @@ enum class tag_id : std::uint8_t {
   noscript,
   noframes,
   template_,
-  svg
+  svg,
+  table,
+  colgroup,
+  col,
+  tr
 };
 
 struct tag_info {
@@ -170,6 +181,12 @@ const std::unordered_map<std::string_view, tag_info>& known_tags() {
     add("noframes", 0, tag_id::noframes);
     add("template", 0, tag_id::template_);
     add("svg", 0, tag_id::svg);
+    add("table", 0, tag_id::table);
+    add("colgroup", 0, tag_id::colgroup);
+    add("col", 0, tag_id::col);
+    add("tr", 0, tag_id::tr);
+    add("thead tbody tfoot", table_section);
+    add("td th", cell);
     return tags;
   }();
   return table;
@@ -239,6 +256,11 @@ enum class mode {
   in_head,
   after_head,
   in_body,
+  // A table's insertion modes but "in cell", which is the body's with a cell open.
+  in_table,
+  in_column_group,
+  in_table_body,
+  in_row,
   text,
   after_body,
   after_after_body
@@ -324,6 +346,8 @@ class model {
     if (i >= source_.size()) return -1;
     auto name = lower_case(source_.substr(name_at, i - name_at));
     if (end) {
+      // Gumbo matches an end tag in SVG by its text up to the '>': "</g >" closes no <g>.
+      if (in_svg() && i < source_.size() && source_[i] != '>') return -1;
       while (i < source_.size() && is_space(source_[i])) ++i;
       if (i >= source_.size() || source_[i] != '>') return -1;  // attributes on an end tag
       if (!end_tag(name)) return -1;
@@ -719,6 +743,7 @@ class model {
   bool start_tag(std::string_view name, bool self_closing) {
     const tag_info* info = info_of(name);
     if (in_svg()) return start_tag_in_svg(name, info, self_closing);
+    if (in_table_part()) return start_tag_in_table(info);
     for (;;) {
       if (mode_ == mode::in_body) return start_tag_in_body(name, info, self_closing);
       if (mode_ == mode::before_html && is(info, tag_id::html)) {
@@ -794,10 +819,124 @@ class model {
     return insert_svg(name, self_closing);
   }
 
+  // ---- Tables (their plain form) ----
+
+  bool in_table_part() const {
+    return mode_ == mode::in_table || mode_ == mode::in_column_group ||
+           mode_ == mode::in_table_body || mode_ == mode::in_row;
+  }
+
+  // A start tag where only a table's parts may go. The current node is the table, the
+  // <colgroup>, the row group or the row the mode is named after.
+  bool start_tag_in_table(const tag_info* info) {
+    for (;;) {
+      switch (mode_) {
+        case mode::in_table:
+          if (is(info, tag_id::colgroup)) {
+            insert(info->name, info, attributes_);
+            mode_ = mode::in_column_group;
+            return true;
+          }
+          if (has(info, table_section)) {
+            insert(info->name, info, attributes_);
+            mode_ = mode::in_table_body;
+            return true;
+          }
+          if (!is(info, tag_id::tr)) return false;
+          insert_implied("tbody");  // a row straight in <table>
+          mode_ = mode::in_table_body;
+          continue;
+        case mode::in_column_group:
+          if (!is(info, tag_id::col)) return false;
+          insert(info->name, info, attributes_);
+          pop();
+          return true;
+        case mode::in_table_body:
+          if (!is(info, tag_id::tr)) return false;
+          insert(info->name, info, attributes_);
+          mode_ = mode::in_row;
+          return true;
+        case mode::in_row:
+          if (!has(info, cell)) return false;
+          insert(info->name, info, attributes_);
+          // A cell is a scope of its own on the list of active formatting elements.
+          formatting_.push_back(nullptr);
+          formatting_names_.push_back(nullptr);
+          mode_ = mode::in_body;
+          return true;
+        default:
+          return false;
+      }
+    }
+  }
+
+  bool end_tag_in_table(const tag_info* info) {
+    for (;;) {
+      switch (mode_) {
+        case mode::in_table:
+          if (!is(info, tag_id::table)) return false;
+          pop();
+          // What holds the table is a cell or an element of the body: the body's rules.
+          mode_ = mode::in_body;
+          return true;
+        case mode::in_column_group:
+          if (!is(info, tag_id::colgroup)) return false;
+          pop();
+          mode_ = mode::in_table;
+          return true;
+        case mode::in_table_body:
+          if (has(info, table_section)) {
+            if (stack_.back().info != info) return false;
+          } else if (!is(info, tag_id::table)) {
+            return false;
+          }
+          pop();
+          mode_ = mode::in_table;
+          if (is(info, tag_id::table)) continue;  // </table> closes the row group first
+          return true;
+        case mode::in_row:
+          if (is(info, tag_id::tr)) {
+            pop();
+            mode_ = mode::in_table_body;
+            return true;
+          }
+          // </table>, or the end tag of the row's own group, closes the row first.
+          if (!is(info, tag_id::table) &&
+              !(has(info, table_section) && stack_[stack_.size() - 2].info == info)) {
+            return false;
+          }
+          pop();
+          mode_ = mode::in_table_body;
+          continue;
+        default:
+          return false;
+      }
+    }
+  }
+
+  // </td> or </th>: the cell closes once what HTML implies has ended, with no formatting
+  // element of its own left open.
+  bool close_cell(const tag_info* info) {
+    generate_implied_end_tags(nullptr);
+    if (stack_.empty() || stack_.back().info != info) return false;
+    if (formatting_.empty() || formatting_.back() != nullptr) return false;
+    pop();
+    formatting_.pop_back();
+    formatting_names_.pop_back();
+    mode_ = mode::in_row;
+    return true;
+  }
+
   bool start_tag_in_body(std::string_view name, const tag_info* info, bool self_closing) {
     if (!info) {
       if (!reconstruct()) return false;
       insert(name, info, attributes_);
+      return true;
+    }
+    if (is(info, tag_id::table)) {
+      if (open_above(tag_id::p, tag_id::button)) return false;
+      insert(name, info, attributes_);
+      mode_ = mode::in_table;
       return true;
     }
     if (info->flags & not_in_body) return false;
@@ -886,6 +1025,7 @@ class model {
       pop();
       return true;
     }
+    if (in_table_part()) return end_tag_in_table(info);
     for (;;) {
       if (mode_ == mode::in_body) return end_tag_in_body(name, info);
       if (mode_ == mode::after_body && is(info, tag_id::html)) {
@@ -917,6 +1057,7 @@ class model {
       return true;
     }
     if (has(info, not_at_end)) return false;
+    if (has(info, cell)) return close_cell(info);
     if (has(info, closes_block)) return open_named(info) && close(info);
     if (is(info, tag_id::form)) {
       html_node* form = form_;
@@ -1006,6 +1147,14 @@ class model {
           }
           return true;
         }
+        case mode::in_table:
+        case mode::in_column_group:
+        case mode::in_table_body:
+        case mode::in_row:
+          // Only whitespace stays in a table: other text is moved out of it, Gumbo's.
+          if (run.find_first_not_of(" \n\t\f") != std::string_view::npos) return false;
+          append_text(run);
+          return true;
         case mode::text:
           return false;
         default:
