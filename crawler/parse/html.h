@@ -158,7 +158,8 @@ class html_document {
   void* xml_document_ = nullptr;
   mutable std::mutex namespaces_mutex_;
   mutable std::vector<std::pair<std::string, std::string>> namespaces_;
-  // libxml2's copy of the tree for XPath (detail/xpath.cpp), built on the first XPath query.
+  // libxml2's copy of the tree for XPath (detail/xpath.cpp), built on the first query that is
+  // not a plain path (detail/xpath_paths.h answers those on this tree).
   mutable std::once_flag xpath_built_;
   mutable std::shared_ptr<const void> xpath_tree_;
 };

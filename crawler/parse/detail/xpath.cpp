@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "crawler/parse/detail/libxml2_text.h"
+#include "crawler/parse/detail/xpath_paths.h"
 #include "crawler/parse/selector_error.h"
 
 namespace crawler::detail {
@@ -37,9 +38,9 @@ class xpath_tree {
       nodes_.emplace(document.root(), reinterpret_cast<xmlNodePtr>(doc_));
       build(document.root());
     }
-    // Numbers each element in document order (in its content field, which elements do not use),
-    // so sorting a node-set is a comparison, not a walk.
-    xmlXPathOrderDocElems(doc_);
+    // No xmlXPathOrderDocElems, as lxml calls none: with elements numbered, libxml2 sorts a text
+    // node that follows an element before that element's descendants ("//node()" gave
+    // <head>, "\n", <title>, where parsel gives <head>, <title>, ..., "\n").
   }
   ~xpath_tree() {
     if (owned_) xmlFreeDoc(doc_);
@@ -240,6 +241,13 @@ struct object_deleter {
 
 std::vector<xpath_result> evaluate_xpath(const html_document& document, const html_node* context,
                                          std::string_view query) {
+  if (auto answered = evaluate_xpath_path(document, context, query)) return std::move(*answered);
+  return evaluate_xpath_with_libxml2(document, context, query);
+}
+
+std::vector<xpath_result> evaluate_xpath_with_libxml2(const html_document& document,
+                                                      const html_node* context,
+                                                      std::string_view query) {
   const auto& tree = xpath_tree_of(document);
   std::unique_ptr<xmlXPathContext, context_deleter> evaluation(xmlXPathNewContext(tree.doc()));
   if (!evaluation) throw std::bad_alloc();
@@ -327,7 +335,7 @@ std::string xml_markup(const html_document& document, const html_node* node) {
 // evaluated on an empty page instead, which every well-formed expression survives.
 void validate_xpath(std::string_view query) {
   static const auto empty = html_document::parse("");
-  evaluate_xpath(*empty, empty->root(), query);
+  evaluate_xpath_with_libxml2(*empty, empty->root(), query);
 }
 
 }  // namespace crawler::detail

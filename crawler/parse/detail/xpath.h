@@ -1,7 +1,9 @@
-// XPath 1.0 over an html_document, evaluated by libxml2 (the engine under lxml, so parsel's
-// semantics) on a copy of the page's tree that libxml2 can walk. The copy is built once per
-// document, on its first XPath query, whichever parser (Gumbo or libxml2) read the page, and each
-// of its nodes points back at ours, so a selected element is the same selector a CSS query gives.
+// XPath 1.0 over an html_document, with parsel's semantics. The location paths most spiders
+// write are answered on the page's own tree (detail/xpath_paths.h); every other expression by
+// libxml2 (the engine under lxml) on a copy of the page's tree that libxml2 can walk. The copy is
+// built once per document, on the first query that needs it, whichever parser (Gumbo or libxml2)
+// read the page, and each of its nodes points back at ours, so a selected element is the same
+// selector a CSS query gives.
 #pragma once
 
 #include <string>
@@ -31,6 +33,12 @@ struct xpath_result {
 /// for one libxml2 cannot evaluate.
 std::vector<xpath_result> evaluate_xpath(const html_document& document, const html_node* context,
                                          std::string_view query);
+
+/// evaluate_xpath by libxml2 alone, on the copy, whatever the expression (the oracle of the
+/// paths answered on the page's own tree).
+std::vector<xpath_result> evaluate_xpath_with_libxml2(const html_document& document,
+                                                      const html_node* context,
+                                                      std::string_view query);
 
 /// The markup of `node` of an XML document as libxml2 writes it (parsel's get() on XML), or ""
 /// for a node the document's libxml2 tree does not hold.
