@@ -3,16 +3,18 @@
 // here wrote (python3-doc's, the books example) and pages of the cases paths get wrong (nested
 // matches, positions, attributes, comments), with both parsers, from the page and from elements
 // inside it. Expressions outside the subset are left to libxml2, which still answers them.
+#include "crawler/parse/detail/xpath_paths.h"
+
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <random>
 #include <string>
 #include <vector>
 
 #include "crawler/parse/detail/xpath.h"
-#include "crawler/parse/detail/xpath_paths.h"
 #include "crawler/parse/html.h"
 #include "crawler/parse/selector.h"
 #include "tree_paths.h"
@@ -32,9 +34,9 @@ std::string read_page(const std::filesystem::path& path) {
 std::vector<std::string> shown(const std::vector<detail::xpath_result>& results) {
   std::vector<std::string> out;
   for (const auto& result : results) {
-    out.push_back(result.node ? "node " + std::to_string(reinterpret_cast<std::uintptr_t>(
-                                              result.node))
-                              : "text " + result.text);
+    out.push_back(result.node
+                      ? "node " + std::to_string(reinterpret_cast<std::uintptr_t>(result.node))
+                      : "text " + result.text);
   }
   return out;
 }
@@ -126,8 +128,9 @@ const std::vector<std::string> paths = {
 
 // Relative to an element: its own subtree, and the whole page again with "//".
 const std::vector<std::string> relative_paths = {
-    ".", "./p", ".//p", "p", "p[1]", "*", "node()", "text()", "./text()", ".//text()", "@id",
-    "@*", ".//@href", "./*/text()", "//p[1]", ".//a[1]/@href", "comment()", "./div/p[2]",
+    ".",      "./p",           ".//p",      "p",          "p[1]", "*",        "node()",
+    "text()", "./text()",      ".//text()", "@id",        "@*",   ".//@href", "./*/text()",
+    "//p[1]", ".//a[1]/@href", "comment()", "./div/p[2]",
 };
 
 std::vector<std::pair<std::string, std::string>> pages_to_check() {
@@ -136,8 +139,8 @@ std::vector<std::pair<std::string, std::string>> pages_to_check() {
     pages.emplace_back("made page " + std::to_string(i), made_pages[i]);
   }
   for (const auto* dir : {"config/examples/books", "tests/fixtures/xpath"}) {
-    for (const auto& entry : std::filesystem::recursive_directory_iterator(
-             crawler::fixtures::source_dir() / dir)) {
+    for (const auto& entry :
+         std::filesystem::recursive_directory_iterator(crawler::fixtures::source_dir() / dir)) {
       if (entry.path().extension() == ".html") {
         pages.emplace_back(entry.path().string(), read_page(entry.path()));
       }
@@ -198,18 +201,95 @@ INSTANTIATE_TEST_SUITE_P(xpath_paths, paths_with_each_parser,
                            return info.param == html_parser::gumbo ? "gumbo" : "libxml2";
                          });
 
+// Paths from a fixed seed, put together from steps and predicates, over the made pages and a
+// python3-doc page, from the page and from elements: each answers what libxml2 answers.
+TEST(xpath_paths, every_generated_path_answers_what_libxml2_answers) {
+  const std::vector<std::string> tests = {"p",      "div",    "li",        "td",   "tr",
+                                          "a",      "b",      "ul",        "span", "*",
+                                          "text()", "node()", "comment()", "dt",   "section"};
+  const std::vector<std::string> predicates = {"[1]",
+                                               "[2]",
+                                               "[3]",
+                                               "[@class]",
+                                               "[not(@class)]",
+                                               "[@id='b']",
+                                               "[@class!='x']",
+                                               "[@href]",
+                                               "[contains(@class,'x')]",
+                                               "[text()='a']",
+                                               "[starts-with(@href, '/')]",
+                                               "[@class='section']",
+                                               "[0]"};
+  auto pages = made_pages;
+  pages.push_back(read_page("/usr/share/doc/python3.11/html/tutorial/controlflow.html"));
+  ASSERT_GT(pages.back().size(), 50000u) << "python3-doc's tutorial/controlflow.html";
+  std::mt19937 random(51);
+  std::size_t compared = 0, found = 0;
+  for (const auto& body : pages) {
+    for (auto parser : {html_parser::gumbo, html_parser::libxml2}) {
+      auto document = html_document::parse(body, "text/html; charset=utf-8", {}, parser);
+      auto elements = crawler::select(document, "*");
+      for (int round = 0; round < 300; ++round) {
+        std::string path = random() % 3 == 0 ? "." : (random() % 2 ? "/" : "");
+        auto steps = 1 + random() % 2;
+        for (unsigned k = 0; k < steps; ++k) {
+          if (path == "/") {
+            path += random() % 2 ? "" : "/";  // "/p" or "//p"
+          } else if (k > 0 || !path.empty()) {
+            path += random() % 2 ? "/" : "//";
+          }
+          path += tests[random() % tests.size()];
+          while (random() % 3 == 0) path += predicates[random() % predicates.size()];
+        }
+        if (random() % 4 == 0) path += random() % 2 ? "/@class" : "//@*";
+        if (path.starts_with("./") && random() % 2) path.erase(0, 2);
+        const crawler::html_node* context = document->root();
+        if (!elements.empty() && random() % 2) {
+          context = elements[random() % elements.size()].node();
+        }
+        auto answered = detail::evaluate_xpath_path(*document, context, path);
+        ASSERT_TRUE(answered.has_value()) << "left to libxml2: " << path;
+        auto expected = detail::evaluate_xpath_with_libxml2(*document, context, path);
+        ASSERT_EQ(shown(*answered), shown(expected)) << path;
+        ++compared;
+        found += !expected.empty();
+      }
+    }
+  }
+  EXPECT_GE(compared, 3000u);
+  EXPECT_GE(found, compared / 20) << "too few paths found anything to compare";
+}
+
 // What is not a plain path is libxml2's: unions, other axes, functions, arithmetic, last(),
 // prefixes, several tests in one predicate, and what is not XPath at all (libxml2 names the
 // error).
 TEST(xpath_paths, what_is_not_a_plain_path_is_left_to_libxml2_which_answers_it) {
   auto document = html_document::parse(made_pages[0], "text/html");
   const std::vector<std::string> others = {
-      "//p | //div",        "count(//p)",          "//p[last()]",         "../p",
-      "//p/..",             "descendant::p",       "//p[position() < 3]", "//svg:rect",
-      "//p[@class and @id]", "//.",                 "//p[1.5]",            "//p[text()]",
-      "string(//p)",        "//p[@class = //p/@id]", "//*[has-class('x')]",  "//p[-1]",
-      "//p[b]",             "//p[@x:y]",           "//@x:y",              "//p/@class[1]",
-      "//p[",               "///p",                "//p/",                "@",
+      "//p | //div",
+      "count(//p)",
+      "//p[last()]",
+      "../p",
+      "//p/..",
+      "descendant::p",
+      "//p[position() < 3]",
+      "//svg:rect",
+      "//p[@class and @id]",
+      "//.",
+      "//p[1.5]",
+      "//p[text()]",
+      "string(//p)",
+      "//p[@class = //p/@id]",
+      "//*[has-class('x')]",
+      "//p[-1]",
+      "//p[b]",
+      "//p[@x:y]",
+      "//@x:y",
+      "//p/@class[1]",
+      "//p[",
+      "///p",
+      "//p/",
+      "@",
   };
   for (const auto& query : others) {
     EXPECT_FALSE(detail::evaluate_xpath_path(*document, document->root(), query).has_value())

@@ -176,8 +176,8 @@ class reader {
     }
     while (at_ < query_.size()) {
       char c = query_[at_];
-      bool name_char = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-                       (c >= '0' && c <= '9') || c == '-' || c == '_' || c == '.';
+      bool name_char = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                       c == '-' || c == '_' || c == '.';
       if (!name_char) break;
       ++at_;
     }
