@@ -1036,6 +1036,30 @@ TEST(crawler_shell, view_writes_the_page_with_a_base_for_a_browser) {
       << written;
 }
 
+// Each `view` lets its file go once written: a long session under a low limit of open files
+// views the page as often as asked.
+TEST(crawler_shell, views_as_often_as_asked_under_a_low_open_file_limit) {
+  http_server server;
+  temp_dir dir;
+  {
+    std::ofstream input(dir.path() / "input");
+    for (int i = 0; i < 100; ++i) input << "view\n";
+  }
+  child_process shell({"/bin/bash", "-c", "ulimit -n 40 && exec \"$0\" shell \"$1\"",
+                       crawler_binary(), server.url("/site/3")},
+                      dir.path() / "input");
+  ASSERT_EQ(shell.wait(), 0) << shell.stderr_text();
+  EXPECT_EQ(shell.stderr_text().find("view: cannot"), std::string::npos) << shell.stderr_text();
+  std::istringstream lines(shell.stdout_text());
+  std::size_t viewed = 0;
+  for (std::string line; std::getline(lines, line);) {
+    if (!line.starts_with("file://")) continue;
+    ++viewed;
+    std::filesystem::remove(line.substr(std::string_view("file://").size()));
+  }
+  EXPECT_EQ(viewed, 100u);
+}
+
 // On a terminal lines are edited and remembered: the up arrow brings back the last selector.
 // Without a page, a selector says what to do first.
 TEST(crawler_shell, on_a_terminal_the_up_arrow_recalls_the_last_line) {

@@ -174,6 +174,24 @@ TEST(open_destination, writes_the_file_at_its_name_or_a_device_and_refuses_a_lin
   int fd = crawler::open_destination(dir.path() / "to-null", 0644, true);
   EXPECT_GE(fd, 0) << "a link to a device is a destination";
   if (fd >= 0) ::close(fd);
+  {
+    // A crawl started with stdin closed (a daemon, `<&-`) gets descriptor 0 for it: still one.
+    int saved_stdin = ::dup(0);
+    ASSERT_GE(saved_stdin, 0);
+    ::close(0);
+    int lowest = crawler::open_destination(dir.path() / "to-null", 0644, true);
+    if (lowest >= 0) ::close(lowest);
+    bool written = true;
+    try {
+      crawler::write_destination(dir.path() / "to-null", "{}");
+    } catch (const std::exception&) {
+      written = false;
+    }
+    ::dup2(saved_stdin, 0);
+    ::close(saved_stdin);
+    EXPECT_EQ(lowest, 0) << "the first free descriptor, 0, is an open destination";
+    EXPECT_TRUE(written) << "written through descriptor 0";
+  }
 
   auto log = dir.path() / "crawl.log";
   crawler::write_destination(log, "first run\n");  // created

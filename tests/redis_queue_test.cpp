@@ -771,6 +771,16 @@ TEST(request, describe_and_reasons_quote_a_long_url_cut_with_its_length) {
   EXPECT_EQ(described, "<GET http://a/" + std::string(291, 'x') + "... (20000009 bytes)>");
   huge.url = "file:///" + std::string(5000, 'y');
   EXPECT_LT(crawler::shared_request_problem(huge).size(), 500u);
+  // A method an unsigned entry may not set is quoted whole up to 20 bytes, then cut.
+  request shared{"http://a/"};
+  shared.origin = crawler::request_origin::shared;
+  crawler::entry_fields plain_gets{.method = false};
+  for (std::size_t length : {20u, 21u}) {
+    shared.method = std::string(length - 1, 'P') + "T";
+    auto reason = crawler::shared_request_problem(shared, plain_gets);
+    auto quoted = length == 20 ? shared.method : shared.method.substr(0, 20) + "... (21 bytes)";
+    EXPECT_NE(reason.find("sets its method (" + quoted + ")"), std::string::npos) << reason;
+  }
 }
 
 // What Redis holds may be any bytes: quoted in a log line, a NUL cannot cut the message short
