@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "crawler/parse/detail/xpath_result.h"
 #include "crawler/parse/html.h"
 
 namespace crawler::detail {
@@ -19,12 +20,6 @@ class xpath_tree;
 
 /// The copy of `document`'s tree, built on the first call; thread-safe.
 const xpath_tree& xpath_tree_of(const html_document& document);
-
-/// One result: a node of the page (an element or a comment), or a string.
-struct xpath_result {
-  const html_node* node = nullptr;
-  std::string text;  // when node is null
-};
 
 /// `query` evaluated with `context` as the context node (the document's root for a whole-page
 /// query), as parsel's Selector.xpath: elements and comments are nodes of the page, text nodes

@@ -15,7 +15,8 @@
 #include <string_view>
 #include <vector>
 
-#include "crawler/parse/detail/xpath.h"
+#include "crawler/parse/detail/xpath_result.h"
+#include "crawler/parse/html.h"
 
 namespace crawler::detail {
 
