@@ -1,5 +1,7 @@
 #include "crawler/parse/detail/xpath_paths.h"
 
+#include <algorithm>
+#include <cstdint>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
