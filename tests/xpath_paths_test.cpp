@@ -286,6 +286,8 @@ TEST(xpath_paths, what_is_not_a_plain_path_is_left_to_libxml2_which_answers_it) 
       "//p[@x:y]",
       "//@x:y",
       "//p/@class[1]",
+      ".[1]",
+      ". [1]",
       "//p[",
       "///p",
       "//p/",

@@ -85,8 +85,7 @@ class reader {
       if (peek(1) == '.') return false;  // the parent axis
       ++at_;
       out.self = true;
-      skip_space();
-      return peek() != '[';
+      return true;  // "." takes no predicate: read() wants a separator or the end next
     }
     if (take("@")) {
       out.attribute = true;
