@@ -173,6 +173,7 @@ TEST(well_formed_html, leaves_broken_or_complex_markup_to_gumbo) {
       "<svg><math></math></svg>",
       "<svg><font color=red>f</font></svg>",
       "<svg><g></g ></svg>",  // found by the fuzzer: Gumbo's </g > closes nothing
+      "<svg><g></g ></g></svg>",  // and is no text either
       "<x-a><b>t</x-a><svg/>",  // the <b> closed by </x-a> is reconstructed around the svg
       "<template><p>t</p></template>",
       "<p>&copy 2024 legacy reference</p>",
