@@ -16,6 +16,7 @@
 #include <string>
 
 #include "redis_server.h"
+#include "scheduler/detail/jobdir_lock.h"
 #include "scheduler/request_journal.h"
 #include "scheduler/request_queue.h"
 
@@ -77,9 +78,9 @@ TEST(replace_file, a_folder_that_is_not_there_is_named_and_nothing_is_left) {
     crawler::replace_file(dir.path() / "missing" / "out.bin", "x", 0644);
     FAIL() << "no error";
   } catch (const std::runtime_error& error) {
-    EXPECT_EQ(std::string(error.what()),
-              "cannot write " + (dir.path() / "missing" / "out.bin").string() +
-                  ": No such file or directory");
+    EXPECT_EQ(std::string(error.what()), "cannot write " +
+                                             (dir.path() / "missing" / "out.bin").string() +
+                                             ": No such file or directory");
   }
   EXPECT_TRUE(names_in(dir.path()).empty());
 }
@@ -88,9 +89,9 @@ TEST(replacing_file, its_name_is_unguessable_until_it_is_renamed_into_place) {
   temp_dir dir;
   auto path = dir.path() / "feed.jsonl";
   crawler::replacing_file first(path, 0644), second(path, 0644);
-  std::regex unguessable(std::regex_replace(path.string(), std::regex(R"([.^$|()\[\]{}*+?\\])"),
-                                            R"(\$&)") +
-                         R"(\.tmp-[0-9a-z]{16})");
+  std::regex unguessable(
+      std::regex_replace(path.string(), std::regex(R"([.^$|()\[\]{}*+?\\])"), R"(\$&)") +
+      R"(\.tmp-[0-9a-z]{16})");
   EXPECT_TRUE(std::regex_match(first.temporary().string(), unguessable)) << first.temporary();
   EXPECT_TRUE(std::regex_match(second.temporary().string(), unguessable)) << second.temporary();
   EXPECT_NE(first.temporary(), second.temporary());
@@ -207,6 +208,25 @@ TEST(open_destination, writes_the_file_at_its_name_or_a_device_and_refuses_a_lin
                std::runtime_error);
 }
 
+// A JOBDIR's lock is let go with the crawl that took it, even when it was given descriptor 0
+// (a crawl started with stdin closed): the next crawl of the folder in the process takes it.
+TEST(jobdir_lock, a_lock_on_descriptor_0_is_let_go_for_the_next_crawl) {
+  temp_dir dir;
+  int saved_stdin = ::dup(0);
+  ASSERT_GE(saved_stdin, 0);
+  ::close(0);
+  std::string refused;
+  try {
+    { crawler::detail::jobdir_lock first(dir.path()); }
+    crawler::detail::jobdir_lock second(dir.path());
+  } catch (const std::exception& error) {
+    refused = error.what();
+  }
+  ::dup2(saved_stdin, 0);
+  ::close(saved_stdin);
+  EXPECT_EQ(refused, "");
+}
+
 TEST(jobdir_files, links_planted_at_the_journals_names_are_replaced_never_written_through) {
   temp_dir dir;
   planted_link journal(dir.path(), "requests.journal");
@@ -245,7 +265,8 @@ TEST(jobdir_files, links_planted_at_every_segment_name_lose_no_request_and_are_n
   for (int i = 0; i < 40; ++i) {
     fs::create_symlink(dir.path() / "victim", segments / (std::to_string(i) + ".jsonl"));
   }
-  for (int i = 0; i < 30; ++i) queue.push(crawler::request{"http://site.test/" + std::to_string(i)});
+  for (int i = 0; i < 30; ++i)
+    queue.push(crawler::request{"http://site.test/" + std::to_string(i)});
   std::size_t popped = 0;
   while (queue.pop()) ++popped;
   EXPECT_EQ(popped, 30u);  // a segment refused keeps its requests in memory
