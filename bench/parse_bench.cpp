@@ -114,8 +114,8 @@ void refuse_a_page_nested_100000_deep(benchmark::State& state) {
   for (int i = 0; i < 100000; ++i) deep += "<div>";
   for (auto _ : state) {
     try {
-      auto document =
-          crawler::html_document::parse(deep, "text/html; charset=utf-8", {}, parser_of(state));
+      auto document = crawler::html_document::parse(deep, "text/html; charset=utf-8", {},
+                                                    parser_of(state));
       benchmark::DoNotOptimize(document.get());
       state.SkipWithError("the page nested 100,000 deep was parsed, not refused");
       break;

@@ -78,9 +78,9 @@ TEST(replace_file, a_folder_that_is_not_there_is_named_and_nothing_is_left) {
     crawler::replace_file(dir.path() / "missing" / "out.bin", "x", 0644);
     FAIL() << "no error";
   } catch (const std::runtime_error& error) {
-    EXPECT_EQ(std::string(error.what()), "cannot write " +
-                                             (dir.path() / "missing" / "out.bin").string() +
-                                             ": No such file or directory");
+    EXPECT_EQ(std::string(error.what()),
+              "cannot write " + (dir.path() / "missing" / "out.bin").string() +
+                  ": No such file or directory");
   }
   EXPECT_TRUE(names_in(dir.path()).empty());
 }
@@ -89,9 +89,9 @@ TEST(replacing_file, its_name_is_unguessable_until_it_is_renamed_into_place) {
   temp_dir dir;
   auto path = dir.path() / "feed.jsonl";
   crawler::replacing_file first(path, 0644), second(path, 0644);
-  std::regex unguessable(
-      std::regex_replace(path.string(), std::regex(R"([.^$|()\[\]{}*+?\\])"), R"(\$&)") +
-      R"(\.tmp-[0-9a-z]{16})");
+  std::regex unguessable(std::regex_replace(path.string(), std::regex(R"([.^$|()\[\]{}*+?\\])"),
+                                            R"(\$&)") +
+                         R"(\.tmp-[0-9a-z]{16})");
   EXPECT_TRUE(std::regex_match(first.temporary().string(), unguessable)) << first.temporary();
   EXPECT_TRUE(std::regex_match(second.temporary().string(), unguessable)) << second.temporary();
   EXPECT_NE(first.temporary(), second.temporary());
@@ -265,8 +265,7 @@ TEST(jobdir_files, links_planted_at_every_segment_name_lose_no_request_and_are_n
   for (int i = 0; i < 40; ++i) {
     fs::create_symlink(dir.path() / "victim", segments / (std::to_string(i) + ".jsonl"));
   }
-  for (int i = 0; i < 30; ++i)
-    queue.push(crawler::request{"http://site.test/" + std::to_string(i)});
+  for (int i = 0; i < 30; ++i) queue.push(crawler::request{"http://site.test/" + std::to_string(i)});
   std::size_t popped = 0;
   while (queue.pop()) ++popped;
   EXPECT_EQ(popped, 30u);  // a segment refused keeps its requests in memory

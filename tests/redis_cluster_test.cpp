@@ -1,8 +1,6 @@
 // redis::client on a real Redis Cluster (three masters on loopback, redis-cli --cluster create):
 // slots as the nodes compute them, commands routed to their slot's master, MOVED and ASK
 // followed through resharding, and REDIS_CLUSTER_NODES read from settings.
-#include "redis_cluster.h"
-
 #include <gtest/gtest.h>
 #include <hiredis/hiredis.h>
 
@@ -13,6 +11,7 @@
 #include "redis/client.h"
 #include "redis/cluster_slots.h"
 #include "redis/endpoint.h"
+#include "redis_cluster.h"
 #include "redis_server.h"
 
 using namespace crawler;
@@ -121,13 +120,13 @@ TEST_F(redis_cluster_client, sends_each_command_to_its_slots_master_and_answers_
 TEST_F(redis_cluster_client, a_script_whose_keys_share_a_tag_runs_and_one_across_slots_is_refused) {
   auto client = connect();
   const char* script = "redis.call('SET', KEYS[1], ARGV[1]) return redis.call('INCR', KEYS[2])";
-  auto together =
-      client->async_command({"EVAL", script, "2", "{tagged}:a", "{tagged}:b", "x"}, use_future)
-          .get();
+  auto together = client->async_command({"EVAL", script, "2", "{tagged}:a", "{tagged}:b", "x"},
+                                        use_future)
+                      .get();
   EXPECT_EQ(together.integer, 1) << together.describe();
   ASSERT_NE(redis::key_slot("apart:a"), redis::key_slot("apart:b"));
-  auto apart =
-      client->async_command({"EVAL", script, "2", "apart:a", "apart:b", "x"}, use_future).get();
+  auto apart = client->async_command({"EVAL", script, "2", "apart:a", "apart:b", "x"}, use_future)
+                   .get();
   EXPECT_TRUE(apart.is_error());
   EXPECT_TRUE(apart.str.starts_with("CROSSSLOT")) << apart.str;
 }
@@ -185,15 +184,16 @@ TEST_F(redis_cluster_client, follows_ask_while_a_slot_is_migrating) {
   int to = from == cluster_->ports()[2] ? cluster_->ports()[1] : cluster_->ports()[2];
   cluster_->begin_move(slot, to, {moved});
   ASSERT_TRUE(get_at(from, moved).starts_with("ASK")) << get_at(from, moved);
-  auto replies =
-      client->async_pipeline({{"GET", moved}, {"GET", staying}, {"SET", added, "3"}}, use_future)
-          .get();
+  auto replies = client->async_pipeline({{"GET", moved}, {"GET", staying}, {"SET", added, "3"}},
+                                        use_future)
+                     .get();
   EXPECT_EQ(replies[0].str, "1") << replies[0].describe();
   EXPECT_EQ(replies[1].str, "2") << replies[1].describe();
   EXPECT_EQ(replies[2].str, "OK") << replies[2].describe();
   cluster_->finish_move(slot, to);
-  auto after =
-      client->async_pipeline({{"GET", moved}, {"GET", staying}, {"GET", added}}, use_future).get();
+  auto after = client->async_pipeline({{"GET", moved}, {"GET", staying}, {"GET", added}},
+                                      use_future)
+                   .get();
   EXPECT_EQ(after[0].str + after[1].str + after[2].str, "123");
   EXPECT_EQ(get_at(to, added), "3");
 }
@@ -215,7 +215,8 @@ TEST_F(redis_cluster_client, a_redis_cluster_reshard_under_a_stream_of_writes_lo
     for (int i = 0; writing || i < 200; ++i) {
       try {
         auto answer =
-            client->async_command({"RPUSH", keys[i % 50], std::to_string(i)}, use_future).get();
+            client->async_command({"RPUSH", keys[i % 50], std::to_string(i)}, use_future)
+                .get();
         if (answer.is_error()) {
           failure = answer.describe();
           return;
@@ -313,7 +314,8 @@ TEST(redis_cluster_settings, cluster_nodes_come_from_a_list_or_commas_and_bad_on
     redis::endpoint_from(settings);
     FAIL();
   } catch (const settings_error& error) {
-    EXPECT_NE(std::string(error.what()).find("only database 0"), std::string::npos) << error.what();
+    EXPECT_NE(std::string(error.what()).find("only database 0"), std::string::npos)
+        << error.what();
   }
 }
 
@@ -355,7 +357,8 @@ TEST(redis_cluster_hosts, masters_on_three_hosts_are_reached_where_the_map_names
   fixtures::redis_cluster cluster(3, {"127.0.0.1", "127.0.0.2", "127.0.0.3"});
   fixtures::event_loop loop;
   crawler::settings settings;
-  settings.set_from_string("REDIS_CLUSTER_NODES=127.0.0.1:" + std::to_string(cluster.ports()[0]));
+  settings.set_from_string("REDIS_CLUSTER_NODES=127.0.0.1:" +
+                           std::to_string(cluster.ports()[0]));
   auto client = redis::client::create(loop.executor(), redis::endpoint_from(settings));
   std::vector<redis::command> sets, gets;
   std::set<int> masters_used;

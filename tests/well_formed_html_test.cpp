@@ -220,8 +220,8 @@ TEST(well_formed_html, leaves_broken_or_complex_markup_to_gumbo) {
 TEST(well_formed_html, builds_gumbos_tree_for_saved_real_pages) {
   std::vector<std::filesystem::path> paths;
   for (const auto* dir : {"config/examples/books", "tests/fixtures/xpath"}) {
-    for (const auto& entry :
-         std::filesystem::recursive_directory_iterator(crawler::fixtures::source_dir() / dir)) {
+    for (const auto& entry : std::filesystem::recursive_directory_iterator(
+             crawler::fixtures::source_dir() / dir)) {
       if (entry.path().extension() == ".html") paths.push_back(entry.path());
     }
   }
