@@ -320,16 +320,26 @@ TEST(fleet, flush_on_start_starts_the_crawl_over_once_for_the_whole_fleet) {
   EXPECT_EQ(count_of(logs, "joined them without flushing"), 1u) << logs;
 }
 
+// A worker that holds leases of `lease_seconds` (SCHEDULER_LEASE_TIME), heartbeating every
+// 0.3 s, once it has fetched three pages: the holder of the flush-on-start tests.
+std::unique_ptr<child_process> leases_holding_worker(const http_server& site,
+                                                     const redis_server& redis,
+                                                     const temp_dir& dir,
+                                                     const std::string& lease_seconds) {
+  auto holder = fleet_worker(
+      site, redis, dir.path() / "a.jsonl", "redis_set",
+      {"-s", "SCHEDULER_LEASE_TIME=" + lease_seconds, "-s", "SCHEDULER_HEARTBEAT_INTERVAL=0.3"});
+  crawler::fixtures::wait_until([&] { return site.total_hits() >= 3; }, "the holder crawls");
+  return holder;
+}
+
 // A worker alive but not heard from (paused here; a stalled VM, a lost line in <spider>:workers in
 // life) holds leases: a worker started with SCHEDULER_FLUSH_ON_START must not throw them away.
 TEST(fleet, flush_on_start_beside_a_worker_that_holds_leases_refuses_and_flushes_nothing) {
   http_server site({.site_pages = 40, .page_delay_ms = 400});
   redis_server redis;
   temp_dir dir;
-  auto holder =
-      fleet_worker(site, redis, dir.path() / "a.jsonl", "redis_set",
-                   {"-s", "SCHEDULER_LEASE_TIME=30", "-s", "SCHEDULER_HEARTBEAT_INTERVAL=0.3"});
-  crawler::fixtures::wait_until([&] { return site.total_hits() >= 3; }, "the holder crawls");
+  auto holder = leases_holding_worker(site, redis, dir, "30");
   holder->signal(SIGSTOP);
   std::this_thread::sleep_for(1200ms);  // its heartbeat is stale: three intervals are 0.9 s
   auto leased = redis_list(redis.port(), "site:requests:leased", "HKEYS").size();
@@ -362,10 +372,7 @@ TEST(fleet, flush_on_start_after_a_worker_died_holding_leases_flushes_once_they_
   http_server site({.site_pages = 40, .page_delay_ms = 400});
   redis_server redis;
   temp_dir dir;
-  auto holder =
-      fleet_worker(site, redis, dir.path() / "a.jsonl", "redis_set",
-                   {"-s", "SCHEDULER_LEASE_TIME=1", "-s", "SCHEDULER_HEARTBEAT_INTERVAL=0.3"});
-  crawler::fixtures::wait_until([&] { return site.total_hits() >= 3; }, "the holder crawls");
+  auto holder = leases_holding_worker(site, redis, dir, "1");
   holder->signal(SIGKILL);
   holder->wait();
   ASSERT_GT(redis_list(redis.port(), "site:requests:leased", "HKEYS").size(), 0u);
