@@ -323,8 +323,7 @@ TEST(fleet, flush_on_start_starts_the_crawl_over_once_for_the_whole_fleet) {
 // A worker that holds leases of `lease_seconds` (SCHEDULER_LEASE_TIME), heartbeating every
 // 0.3 s, once it has fetched three pages: the holder of the flush-on-start tests.
 std::unique_ptr<child_process> leases_holding_worker(const http_server& site,
-                                                     const redis_server& redis,
-                                                     const temp_dir& dir,
+                                                     const redis_server& redis, const temp_dir& dir,
                                                      const std::string& lease_seconds) {
   auto holder = fleet_worker(
       site, redis, dir.path() / "a.jsonl", "redis_set",
