@@ -55,7 +55,10 @@ class spider_middleware {
   virtual ~spider_middleware();
   /// Before the callback; returning a failure sends it to the errback instead.
   virtual std::optional<failure> process_spider_input(const response& response);
-  /// After the callback, over what it yielded: may change or remove requests and items.
+  /// After the callback, over what it yielded: may change or remove requests and items. A
+  /// callback on the parse pool (spider::concurrent_callbacks) has its requests given here 4,096
+  /// at a time as it yields them, then the rest with its items, as Scrapy's middlewares see a
+  /// callback's requests while it goes on; a fleet worker's page (SCHEDULER=redis) comes whole.
   virtual void process_spider_output(const response& response, output& out);
   /// Over the start requests, which have no response.
   virtual void process_start_requests(output& out);

@@ -17,7 +17,7 @@ std::map<std::string, spider_entry, std::less<>>& registry() {
 
 bool output::follow(const response& from, std::string_view link, std::string callback) {
   try {
-    requests.push_back(from.follow(link, std::move(callback)));
+    request(from.follow(link, std::move(callback)));
     return true;
   } catch (const link_error&) {
     return false;

@@ -48,7 +48,10 @@ class settings;
 class output {
  public:
   /// Schedules `request`.
-  void request(crawler::request request) { requests.push_back(std::move(request)); }
+  void request(crawler::request request) {
+    requests.push_back(std::move(request));
+    if (requests.size() >= hand_over_at_ && take_) take_(requests);
+  }
   /// Schedules `link` resolved against `from`'s URL; its response goes to `callback` (empty:
   /// parse). Returns false, after logging nothing, when the link cannot be resolved.
   bool follow(const response& from, std::string_view link, std::string callback = {});
@@ -65,8 +68,22 @@ class output {
     for (auto& item : more.items) items.push_back(std::move(item));
   }
 
+  /// Set by the engine while a callback runs: each time `count` requests have gathered,
+  /// request() and follow() give them to `take`, which empties `requests`, as Scrapy's engine
+  /// takes each request a callback yields while the callback goes on. A page of a million links
+  /// then never holds a million requests at once. An empty `take` ends it.
+  void hand_over_every(std::size_t count,
+                       std::function<void(std::vector<crawler::request>&)> take) {
+    hand_over_at_ = count;
+    take_ = std::move(take);
+  }
+
   std::vector<crawler::request> requests;
   std::vector<crawler::item> items;
+
+ private:
+  std::size_t hand_over_at_ = 0;
+  std::function<void(std::vector<crawler::request>&)> take_;
 };
 
 /// Why a request produced no response for its callback: a download error, or an HTTP status the

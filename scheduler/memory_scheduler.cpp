@@ -141,8 +141,9 @@ void memory_scheduler::do_store(page_outcome outcome,
   std::vector<std::size_t> filtered_positions;  // requests[i] that go through the dupefilter
   fingerprints.reserve(requests.size());
   filtered_positions.reserve(requests.size());
-  std::vector<request> accepted;
-  accepted.reserve(requests.size());
+  // Those accepted are moved down in place, not into a second vector: a page of a million links
+  // would hold two million requests here.
+  std::size_t kept = 0;
   for (auto& request : requests) {
     if (!request.dont_filter) {
       try {
@@ -152,13 +153,15 @@ void memory_scheduler::do_store(page_outcome outcome,
         continue;
       }
       request.remembered_fingerprint.reset();  // used: not worth its bytes in the queue
-      filtered_positions.push_back(accepted.size());
+      filtered_positions.push_back(kept);
     }
-    accepted.push_back(std::move(request));
+    if (&requests[kept] != &request) requests[kept] = std::move(request);
+    ++kept;
   }
+  requests.erase(requests.begin() + std::ptrdiff_t(kept), requests.end());
   if (fingerprints.empty()) {
     std::vector<request> none_dropped;
-    auto queued = queue_new(accepted, {}, {}, {}, parent_lease, false, none_dropped);
+    auto queued = queue_new(requests, {}, {}, {}, parent_lease, false, none_dropped);
     return std::move(handler)(nullptr,
                               stored_outcome{.queued = queued,
                                              .items = std::move(outcome.items),
@@ -171,7 +174,7 @@ void memory_scheduler::do_store(page_outcome outcome,
   bool journaled_ahead = ahead && parent_lease.empty();
   if (ahead) {
     if (journaled_ahead) {
-      for (auto& request : accepted) journal_->queued(request);
+      for (auto& request : requests) journal_->queued(request);
     } else {
       journal_->settling(parent_lease);
     }
@@ -183,7 +186,7 @@ void memory_scheduler::do_store(page_outcome outcome,
   auto tracked = torn_settles_.empty() ? std::vector<dedup::fingerprint>{} : fingerprints;
   dupefilter_->async_seen(
       fingerprints,
-      [this, batch = std::move(accepted), positions = std::move(filtered_positions),
+      [this, batch = std::move(requests), positions = std::move(filtered_positions),
        fingerprints = std::move(tracked), outcome = std::move(outcome), journaled_ahead,
        handler = std::move(handler)](std::exception_ptr error, dedup::seen_flags flags) mutable {
         if (error) {

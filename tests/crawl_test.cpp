@@ -3,6 +3,7 @@
 // CrawlSpider rules, feeds and pipelines, spider errors, a Redis dupefilter behind the memory
 // scheduler, HTML_PARSER.
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -134,6 +135,137 @@ TEST(crawl, a_link_rewritten_by_a_middleware_is_deduplicated_by_its_new_url) {
   EXPECT_EQ(server.hits("/site/5"), 0u);
   EXPECT_EQ(stat(result, "item_scraped_count"), 2);
 }
+
+namespace many_links {
+
+// Yields `links` requests from its start page alone, each to a page of its own site but every
+// `repeat`-th to one it yielded before, and every tenth to another host; says how many requests
+// `out` still held after each yield past the first batch.
+class yielding_spider : public crawler::spider {
+ public:
+  yielding_spider(std::string start, std::size_t links, std::size_t distinct)
+      : spider("many_links"), start_(std::move(start)), links_(links), distinct_(distinct) {
+    concurrent_callbacks = true;
+    allowed_domains = {"127.0.0.1"};
+  }
+  void start_requests(crawler::output& out) override { out.request(crawler::request{start_}); }
+  void parse(const crawler::response& response, crawler::output& out) override {
+    if (response.url != start_) return;
+    for (std::size_t i = 0; i < links_; ++i) {
+      auto page = i % distinct_;
+      out.request(crawler::request{i % 10 == 9 ? "http://elsewhere.example/p/" + std::to_string(i)
+                                               : start_ + "/p/" + std::to_string(page)});
+      if (i + 1 == 4096 || i + 1 == 4097) held_after.push_back(out.requests.size());
+    }
+  }
+  const std::string& start() const { return start_; }
+  std::vector<std::size_t> held_after;
+
+ private:
+  std::string start_;
+  std::size_t links_, distinct_;
+};
+
+// Records how many requests each of its process_spider_output calls saw from the start page.
+class batch_witness : public crawler::spider_middleware {
+ public:
+  batch_witness(std::string start, std::vector<std::size_t>& seen)
+      : start_(std::move(start)), seen_(seen) {}
+  void process_spider_output(const crawler::response& response, crawler::output& out) override {
+    if (response.url == start_) seen_.push_back(out.requests.size());
+  }
+
+ private:
+  std::string start_;
+  std::vector<std::size_t>& seen_;
+};
+
+crawler::crawl_result crawl_with_witness(yielding_spider& spider, std::vector<std::size_t>& seen,
+                                         std::vector<std::string> overrides = {}) {
+  overrides.insert(overrides.end(), {"LOG_LEVEL=WARNING", "LOGSTATS_INTERVAL=0",
+                                     "CLOSESPIDER_PAGECOUNT=1", "CONCURRENT_REQUESTS=1"});
+  auto settings = crawler::settings_for(spider, overrides);
+  crawler::crawl_options options;
+  options.handle_signals = false;
+  options.spider_middlewares.push_back(std::make_unique<batch_witness>(spider.start(), seen));
+  return crawler::run_crawl(spider, settings, std::move(options));
+}
+
+}  // namespace many_links
+
+// A callback on the parse pool hands its requests on 4,096 at a time while it goes on, as
+// Scrapy's engine takes each request a callback yields: the spider middlewares see each batch
+// (the offsite one filters in all of them), and the dupefilter finds a link of the last batch
+// seen in the first.
+TEST(crawl, a_page_of_ten_thousand_links_goes_on_to_the_scheduler_as_they_are_yielded) {
+  http_server server({.site_pages = 10});
+  many_links::yielding_spider spider(server.url("/site/0"), 10000, 6000);
+  std::vector<std::size_t> seen;
+  auto result = many_links::crawl_with_witness(spider, seen);
+  EXPECT_EQ(result.finish_reason, "closespider_pagecount");
+  // The 4,096th request is handed on with the 4,095 before it; the 4,097th starts the next batch.
+  EXPECT_EQ(spider.held_after, (std::vector<std::size_t>{0, 1}));
+  EXPECT_EQ(seen, (std::vector<std::size_t>{4096, 4096, 1808}));
+  // Links 0-5999 are pages 0-5999 but every tenth, which is offsite; 6000-9999 repeat 0-3999.
+  EXPECT_EQ(stat(result, "offsite/filtered"), 1000);
+  EXPECT_EQ(stat(result, "scheduler/enqueued"), 1 + 5400);
+  EXPECT_EQ(stat(result, "dupefilter/filtered"), 3600);
+}
+
+// Where a page's outcome is stored in one step, a callback on the crawl's loop, it is one batch.
+TEST(crawl, a_page_yielded_on_the_crawl_thread_reaches_the_middlewares_whole) {
+  http_server server({.site_pages = 10});
+  many_links::yielding_spider spider(server.url("/site/0"), 10000, 6000);
+  spider.concurrent_callbacks = false;
+  std::vector<std::size_t> seen;
+  auto result = many_links::crawl_with_witness(spider, seen);
+  EXPECT_EQ(spider.held_after, (std::vector<std::size_t>{4096, 4097}));
+  EXPECT_EQ(seen, (std::vector<std::size_t>{10000}));
+  EXPECT_EQ(stat(result, "scheduler/enqueued"), 1 + 5400);
+  EXPECT_EQ(stat(result, "dupefilter/filtered"), 3600);
+}
+
+// A fleet worker settles a page with its links in one step (a kill -9 leaves all or none of
+// them): its callback on the parse pool hands nothing on before it returns.
+TEST(crawl, a_fleet_workers_page_of_ten_thousand_links_is_settled_whole) {
+  http_server server({.site_pages = 10});
+  redis_server redis;
+  many_links::yielding_spider spider(server.url("/site/0"), 10000, 6000);
+  std::vector<std::size_t> seen;
+  auto result = many_links::crawl_with_witness(
+      spider, seen, {"SCHEDULER=redis", "DUPEFILTER_CLASS=redis_set", "REDIS_URL=" + redis.url()});
+  EXPECT_EQ(spider.held_after, (std::vector<std::size_t>{4096, 4097}));
+  EXPECT_EQ(seen, (std::vector<std::size_t>{10000}));
+  EXPECT_EQ(stat(result, "dupefilter/filtered"), 3600);
+}
+
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define CRAWL_TEST_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define CRAWL_TEST_SANITIZED 1
+#endif
+#endif
+
+// The requests of a page of 300,000 links never live all at once: the crawl's peak memory grows
+// by about what the queue keeps of them (a packed URL each), not by 300,000 requests (about 800
+// bytes each with their vector: 240 MB). Sanitizers keep freed memory, so only a plain build can
+// tell.
+#ifndef CRAWL_TEST_SANITIZED
+TEST(crawl, a_page_of_300000_links_costs_the_crawl_its_queue_not_300000_requests) {
+  http_server server({.site_pages = 10});
+  many_links::yielding_spider spider(server.url("/site/0"), 300000, 300000);
+  std::vector<std::size_t> seen;
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  auto before_kib = usage.ru_maxrss;
+  auto result = many_links::crawl_with_witness(spider, seen, {"DUPEFILTER_CLASS=bloom"});
+  getrusage(RUSAGE_SELF, &usage);
+  auto grown_mib = (usage.ru_maxrss - before_kib) / 1024;
+  EXPECT_EQ(stat(result, "scheduler/enqueued"), 1 + 270000);
+  EXPECT_LT(grown_mib, 80) << "the crawl grew the peak RSS by " << grown_mib << " MiB";
+}
+#endif
 
 // A bad link, by default one no fingerprint can be made of (an unbalanced IPv6 bracket), yielded
 // on a worker thread beside a good one.

@@ -15,6 +15,10 @@ namespace {
 
 namespace asio = boost::asio;
 
+// How many requests a callback on the parse pool yields before they go on to the scheduler:
+// a few megabytes of requests, handed over a few hundred times for a page of a million links.
+constexpr std::size_t links_per_hand_over = 4096;
+
 // HTML_PARSER, checked when the crawl starts rather than on its first page.
 html_parser parser_named_in(const settings& settings) {
   try {
@@ -85,7 +89,14 @@ scraper::scraper(asio::io_context& io, const settings& settings, stats& stats, s
   }
 }
 
-scraper::~scraper() = default;
+scraper::~scraper() {
+  {
+    std::lock_guard lock(hand_over_mutex_);
+    abandoned_ = true;
+  }
+  handed_over_.notify_all();
+  parsers_.reset();
+}
 
 void scraper::add_pipeline(std::unique_ptr<item_pipeline> pipeline) {
   pipelines_wait_ = pipelines_wait_ || pipeline->waits();
@@ -140,7 +151,15 @@ void scraper::scrape(response response, page_ledger::ticket page) {
 void scraper::call_concurrently(response response, page_ledger::ticket page) {
   asio::post(*parsers_, [this, response = std::move(response), page = std::move(page)]() mutable {
     output out;
+    // A page's outcome is stored in one step where the scheduler asks for it (a fleet's settle);
+    // elsewhere its links go on as they are yielded, a batch at a time.
+    if (!queue_.items_wait_for_store()) {
+      out.hand_over_every(links_per_hand_over, [this, &response](std::vector<request>& yielded) {
+        hand_over(yielded, response);
+      });
+    }
     auto outcome = call_spider(spider_, response, out);
+    out.hand_over_every(0, {});
     // What the scheduler will need of the page's links, worked out here, where the parse ran.
     for (auto& request : out.requests) queue_.prepare(request);
     asio::post(io_, [this, response = std::move(response), out = std::move(out),
@@ -149,6 +168,34 @@ void scraper::call_concurrently(response response, page_ledger::ticket page) {
       count_page();
     });
   });
+}
+
+void scraper::hand_over(std::vector<request>& yielded, const response& from) {
+  auto batch = std::move(yielded);
+  yielded.clear();
+  for (auto& request : batch) queue_.prepare(request);
+  auto taken = std::make_shared<bool>(false);  // under hand_over_mutex_
+  asio::post(io_, [this, batch = std::move(batch), &from, taken]() mutable {
+    store_yielded(std::move(batch), from);
+    {
+      std::lock_guard lock(hand_over_mutex_);
+      *taken = true;
+    }
+    handed_over_.notify_all();
+  });
+  std::unique_lock lock(hand_over_mutex_);
+  handed_over_.wait(lock, [&] { return *taken || abandoned_; });
+}
+
+// Requests a callback yielded before it returned: through the spider middlewares' output side
+// and stored as the outcome of no page (the page's own outcome, stored when the callback is done,
+// settles it), as Scrapy's middlewares see each request while the callback goes on.
+void scraper::store_yielded(std::vector<request> requests, const response& from) {
+  output part;
+  part.requests = std::move(requests);
+  auto page = from.request;
+  page.lease.clear();
+  process_output(part, &from, page, {});
 }
 
 void scraper::deliver(response response, page_ledger::ticket page) {

@@ -17,10 +17,12 @@
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/thread_pool.hpp>
+#include <condition_variable>
 #include <cstdint>
 #include <exception>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
@@ -98,6 +100,10 @@ class scraper {
   // On a refusal it hands `page` on with the failure.
   bool admit(response& response, page_ledger::ticket& page);
   void call_concurrently(response response, page_ledger::ticket page);
+  // From the parse pool: the requests a callback has yielded so far go to the loop, which
+  // stores them as store_yielded does; returns once the loop has taken them.
+  void hand_over(std::vector<request>& yielded, const response& from);
+  void store_yielded(std::vector<request> requests, const response& from);
   static callback_outcome call_spider(spider& spider, const response& response, output& out);
   void settle_callback(const callback_outcome& outcome, const response& response, output& out,
                        page_ledger::ticket page);
@@ -148,6 +154,11 @@ class scraper {
   bool downloads_cancelled_ = false;
   std::int64_t item_limit_, page_limit_, error_limit_;
   std::int64_t items_ = 0, pages_ = 0, errors_ = 0;
+  // A callback on the pool waits here while the loop takes what it handed over; the scraper's
+  // end lets it go, so joining the pool never waits on a loop that has stopped.
+  std::mutex hand_over_mutex_;
+  std::condition_variable handed_over_;
+  bool abandoned_ = false;
   // Last, so it is joined before anything its jobs could touch is destroyed.
   // With spider.parses_html or concurrent_callbacks.
   std::unique_ptr<boost::asio::thread_pool> parsers_;
