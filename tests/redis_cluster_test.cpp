@@ -1,6 +1,7 @@
 // redis::client on a real Redis Cluster (three masters on loopback, redis-cli --cluster create):
 // slots as the nodes compute them, commands routed to their slot's master, MOVED and ASK
-// followed through resharding, and REDIS_CLUSTER_NODES read from settings.
+// followed through resharding, and REDIS_CLUSTER_NODES read from settings; and, from a scripted
+// node, redirects no real node sends.
 #include <gtest/gtest.h>
 #include <hiredis/hiredis.h>
 
@@ -13,6 +14,7 @@
 #include "redis/endpoint.h"
 #include "redis_cluster.h"
 #include "redis_server.h"
+#include "scripted_cluster_node.h"
 
 using namespace crawler;
 using boost::asio::use_future;
@@ -288,6 +290,43 @@ TEST(redis_cluster_one_node, a_node_that_names_itself_without_a_host_is_reached_
   auto address = "127.0.0.1:" + std::to_string(node.port());
   EXPECT_NE(said.find(address), std::string::npos) << said;
   EXPECT_EQ(said.find("[127.0.0.1]"), std::string::npos) << said;
+}
+
+// A MOVED is input like any reply: one whose slot is no number or past 16383, or whose node has
+// no port, is no redirect, and the caller gets it as the error it is; a good one is followed. No
+// real node sends the bad ones, so a scripted node does, pointing at a server that holds the key.
+TEST(redis_cluster_one_node, a_moved_that_names_no_slot_or_no_port_is_an_error_not_followed) {
+  fixtures::redis_server holder;
+  std::string key;
+  for (int i = 0; redis::key_slot(key = "moved:" + std::to_string(i)) != 0; ++i) {
+  }
+  auto* context = redisConnect("127.0.0.1", holder.port());
+  ASSERT_TRUE(context && !context->err);
+  freeReplyObject(redisCommand(context, "SET %s held", key.c_str()));
+  redisFree(context);
+  auto there = "127.0.0.1:" + std::to_string(holder.port());
+  fixtures::event_loop loop;
+  auto get_through = [&](const std::string& moved, std::size_t expected_gets) {
+    fixtures::scripted_cluster_node node(moved);
+    crawler::settings settings;
+    settings.set_from_string("REDIS_CLUSTER_NODES=127.0.0.1:" + std::to_string(node.port()));
+    auto client = redis::client::create(loop.executor(), redis::endpoint_from(settings));
+    auto answer = client->async_command({"GET", key}, use_future).get();
+    EXPECT_EQ(node.commands("GET"), expected_gets) << moved;
+    client->close();
+    return answer;
+  };
+  const std::vector<std::string> bad_ones = {"MOVED abc " + there, "MOVED 16384 " + there,
+                                             "MOVED 0 127.0.0.1", "MOVED 0 127.0.0.1:0",
+                                             "MOVED " + there};
+  for (const auto& bad : bad_ones) {
+    auto answer = get_through(bad, 1);
+    EXPECT_TRUE(answer.is_error()) << bad << ": " << answer.describe();
+    EXPECT_EQ(answer.str, bad);
+  }
+  EXPECT_EQ(get_through("MOVED 0 " + there, 1).str, "held");
+  EXPECT_EQ(get_through("MOVED 16383 " + there, 6).str, "MOVED 16383 " + there)
+      << "a slot moved that is not the key's: the key's master asked again, up to 5 redirects";
 }
 
 TEST(redis_cluster_settings, cluster_nodes_come_from_a_list_or_commas_and_bad_ones_are_named) {
