@@ -15,7 +15,8 @@ work=$(mktemp -d)
 server=
 trap '[ -z "$server" ] || kill "$server" 2>/dev/null || true; rm -rf "$work"' EXIT
 head -c "$((size_mib * 1048576))" /dev/zero | gzip -1 > "$work/bomb.gz"
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+source "$(dirname "$0")/site_server.sh"  # free_port, wait_for_port
+port=$(free_port)
 # /bomb/N: the bomb, gzip-encoded; /small/N: a page of a few hundred bytes.
 python3 - "$port" "$work/bomb.gz" <<'EOF' &
 import http.server, sys
@@ -39,11 +40,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
 http.server.ThreadingHTTPServer(("127.0.0.1", port), Handler).serve_forever()
 EOF
 server=$!
-for try in $(seq 300); do
-  (exec 3<> "/dev/tcp/127.0.0.1/$port") 2> /dev/null && break
-  [ "$try" -lt 300 ] || { echo "the bomb server did not listen on port $port in 30 s"; exit 1; }
-  sleep 0.1
-done
+wait_for_port "$port" "the bomb server"
 # Peak RSS in MB of `crawler run` over /KIND/1 ... /KIND/4; its stats in $work/KIND.json.
 peak_mb() {
   local kind=$1

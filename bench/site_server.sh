@@ -19,6 +19,17 @@ free_port() {
   python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
 
+# wait_for_port PORT WHAT: returns once something listens on 127.0.0.1:PORT; exits after 30 s.
+wait_for_port() {
+  local port=$1 what=$2 try
+  for try in $(seq 300); do
+    (exec 3<> "/dev/tcp/127.0.0.1/$port") 2> /dev/null && return 0
+    sleep 0.1
+  done
+  echo "$what did not listen on port $port in 30 s" >&2
+  exit 1
+}
+
 serve_site() {
   local work=$1 pages=$2; shift 2
   command -v nginx >/dev/null || { echo "needs nginx: apt-get install nginx-light" >&2; exit 1; }
