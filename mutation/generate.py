@@ -11,6 +11,8 @@ of what was killed, by which test, and the diff of each survivor. Nobody chooses
   python3 mutation/generate.py report                               # markdown, from the state
   python3 mutation/generate.py run --recheck --state FILE           # survivors again, after tests
   python3 mutation/generate.py run --recheck --state FILE --tests 'REGEX'   # by those tests only
+  python3 mutation/generate.py run --recheck-kills 'host_frontier' --state FILE  # kills by a
+                                                                    # wall-time test, judged again
 
 --since takes a revision or a date (the first commit on or after it is the base). --sample N
 draws N mutants, seeded, in turns over the modules (config, request, redis, dedup, scheduler,
@@ -37,7 +39,9 @@ is a survivor nothing reaches ("uncovered"). Where the map cannot answer (a head
 such as a constant folded at compile time, a file changed since the map was made, a test that
 failed when it was made), the mutant runs the ctest labels of the test programs the build
 relinked (a program that runs `crawler` counts when it is relinked), then every other test.
-A failing or timed-out test kills the mutant.
+A failing or timed-out test kills the mutant, once it passes on the unmutated tree (rebuilt
+after each kill, which the next mutant's build needs anyway): a test that fails there too, as a
+wall-time test can on a loaded machine, kills nothing, and the mutant is judged again next run.
 Results go to the state file as they come (one JSON line a mutant): a run stopped by its budget,
 or killed, resumes where it stopped. mutation/equivalent.tsv lists survivors judged equivalent
 (mutant id, then why); the report shows them apart.
@@ -589,9 +593,26 @@ def judge(build_log, covering, named=None):
     return ("survived" if passed else "killed"), killers, "whole suite"
 
 
+def fails_unmutated_too(killers):
+    """Whether a test that killed a mutant fails on the unmutated tree as well (rebuilt first):
+    True or False, or None when there is nothing to rerun (no test named: the suites ran past
+    their time limit)."""
+    named = [name for name in killers if not name.startswith("(")]
+    if not named:
+        return None
+    ok, log = build()
+    if not ok:
+        sys.exit(log[-3000:] + "\nthe unmutated tree no longer builds")
+    # A parameterized test's ctest name goes on with "  # GetParam() = ...".
+    answer = ctest(["-R", "^(" + "|".join(re.escape(name) for name in named) + ")(  #.*)?$"],
+                   1800, stop_on_failure=False)
+    return answer is None or not answer[0]
+
+
 def run(mutants, state_path, budget, again=False, named=None):
     done = load_state(state_path)
-    todo = [m for m in mutants if again or m["id"] not in done]
+    todo = [m for m in mutants
+            if again or m["id"] not in done or done[m["id"]]["verdict"] == "unsure"]
     print(f"{len(mutants)} mutants, {len(mutants) - len(todo)} decided before, {len(todo)} to run",
           flush=True)
     if not todo:
@@ -628,6 +649,11 @@ def run(mutants, state_path, budget, again=False, named=None):
                     verdict, killers, judged_by = judge(log, covering, named)
             finally:
                 open(target, "w", encoding="utf-8").write(original)
+        if verdict == "killed" and fails_unmutated_too(killers):
+            # The build the next mutant needs anyway comes first: the killers run on the tree
+            # without the mutant, and a test that fails there too (a machine loaded enough to
+            # fail a wall-time test) proves nothing. The next run judges it again.
+            verdict, judged_by = "unsure", f"{judged_by}; the killers fail without the mutant too"
         record = dict(mutant, verdict=verdict, killers=killers[:3], judged_by=judged_by,
                       at=datetime.datetime.now().isoformat(timespec="seconds"))
         with open(state_path, "a", encoding="utf-8") as out:
@@ -669,7 +695,7 @@ def report(state_path, frozen=None):
         rows[record["module"]][verdict] += 1
         if verdict == "survived":
             survivors.append(record)
-    kinds = ["killed", "survived", "equivalent", "stillborn", "stale"]
+    kinds = ["killed", "survived", "equivalent", "stillborn", "stale", "unsure"]
     print("| module | " + " | ".join(kinds) + " |")
     print("|---|" + "---|" * len(kinds))
     for module in sorted(rows):
@@ -739,6 +765,10 @@ def main():
                                          "run, read by every later one (their lines found where "
                                          "they are now), so a sample stays the same sample while "
                                          "the tree grows")
+    parser.add_argument("--recheck-kills", metavar="REGEX",
+                        help="judge again, from the start, the state's kills whose first killer "
+                             "matches REGEX (a wall-time test a loaded machine can fail), each "
+                             "kill now checked against the unmutated tree")
     parser.add_argument("--recheck", action="store_true",
                         help="run the state's survivors again, against the tree as it is now "
                              "(after tests were added to kill them); their new verdicts replace "
@@ -750,6 +780,15 @@ def main():
     if args.command == "coverage":
         paths = {m["path"] for m in selected(args)}
         return coverage(paths)
+    if args.command == "run" and args.recheck_kills:
+        kills = [record for record in load_state(args.state).values()
+                 if record["verdict"] == "killed" and record["killers"] and
+                 re.search(args.recheck_kills, record["killers"][0])]
+        mutants = [moved for moved in (relocated({k: record[k] for k in (
+            "id", "path", "line", "module", "operator", "original", "mutated", "before")
+            if k in record}) for record in kills) if moved]
+        run(mutants, args.state, args.budget, again=True)
+        return report(args.state)
     if args.command == "run" and args.recheck:
         # Those judged equivalent (equivalent.tsv) stay as they are: no test can tell them.
         equivalent = equivalents()
