@@ -212,6 +212,43 @@ TEST(crawl, a_page_of_ten_thousand_links_goes_on_to_the_scheduler_as_they_are_yi
   EXPECT_EQ(stat(result, "dupefilter/filtered"), 3600);
 }
 
+// Adds `count` requests to the start page's output, through output::request() as a callback
+// would, on the crawl's loop.
+class link_adding_middleware : public crawler::spider_middleware {
+ public:
+  link_adding_middleware(std::string start, std::size_t count)
+      : start_(std::move(start)), count_(count) {}
+  void process_spider_output(const crawler::response& response, crawler::output& out) override {
+    if (response.url != start_ || out.requests.empty()) return;
+    for (std::size_t i = 0; i < count_; ++i) {
+      out.request(crawler::request{start_ + "/added/" + std::to_string(i)});
+    }
+  }
+
+ private:
+  std::string start_;
+  std::size_t count_;
+};
+
+// The callback's hand-over ends with it: a middleware that adds thousands of requests on the
+// loop afterwards (a batch's, or the page's last) has them stored with the rest, once each.
+TEST(crawl, requests_a_spider_middleware_adds_past_the_batch_size_are_stored_once) {
+  http_server server({.site_pages = 10});
+  many_links::yielding_spider spider(server.url("/site/0"), 5000, 5000);
+  auto settings = crawler::settings_for(spider, {"LOG_LEVEL=WARNING", "LOGSTATS_INTERVAL=0",
+                                                 "CLOSESPIDER_PAGECOUNT=1",
+                                                 "CONCURRENT_REQUESTS=1"});
+  crawler::crawl_options options;
+  options.handle_signals = false;
+  options.spider_middlewares.push_back(
+      std::make_unique<link_adding_middleware>(spider.start(), 5000));
+  auto result = crawler::run_crawl(spider, settings, std::move(options));
+  // 4,500 of the spider's own (every tenth is offsite) and, with each of its two batches, the
+  // same 5,000 the middleware adds.
+  EXPECT_EQ(stat(result, "scheduler/enqueued"), 1 + 4500 + 5000);
+  EXPECT_EQ(stat(result, "dupefilter/filtered"), 5000);
+}
+
 // Where a page's outcome is stored in one step, a callback on the crawl's loop, it is one batch.
 TEST(crawl, a_page_yielded_on_the_crawl_thread_reaches_the_middlewares_whole) {
   http_server server({.site_pages = 10});

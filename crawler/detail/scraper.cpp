@@ -6,6 +6,7 @@
 #include <boost/asio/post.hpp>
 #include <thread>
 #include <typeinfo>
+#include <utility>
 
 #include "config/log.h"
 #include "request/http_syntax.h"
@@ -159,6 +160,8 @@ void scraper::call_concurrently(response response, page_ledger::ticket page) {
       });
     }
     auto outcome = call_spider(spider_, response, out);
+    // Ended with the callback: a spider middleware adding requests to `out` on the loop would
+    // hand them to the loop it runs on, and wait for itself.
     out.hand_over_every(0, {});
     // What the scheduler will need of the page's links, worked out here, where the parse ran.
     for (auto& request : out.requests) queue_.prepare(request);
@@ -171,8 +174,7 @@ void scraper::call_concurrently(response response, page_ledger::ticket page) {
 }
 
 void scraper::hand_over(std::vector<request>& yielded, const response& from) {
-  auto batch = std::move(yielded);
-  yielded.clear();
+  auto batch = std::exchange(yielded, {});
   for (auto& request : batch) queue_.prepare(request);
   auto taken = std::make_shared<bool>(false);  // under hand_over_mutex_
   asio::post(io_, [this, batch = std::move(batch), &from, taken]() mutable {
