@@ -249,6 +249,31 @@ TEST(crawl, requests_a_spider_middleware_adds_past_the_batch_size_are_stored_onc
   EXPECT_EQ(stat(result, "dupefilter/filtered"), 5000);
 }
 
+// Throws on the start page's first batch, as a middleware with a bug would.
+class throwing_middleware : public crawler::spider_middleware {
+ public:
+  explicit throwing_middleware(std::string start) : start_(std::move(start)) {}
+  void process_spider_output(const crawler::response& response, crawler::output&) override {
+    if (response.url == start_) throw std::runtime_error("the middleware's own bug");
+  }
+
+ private:
+  std::string start_;
+};
+
+// An error that escapes the crawl's loop while a callback waits for its batch to be taken ends
+// the crawl with that error: the callback is let go (its later batches are not waited for), so
+// the parse pool can be joined.
+TEST(crawl, an_error_that_ends_the_loop_under_a_handing_over_callback_ends_the_crawl) {
+  http_server server({.site_pages = 10});
+  many_links::yielding_spider spider(server.url("/site/0"), 20000, 20000);
+  auto settings = crawler::settings_for(spider, {"LOG_LEVEL=WARNING", "LOGSTATS_INTERVAL=0"});
+  crawler::crawl_options options;
+  options.handle_signals = false;
+  options.spider_middlewares.push_back(std::make_unique<throwing_middleware>(spider.start()));
+  EXPECT_THROW(crawler::run_crawl(spider, settings, std::move(options)), std::runtime_error);
+}
+
 // Where a page's outcome is stored in one step, a callback on the crawl's loop, it is one batch.
 TEST(crawl, a_page_yielded_on_the_crawl_thread_reaches_the_middlewares_whole) {
   http_server server({.site_pages = 10});
