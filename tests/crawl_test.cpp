@@ -249,16 +249,20 @@ TEST(crawl, requests_a_spider_middleware_adds_past_the_batch_size_are_stored_onc
   EXPECT_EQ(stat(result, "dupefilter/filtered"), 5000);
 }
 
-// Throws on the start page's first batch, as a middleware with a bug would.
+// Throws on the start page's `nth` batch, as a middleware with a bug would.
 class throwing_middleware : public crawler::spider_middleware {
  public:
-  explicit throwing_middleware(std::string start) : start_(std::move(start)) {}
+  explicit throwing_middleware(std::string start, int nth = 1)
+      : start_(std::move(start)), nth_(nth) {}
   void process_spider_output(const crawler::response& response, crawler::output&) override {
-    if (response.url == start_) throw std::runtime_error("the middleware's own bug");
+    if (response.url == start_ && ++seen_ == nth_) {
+      throw std::runtime_error("the middleware's own bug");
+    }
   }
 
  private:
   std::string start_;
+  int nth_, seen_ = 0;
 };
 
 // An error that escapes the crawl's loop while a callback waits for its batch to be taken ends
@@ -272,6 +276,28 @@ TEST(crawl, an_error_that_ends_the_loop_under_a_handing_over_callback_ends_the_c
   options.handle_signals = false;
   options.spider_middlewares.push_back(std::make_unique<throwing_middleware>(spider.start()));
   EXPECT_THROW(crawler::run_crawl(spider, settings, std::move(options)), std::runtime_error);
+}
+
+// A batch stored before its page is done is stored as no page's: with JOBDIR the page stays
+// pending until its own outcome is, so a crawl that ends after its first batch (here the loop's
+// error on the second) crawls the page again on resume and finds the links it had not handed on.
+TEST(crawl, a_jobdir_crawl_ended_between_a_pages_batches_crawls_the_page_again_on_resume) {
+  http_server server({.site_pages = 10});
+  crawler::fixtures::temp_dir dir;
+  many_links::yielding_spider spider(server.url("/site/0"), 10000, 10000);
+  auto job = "JOBDIR=" + (dir.path() / "job").string();
+  auto settings = crawler::settings_for(
+      spider, {"LOG_LEVEL=WARNING", "LOGSTATS_INTERVAL=0", "SCHEDULER_MEMORY_QUEUE=fifo", job});
+  crawler::crawl_options options;
+  options.handle_signals = false;
+  options.spider_middlewares.push_back(std::make_unique<throwing_middleware>(spider.start(), 2));
+  EXPECT_THROW(crawler::run_crawl(spider, settings, std::move(options)), std::runtime_error);
+  // The resume takes the page first (first in, first out), as it is still pending: of its 9,000
+  // links on the site, the first batch's 3,687 are seen, and the other 5,313 queued now.
+  many_links::yielding_spider again(server.url("/site/0"), 10000, 10000);
+  auto resumed = crawl(again, {"SCHEDULER_MEMORY_QUEUE=fifo", job, "CLOSESPIDER_PAGECOUNT=1",
+                               "CONCURRENT_REQUESTS=1"});
+  EXPECT_EQ(stat(resumed, "scheduler/enqueued"), 9000 - 3687);
 }
 
 // Where a page's outcome is stored in one step, a callback on the crawl's loop, it is one batch.
