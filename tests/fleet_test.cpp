@@ -475,6 +475,36 @@ TEST(fleet, a_request_whose_workers_keep_dying_becomes_a_dead_letter_and_can_be_
             std::vector<std::string>{"not a record"});
 }
 
+// SCHEDULER_MAX_DELIVERIES is 10 unless set: a request nine workers took and died with is still
+// crawled by the tenth; one ten took goes to the dead letters with its count. The counts are
+// written as ten deaths would leave them (the hash of a scrapy-redis entry is its SHA-1).
+TEST(fleet, by_default_the_tenth_take_is_crawled_and_the_eleventh_is_a_dead_letter) {
+  http_server site({.site_pages = 2});
+  redis_server redis;
+  temp_dir dir;
+  auto entry_of = [&](const std::string& path, int deliveries) {
+    auto entry = crawler::pickle::write(crawler::scrapy_dict_of(crawler::request{site.url(path)}));
+    redis_run(redis.port(), {"ZADD", "site:requests", "0", entry});
+    auto id = redis_run(redis.port(), {"EVAL", "return redis.sha1hex(ARGV[1])", "0", entry});
+    redis_run(redis.port(), {"HSET", "site:requests:deliveries", id.at(0),
+                             std::to_string(deliveries)});
+  };
+  entry_of("/taken-nine-times", 9);
+  entry_of("/taken-ten-times", 10);
+  auto worker =
+      fleet_worker(site, redis, dir.path() / "items.jsonl", "redis_set",
+                   {"-L", "WARNING", "-s", "SCHEDULER_SERIALIZER=scrapy_redis.picklecompat"});
+  EXPECT_EQ(worker->wait(), 0) << worker->stderr_text();
+  EXPECT_EQ(site.hits("/taken-nine-times"), 1u);
+  EXPECT_EQ(site.hits("/taken-ten-times"), 0u);
+  auto dead = redis_list(redis.port(), "site:requests:dead");
+  ASSERT_EQ(dead.size(), 1u) << worker->stderr_text();
+  auto record = set_aside_json(dead[0]);
+  EXPECT_EQ(record["deliveries"], 10);
+  EXPECT_NE(record["entry"].get<std::string>().find("/taken-ten-times"), std::string::npos);
+  EXPECT_TRUE(redis_list(redis.port(), "site:requests:deliveries", "HKEYS").empty());
+}
+
 TEST(fleet, a_key_of_the_wrong_type_stops_a_worker_at_start_naming_the_key) {
   http_server site({.site_pages = 5});
   redis_server redis;
