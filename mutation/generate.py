@@ -310,23 +310,36 @@ def prepare():
     if not ok:
         sys.exit(log[-3000:] + "\nthe unmutated tree does not build")
     # A test that fails without a mutant would kill every mutant: the suite must pass first.
+    # The marker holds the digest of the tree that passed: a mutant put back leaves the tree as it
+    # was (its file's mtime is new, so ninja rebuilds it), and the next run need not spend half an
+    # hour finding that out.
     baseline = os.path.join(SCRATCH, "baseline.passed")
-    if not os.path.exists(baseline) or os.path.getmtime(baseline) < newest_source():
+    digest = tree_digest()
+    if not os.path.exists(baseline) or open(baseline).read() != digest:
         print("running the whole suite on the unmutated tree ...", flush=True)
         passed, failed = run_tests([], 3600)
         if not passed:
             sys.exit("the unmutated tree fails " + ", ".join(failed or ["its suite"]) +
                      ": no mutant can be judged against it")
-        open(baseline, "w").close()
+        with open(baseline, "w") as marker:
+            marker.write(digest)
 
 
-def newest_source():
-    newest = 0.0
-    for root, dirs, files in os.walk(os.path.join(SCRATCH, "src")):
-        dirs[:] = [d for d in dirs if d != ".git"]
-        for name in files:
-            newest = max(newest, os.path.getmtime(os.path.join(root, name)))
-    return newest
+def tree_digest():
+    """SHA-256 of the scratch tree's names and contents, but the generator's own results."""
+    digest = hashlib.sha256()
+    source = os.path.join(SCRATCH, "src")
+    for root, dirs, files in os.walk(source):
+        dirs[:] = sorted(d for d in dirs if d != ".git")
+        for name in sorted(files):
+            path = os.path.join(root, name)
+            relative = os.path.relpath(path, source)
+            if relative.startswith(os.path.join("mutation", "results")):
+                continue
+            digest.update(relative.encode() + b"\0")
+            with open(path, "rb") as content:
+                digest.update(hashlib.sha256(content.read()).digest())
+    return digest.hexdigest()
 
 
 def labels_to_run(build_log):
