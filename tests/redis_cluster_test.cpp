@@ -6,6 +6,7 @@
 #include <hiredis/hiredis.h>
 
 #include <boost/asio/use_future.hpp>
+#include <functional>
 
 #include "config/settings.h"
 #include "event_loop.h"
@@ -141,10 +142,23 @@ TEST_F(redis_cluster_client, a_script_whose_keys_share_a_tag_runs_and_one_across
 TEST_F(redis_cluster_client, a_slot_no_master_holds_is_an_error_naming_it_and_the_rest_are_served) {
   const std::string key = "unserved:key";
   int slot = redis::key_slot(key);
-  for (int port : cluster_->ports()) {  // every node forgets who serves it
+  auto on_node = [](int port, const std::string& command) {
     auto* context = redisConnect("127.0.0.1", port);
-    freeReplyObject(redisCommand(context, "CLUSTER DELSLOTS %d", slot));
+    freeReplyObject(redisCommand(context, command.c_str()));
     redisFree(context);
+  };
+  // The suite's later tests need every slot served (a cluster short of one answers CLUSTERDOWN
+  // to every key): its owner takes it back however this test ends.
+  struct slot_given_back {
+    std::function<void()> give_back;
+    ~slot_given_back() { give_back(); }
+  } restore{[&, owner = cluster_->owner_of(slot)] {
+    on_node(owner, "CLUSTER ADDSLOTS " + std::to_string(slot));
+    on_node(owner, "CLUSTER BUMPEPOCH");
+    cluster_->wait_until_stable();
+  }};
+  for (int port : cluster_->ports()) {  // every node forgets who serves it
+    on_node(port, "CLUSTER DELSLOTS " + std::to_string(slot));
   }
   auto client = connect();
   auto where = client->where().address();
