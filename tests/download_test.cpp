@@ -222,6 +222,36 @@ TEST(crawl, connections_stay_open_for_reuse_while_fewer_transfers_run) {
   EXPECT_EQ(server.connections_accepted(), 8u);
 }
 
+// A connection curl keeps between transfers stays watched while idle. Over one connection, to a
+// host reached by name (through curl's resolver, whose own sockets come and go), a run of GETs
+// and then POSTs of bodies larger than the socket takes at once (curl waits to write on a
+// connection that went idle) each arrive whole, none waiting out DOWNLOAD_TIMEOUT.
+TEST(crawl, one_kept_connection_carries_gets_and_then_posts_larger_than_a_send_buffer) {
+  http_server server;
+  auto named = "http://localhost:" + std::to_string(server.port());
+  std::vector<crawler::request> start;
+  for (int i = 0; i < 20; ++i) start.push_back(get(named + "/echo?get=" + std::to_string(i)));
+  for (int i = 0; i < 3; ++i) {
+    auto post = get(named + "/echo?post=" + std::to_string(i));
+    post.method = "POST";
+    post.body = std::string(900'000, char('a' + i));
+    start.push_back(post);
+  }
+  recording_spider spider(start);
+  auto result = crawl(spider, {"CONCURRENT_REQUESTS=1", "SCHEDULER_MEMORY_QUEUE=fifo",
+                               "DOWNLOAD_TIMEOUT=30", "RETRY_ENABLED=false"});
+  ASSERT_EQ(spider.responses.size(), 23u) << spider.failures.size();
+  std::map<std::string, std::string> bodies;
+  for (const auto& response : spider.responses) bodies[response.url] = response.text();
+  for (int i = 0; i < 20; ++i) EXPECT_EQ(bodies[named + "/echo?get=" + std::to_string(i)], "GET ");
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(bodies[named + "/echo?post=" + std::to_string(i)],
+              "POST " + std::string(900'000, char('a' + i)));
+  }
+  EXPECT_EQ(server.connections_accepted(), 1u);
+  EXPECT_EQ(stat(result, "downloader/response_count"), 23);
+}
+
 // The server answers after 3 s: a TimeoutError says DOWNLOAD_TIMEOUT cut the download before,
 // with no bound on the wall time the crawl took.
 TEST(crawl, a_slow_response_times_out_after_download_timeout) {
