@@ -537,6 +537,7 @@ class depth_middleware : public spider_middleware {
 
   void process_spider_output(const response& response, output& out) override {
     auto depth = meta_int(response.meta(), "depth", 0) + 1;
+    std::size_t kept = 0;
     std::erase_if(out.requests, [&](request& request) {
       request.meta["depth"] = depth;
       if (priority_) request.priority -= int(depth * priority_);
@@ -544,10 +545,13 @@ class depth_middleware : public spider_middleware {
         logger_->debug("Ignoring link (depth > {}): {}", limit_, request.url);
         return true;
       }
-      if (verbose_) stats_.inc_value("request_depth_count/" + std::to_string(depth));
-      stats_.max_value("request_depth_max", depth);
+      ++kept;
       return false;
     });
+    // Every request of the page has the same depth: the stats are told once, not once each.
+    if (kept == 0) return;
+    if (verbose_) stats_.inc_value("request_depth_count/" + std::to_string(depth), std::int64_t(kept));
+    stats_.max_value("request_depth_max", depth);
   }
 
  private:

@@ -551,6 +551,21 @@ TEST(crawl, depth_limit_stops_following_links) {
   EXPECT_EQ(stat(result, "request_depth_max"), 1);
 }
 
+// DEPTH_STATS_VERBOSE, as Scrapy's DepthMiddleware: request_depth_count/N counts the requests of
+// depth N that pass DEPTH_LIMIT, repeats included (the dupefilter comes after); a depth whose
+// every request is over the limit has no count, and does not raise request_depth_max.
+TEST(crawl, depth_stats_verbose_counts_each_depths_requests_within_the_limit) {
+  http_server server({.site_pages = 1000});
+  recording_spider spider({get(server.url("/site/0"))});
+  spider.follow_links = true;
+  auto result = crawl(spider, {"DEPTH_LIMIT=1", "DEPTH_STATS_VERBOSE=True"});
+  EXPECT_EQ(stat(result, "request_depth_count/0"), 1);
+  // Pages 1, 5 and 1 again, and page 0 itself twice (#top, #again).
+  EXPECT_EQ(stat(result, "request_depth_count/1"), 5);
+  EXPECT_FALSE(result.stats.contains("request_depth_count/2")) << result.stats.dump();
+  EXPECT_EQ(stat(result, "request_depth_max"), 1);
+}
+
 // URLLENGTH_LIMIT, as Scrapy's UrlLengthMiddleware: a URL of exactly the limit's length is
 // requested, one a byte longer is ignored and counted.
 TEST(crawl, urllength_limit_keeps_a_url_of_exactly_that_length_and_ignores_a_longer_one) {
