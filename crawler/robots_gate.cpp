@@ -3,6 +3,7 @@
 #include <boost/url/parse.hpp>
 
 #include "config/log.h"
+#include "crawler/parse/plain_url.h"
 
 namespace crawler {
 namespace {
@@ -36,12 +37,20 @@ bool robots_gate::is_robots_request(const request& request) {
 }
 
 void robots_gate::check(request request, verdict done) {
-  auto url = boost::urls::parse_uri(request.url);
-  if (!url || !url->has_authority()) {
+  // Every request passes here: a plain URL (most are) is taken apart without the parser.
+  std::string key, host;
+  if (auto plain = split_plain_url(request.url); plain && !plain->authority.empty()) {
+    auto host_and_port = plain->authority.substr(plain->authority.rfind('@') + 1);
+    key.reserve(plain->scheme.size() + 3 + host_and_port.size());
+    key.append(plain->scheme).append("://").append(host_and_port);
+    host = plain->host;
+  } else if (auto url = boost::urls::parse_uri(request.url); url && url->has_authority()) {
+    key = std::string(url->scheme()) + "://" + std::string(url->encoded_host_and_port());
+    host = url->host();
+  } else {
     // Not a URL the downloader can fetch either; let it fail there with its own error.
     return done(std::move(request), true);
   }
-  std::string key = std::string(url->scheme()) + "://" + std::string(url->encoded_host_and_port());
   auto& entry = origins_[key];
   if (entry.rules && clock::now() < entry.expires) {
     return decide(entry, std::move(request), done);
@@ -50,7 +59,7 @@ void robots_gate::check(request request, verdict done) {
   ++waiting_;
   if (!entry.fetching) {
     entry.fetching = true;
-    fetch(key, std::string(url->host()));
+    fetch(key, host);
   }
 }
 
@@ -131,11 +140,9 @@ void robots_gate::decide(const origin& entry, request request, const verdict& do
   done(std::move(request), allowed);
 }
 
-std::string robots_gate::user_agent_for(const request& request) const {
+std::string_view robots_gate::user_agent_for(const request& request) const {
   if (!robots_user_agent_.empty()) return robots_user_agent_;
-  if (auto header = find_header(request.headers, "User-Agent"); !header.empty()) {
-    return std::string(header);
-  }
+  if (auto header = find_header(request.headers, "User-Agent"); !header.empty()) return header;
   return default_user_agent_;
 }
 

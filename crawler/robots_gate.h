@@ -27,6 +27,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -83,7 +84,7 @@ class robots_gate {
   void fetch(const std::string& key, const std::string& host);
   void on_fetched(const std::string& key, const std::string& host, download_result result);
   void decide(const origin& entry, request request, const verdict& done);
-  std::string user_agent_for(const request& request) const;
+  std::string_view user_agent_for(const request& request) const;
 
   stats& stats_;
   fetch_function fetch_;

@@ -207,6 +207,22 @@ TEST(crawl, robots_txt_is_fetched_once_per_host_and_forbidden_pages_are_never_re
   EXPECT_EQ(result.finish_reason, "finished");
 }
 
+// An origin is its scheme, host and port: credentials in a URL's authority make no origin of
+// their own, and robots.txt is asked for without them.
+TEST(crawl, urls_with_credentials_share_their_origins_robots_txt) {
+  http_server server({.robots_txt = "User-agent: *\nDisallow: /s?wd=secret\n"});
+  auto with_credentials = "http://user:pw@127.0.0.1:" + std::to_string(server.port());
+  recording_spider spider({get(with_credentials + "/s?wd=secret"),
+                           get(with_credentials + "/s?wd=a"), get(server.url("/s?wd=b")),
+                           get(server.url("/s?wd=secret"))});
+  auto result = crawl(spider, {"ROBOTSTXT_OBEY=true"});
+  EXPECT_EQ(server.hits("/robots.txt"), 1u);
+  EXPECT_EQ(stat(result, "robotstxt/request_count"), 1);
+  EXPECT_EQ(server.hits("/s?wd=secret"), 0u);
+  EXPECT_EQ(spider.responses.size(), 2u);
+  EXPECT_EQ(stat(result, "robotstxt/forbidden"), 2);
+}
+
 TEST(crawl, robots_txt_is_ignored_unless_robotstxt_obey_is_set) {
   http_server server({.robots_txt = "User-agent: *\nDisallow: /\n"});
   recording_spider spider(searches(server, {"a", "b"}));
