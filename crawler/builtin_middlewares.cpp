@@ -550,7 +550,8 @@ class depth_middleware : public spider_middleware {
     });
     // Every request of the page has the same depth: the stats are told once, not once each.
     if (kept == 0) return;
-    if (verbose_) stats_.inc_value("request_depth_count/" + std::to_string(depth), std::int64_t(kept));
+    if (verbose_)
+      stats_.inc_value("request_depth_count/" + std::to_string(depth), std::int64_t(kept));
     stats_.max_value("request_depth_max", depth);
   }
 

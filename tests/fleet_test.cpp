@@ -486,8 +486,8 @@ TEST(fleet, by_default_the_tenth_take_is_crawled_and_the_eleventh_is_a_dead_lett
     auto entry = crawler::pickle::write(crawler::scrapy_dict_of(crawler::request{site.url(path)}));
     redis_run(redis.port(), {"ZADD", "site:requests", "0", entry});
     auto id = redis_run(redis.port(), {"EVAL", "return redis.sha1hex(ARGV[1])", "0", entry});
-    redis_run(redis.port(), {"HSET", "site:requests:deliveries", id.at(0),
-                             std::to_string(deliveries)});
+    redis_run(redis.port(),
+              {"HSET", "site:requests:deliveries", id.at(0), std::to_string(deliveries)});
   };
   entry_of("/taken-nine-times", 9);
   entry_of("/taken-ten-times", 10);
