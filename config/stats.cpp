@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cstdio>
 #include <ctime>
+#include <functional>
 
 namespace crawler {
 
@@ -34,26 +35,32 @@ void stats::set_value(std::string_view key, nlohmann::json value) {
   values_.insert_or_assign(std::string(key), std::move(value));
 }
 
-// Found before inserted: a key of more than 15 characters made into a std::string costs an
-// allocation, and these run for every request a page yields.
-void stats::max_value(std::string_view key, std::int64_t value) {
-  std::lock_guard lock(mutex_);
-  auto it = values_.find(key);
-  if (it == values_.end()) {
-    values_.emplace(std::string(key), value);
-  } else if (it->second.get<std::int64_t>() < value) {
+namespace {
+
+// `value` stored under `key` unless the stored one is `better` already. Found before inserted: a
+// key of more than 15 characters made into a std::string costs an allocation, and max_value runs
+// for every page a crawl stores.
+template <typename Better>
+void keep_better(std::map<std::string, nlohmann::json, std::less<>>& values, std::string_view key,
+                 std::int64_t value, Better better) {
+  auto it = values.find(key);
+  if (it == values.end()) {
+    values.emplace(std::string(key), value);
+  } else if (better(value, it->second.get<std::int64_t>())) {
     it->second = value;
   }
 }
 
+}  // namespace
+
+void stats::max_value(std::string_view key, std::int64_t value) {
+  std::lock_guard lock(mutex_);
+  keep_better(values_, key, value, std::greater<>());
+}
+
 void stats::min_value(std::string_view key, std::int64_t value) {
   std::lock_guard lock(mutex_);
-  auto it = values_.find(key);
-  if (it == values_.end()) {
-    values_.emplace(std::string(key), value);
-  } else if (it->second.get<std::int64_t>() > value) {
-    it->second = value;
-  }
+  keep_better(values_, key, value, std::less<>());
 }
 
 std::optional<nlohmann::json> stats::get_value(std::string_view key) const {
