@@ -38,11 +38,10 @@ TEST(stats, only_counted_keys_add_up_across_a_fleet_and_every_key_is_in_the_stat
   stats.max_value("request_depth_max", 2);
   stats.min_value("price_min", 1);
   stats.set_value("finish_reason", "finished");
-  EXPECT_EQ(stats.counters(), (std::map<std::string, std::int64_t>{
-                                  {"downloader/request_count", 5}}));
-  EXPECT_EQ(stats.to_json().dump(),
-            R"({"downloader/request_count":5,"finish_reason":"finished",)"
-            R"("price_min":1,"request_depth_max":2})");
+  EXPECT_EQ(stats.counters(),
+            (std::map<std::string, std::int64_t>{{"downloader/request_count", 5}}));
+  EXPECT_EQ(stats.to_json().dump(), R"({"downloader/request_count":5,"finish_reason":"finished",)"
+                                    R"("price_min":1,"request_depth_max":2})");
   EXPECT_EQ(stats.get_int("finish_reason", 8), 8);  // not an integer: the fallback
   EXPECT_EQ(stats.get_value("never/set"), std::nullopt);
   stats.clear();
