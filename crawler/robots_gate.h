@@ -31,6 +31,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "config/crawl_clock.h"
 #include "config/settings.h"
 #include "config/stats.h"
 #include "crawler/downloader.h"
@@ -71,7 +72,8 @@ class robots_gate {
   std::vector<request> take_waiting();
 
  private:
-  using clock = std::chrono::steady_clock;
+  // The crawl's clock: a day of cached rules is a step of a test, not a wait.
+  using clock = crawl_clock;
   struct origin {
     std::optional<robots_txt> rules;
     clock::time_point expires;

@@ -3,11 +3,15 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <functional>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "config/crawl_clock.h"
 #include "crawl_fixture.h"
 #include "crawler/downloader.h"
+#include "crawler/robots_gate.h"
 #include "refusing_port.h"
 
 namespace {
@@ -272,6 +276,52 @@ TEST(crawl, an_unreachable_robots_txt_disallows_everything) {
   EXPECT_EQ(spider.failures[0].message, "Forbidden by robots.txt");
   EXPECT_EQ(stat(result, "robotstxt/exception_count/ConnectionRefusedError"), 1);
   EXPECT_EQ(stat(result, "downloader/request_count"), 1);  // only robots.txt was tried
+}
+
+// RFC 9309 section 2.4: rules are kept for 24 hours, and "unreachable" (a 5xx) disallows for 10
+// minutes; then the next request to the origin fetches its robots.txt again. Both at, and a tick
+// before, their time on the crawl's clock, which the test drives.
+TEST(robots_gate, keeps_rules_24_hours_and_an_unreachable_robots_txt_10_minutes) {
+  http_server answering({.robots_txt = "User-agent: *\nDisallow: /private\n"});
+  http_server failing({.robots_txt = "User-agent: *\nAllow: /\n", .robots_status = 503});
+  crawler::driven_clock clock;
+  boost::asio::io_context io;
+  crawler::settings settings;
+  crawler::stats stats;
+  crawler::downloader downloader(io.get_executor(), settings, stats);
+  crawler::robots_gate gate(
+      settings, stats,
+      [&](crawler::request request, std::function<void(crawler::download_result)> done) {
+        downloader.fetch(std::move(request), std::move(done));
+      },
+      [](const std::string&, double) {});
+  auto allowed = [&](const std::string& url) {
+    std::optional<bool> verdict;
+    gate.check(get(url), [&](crawler::request, bool allow) { verdict = allow; });
+    while (!verdict) io.run_one();
+    return *verdict;
+  };
+  const auto tick = crawler::crawl_clock::duration(1);
+
+  EXPECT_FALSE(allowed(answering.url("/private")));
+  EXPECT_TRUE(allowed(answering.url("/s?wd=a")));
+  clock.advance(std::chrono::hours(24) - tick);
+  EXPECT_FALSE(allowed(answering.url("/private")));
+  EXPECT_EQ(answering.hits("/robots.txt"), 1u) << "fetched again before its 24 hours";
+  clock.advance(tick);
+  EXPECT_FALSE(allowed(answering.url("/private")));
+  EXPECT_EQ(answering.hits("/robots.txt"), 2u) << "kept past its 24 hours";
+
+  EXPECT_FALSE(allowed(failing.url("/s?wd=a")));
+  clock.advance(std::chrono::minutes(10) - tick);
+  EXPECT_FALSE(allowed(failing.url("/s?wd=b")));
+  EXPECT_EQ(failing.hits("/robots.txt"), 1u) << "fetched again before its 10 minutes";
+  clock.advance(tick);
+  EXPECT_FALSE(allowed(failing.url("/s?wd=c")));
+  EXPECT_EQ(failing.hits("/robots.txt"), 2u) << "kept past its 10 minutes";
+  EXPECT_EQ(stats.get_int("robotstxt/request_count"), 4);
+  EXPECT_EQ(stats.get_int("robotstxt/forbidden"), 6);
+  EXPECT_EQ(answering.hits("/private"), 0u);
 }
 
 TEST(crawl, a_robots_txt_crawl_delay_spaces_requests_to_its_host) {
