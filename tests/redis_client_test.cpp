@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <boost/asio/use_future.hpp>
+#include <chrono>
 
 #include "config/settings.h"
 #include "event_loop.h"
@@ -152,6 +153,26 @@ TEST(redis_client, unreachable_server_fails_with_an_error_naming_the_address) {
       message.find("cannot connect to Redis at redis://127.0.0.1:" + std::to_string(nowhere.port)),
       std::string::npos)
       << message;
+}
+
+// A Redis that is away is not hammered: after a failed attempt the next waits 100 ms, the one
+// after 200 ms. Times are lower bounds from before the first command, which a loaded machine only
+// makes longer.
+TEST(redis_client, after_a_failed_connection_the_next_attempts_wait_100_then_200_ms) {
+  fixtures::event_loop loop;
+  fixtures::refusing_port refusing;
+  auto nowhere = redis::parse_redis_url("redis://127.0.0.1:" + std::to_string(refusing.port()));
+  auto client = redis::client::create(loop.executor(), nowhere);
+  auto started = std::chrono::steady_clock::now();
+  auto since_start = [&] { return std::chrono::steady_clock::now() - started; };
+  auto first = client->async_command({"PING"}, use_future);
+  EXPECT_NE(message_of(first).find("cannot connect"), std::string::npos);
+  auto second = client->async_command({"PING"}, use_future);  // waits for the next attempt
+  EXPECT_NE(message_of(second).find("cannot connect"), std::string::npos);
+  EXPECT_GE(since_start(), std::chrono::milliseconds(100));
+  auto third = client->async_command({"PING"}, use_future);
+  EXPECT_NE(message_of(third).find("cannot connect"), std::string::npos);
+  EXPECT_GE(since_start(), std::chrono::milliseconds(100 + 200));
 }
 
 TEST(redis_client, authenticates_and_selects_the_database_from_the_url) {
