@@ -282,6 +282,7 @@ TEST(crawl, an_unreachable_robots_txt_disallows_everything) {
 // minutes; then the next request to the origin fetches its robots.txt again. Both at, and a tick
 // before, their time on the crawl's clock, which the test drives.
 TEST(robots_gate, keeps_rules_24_hours_and_an_unreachable_robots_txt_10_minutes) {
+  using crawler::crawl_clock;
   http_server answering({.robots_txt = "User-agent: *\nDisallow: /private\n"});
   http_server failing({.robots_txt = "User-agent: *\nAllow: /\n", .robots_status = 503});
   crawler::driven_clock clock;
@@ -301,24 +302,21 @@ TEST(robots_gate, keeps_rules_24_hours_and_an_unreachable_robots_txt_10_minutes)
     while (!verdict) io.run_one();
     return *verdict;
   };
-  const auto tick = crawler::crawl_clock::duration(1);
-
-  EXPECT_FALSE(allowed(answering.url("/private")));
+  // What the origin's robots.txt says of /private (its rules, or disallow-all) holds for
+  // `lifetime` and no tick longer.
+  auto kept_for = [&](http_server& server, crawl_clock::duration lifetime, const char* named) {
+    const auto tick = crawl_clock::duration(1);
+    EXPECT_FALSE(allowed(server.url("/private")));
+    clock.advance(lifetime - tick);
+    EXPECT_FALSE(allowed(server.url("/private")));
+    EXPECT_EQ(server.hits("/robots.txt"), 1u) << "fetched again before its " << named;
+    clock.advance(tick);
+    EXPECT_FALSE(allowed(server.url("/private")));
+    EXPECT_EQ(server.hits("/robots.txt"), 2u) << "kept past its " << named;
+  };
+  kept_for(answering, std::chrono::hours(24), "24 hours");
   EXPECT_TRUE(allowed(answering.url("/s?wd=a")));
-  clock.advance(std::chrono::hours(24) - tick);
-  EXPECT_FALSE(allowed(answering.url("/private")));
-  EXPECT_EQ(answering.hits("/robots.txt"), 1u) << "fetched again before its 24 hours";
-  clock.advance(tick);
-  EXPECT_FALSE(allowed(answering.url("/private")));
-  EXPECT_EQ(answering.hits("/robots.txt"), 2u) << "kept past its 24 hours";
-
-  EXPECT_FALSE(allowed(failing.url("/s?wd=a")));
-  clock.advance(std::chrono::minutes(10) - tick);
-  EXPECT_FALSE(allowed(failing.url("/s?wd=b")));
-  EXPECT_EQ(failing.hits("/robots.txt"), 1u) << "fetched again before its 10 minutes";
-  clock.advance(tick);
-  EXPECT_FALSE(allowed(failing.url("/s?wd=c")));
-  EXPECT_EQ(failing.hits("/robots.txt"), 2u) << "kept past its 10 minutes";
+  kept_for(failing, std::chrono::minutes(10), "10 minutes");
   EXPECT_EQ(stats.get_int("robotstxt/request_count"), 4);
   EXPECT_EQ(stats.get_int("robotstxt/forbidden"), 6);
   EXPECT_EQ(answering.hits("/private"), 0u);
