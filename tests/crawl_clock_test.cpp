@@ -39,6 +39,11 @@ TEST(crawl_clock, while_driven_the_loop_looks_at_the_clock_every_millisecond) {
   EXPECT_EQ(traits::to_wait_duration(crawl_clock::duration(seconds(600))),
             std::chrono::milliseconds(1));
   EXPECT_EQ(traits::to_wait_duration(crawl_clock::now() - seconds(1)), crawl_clock::duration(0));
+  // A due time, as Asio's wait traits may be asked for one: at most a millisecond away too.
+  EXPECT_EQ(traits::to_wait_duration(crawl_clock::now() + seconds(600)),
+            std::chrono::milliseconds(1));
+  EXPECT_EQ(traits::to_wait_duration(crawl_clock::now() + std::chrono::microseconds(500)),
+            std::chrono::microseconds(500));
 }
 
 }  // namespace

@@ -42,6 +42,9 @@ TEST(crawl, every_reachable_page_of_a_site_is_visited_exactly_once) {
   }
   EXPECT_EQ(stat(result, "item_scraped_count"), std::int64_t(pages));
   EXPECT_EQ(stat(result, "scheduler/enqueued"), std::int64_t(pages));
+  EXPECT_EQ(stat(result, "scheduler/enqueued/memory"), std::int64_t(pages));
+  EXPECT_EQ(stat(result, "scheduler/dequeued"), std::int64_t(pages));
+  EXPECT_EQ(stat(result, "scheduler/dequeued/memory"), std::int64_t(pages));
   EXPECT_GT(stat(result, "dupefilter/filtered"), 0);
   EXPECT_GT(stat(result, "request_depth_max"), 10);
 }

@@ -198,6 +198,12 @@ TEST(well_formed_html, leaves_broken_or_complex_markup_to_gumbo) {
       "<![CDATA[x]]>",
       "<div a='1'b='2'>no space between attributes</div>",
       "<p id=a id=b class=c>two ids</p>",
+      // Characters an unquoted value may not hold (each a parse error Gumbo keeps in the value).
+      "<a href=x`y>a backtick in an unquoted value</a>",
+      "<a href=x=y>an equals sign in an unquoted value</a>",
+      "<a href=x\"y>a quote in an unquoted value</a>",
+      "<a href=x'y>an apostrophe in an unquoted value</a>",
+      "<a href=x<y>a less-than sign in an unquoted value</a>",
       "<p hidden id=x hidden class=c>a valueless attribute twice</p>",
       "<foo><bar>unknown tags Gumbo takes for one</foo></bar>",
       // A list item opened inside an <address>, <div> or <p> of the item before closes that item
