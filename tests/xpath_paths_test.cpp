@@ -167,8 +167,8 @@ std::vector<std::pair<std::string, std::string>> pages_to_check() {
 // none comes near its time limit on a loaded machine (one test of every page took 150 to 200 s).
 constexpr std::size_t page_shares = 4;
 
-class paths_with_each_parser
-    : public testing::TestWithParam<std::tuple<html_parser, std::size_t>> {};
+class paths_with_each_parser : public testing::TestWithParam<std::tuple<html_parser, std::size_t>> {
+};
 
 TEST_P(paths_with_each_parser, every_path_answers_what_libxml2_answers_on_its_copy) {
   auto [parser, share] = GetParam();
@@ -206,17 +206,17 @@ TEST_P(paths_with_each_parser, every_path_answers_what_libxml2_answers_on_its_co
   EXPECT_GE(nonempty, pages.size() * 10) << "too few paths found anything to compare";
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    xpath_paths, paths_with_each_parser,
-    testing::Combine(testing::Values(html_parser::gumbo, html_parser::libxml2),
-                     testing::Range(std::size_t(0), page_shares)),
-    [](const auto& info) {
-      // (No structured binding: its comma would split the macro's arguments.)
-      auto parser = std::get<0>(info.param);
-      auto share = std::get<1>(info.param);
-      return std::string(parser == html_parser::gumbo ? "gumbo" : "libxml2") + "_pages_" +
-             std::to_string(share + 1) + "_of_" + std::to_string(page_shares);
-    });
+INSTANTIATE_TEST_SUITE_P(xpath_paths, paths_with_each_parser,
+                         testing::Combine(testing::Values(html_parser::gumbo, html_parser::libxml2),
+                                          testing::Range(std::size_t(0), page_shares)),
+                         [](const auto& info) {
+                           // (No structured binding: its comma would split the macro's arguments.)
+                           auto parser = std::get<0>(info.param);
+                           auto share = std::get<1>(info.param);
+                           return std::string(parser == html_parser::gumbo ? "gumbo" : "libxml2") +
+                                  "_pages_" + std::to_string(share + 1) + "_of_" +
+                                  std::to_string(page_shares);
+                         });
 
 // Paths from a fixed seed, put together from steps and predicates, over the made pages and a
 // python3-doc page, from the page and from elements: each answers what libxml2 answers.
