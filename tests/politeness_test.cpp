@@ -227,6 +227,28 @@ TEST(crawl, urls_with_credentials_share_their_origins_robots_txt) {
   EXPECT_EQ(stat(result, "robotstxt/forbidden"), 2);
 }
 
+// Where Scrapy keys robots.txt by netloc, ours is one per scheme, host and port (README's
+// differences from Scrapy): another host name of the same server asks again, and https:// on
+// this plain-http port gets no rules (its handshake fails: unreachable, so disallowed) rather
+// than borrowing http://'s.
+TEST(crawl, robots_txt_is_one_per_scheme_host_and_port) {
+  http_server server({.robots_txt = "User-agent: *\nDisallow: /s?wd=secret\n"});
+  auto port = std::to_string(server.port());
+  recording_spider spider({get("http://127.0.0.1:" + port + "/s?wd=a"),
+                           get("http://localhost:" + port + "/s?wd=b"),
+                           get("http://localhost:" + port + "/s?wd=secret"),
+                           get("https://127.0.0.1:" + port + "/s?wd=c")});
+  auto result = crawl(spider, {"ROBOTSTXT_OBEY=true", "RETRY_ENABLED=false"});
+  EXPECT_EQ(server.hits("/robots.txt"), 2u);
+  EXPECT_EQ(stat(result, "robotstxt/request_count"), 3);
+  EXPECT_EQ(server.hits("/s?wd=a"), 1u);
+  EXPECT_EQ(server.hits("/s?wd=b"), 1u);
+  EXPECT_EQ(server.hits("/s?wd=secret"), 0u);
+  EXPECT_EQ(server.hits("/s?wd=c"), 0u);
+  EXPECT_EQ(spider.responses.size(), 2u);
+  EXPECT_EQ(stat(result, "robotstxt/forbidden"), 2);
+}
+
 TEST(crawl, robots_txt_is_ignored_unless_robotstxt_obey_is_set) {
   http_server server({.robots_txt = "User-agent: *\nDisallow: /\n"});
   recording_spider spider(searches(server, {"a", "b"}));
