@@ -1,8 +1,9 @@
 #include "scheduler/scheduler.h"
 
-#include <boost/asio/steady_timer.hpp>
+#include <algorithm>
 #include <chrono>
 
+#include "config/crawl_clock.h"
 #include "config/log.h"
 #include "redis/backoff.h"
 
@@ -10,54 +11,61 @@ namespace crawler {
 
 // The outcomes that could not be stored, and when to try them again: one backoff for all of
 // them (1 s doubling to 30 s), one log line per ten seconds, and the REDIS_FAILURE_TIMEOUT
-// deadline. What the dupefilter is, and whether Redis exists, it does not know.
+// deadline, all on the crawl's clock. What the dupefilter is, and whether Redis exists, it does
+// not know.
 class scheduler::waiting_outcomes {
  public:
   waiting_outcomes(scheduler& owner, const scheduler_context& context)
       : owner_(owner),
         timer_(context.executor),
-        timeout_(context.settings.get_double("REDIS_FAILURE_TIMEOUT")) {}
+        timeout_(to_clock_duration(context.settings.get_double("REDIS_FAILURE_TIMEOUT"))) {}
 
   ~waiting_outcomes() { *alive_ = false; }
 
   void wait(page_outcome outcome, asio::any_completion_handler<store_signature> handler,
             std::exception_ptr error) {
-    auto now = std::chrono::steady_clock::now();
+    auto now = crawl_clock::now();
     if (!failing_since_) {
       failing_since_ = now;
       owner_.stats_.inc_value("scheduler/store_outages");
     }
     waiting_.push_back({std::move(outcome), std::move(handler)});
-    if (timeout_ > 0 && now - *failing_since_ >= std::chrono::duration<double>(timeout_)) {
+    auto deadline = *failing_since_ + timeout_;
+    if (timeout_.count() > 0 && now >= deadline) {
       owner_.logger_->error(
-          "Could not store outcomes for {:.0f} s (REDIS_FAILURE_TIMEOUT): closing: {}", timeout_,
-          describe_error(error));
+          "Could not store outcomes for {:.0f} s (REDIS_FAILURE_TIMEOUT): closing: {}",
+          std::chrono::duration<double>(timeout_).count(), describe_error(error));
       // The engine's close calls begin_close, which gives them their last try.
       return owner_.fatal("redis_unavailable");
+    }
+    if (!armed_) {
+      armed_ = true;
+      crawl_clock::duration next_try = backoff_.next();
+      // The last try is at the deadline, so that an outage of REDIS_FAILURE_TIMEOUT ends the crawl
+      // then, not up to a backoff (30 s) later.
+      if (timeout_.count() > 0) next_try = std::min(next_try, deadline - now);
+      timer_.expires_after(next_try);
+      timer_.async_wait([this, alive = alive_](boost::system::error_code) {
+        if (!*alive) return;
+        armed_ = false;
+        // Also when cancelled (a close, or a store that went through): they try now.
+        retry();
+      });
     }
     if (!last_log_ || now - *last_log_ >= std::chrono::seconds(10)) {
       owner_.logger_->error(
           "{} outcomes (requests through the dupefilter) wait to be stored; next try in {:.0f} s: "
           "{}",
-          waiting_.size(), std::chrono::duration<double>(backoff_.peek()).count(),
+          waiting_.size(), std::chrono::duration<double>(timer_.expiry() - now).count(),
           describe_error(error));
       last_log_ = now;
     }
-    if (armed_) return;
-    armed_ = true;
-    timer_.expires_after(backoff_.next());
-    timer_.async_wait([this, alive = alive_](boost::system::error_code) {
-      if (!*alive) return;
-      armed_ = false;
-      // Also when cancelled (a close, or a store that went through): they try now.
-      retry();
-    });
   }
 
   // An outcome was stored: the others need not wait out their backoff.
   void stored() {
     if (!failing_since_) return;
-    auto down = std::chrono::steady_clock::now() - *failing_since_;
+    auto down = crawl_clock::now() - *failing_since_;
     failing_since_.reset();
     backoff_.reset();
     owner_.logger_->info("Outcomes are stored again after {:.1f} s",
@@ -89,13 +97,13 @@ class scheduler::waiting_outcomes {
 
   scheduler& owner_;
   std::vector<waiting> waiting_;
-  asio::steady_timer timer_;
-  double timeout_;  // REDIS_FAILURE_TIMEOUT, seconds; 0 waits for ever
+  crawl_timer timer_;
+  crawl_clock::duration timeout_;  // REDIS_FAILURE_TIMEOUT; 0 waits for ever
   bool armed_ = false;
   redis::backoff backoff_{std::chrono::seconds(1), std::chrono::seconds(30)};
-  std::optional<std::chrono::steady_clock::time_point> failing_since_;
+  std::optional<crawl_clock::time_point> failing_since_;
   // None before the first line: the clock's epoch is the machine's boot, maybe seconds ago.
-  std::optional<std::chrono::steady_clock::time_point> last_log_;
+  std::optional<crawl_clock::time_point> last_log_;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };
 

@@ -19,8 +19,9 @@
 // Storing an outcome does not fail. While the dupefilter cannot answer (its Redis away, or
 // refusing writes) an outcome waits here, and those waiting are tried again together after a
 // backoff (1 s doubling to 30 s), so such a Redis sees a few attempts a minute rather than one per
-// finished page; `scheduler/store_outages` counts the outages. After REDIS_FAILURE_TIMEOUT seconds
-// of failures the scheduler calls on_fatal("redis_unavailable"). From begin_close on, an outcome
+// finished page; `scheduler/store_outages` counts the outages. When REDIS_FAILURE_TIMEOUT seconds
+// of failures are up (on the crawl's clock), a last try is made, and if it fails the scheduler
+// calls on_fatal("redis_unavailable"). From begin_close on, an outcome
 // that cannot be stored is kept unchecked (`scheduler/kept_unchecked`): JOBDIR saves its requests
 // for the next run to put through the dupefilter, and a fleet's page goes back to the queue when
 // its lease expires, to be crawled again with its outcome. A request is never lost.

@@ -17,6 +17,7 @@
 #include <string>
 #include <thread>
 
+#include "config/crawl_clock.h"
 #include "event_loop.h"
 #include "prioritized_request.h"
 #include "redis_server.h"
@@ -44,6 +45,9 @@ class driven_scheduler {
   void open() {
     on_loop([&] {
       scheduler_ = crawler::scheduler::create({settings_, stats_, "contract", loop_.executor()});
+      scheduler_->on_fatal([this](const std::string& reason) {
+        stopped_ = {reason, crawler::crawl_clock::now()};
+      });
     });
     wait_for<std::exception_ptr>([&](auto done) {
       scheduler_->async_open([done](std::exception_ptr error) { done(error); });
@@ -78,6 +82,13 @@ class driven_scheduler {
 
   void begin_close() {
     on_loop([&] { scheduler_->begin_close(); });
+  }
+
+  // Why and when (on the crawl's clock) the scheduler stopped the crawl, if it did.
+  std::optional<std::pair<std::string, crawler::crawl_clock::time_point>> stopped() {
+    std::optional<std::pair<std::string, crawler::crawl_clock::time_point>> stopped;
+    on_loop([&] { stopped = stopped_; });
+    return stopped;
   }
 
   std::int64_t stat(const std::string& key) {
@@ -145,6 +156,7 @@ class driven_scheduler {
   event_loop& loop_;
   crawler::stats stats_;
   std::unique_ptr<crawler::scheduler> scheduler_;
+  std::optional<std::pair<std::string, crawler::crawl_clock::time_point>> stopped_;
 };
 
 std::vector<std::string> urls_of(const std::vector<request>& requests, bool sorted = false) {
@@ -322,6 +334,80 @@ TEST_P(scheduler_contract, an_outcome_waits_through_an_outage_and_is_stored_afte
   EXPECT_FALSE(kept.get().settled);
   EXPECT_EQ(scheduler.stat("scheduler/kept_unchecked"), 1);
   redis.start();
+  scheduler.close();
+}
+
+// `command`'s reply on `redis`, as text (a status, a string or an error).
+std::string redis_reply(const redis_server& redis, const char* command) {
+  auto* context = redisConnect("127.0.0.1", redis.port());
+  if (!context || context->err) throw std::runtime_error("cannot connect to the test's Redis");
+  auto* reply = static_cast<redisReply*>(redisCommand(context, command));
+  std::string text = reply && reply->str ? reply->str : "";
+  freeReplyObject(reply);
+  redisFree(context);
+  return text;
+}
+
+// How many commands `redis` has answered with an error: one more for each try that failed.
+long error_replies(const redis_server& redis) {
+  auto info = redis_reply(redis, "INFO stats");
+  const std::string field = "total_error_replies:";
+  return std::stol(info.substr(info.find(field) + field.size()));
+}
+
+// REDIS_FAILURE_TIMEOUT runs on the crawl's clock, which this test drives. Outcomes that Redis
+// refuses (a replica's READONLY) are tried again with a backoff. The last try comes when the
+// timeout is up, not a backoff later; when it fails too, the scheduler stops the crawl with
+// redis_unavailable, and the close keeps the outcome.
+TEST_P(scheduler_contract, a_store_refused_for_redis_failure_timeout_stops_the_crawl_at_that_time) {
+  using namespace std::chrono;
+  crawler::driven_clock clock;
+  redis_server redis;
+  settings_.set("DUPEFILTER_CLASS", "redis_set");
+  settings_.set("REDIS_URL", redis.url());
+  settings_.set("REDIS_FAILURE_TIMEOUT", 600);
+  driven_scheduler scheduler(settings_, loop_);
+  scheduler.open();
+  ASSERT_EQ(scheduler.enqueue({request{"https://a.example/"}}), 1u);
+  auto start = scheduler.take(1);
+  ASSERT_EQ(start.size(), 1u);
+
+  redis_reply(redis, "REPLICAOF 127.0.0.1 1");  // no master there: read-only for good
+  auto first_try = crawler::crawl_clock::now();
+  auto errors = error_replies(redis);
+  auto stored =
+      scheduler.store({.lease = start[0].lease, .requests = {request{"https://a.example/b"}}});
+  // Until Redis has refused what is asked of it `tries` more times, and the scheduler has heard.
+  auto wait_for_refusals = [&](long tries) {
+    auto until = steady_clock::now() + 30s;
+    while (error_replies(redis) < errors + tries && steady_clock::now() < until) {
+      std::this_thread::sleep_for(5ms);
+    }
+    std::this_thread::sleep_for(200ms);
+    errors = error_replies(redis);
+  };
+  wait_for_refusals(1);
+  EXPECT_EQ(scheduler.stat("scheduler/store_outages"), 1);
+  EXPECT_EQ(stored.wait_for(0s), std::future_status::timeout);
+  clock.advance(600s - milliseconds(1));  // a try, refused: one millisecond of the timeout left
+  wait_for_refusals(1);
+  EXPECT_EQ(scheduler.stopped(), std::nullopt);
+  clock.advance(milliseconds(1));  // the last try
+  for (auto until = steady_clock::now() + 30s;
+       !scheduler.stopped() && steady_clock::now() < until;) {
+    std::this_thread::sleep_for(5ms);
+  }
+  auto stopped = scheduler.stopped();
+  ASSERT_TRUE(stopped);
+  EXPECT_EQ(stopped->first, "redis_unavailable");
+  EXPECT_EQ(duration_cast<milliseconds>(stopped->second - first_try), 600s);
+  EXPECT_EQ(stored.wait_for(0s), std::future_status::timeout);
+
+  scheduler.begin_close();  // the engine's answer to the stop: a last try, and the outcome kept
+  ASSERT_EQ(stored.wait_for(30s), std::future_status::ready);
+  EXPECT_FALSE(stored.get().settled);
+  EXPECT_EQ(scheduler.stat("scheduler/kept_unchecked"), 1);
+  redis_reply(redis, "REPLICAOF NO ONE");
   scheduler.close();
 }
 
