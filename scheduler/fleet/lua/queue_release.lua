@@ -1,7 +1,6 @@
 -- release: KEYS queue, leased, deadlines, deliveries, settled; ARGV order, worker, id... Puts
--- the worker's
--- leased entries back in the queue, not crawled (a stop), and takes back their delivery: a
--- worker stopped with Ctrl-C did not die on them. Returns how many.
+-- the worker's leased entries back in the queue, not crawled (a stop), and takes back their
+-- delivery: a worker stopped with Ctrl-C did not die on them. Returns how many.
 local queue, leased, deadlines, deliveries = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local order, worker = ARGV[1], ARGV[2]
 local refused = check_types()

@@ -1,7 +1,6 @@
 -- set_aside: KEYS leased, deadlines, deliveries, bad, settled; ARGV order, worker, then per
--- entry: lease
--- id, record. Each entry the worker still holds and will not run (it did not decode, or may not
--- run) leaves its lease for `bad`, as the record, and its delivery count goes.
+-- entry: lease id, record. Each entry the worker still holds and will not run (it did not
+-- decode, or may not run) leaves its lease for `bad`, as the record, and its delivery count goes.
 local leased, deadlines, deliveries, bad = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local order, worker = ARGV[1], ARGV[2]
 local refused = check_types()
