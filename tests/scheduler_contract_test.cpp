@@ -120,6 +120,12 @@ class driven_scheduler {
     if (!crawled.lease.empty()) enqueue({}, crawled.lease);
   }
 
+  bool has_pending_requests() {
+    bool pending = false;
+    on_loop([&] { pending = scheduler_->has_pending_requests(); });
+    return pending;
+  }
+
   std::size_t size() {
     std::size_t size = 0;
     on_loop([&] { size = scheduler_->size(); });
@@ -348,11 +354,16 @@ std::string redis_reply(const redis_server& redis, const char* command) {
   return text;
 }
 
+// The number after `field` in what INFO `section` says, or 0 if it says nothing of it.
+long info_number(const redis_server& redis, const char* section, const std::string& field) {
+  auto info = redis_reply(redis, (std::string("INFO ") + section).c_str());
+  auto at = info.find(field);
+  return at == std::string::npos ? 0 : std::stol(info.substr(at + field.size()));
+}
+
 // How many commands `redis` has answered with an error: one more for each try that failed.
 long error_replies(const redis_server& redis) {
-  auto info = redis_reply(redis, "INFO stats");
-  const std::string field = "total_error_replies:";
-  return std::stol(info.substr(info.find(field) + field.size()));
+  return info_number(redis, "stats", "total_error_replies:");
 }
 
 // REDIS_FAILURE_TIMEOUT runs on the crawl's clock, which this test drives. Outcomes that Redis
@@ -555,6 +566,42 @@ TEST(fleet_scheduler, values_of_100_mb_where_a_worker_reads_as_it_crawls_are_not
     worker.settle(taken[0]);
     worker.close();
   }
+}
+
+// MAX_IDLE_TIME_BEFORE_CLOSE runs on the crawl's clock, which this test drives: a worker has
+// requests pending until the fleet has been idle for that long, not a millisecond less, counted
+// from its last take. (Its polls, which look whether the fleet is idle, keep the machine's time.)
+TEST(fleet_scheduler, the_fleet_is_done_after_max_idle_time_before_close_from_its_last_take) {
+  using namespace std::chrono;
+  crawler::driven_clock clock;
+  redis_server redis;
+  auto settings = fleet_settings(redis);
+  settings.set("MAX_IDLE_TIME_BEFORE_CLOSE", 600);
+  event_loop loop;
+  driven_scheduler worker(settings, loop);
+  worker.open();
+  // Until the worker has looked twice more whether the fleet is idle (each look asks whether its
+  // start URLs key exists), on the clock as it stands now.
+  auto after_two_looks = [&] {
+    auto looked = info_number(redis, "commandstats", "cmdstat_exists:calls=");
+    for (auto until = steady_clock::now() + 30s;
+         info_number(redis, "commandstats", "cmdstat_exists:calls=") < looked + 2 &&
+         steady_clock::now() < until;) {
+      std::this_thread::sleep_for(5ms);
+    }
+  };
+  clock.advance(300s);
+  ASSERT_EQ(worker.enqueue({request("https://a.example/")}), 1u);
+  auto taken = worker.take(1);
+  ASSERT_EQ(taken.size(), 1u);
+  worker.settle(taken[0]);
+  clock.advance(600s - milliseconds(1));
+  after_two_looks();
+  EXPECT_TRUE(worker.has_pending_requests()) << "done before 600 s idle";
+  clock.advance(milliseconds(1));
+  after_two_looks();
+  EXPECT_FALSE(worker.has_pending_requests()) << "not done after 600 s idle";
+  worker.close();
 }
 
 // The host frontier's worker takes no more than it can download at once: a page downloaded and

@@ -60,7 +60,7 @@ void fleet_scheduler::open_fleet(
         if (error && worth_waiting_for(error)) {
           redis_failed("open the fleet's keys", error);
           bool too_long = failure_timeout_.count() > 0 &&
-                          std::chrono::steady_clock::now() - *redis_down_since_ >= failure_timeout_;
+                          crawl_clock::now() - *redis_down_since_ >= failure_timeout_;
           if (!too_long) {
             poll_timer_.expires_after(std::chrono::seconds(1));
             return poll_timer_.async_wait([this, alive, opened](boost::system::error_code stop) {
@@ -371,7 +371,7 @@ void fleet_scheduler::open_dupefilters(
   }
   open_ = true;
   warn_if_evicting();
-  idle_since_ = std::chrono::steady_clock::now();
+  idle_since_ = crawl_clock::now();
   heartbeat();
   take_more();
   std::move (*handler)(nullptr);

@@ -325,7 +325,7 @@ void fleet_scheduler::take_leased() {
     if (error) {
       redis_failed("take requests from the fleet's queue", error);
       if (open_ && failure_timeout_.count() > 0 &&
-          std::chrono::steady_clock::now() - *redis_down_since_ >= failure_timeout_) {
+          crawl_clock::now() - *redis_down_since_ >= failure_timeout_) {
         logger_->error("Could not take requests for {} s (REDIS_FAILURE_TIMEOUT): closing",
                        std::chrono::duration<double>(failure_timeout_).count());
         return fatal("redis_unavailable");
@@ -335,7 +335,7 @@ void fleet_scheduler::take_leased() {
     redis_answered();
     if (taken.empty()) return after_empty_take();
     idle_backoff_.reset();
-    idle_since_ = std::chrono::steady_clock::now();
+    idle_since_ = crawl_clock::now();
     fleet_done_ = false;
     for (auto& leased : taken) {
       held_[leased.lease_id] = sent + lease_time_;
@@ -459,7 +459,7 @@ bool fleet_scheduler::stop_for_good(const char* stat, const std::string& message
 // loses no lease.
 void fleet_scheduler::redis_failed(const std::string& doing, std::exception_ptr error) {
   if (redis_down_since_) return;
-  redis_down_since_ = std::chrono::steady_clock::now();
+  redis_down_since_ = crawl_clock::now();
   stats_.inc_value("scheduler/redis_outages");
   if (out_of_memory(doing, error)) return;
   logger_->error("Could not {}; retrying with backoff until Redis answers: {}", doing,
@@ -489,7 +489,7 @@ void fleet_scheduler::memory_recovered() {
 
 void fleet_scheduler::redis_answered() {
   if (!redis_down_since_) return;
-  auto down = std::chrono::duration<double>(std::chrono::steady_clock::now() - *redis_down_since_);
+  auto down = std::chrono::duration<double>(crawl_clock::now() - *redis_down_since_);
   redis_down_since_.reset();
   logger_->info("Redis at {} answers again after {:.1f} s; resuming", client_->where().address(),
                 down.count());
@@ -515,7 +515,7 @@ void fleet_scheduler::after_empty_take() {
   // MAX_IDLE_TIME_BEFORE_CLOSE does not run.
   if (max_idle_.count() == 0 || !held_.empty() || !buffer_.empty() || out_of_memory_ ||
       redis_down_since_) {
-    idle_since_ = std::chrono::steady_clock::now();
+    idle_since_ = crawl_clock::now();
     return;
   }
   // Per shard, its queue, its leases and its epoch (on a cluster, each in its own slot); then
@@ -543,7 +543,7 @@ void fleet_scheduler::after_empty_take() {
           }
           fleet_idle = fleet_idle && replies[3 * i].integer == 0 && replies[3 * i + 1].integer == 0;
         }
-        auto now = std::chrono::steady_clock::now();
+        auto now = crawl_clock::now();
         if (!fleet_idle) {
           idle_since_ = now;
           return;

@@ -36,6 +36,7 @@
 #include <optional>
 #include <set>
 
+#include "config/crawl_clock.h"
 #include "dedup/dupefilter.h"
 #include "redis/backoff.h"
 #include "scheduler/fleet/redis_queue.h"
@@ -174,8 +175,11 @@ class fleet_scheduler final : public scheduler {
        refused_ = false, out_of_memory_ = false;
   std::size_t reclaimed_ = 0, set_aside_ = 0, dead_ = 0;  // as last counted in the stats
   redis::backoff idle_backoff_{std::chrono::milliseconds(50), std::chrono::milliseconds(2000)};
-  std::chrono::steady_clock::time_point idle_since_{};
-  std::optional<std::chrono::steady_clock::time_point> redis_down_since_;
+  // On the crawl's clock, which a test can drive: MAX_IDLE_TIME_BEFORE_CLOSE and
+  // REDIS_FAILURE_TIMEOUT are measured from these. The polls and heartbeats keep the machine's
+  // time: leases live on Redis's clock.
+  crawl_clock::time_point idle_since_{};
+  std::optional<crawl_clock::time_point> redis_down_since_;
   asio::steady_timer poll_timer_, heartbeat_timer_;
   // Redis answers may arrive after the scheduler is gone: they check this first.
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
