@@ -1,5 +1,6 @@
 // The clock a crawl reads for every decision that depends on time: download delays, AutoThrottle,
-// idle slots, and the timers that wait for them. It runs with the machine's monotonic clock
+// idle slots, robots.txt lifetimes, REDIS_FAILURE_TIMEOUT, a fleet's MAX_IDLE_TIME_BEFORE_CLOSE,
+// and the timers that wait for them. It runs with the machine's monotonic clock
 // (std::chrono::steady_clock, whose epoch is usually the machine's boot), unless a test drives it:
 //
 //   crawler::driven_clock clock;                    // stands 1 s after the epoch, and stays there

@@ -4,8 +4,24 @@
 #include <cstdio>
 #include <ctime>
 #include <functional>
+#include <stdexcept>
 
 namespace crawler {
+
+namespace {
+
+// The number stored under `key`, for `operation` to work on. A key that set_value gave something
+// else is a bug of whoever wrote it: say which key and what it holds (Scrapy raises a TypeError).
+std::int64_t stored_number(const nlohmann::json& value, std::string_view key,
+                           const char* operation) {
+  if (value.is_number()) return value.get<std::int64_t>();
+  auto held = value.dump();
+  if (held.size() > 60) held = held.substr(0, 57) + "...";
+  throw std::invalid_argument("stats: " + std::string(operation) + " on \"" + std::string(key) +
+                              "\", which holds " + held + ", not a number");
+}
+
+}  // namespace
 
 void stats::inc_value(std::string_view key, std::int64_t count) {
   std::lock_guard lock(mutex_);
@@ -14,7 +30,7 @@ void stats::inc_value(std::string_view key, std::int64_t count) {
     values_.emplace(std::string(key), count);
     counter_keys_.emplace(key);
   } else {
-    it->second = it->second.get<std::int64_t>() + count;
+    it->second = stored_number(it->second, key, "inc_value") + count;
   }
 }
 
@@ -42,11 +58,11 @@ namespace {
 // for every page a crawl stores.
 template <typename Better>
 void keep_better(std::map<std::string, nlohmann::json, std::less<>>& values, std::string_view key,
-                 std::int64_t value, Better better) {
+                 std::int64_t value, Better better, const char* operation) {
   auto it = values.find(key);
   if (it == values.end()) {
     values.emplace(std::string(key), value);
-  } else if (better(value, it->second.get<std::int64_t>())) {
+  } else if (better(value, stored_number(it->second, key, operation))) {
     it->second = value;
   }
 }
@@ -55,12 +71,12 @@ void keep_better(std::map<std::string, nlohmann::json, std::less<>>& values, std
 
 void stats::max_value(std::string_view key, std::int64_t value) {
   std::lock_guard lock(mutex_);
-  keep_better(values_, key, value, std::greater<>());
+  keep_better(values_, key, value, std::greater<>(), "max_value");
 }
 
 void stats::min_value(std::string_view key, std::int64_t value) {
   std::lock_guard lock(mutex_);
-  keep_better(values_, key, value, std::less<>());
+  keep_better(values_, key, value, std::less<>(), "min_value");
 }
 
 std::optional<nlohmann::json> stats::get_value(std::string_view key) const {

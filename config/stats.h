@@ -30,6 +30,8 @@ class stats {
   /// Keeps the larger of the stored value and `value` (starts at `value`).
   void max_value(std::string_view key, std::int64_t value);
   void min_value(std::string_view key, std::int64_t value);
+  // inc_value, max_value and min_value on a key that set_value gave something other than a
+  // number throw std::invalid_argument naming the key and what it holds.
 
   std::optional<nlohmann::json> get_value(std::string_view key) const;
   /// The integer value of `key`, or `fallback` when it was never set.

@@ -49,4 +49,38 @@ TEST(stats, only_counted_keys_add_up_across_a_fleet_and_every_key_is_in_the_stat
   EXPECT_EQ(stats.to_json().dump(), "{}");
 }
 
+// Scrapy raises a TypeError; here the error names the key, what it holds and the operation, and
+// the value stays as it was.
+TEST(stats, counting_on_a_key_that_holds_no_number_names_the_key_and_changes_nothing) {
+  crawler::stats stats;
+  stats.set_value("finish_reason", "finished");
+  stats.set_value("start_time", 1.5);
+  auto error_of = [&](auto operation) -> std::string {
+    try {
+      operation();
+    } catch (const std::invalid_argument& error) {
+      return error.what();
+    }
+    return "no error";
+  };
+  EXPECT_EQ(error_of([&] { stats.inc_value("finish_reason"); }),
+            R"(stats: inc_value on "finish_reason", which holds "finished", not a number)");
+  EXPECT_EQ(error_of([&] { stats.max_value("finish_reason", 3); }),
+            R"(stats: max_value on "finish_reason", which holds "finished", not a number)");
+  EXPECT_EQ(error_of([&] { stats.min_value("finish_reason", 3); }),
+            R"(stats: min_value on "finish_reason", which holds "finished", not a number)");
+  EXPECT_EQ(stats.get_value("finish_reason"), nlohmann::json("finished"));
+  // What it holds is quoted whole up to 60 characters, and cut to 57 and "..." past them.
+  stats.set_value("finish_reason", std::string(58, 'x'));
+  EXPECT_EQ(error_of([&] { stats.inc_value("finish_reason"); }),
+            "stats: inc_value on \"finish_reason\", which holds \"" + std::string(58, 'x') +
+                "\", not a number");
+  stats.set_value("finish_reason", std::string(59, 'x'));
+  EXPECT_EQ(error_of([&] { stats.inc_value("finish_reason"); }),
+            "stats: inc_value on \"finish_reason\", which holds \"" + std::string(56, 'x') +
+                "..., not a number");
+  stats.inc_value("start_time");  // a number, kept as an integer from here on
+  EXPECT_EQ(stats.get_int("start_time"), 2);
+}
+
 }  // namespace
