@@ -19,6 +19,7 @@
 
 #include "config/crawl_clock.h"
 #include "event_loop.h"
+#include "fleet.h"
 #include "prioritized_request.h"
 #include "redis_server.h"
 #include "scheduler/scheduler.h"
@@ -566,6 +567,30 @@ TEST(fleet_scheduler, values_of_100_mb_where_a_worker_reads_as_it_crawls_are_not
     worker.settle(taken[0]);
     worker.close();
   }
+}
+
+// SCHEDULER_SHARDS: the last worker to close deletes every shard's keys, then the fleet's shard
+// count and layout, also when a shard never held a request and has no keys to delete (four shards
+// and one URL). What stays is each shard's epoch and the fleet's stats.
+TEST(fleet_scheduler, the_last_worker_deletes_every_shard_even_one_that_was_never_used) {
+  redis_server redis;
+  auto settings = fleet_settings(redis);
+  settings.set("SCHEDULER_SHARDS", 4);
+  event_loop loop;
+  driven_scheduler worker(settings, loop);
+  worker.open();
+  ASSERT_EQ(worker.enqueue({request("https://a.example/")}), 1u);
+  auto taken = worker.take(1);
+  ASSERT_EQ(taken.size(), 1u);
+  worker.settle(taken[0]);
+  EXPECT_EQ(crawler::fixtures::redis_run(redis.port(), {"GET", "contract:requests:shards"}),
+            std::vector<std::string>{"4"});
+  worker.close();
+  auto kept = crawler::fixtures::redis_run(redis.port(), {"KEYS", "*"});
+  std::sort(kept.begin(), kept.end());
+  EXPECT_EQ(kept, (std::vector<std::string>{
+                      "contract:0:requests:epoch", "contract:1:requests:epoch",
+                      "contract:2:requests:epoch", "contract:3:requests:epoch", "contract:stats"}));
 }
 
 // MAX_IDLE_TIME_BEFORE_CLOSE runs on the crawl's clock, which this test drives: a worker has
