@@ -121,6 +121,14 @@ class driven_scheduler {
     if (!crawled.lease.empty()) enqueue({}, crawled.lease);
   }
 
+  // Queues `url`, takes it and settles it: a crawl of that one page.
+  void crawl_one(const std::string& url) {
+    ASSERT_EQ(enqueue({request(url)}), 1u) << url;
+    auto taken = take(1);
+    ASSERT_EQ(taken.size(), 1u) << url;
+    settle(taken[0]);
+  }
+
   bool has_pending_requests() {
     bool pending = false;
     on_loop([&] { pending = scheduler_->has_pending_requests(); });
@@ -579,10 +587,7 @@ TEST(fleet_scheduler, the_last_worker_deletes_every_shard_even_one_that_was_neve
   event_loop loop;
   driven_scheduler worker(settings, loop);
   worker.open();
-  ASSERT_EQ(worker.enqueue({request("https://a.example/")}), 1u);
-  auto taken = worker.take(1);
-  ASSERT_EQ(taken.size(), 1u);
-  worker.settle(taken[0]);
+  worker.crawl_one("https://a.example/");
   EXPECT_EQ(crawler::fixtures::redis_run(redis.port(), {"GET", "contract:requests:shards"}),
             std::vector<std::string>{"4"});
   worker.close();
@@ -616,10 +621,7 @@ TEST(fleet_scheduler, the_fleet_is_done_after_max_idle_time_before_close_from_it
     }
   };
   clock.advance(300s);
-  ASSERT_EQ(worker.enqueue({request("https://a.example/")}), 1u);
-  auto taken = worker.take(1);
-  ASSERT_EQ(taken.size(), 1u);
-  worker.settle(taken[0]);
+  worker.crawl_one("https://a.example/");
   clock.advance(600s - milliseconds(1));
   after_two_looks();
   EXPECT_TRUE(worker.has_pending_requests()) << "done before 600 s idle";
