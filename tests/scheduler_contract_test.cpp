@@ -16,6 +16,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <utility>
 
 #include "config/crawl_clock.h"
 #include "event_loop.h"
@@ -428,6 +429,51 @@ TEST_P(scheduler_contract, a_store_refused_for_redis_failure_timeout_stops_the_c
   EXPECT_FALSE(stored.get().settled);
   EXPECT_EQ(scheduler.stat("scheduler/kept_unchecked"), 1);
   redis_reply(redis, "REPLICAOF NO ONE");
+  scheduler.close();
+}
+
+// REDIS_FAILURE_TIMEOUT=0 waits for ever: refused outcomes are tried again after a backoff that
+// starts at 1 s (not a tick sooner, and with no try in between), and no outage, a day included,
+// stops the crawl. The memory scheduler's: a fleet worker's own polls would fail beside them.
+TEST(memory_scheduler, with_no_redis_failure_timeout_refused_outcomes_wait_for_ever) {
+  using namespace std::chrono;
+  crawler::driven_clock clock;
+  redis_server redis;
+  crawler::settings settings;
+  settings.set("LOG_LEVEL", "ERROR");
+  settings.set("DUPEFILTER_CLASS", "redis_set");
+  settings.set("REDIS_URL", redis.url());
+  settings.set("REDIS_FAILURE_TIMEOUT", 0);
+  event_loop loop;
+  driven_scheduler scheduler(settings, loop);
+  scheduler.open();
+  redis_reply(redis, "REPLICAOF 127.0.0.1 1");
+  auto refused = error_replies(redis);
+  auto stored = scheduler.store({.requests = {request{"https://a.example/"}}});
+  // How many more tries Redis has refused, once it has refused `expected` more or 300 ms of the
+  // machine's time have passed since the last.
+  auto more_refusals = [&](long expected) {
+    auto until = steady_clock::now() + 30s;
+    while (error_replies(redis) < refused + expected && steady_clock::now() < until) {
+      std::this_thread::sleep_for(5ms);
+    }
+    std::this_thread::sleep_for(300ms);
+    auto now = error_replies(redis);
+    return now - std::exchange(refused, now);
+  };
+  EXPECT_EQ(more_refusals(1), 1);
+  clock.advance(1s - milliseconds(1));
+  EXPECT_EQ(more_refusals(0), 0);
+  clock.advance(milliseconds(1));
+  EXPECT_EQ(more_refusals(1), 1);
+  clock.advance(24h);
+  EXPECT_EQ(more_refusals(1), 1);
+  EXPECT_EQ(scheduler.stopped(), std::nullopt);
+  EXPECT_EQ(stored.wait_for(0s), std::future_status::timeout);
+  redis_reply(redis, "REPLICAOF NO ONE");
+  clock.advance(24h);
+  ASSERT_EQ(stored.wait_for(30s), std::future_status::ready);
+  EXPECT_EQ(stored.get().queued, 1u);
   scheduler.close();
 }
 
