@@ -4,7 +4,11 @@
 
 #include <boost/asio/use_future.hpp>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <optional>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "dedup/bloom_math.h"
 #include "dedup/dupefilter.h"
@@ -362,6 +366,46 @@ TEST(redis_bitmap_backend, a_filter_whose_parameters_were_set_aside_estimates_fr
   auto hashes = int(stats.get_int("bloomfilter/hash_number"));
   EXPECT_DOUBLE_EQ(stats.get_value("bloomfilter/estimated_fpr")->get<double>(),
                    crawler::dedup::bloom_math::expected_fpr(std::uint64_t{1} << 12, hashes, 3));
+}
+
+// What counts as this crawler's parameters is all of them, each of its type: format 1, bits and
+// hash_number whole numbers of no sign, hash a name. Parameters with any one of them missing or
+// mistyped are someone else's: over an empty filter, set aside, and the settings' written.
+TEST(redis_bitmap_backend, parameters_with_one_field_missing_or_mistyped_are_set_aside) {
+  fixtures::redis_server server;
+  fixtures::event_loop loop;
+  auto client = redis::client::create(loop.executor(), redis::parse_redis_url(server.url()));
+  crawler::settings settings;
+  settings.set("DUPEFILTER_CLASS", "redis_bitmap");
+  settings.set("REDIS_URL", server.url());
+  settings.set("BLOOMFILTER_BIT", 12);
+  auto open_as = [&](const std::string& spider) {
+    crawler::stats stats;
+    make_dupefilter({settings, stats, spider, loop.executor()})->async_open(use_future).get();
+    return client->async_command({"GET", spider + ":bloomfilter:params"}, use_future).get().str;
+  };
+  auto ours = nlohmann::json::parse(open_as("first"));
+  std::vector<std::pair<std::string, nlohmann::json>> spoiled{
+      {"format", 2},       {"bits", "4096"},     {"bits", -4096}, {"hash_number", "6"},
+      {"hash_number", -6}, {"hash_number", 6.5}, {"hash", 1}};
+  for (const auto& field : {"format", "bits", "hash_number", "hash"}) {
+    spoiled.emplace_back(field, nullptr);  // missing
+  }
+  int n = 0;
+  for (const auto& [field, value] : spoiled) {
+    auto params = ours;
+    if (value.is_null()) {
+      params.erase(field);
+    } else {
+      params[field] = value;
+    }
+    auto spider = "spoiled" + std::to_string(++n);
+    client->async_command({"SET", spider + ":bloomfilter:params", params.dump()}, use_future).get();
+    EXPECT_EQ(nlohmann::json::parse(open_as(spider)), ours) << params.dump();
+    EXPECT_EQ(
+        client->async_command({"LLEN", spider + ":bloomfilter:bad"}, use_future).get().integer, 1)
+        << params.dump();
+  }
 }
 
 TEST(redis_bitmap_backend, shares_a_key_with_scrapy_redis_bloomfilter_bit_for_bit) {

@@ -179,6 +179,10 @@ TEST(form_request, a_page_without_the_form_or_button_asked_for_is_an_error_namin
   };
   EXPECT_EQ(message({.formnumber = 5}),
             "form number 5 not found in http://example.com/account/login?next=/home (it has 2)");
+  // Numbered from 0, as in Scrapy: of two forms, number 1 is the last and 2 is past it.
+  EXPECT_EQ(message({.formnumber = 1, .dont_click = true}), "(no error)");
+  EXPECT_EQ(message({.formnumber = 2}),
+            "form number 2 not found in http://example.com/account/login?next=/home (it has 2)");
   EXPECT_EQ(message({.formcss = "p.none"}),
             "no <form> element found with formcss p.none in "
             "http://example.com/account/login?next=/home");
