@@ -89,7 +89,8 @@ TEST(robots_txt, percent_encoding_is_compared_in_one_spelling) {
       "Disallow: /foo/bar?baz=quz\n"
       "Disallow: /foo/bar/\xE3\x83\x84\n"
       "Disallow: /encoded/%e3%83%85\n"
-      "Disallow: /foo/bar/%62%61%7A\n"};
+      "Disallow: /foo/bar/%62%61%7A\n"
+      "Disallow: /zero/%0a%c0\n"};
   EXPECT_FALSE(robots.allowed("https://example.com/foo/bar?baz=quz", "bot"));
   EXPECT_TRUE(robots.allowed("https://example.com/foo/bar?baz=other", "bot"));
   EXPECT_FALSE(robots.allowed("https://example.com/foo/bar/%E3%83%84", "bot"));
@@ -97,6 +98,8 @@ TEST(robots_txt, percent_encoding_is_compared_in_one_spelling) {
   EXPECT_FALSE(robots.allowed("https://example.com/foo/bar/baz", "bot"));
   EXPECT_FALSE(robots.allowed("https://example.com/foo/bar/%62az", "bot"));
   EXPECT_TRUE(robots.allowed("https://example.com/foo/bar/other", "bot"));
+  // A hex digit 0 is a digit like any other, first or second.
+  EXPECT_FALSE(robots.allowed("https://example.com/zero/%0A%C0", "bot"));
 }
 
 TEST(robots_txt, user_agents_match_case_insensitively_inside_the_full_header) {

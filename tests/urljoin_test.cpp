@@ -182,6 +182,7 @@ TEST(urljoin, a_link_with_a_stray_percent_is_followed_with_the_percent_escaped) 
 TEST(urljoin, escapes_in_a_link_that_needs_escaping_are_kept_as_python_keeps_them) {
   EXPECT_EQ(crawler::urljoin("http://a/b/c", "x%2F..%2F y"), "http://a/b/x%2F..%2F%20y");
   EXPECT_EQ(crawler::urljoin("http://a/b/c", "%2e%2e/y z"), "http://a/b/%2e%2e/y%20z");
+  EXPECT_EQ(crawler::urljoin("http://a/b", "/x%0A%C0%00 y"), "http://a/x%0A%C0%00%20y");
   EXPECT_EQ(crawler::urljoin("http://a/b", "/api/a%2Fb%3Fc?q=1 2"),
             "http://a/api/a%2Fb%3Fc?q=1%202");
   EXPECT_EQ(crawler::urljoin("http://a/b/c", "./d%4A%2F/../e f"), "http://a/b/e%20f");
