@@ -1613,6 +1613,13 @@ TEST(crawler_command, a_start_url_that_is_not_a_url_is_one_line_before_anything_
   EXPECT_EQ(refusal_of("c:/data/a.html"),
             "crawler crawl: start URL \"c:/data/a.html\": scheme \"c\" is not in "
             "DOWNLOAD_SCHEMES\n");
+  // A scheme is named in lower case, whatever case it was written in, A and Z included.
+  EXPECT_EQ(refusal_of("JAVASCRIPT:void(0)"),
+            "crawler crawl: start URL \"JAVASCRIPT:void(0)\": scheme \"javascript\" is not in "
+            "DOWNLOAD_SCHEMES\n");
+  EXPECT_EQ(refusal_of("Z:/data/a.html"),
+            "crawler crawl: start URL \"Z:/data/a.html\": scheme \"z\" is not in "
+            "DOWNLOAD_SCHEMES\n");
 }
 
 }  // namespace
