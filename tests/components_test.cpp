@@ -110,6 +110,23 @@ class depth_witness : public crawler::spider_middleware {
 };
 CRAWLER_REGISTER_SPIDER_MIDDLEWARE(depth_witness, "tests.DepthWitness");
 
+// The same for RefererMiddleware (700) and the Referer header it gives a followed link.
+class referer_witness : public crawler::spider_middleware {
+ public:
+  explicit referer_witness(crawler::crawl_context& crawl) : stats_(crawl.stats) {}
+  void process_spider_output(const crawler::response&, crawler::output& out) override {
+    for (const auto& request : out.requests) {
+      stats_.inc_value(crawler::find_header(request.headers, "Referer").empty()
+                           ? "witness/referer_unset"
+                           : "witness/referer_set");
+    }
+  }
+
+ private:
+  crawler::stats& stats_;
+};
+CRAWLER_REGISTER_SPIDER_MIDDLEWARE(referer_witness, "tests.RefererWitness");
+
 // Holds each item 300 ms on a timer of the crawl's loop before passing it on, as a pipeline that
 // waits for a database would.
 class slow_pipeline : public crawler::async_item_pipeline {
@@ -434,6 +451,21 @@ TEST(components, a_spider_middleware_sees_a_callbacks_output_after_those_of_high
   auto before = run_crawl_file(server, {{"SPIDER_MIDDLEWARES", {{"tests.DepthWitness", 950}}}}, 2);
   EXPECT_GT(before.stats.value("witness/depth_unset", 0), 0);
   EXPECT_FALSE(before.stats.contains("witness/depth_set"));
+}
+
+// RefererMiddleware sits at 700, as in Scrapy: a middleware at 699 sees the links it gave a
+// Referer, one at 701 sees them before.
+TEST(components, referer_middleware_gives_links_their_referer_at_order_700) {
+  http_server server({.site_pages = 2});
+  auto after =
+      run_crawl_file(server, {{"SPIDER_MIDDLEWARES", {{"tests.RefererWitness", 699}}}}, 2);
+  ASSERT_EQ(after.status, 0);
+  EXPECT_GT(after.stats.value("witness/referer_set", 0), 0);
+  EXPECT_FALSE(after.stats.contains("witness/referer_unset"));
+  auto before =
+      run_crawl_file(server, {{"SPIDER_MIDDLEWARES", {{"tests.RefererWitness", 701}}}}, 2);
+  EXPECT_GT(before.stats.value("witness/referer_unset", 0), 0);
+  EXPECT_FALSE(before.stats.contains("witness/referer_set"));
 }
 
 TEST(signals, an_extension_hears_what_the_crawl_does) {
