@@ -457,8 +457,7 @@ TEST(components, a_spider_middleware_sees_a_callbacks_output_after_those_of_high
 // Referer, one at 701 sees them before.
 TEST(components, referer_middleware_gives_links_their_referer_at_order_700) {
   http_server server({.site_pages = 2});
-  auto after =
-      run_crawl_file(server, {{"SPIDER_MIDDLEWARES", {{"tests.RefererWitness", 699}}}}, 2);
+  auto after = run_crawl_file(server, {{"SPIDER_MIDDLEWARES", {{"tests.RefererWitness", 699}}}}, 2);
   ASSERT_EQ(after.status, 0);
   EXPECT_GT(after.stats.value("witness/referer_set", 0), 0);
   EXPECT_FALSE(after.stats.contains("witness/referer_unset"));
